@@ -1,0 +1,197 @@
+//! Frame codec (PROTOCOL.md 1.1).
+//!
+//! ```text
+//! +------------+----------------------------+-----------------+------------+
+//! | length     | serializeType | headerLen  | header          | body       |
+//! | int (4)    | byte (1)      | 24 bits    | headerLen bytes | the rest   |
+//! +------------+----------------------------+-----------------+------------+
+//! length = 4 + headerLen + bodyLen
+//! ```
+//!
+//! The decoder is sans-IO and bounded: it checks the length words against
+//! [`FrameLimits`] before buffering a frame, returns `Ok(None)` without consuming
+//! anything until the whole frame is present, then takes exactly one frame. Garbage
+//! is an `Err`, which closes that one connection.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::command::{binary_header, json_header, RemotingCommand, SerializeType};
+use crate::error::RemotingError;
+
+/// Default largest frame (Java `com.rocketmq.remoting.frameMaxLength`).
+pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
+/// Default largest header. Headers carry the property string (at most 32 KiB, up to six
+/// times that once JSON-escaped) and little else.
+pub const DEFAULT_MAX_HEADER: usize = 1024 * 1024;
+
+/// Size limits applied before a frame is buffered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameLimits {
+    /// Largest value of the leading `length` word.
+    pub max_frame: usize,
+    /// Largest header.
+    pub max_header: usize,
+}
+
+impl Default for FrameLimits {
+    fn default() -> Self {
+        FrameLimits {
+            max_frame: DEFAULT_MAX_FRAME,
+            max_header: DEFAULT_MAX_HEADER,
+        }
+    }
+}
+
+/// Encodes and decodes whole frames.
+#[derive(Debug, Clone, Default)]
+pub struct RemotingCodec {
+    limits: FrameLimits,
+}
+
+impl RemotingCodec {
+    pub fn new(limits: FrameLimits) -> Self {
+        RemotingCodec { limits }
+    }
+
+    pub fn limits(&self) -> FrameLimits {
+        self.limits
+    }
+
+    fn check_prefix(&self, src: &[u8]) -> Result<usize, RemotingError> {
+        let length = i32::from_be_bytes([src[0], src[1], src[2], src[3]]) as i64;
+        if length < 4 {
+            return Err(RemotingError::FrameTooSmall { length });
+        }
+        let length = length as usize;
+        if length > self.limits.max_frame {
+            return Err(RemotingError::FrameTooLarge {
+                length,
+                limit: self.limits.max_frame,
+            });
+        }
+        if src.len() >= 8 {
+            let word = u32::from_be_bytes([src[4], src[5], src[6], src[7]]);
+            self.check_header_word(word, length)?;
+        }
+        Ok(length)
+    }
+
+    fn check_header_word(
+        &self,
+        word: u32,
+        length: usize,
+    ) -> Result<(SerializeType, usize), RemotingError> {
+        let kind = (word >> 24) as u8;
+        let serialize_type =
+            SerializeType::from_code(kind).ok_or(RemotingError::UnknownSerializeType(kind))?;
+        let header = (word & 0x00FF_FFFF) as usize;
+        if header > self.limits.max_header {
+            return Err(RemotingError::HeaderTooLarge {
+                length: header,
+                limit: self.limits.max_header,
+            });
+        }
+        if header > length - 4 {
+            return Err(RemotingError::HeaderOutOfFrame {
+                header,
+                frame: length,
+            });
+        }
+        Ok((serialize_type, header))
+    }
+
+    /// Decodes one complete frame (without its leading length word).
+    fn decode_frame(&self, mut frame: Bytes) -> Result<RemotingCommand, RemotingError> {
+        let length = frame.len();
+        let word = frame.get_u32();
+        let (serialize_type, header_len) = self.check_header_word(word, length)?;
+        let header = frame.split_to(header_len);
+        let mut cmd = match serialize_type {
+            SerializeType::Json => json_header::decode(&header)?,
+            SerializeType::RocketMq => binary_header::decode(&header)?,
+        };
+        cmd.body = frame;
+        Ok(cmd)
+    }
+
+    /// Appends one encoded frame to `dst`. Fails, writing nothing, when the frame would
+    /// exceed the frame limit (the peer would drop the connection).
+    pub fn encode_into(
+        &self,
+        cmd: &RemotingCommand,
+        dst: &mut BytesMut,
+    ) -> Result<(), RemotingError> {
+        let start = dst.len();
+        dst.reserve(8 + 128 + cmd.body.len());
+        dst.put_u64(0); // length and header word, patched below
+        match cmd.serialize_type {
+            SerializeType::Json => json_header::encode(cmd, dst),
+            SerializeType::RocketMq => binary_header::encode(cmd, dst),
+        }
+        let header_len = dst.len() - start - 8;
+        let length = 4 + header_len + cmd.body.len();
+        if header_len > 0x00FF_FFFF || header_len > self.limits.max_header {
+            dst.truncate(start);
+            return Err(RemotingError::HeaderTooLarge {
+                length: header_len,
+                limit: self.limits.max_header.min(0x00FF_FFFF),
+            });
+        }
+        if length > self.limits.max_frame {
+            dst.truncate(start);
+            return Err(RemotingError::FrameTooLarge {
+                length,
+                limit: self.limits.max_frame,
+            });
+        }
+        let word = ((cmd.serialize_type.code() as u32) << 24) | header_len as u32;
+        dst[start..start + 4].copy_from_slice(&(length as u32).to_be_bytes());
+        dst[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());
+        dst.put_slice(&cmd.body);
+        Ok(())
+    }
+
+    /// Encodes one frame into its own buffer.
+    pub fn encode_to_bytes(&self, cmd: &RemotingCommand) -> Result<Bytes, RemotingError> {
+        let mut buf = BytesMut::new();
+        self.encode_into(cmd, &mut buf)?;
+        Ok(buf.freeze())
+    }
+}
+
+impl Decoder for RemotingCodec {
+    type Item = RemotingCommand;
+    type Error = RemotingError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<RemotingCommand>, RemotingError> {
+        if src.len() < 4 {
+            return Ok(None);
+        }
+        let length = self.check_prefix(src)?;
+        let total = 4 + length;
+        if src.len() < total {
+            src.reserve(total - src.len());
+            return Ok(None);
+        }
+        let mut frame = src.split_to(total).freeze();
+        frame.advance(4);
+        self.decode_frame(frame).map(Some)
+    }
+}
+
+impl Encoder<RemotingCommand> for RemotingCodec {
+    type Error = RemotingError;
+
+    fn encode(&mut self, cmd: RemotingCommand, dst: &mut BytesMut) -> Result<(), RemotingError> {
+        self.encode_into(&cmd, dst)
+    }
+}
+
+impl Encoder<&RemotingCommand> for RemotingCodec {
+    type Error = RemotingError;
+
+    fn encode(&mut self, cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), RemotingError> {
+        self.encode_into(cmd, dst)
+    }
+}

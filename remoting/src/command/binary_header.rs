@@ -1,0 +1,155 @@
+//! Binary `ROCKETMQ` header (serialize type 1), PROTOCOL.md 1.3.
+//!
+//! ```text
+//! +--------+----------+---------+--------+------+-----------+--------+-------------+-----------+
+//! | code   | language | version | opaque | flag | remarkLen | remark | extFieldsLen| entries   |
+//! | short  | byte     | short   | int    | int  | int       | UTF-8  | int         | see below |
+//! +--------+----------+---------+--------+------+-----------+--------+-------------+-----------+
+//! entry = keyLen (short) + key + valueLen (int) + value
+//! ```
+//!
+//! `code` and `version` are shorts on the wire, as in Java, which truncates larger values.
+
+use bytes::{Buf, BufMut, BytesMut};
+
+use super::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use crate::error::RemotingError;
+
+const FIXED_LEN: usize = 21;
+
+/// Appends the binary header of `cmd` to `out`.
+pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
+    out.reserve(FIXED_LEN + 64);
+    out.put_i16(cmd.code as i16);
+    out.put_u8(cmd.language.code());
+    out.put_i16(cmd.version as i16);
+    out.put_i32(cmd.opaque);
+    out.put_i32(cmd.flag);
+    match &cmd.remark {
+        Some(remark) if !remark.is_empty() => {
+            out.put_i32(remark.len() as i32);
+            out.put_slice(remark.as_bytes());
+        }
+        _ => out.put_i32(0),
+    }
+    let len_at = out.len();
+    out.put_i32(0);
+    for (k, v) in cmd.ext_fields.iter() {
+        out.put_i16(k.len() as i16);
+        out.put_slice(k.as_bytes());
+        out.put_i32(v.len() as i32);
+        out.put_slice(v.as_bytes());
+    }
+    let map_len = (out.len() - len_at - 4) as i32;
+    out[len_at..len_at + 4].copy_from_slice(&map_len.to_be_bytes());
+}
+
+fn malformed(reason: impl Into<String>) -> RemotingError {
+    RemotingError::MalformedHeader {
+        kind: "ROCKETMQ",
+        reason: reason.into(),
+    }
+}
+
+fn take_str(buf: &mut &[u8], len: usize, what: &str) -> Result<String, RemotingError> {
+    if buf.remaining() < len {
+        return Err(malformed(format!(
+            "{what} of {len} bytes overruns the header ({} left)",
+            buf.remaining()
+        )));
+    }
+    let s = std::str::from_utf8(&buf[..len])
+        .map_err(|_| malformed(format!("{what} is not UTF-8")))?
+        .to_owned();
+    buf.advance(len);
+    Ok(s)
+}
+
+fn length(v: i64, what: &str) -> Result<usize, RemotingError> {
+    usize::try_from(v).map_err(|_| malformed(format!("negative {what} length {v}")))
+}
+
+/// Decodes a binary header. The body is attached by the caller.
+pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
+    let mut buf = header;
+    if buf.remaining() < FIXED_LEN {
+        return Err(malformed(format!(
+            "{} bytes is shorter than the fixed part of {FIXED_LEN}",
+            buf.remaining()
+        )));
+    }
+    let code = buf.get_i16() as i32;
+    let language = LanguageCode::from_code(buf.get_u8() as i64);
+    let version = buf.get_i16() as i32;
+    let opaque = buf.get_i32();
+    let flag = buf.get_i32();
+    let remark_len = length(buf.get_i32() as i64, "remark")?;
+    let remark = match remark_len {
+        0 => None,
+        n => Some(take_str(&mut buf, n, "remark")?),
+    };
+    if buf.remaining() < 4 {
+        return Err(malformed("missing extFields length"));
+    }
+    let map_len = length(buf.get_i32() as i64, "extFields")?;
+    if map_len > buf.remaining() {
+        return Err(malformed(format!(
+            "extFields of {map_len} bytes overruns the header ({} left)",
+            buf.remaining()
+        )));
+    }
+    let (mut map, rest) = buf.split_at(map_len);
+    if !rest.is_empty() {
+        return Err(malformed(format!(
+            "{} trailing bytes after extFields",
+            rest.len()
+        )));
+    }
+    let mut ext_fields = ExtFields::new();
+    while map.has_remaining() {
+        if map.remaining() < 2 {
+            return Err(malformed("truncated extFields key length"));
+        }
+        let key_len = length(map.get_i16() as i64, "key")?;
+        let key = take_str(&mut map, key_len, "extFields key")?;
+        if map.remaining() < 4 {
+            return Err(malformed("truncated extFields value length"));
+        }
+        let value_len = length(map.get_i32() as i64, "value")?;
+        let value = take_str(&mut map, value_len, "extFields value")?;
+        ext_fields.push_decoded(key, value);
+    }
+    Ok(RemotingCommand {
+        code,
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext_fields,
+        body: bytes::Bytes::new(),
+        serialize_type: SerializeType::RocketMq,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_lengths_that_overrun_the_header() {
+        let mut raw = vec![0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
+        raw.extend_from_slice(&100i32.to_be_bytes()); // remark length 100, nothing follows
+        assert!(decode(&raw).is_err());
+
+        let mut raw = vec![0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
+        raw.extend_from_slice(&(-1i32).to_be_bytes());
+        assert!(decode(&raw).is_err(), "negative remark length");
+
+        let mut raw = vec![0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        raw.extend_from_slice(&8i32.to_be_bytes());
+        raw.extend_from_slice(&[0, 9, b'k']); // key length 9, one byte present
+        raw.extend_from_slice(&[0; 5]);
+        assert!(decode(&raw).is_err());
+    }
+}

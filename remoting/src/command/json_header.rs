@@ -1,0 +1,366 @@
+//! JSON header (serialize type 0), PROTOCOL.md 1.2.
+//!
+//! Written by hand, keys in fastjson's alphabetical order, compact, nulls omitted:
+//!
+//! ```text
+//! {"code":105,"extFields":{"topic":"T"},"flag":0,"language":"RUST","opaque":42,
+//!  "serializeTypeCurrentRPC":"JSON","version":479}
+//! ```
+//!
+//! Read leniently, as fastjson reads it: `language` as a name or an ordinal, numbers
+//! as numbers or numeric strings, `extFields` values as strings, numbers or booleans,
+//! unknown keys ignored, trailing whitespace tolerated.
+
+use std::fmt;
+
+use bytes::{BufMut, BytesMut};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+
+use super::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use crate::error::RemotingError;
+
+/// Appends the JSON header of `cmd` to `out`.
+pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
+    out.reserve(96 + cmd.ext_fields.len() * 24);
+    out.put_slice(b"{\"code\":");
+    put_int(out, cmd.code as i64);
+    if !cmd.ext_fields.is_empty() {
+        out.put_slice(b",\"extFields\":{");
+        for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
+            if i > 0 {
+                out.put_u8(b',');
+            }
+            put_string(out, k);
+            out.put_u8(b':');
+            put_string(out, v);
+        }
+        out.put_u8(b'}');
+    }
+    out.put_slice(b",\"flag\":");
+    put_int(out, cmd.flag as i64);
+    out.put_slice(b",\"language\":");
+    put_string(out, cmd.language.name());
+    out.put_slice(b",\"opaque\":");
+    put_int(out, cmd.opaque as i64);
+    if let Some(remark) = &cmd.remark {
+        out.put_slice(b",\"remark\":");
+        put_string(out, remark);
+    }
+    out.put_slice(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
+    put_int(out, cmd.version as i64);
+    out.put_u8(b'}');
+}
+
+fn put_int(out: &mut BytesMut, v: i64) {
+    let mut buf = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.put_u8(b'-');
+    }
+    out.put_slice(&buf[i..]);
+}
+
+/// Writes `s` as a JSON string. Control characters (the property separators U+0001 and
+/// U+0002 among them) become `\u00XX`; other UTF-8 passes through.
+pub(crate) fn put_string(out: &mut BytesMut, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.put_u8(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.put_slice(&bytes[start..i]);
+        if escape.is_empty() {
+            out.put_slice(b"\\u00");
+            out.put_u8(HEX[(b >> 4) as usize]);
+            out.put_u8(HEX[(b & 0xf) as usize]);
+        } else {
+            out.put_slice(escape);
+        }
+        start = i + 1;
+    }
+    out.put_slice(&bytes[start..]);
+    out.put_u8(b'"');
+}
+
+/// Decodes a JSON header. The body is attached by the caller.
+pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
+    let mut de = serde_json::Deserializer::from_slice(header);
+    let decoded = de
+        .deserialize_map(HeaderVisitor)
+        .and_then(|h| de.end().map(|_| h))
+        .map_err(|e| RemotingError::MalformedHeader {
+            kind: "JSON",
+            reason: e.to_string(),
+        })?;
+    Ok(decoded)
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum Field {
+    Code,
+    Language,
+    Version,
+    Opaque,
+    Flag,
+    Remark,
+    ExtFields,
+    #[serde(other)]
+    Other,
+}
+
+struct HeaderVisitor;
+
+impl<'de> Visitor<'de> for HeaderVisitor {
+    type Value = RemotingCommand;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a RemotingCommand header object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RemotingCommand, A::Error> {
+        let mut code = None;
+        let mut cmd = RemotingCommand {
+            code: 0,
+            // fastjson leaves the Java field initialiser in place when the key is absent.
+            language: LanguageCode::Java,
+            version: 0,
+            opaque: 0,
+            flag: 0,
+            remark: None,
+            ext_fields: ExtFields::new(),
+            body: bytes::Bytes::new(),
+            serialize_type: SerializeType::Json,
+        };
+        while let Some(field) = map.next_key::<Field>()? {
+            match field {
+                Field::Code => code = Some(map.next_value::<LenientI32>()?.0),
+                Field::Language => cmd.language = map.next_value::<LanguageValue>()?.0,
+                Field::Version => cmd.version = map.next_value::<LenientI32>()?.0,
+                Field::Opaque => cmd.opaque = map.next_value::<LenientI32>()?.0,
+                Field::Flag => cmd.flag = map.next_value::<LenientI32>()?.0,
+                Field::Remark => cmd.remark = map.next_value::<Option<String>>()?,
+                Field::ExtFields => {
+                    cmd.ext_fields = map
+                        .next_value::<Option<ExtFieldsValue>>()?
+                        .map(|e| e.0)
+                        .unwrap_or_default()
+                }
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        cmd.code = code.ok_or_else(|| de::Error::missing_field("code"))?;
+        Ok(cmd)
+    }
+}
+
+/// An int written as a number or as a numeric string; null reads as 0.
+struct LenientI32(i32);
+
+impl<'de> Deserialize<'de> for LenientI32 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = LenientI32;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a 32-bit integer")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LenientI32, E> {
+                i32::try_from(v)
+                    .map(LenientI32)
+                    .map_err(|_| E::custom(format!("{v} out of int range")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LenientI32, E> {
+                i32::try_from(v)
+                    .map(LenientI32)
+                    .map_err(|_| E::custom(format!("{v} out of int range")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LenientI32, E> {
+                v.trim()
+                    .parse()
+                    .map(LenientI32)
+                    .map_err(|_| E::custom(format!("{v:?} is not an int")))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<LenientI32, E> {
+                Ok(LenientI32(0))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `LanguageCode` by name (Java, Go, C++) or by ordinal (fastjson accepts both).
+struct LanguageValue(LanguageCode);
+
+impl<'de> Deserialize<'de> for LanguageValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = LanguageValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a language name or code")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LanguageValue, E> {
+                Ok(LanguageValue(LanguageCode::from_name(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LanguageValue, E> {
+                Ok(LanguageValue(LanguageCode::from_code(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LanguageValue, E> {
+                Ok(LanguageValue(LanguageCode::from_code(
+                    i64::try_from(v).unwrap_or(-1),
+                )))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<LanguageValue, E> {
+                Ok(LanguageValue(LanguageCode::Java))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `extFields`: values may be strings, numbers or booleans (the C++ client sends numbers);
+/// null values are dropped, as Java drops them.
+struct ExtFieldsValue(ExtFields);
+
+impl<'de> Deserialize<'de> for ExtFieldsValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ExtFieldsValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of string values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFieldsValue, A::Error> {
+                let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(key) = map.next_key::<String>()? {
+                    if let Some(ScalarString(value)) = map.next_value::<Option<ScalarString>>()? {
+                        fields.push_decoded(key, value);
+                    }
+                }
+                Ok(ExtFieldsValue(fields))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A JSON scalar rendered as Java's `toString()` would.
+struct ScalarString(String);
+
+impl<'de> Deserialize<'de> for ScalarString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ScalarString;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string, number or boolean")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<ScalarString, E> {
+                Ok(ScalarString(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(cmd: &RemotingCommand) -> String {
+        let mut out = BytesMut::new();
+        encode(cmd, &mut out);
+        String::from_utf8(out.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn escapes_control_characters_and_quotes() {
+        let mut out = BytesMut::new();
+        put_string(&mut out, "a\u{1}b\u{2}\"\\\n\u{7f}é");
+        assert_eq!(
+            &out[..],
+            "\"a\\u0001b\\u0002\\\"\\\\\\n\u{7f}é\"".as_bytes()
+        );
+    }
+
+    #[test]
+    fn negative_numbers_are_written_in_full() {
+        let mut cmd = RemotingCommand::response(0, None);
+        cmd.opaque = i32::MIN;
+        assert!(encoded(&cmd).contains("\"opaque\":-2147483648"));
+    }
+
+    #[test]
+    fn accepts_what_the_cpp_client_sends() {
+        // No serializeTypeCurrentRPC, numeric extFields values, empty remark, trailing newline.
+        let raw = br#"{"code":310,"language":"CPP","version":63,"opaque":7,"flag":0,"remark":"","extFields":{"AccessKey":"","a":"g","e":3,"m":false,"n":null}}
+"#;
+        let cmd = decode(raw).unwrap();
+        assert_eq!(cmd.code, 310);
+        assert_eq!(cmd.language, LanguageCode::Cpp);
+        assert_eq!(cmd.ext_fields.get("e"), Some("3"));
+        assert_eq!(cmd.ext_fields.get("m"), Some("false"));
+        assert_eq!(cmd.ext_fields.get("n"), None);
+        assert_eq!(cmd.ext_fields.get("AccessKey"), Some(""));
+        assert_eq!(cmd.remark.as_deref(), Some(""));
+    }
+
+    #[test]
+    fn accepts_language_ordinal_and_string_numbers() {
+        let cmd = decode(br#"{"code":"34","language":9,"opaque":"5","flag":1}"#).unwrap();
+        assert_eq!(cmd.code, 34);
+        assert_eq!(cmd.language, LanguageCode::Go);
+        assert_eq!(cmd.opaque, 5);
+        assert!(cmd.is_response());
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(decode(b"").is_err());
+        assert!(decode(b"{").is_err());
+        assert!(decode(b"[1,2]").is_err());
+        assert!(decode(br#"{"flag":0}"#).is_err(), "code is mandatory");
+        assert!(decode(br#"{"code":99999999999}"#).is_err());
+        assert!(decode(br#"{"code":1,"extFields":{"a":{"b":1}}}"#).is_err());
+        assert!(decode(br#"{"code":1} trailing"#).is_err());
+    }
+}

@@ -1,0 +1,227 @@
+//! Typed request and response headers (PROTOCOL.md 3).
+//!
+//! A header is a struct whose fields map 1:1 to `extFields` keys. Every value is a
+//! string on the wire: numbers in decimal, booleans as Java's `Boolean.parseBoolean`
+//! reads them (only `"true"`, in any case, is true). A plain field is mandatory: when
+//! it is missing or does not parse, decoding fails with a [`HeaderError`] naming it.
+//! An `Option` field is optional; an empty value reads as absent (the C++ client sends
+//! empty strings for unset fields).
+
+mod admin;
+mod client;
+mod namesrv;
+mod offset;
+mod pull;
+mod query;
+mod send;
+mod topic;
+mod transaction;
+
+pub use admin::*;
+pub use client::*;
+pub use namesrv::*;
+pub use offset::*;
+pub use pull::*;
+pub use query::*;
+pub use send::*;
+pub use topic::*;
+pub use transaction::*;
+
+use crate::command::ExtFields;
+use crate::error::HeaderError;
+
+/// Conversion between a typed header and `extFields`.
+pub trait CommandHeader: Sized {
+    fn write_to(&self, ext: &mut ExtFields);
+    fn read_from(ext: &ExtFields) -> Result<Self, HeaderError>;
+}
+
+/// A header with no fields (requests such as HEART_BEAT carry everything in the body).
+impl CommandHeader for () {
+    fn write_to(&self, _: &mut ExtFields) {}
+    fn read_from(_: &ExtFields) -> Result<Self, HeaderError> {
+        Ok(())
+    }
+}
+
+/// One field of a header: how it is read from and written to `extFields`.
+pub trait HeaderField: Sized {
+    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError>;
+    fn write(&self, ext: &mut ExtFields, key: &'static str);
+}
+
+/// A scalar value type of a header field.
+pub trait HeaderValue: Sized {
+    fn parse_value(s: &str) -> Option<Self>;
+    fn render(&self) -> String;
+}
+
+impl HeaderValue for String {
+    fn parse_value(s: &str) -> Option<Self> {
+        Some(s.to_owned())
+    }
+    fn render(&self) -> String {
+        self.clone()
+    }
+}
+
+impl HeaderValue for bool {
+    fn parse_value(s: &str) -> Option<Self> {
+        Some(s.eq_ignore_ascii_case("true"))
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+macro_rules! numeric_value {
+    ($($t:ty),*) => {$(
+        impl HeaderValue for $t {
+            fn parse_value(s: &str) -> Option<Self> {
+                s.parse().ok()
+            }
+            fn render(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+numeric_value!(i32, i64);
+
+macro_rules! header_field {
+    ($($t:ty),*) => {$(
+        impl HeaderField for $t {
+            fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+                let raw = ext.get(key).ok_or(HeaderError::Missing { field: key })?;
+                <$t as HeaderValue>::parse_value(raw).ok_or_else(|| HeaderError::Malformed {
+                    field: key,
+                    value: raw.to_owned(),
+                })
+            }
+            fn write(&self, ext: &mut ExtFields, key: &'static str) {
+                ext.insert(key, HeaderValue::render(self));
+            }
+        }
+
+        impl HeaderField for Option<$t> {
+            fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+                match ext.get(key) {
+                    None => Ok(None),
+                    Some("") if stringify!($t) != "String" => Ok(None),
+                    Some(raw) => <$t as HeaderValue>::parse_value(raw)
+                        .map(Some)
+                        .ok_or_else(|| HeaderError::Malformed {
+                            field: key,
+                            value: raw.to_owned(),
+                        }),
+                }
+            }
+            fn write(&self, ext: &mut ExtFields, key: &'static str) {
+                if let Some(v) = self {
+                    ext.insert(key, HeaderValue::render(v));
+                }
+            }
+        }
+    )*};
+}
+header_field!(String, bool, i32, i64);
+
+/// Declares a header struct and its [`CommandHeader`] impl from `field: Type = "wireKey"`
+/// lines.
+#[macro_export]
+macro_rules! command_header {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $key:literal ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $crate::protocol::header::CommandHeader for $name {
+            fn write_to(&self, ext: &mut $crate::command::ExtFields) {
+                $( $crate::protocol::header::HeaderField::write(&self.$field, ext, $key); )*
+            }
+
+            #[allow(unused_variables)]
+            fn read_from(
+                ext: &$crate::command::ExtFields,
+            ) -> Result<Self, $crate::error::HeaderError> {
+                Ok($name {
+                    $( $field: $crate::protocol::header::HeaderField::read(ext, $key)?, )*
+                })
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    command_header! {
+        pub struct Sample {
+            name: String = "name",
+            count: i32 = "count",
+            big: Option<i64> = "big",
+            flag: Option<bool> = "flag",
+            note: Option<String> = "note",
+        }
+    }
+
+    #[test]
+    fn round_trips_through_ext_fields() {
+        let h = Sample {
+            name: "a\u{1}b".into(),
+            count: -3,
+            big: Some(i64::MAX),
+            flag: Some(true),
+            note: None,
+        };
+        let mut ext = ExtFields::new();
+        h.write_to(&mut ext);
+        assert_eq!(ext.get("count"), Some("-3"));
+        assert!(!ext.contains_key("note"));
+        assert_eq!(Sample::read_from(&ext).unwrap(), h);
+    }
+
+    #[test]
+    fn missing_and_malformed_fields_are_named() {
+        let ext: ExtFields = [("name", "x")].into_iter().collect();
+        assert_eq!(
+            Sample::read_from(&ext),
+            Err(HeaderError::Missing { field: "count" })
+        );
+        let ext: ExtFields = [("name", "x"), ("count", "12x")].into_iter().collect();
+        assert_eq!(Sample::read_from(&ext).unwrap_err().field(), "count",);
+        let ext: ExtFields = [("name", "x"), ("count", "1"), ("big", "nope")]
+            .into_iter()
+            .collect();
+        assert_eq!(Sample::read_from(&ext).unwrap_err().field(), "big");
+    }
+
+    #[test]
+    fn booleans_and_empty_optionals_read_as_java_does() {
+        let ext: ExtFields = [
+            ("name", ""),
+            ("count", "0"),
+            ("flag", "1"),
+            ("big", ""),
+            ("note", ""),
+        ]
+        .into_iter()
+        .collect();
+        let h = Sample::read_from(&ext).unwrap();
+        assert_eq!(h.flag, Some(false), "only \"true\" is true");
+        assert_eq!(h.big, None);
+        assert_eq!(h.note.as_deref(), Some(""));
+        let ext: ExtFields = [("name", ""), ("count", "0"), ("flag", "TRUE")]
+            .into_iter()
+            .collect();
+        assert_eq!(Sample::read_from(&ext).unwrap().flag, Some(true));
+    }
+}

@@ -1,0 +1,290 @@
+//! Message properties and their string encoding (PROTOCOL.md 5.1, 5.2).
+//!
+//! ```text
+//! name1 U+0001 value1 U+0002 name2 U+0001 value2 U+0002 ...
+//! ```
+
+use std::collections::BTreeMap;
+
+/// Separates a property name from its value.
+pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
+/// Ends every name/value pair.
+pub const PROPERTY_SEPARATOR: char = '\u{2}';
+/// Separates several values of `KEYS`.
+pub const KEY_SEPARATOR: &str = " ";
+/// Longest encoded property string (a short in the record).
+pub const MAX_PROPERTIES_LEN: usize = i16::MAX as usize;
+
+pub const KEYS: &str = "KEYS";
+pub const TAGS: &str = "TAGS";
+pub const WAIT_STORE_MSG_OK: &str = "WAIT";
+pub const DELAY_TIME_LEVEL: &str = "DELAY";
+pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+pub const REAL_TOPIC: &str = "REAL_TOPIC";
+pub const REAL_QUEUE_ID: &str = "REAL_QID";
+pub const TRANSACTION_PREPARED: &str = "TRAN_MSG";
+pub const PRODUCER_GROUP: &str = "PGROUP";
+pub const MIN_OFFSET: &str = "MIN_OFFSET";
+pub const MAX_OFFSET: &str = "MAX_OFFSET";
+pub const BUYER_ID: &str = "BUYER_ID";
+pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+pub const TRANSFER_FLAG: &str = "TRANSFER_FLAG";
+pub const CORRECTION_FLAG: &str = "CORRECTION_FLAG";
+pub const MQ2_FLAG: &str = "MQ2_FLAG";
+pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+pub const MSG_REGION: &str = "MSG_REGION";
+pub const TRACE_SWITCH: &str = "TRACE_ON";
+pub const UNIQ_CLIENT_MESSAGE_ID_KEYIDX: &str = "UNIQ_KEY";
+pub const EXTEND_UNIQ_INFO: &str = "EXTEND_UNIQ_INFO";
+pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
+pub const CONSUME_START_TIMESTAMP: &str = "CONSUME_START_TIME";
+pub const INNER_NUM: &str = "INNER_NUM";
+pub const INNER_BASE: &str = "INNER_BASE";
+pub const DUP_INFO: &str = "DUP_INFO";
+pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+pub const TRANSACTION_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
+pub const TRANSACTION_ID: &str = "__transactionId__";
+pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+pub const INSTANCE_ID: &str = "INSTANCE_ID";
+pub const CORRELATION_ID: &str = "CORRELATION_ID";
+pub const MESSAGE_REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+pub const MESSAGE_TTL: &str = "TTL";
+pub const REPLY_MESSAGE_ARRIVE_TIME: &str = "ARRIVE_TIME";
+pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
+pub const CLUSTER: &str = "CLUSTER";
+pub const MESSAGE_TYPE: &str = "MSG_TYPE";
+pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
+pub const TIMER_DELAY_LEVEL: &str = "TIMER_DELAY_LEVEL";
+pub const DLQ_ORIGIN_TOPIC: &str = "DLQ_ORIGIN_TOPIC";
+pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
+pub const BORN_HOST: &str = "__BORNHOST";
+pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
+pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+/// Value of [`MESSAGE_TYPE`] on reply messages.
+pub const REPLY_MESSAGE_FLAG: &str = "reply";
+
+/// Names a user may not set (`MessageConst.STRING_HASH_SET`).
+pub const RESERVED: &[&str] = &[
+    TRACE_SWITCH,
+    MSG_REGION,
+    KEYS,
+    TAGS,
+    WAIT_STORE_MSG_OK,
+    DELAY_TIME_LEVEL,
+    RETRY_TOPIC,
+    REAL_TOPIC,
+    REAL_QUEUE_ID,
+    TRANSACTION_PREPARED,
+    PRODUCER_GROUP,
+    MIN_OFFSET,
+    MAX_OFFSET,
+    BUYER_ID,
+    ORIGIN_MESSAGE_ID,
+    TRANSFER_FLAG,
+    CORRECTION_FLAG,
+    MQ2_FLAG,
+    RECONSUME_TIME,
+    UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    MAX_RECONSUME_TIMES,
+    CONSUME_START_TIMESTAMP,
+    INNER_NUM,
+    INNER_BASE,
+    TRANSACTION_PREPARED_QUEUE_OFFSET,
+    TRANSACTION_CHECK_TIMES,
+    CHECK_IMMUNITY_TIME_IN_SECONDS,
+    SHARDING_KEY,
+    TIMER_DELAY_SEC,
+    TIMER_DELIVER_MS,
+    TIMER_DELAY_MS,
+    TIMER_ENQUEUE_MS,
+    TIMER_DEQUEUE_MS,
+    TIMER_ROLL_TIMES,
+    TIMER_OUT_MS,
+    TIMER_DEL_UNIQKEY,
+    TIMER_DELAY_LEVEL,
+    CLUSTER,
+    INSTANCE_ID,
+    CORRELATION_ID,
+    MESSAGE_REPLY_TO_CLIENT,
+    MESSAGE_TTL,
+    REPLY_MESSAGE_ARRIVE_TIME,
+    PUSH_REPLY_TIME,
+    MESSAGE_TYPE,
+    DUP_INFO,
+    EXTEND_UNIQ_INFO,
+    TRANSACTION_ID,
+];
+
+/// A message's properties, ordered by name so that encodings are deterministic.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Properties(BTreeMap<String, String>);
+
+impl Properties {
+    pub fn new() -> Self {
+        Properties(BTreeMap::new())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) -> Option<String> {
+        self.0.insert(name.into(), value.into())
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<String> {
+        self.0.remove(name)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Parses a property string with Java's rules: pairs without a name or a value are
+    /// dropped, and a later duplicate wins.
+    pub fn decode(text: &str) -> Self {
+        let mut map = BTreeMap::new();
+        for (k, v) in pairs(text) {
+            map.insert(k.to_owned(), v.to_owned());
+        }
+        Properties(map)
+    }
+
+    /// The property string, every pair terminated by U+0002.
+    pub fn encode(&self) -> String {
+        let mut out = String::with_capacity(self.encoded_len());
+        for (k, v) in &self.0 {
+            push_pair(&mut out, k, v);
+        }
+        out
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        self.0.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
+    }
+
+    /// Space-separated `KEYS`.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.get(KEYS)
+            .unwrap_or("")
+            .split(KEY_SEPARATOR)
+            .filter(|k| !k.is_empty())
+    }
+
+    pub fn tags(&self) -> Option<&str> {
+        self.get(TAGS)
+    }
+
+    pub fn uniq_key(&self) -> Option<&str> {
+        self.get(UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    }
+
+    /// `DELAY` as a level; absent or unparsable is 0.
+    pub fn delay_level(&self) -> i32 {
+        self.get(DELAY_TIME_LEVEL)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// `TRAN_MSG=true`.
+    pub fn is_transaction_prepared(&self) -> bool {
+        self.get(TRANSACTION_PREPARED)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Properties(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+/// Appends one encoded pair.
+pub fn push_pair(out: &mut String, name: &str, value: &str) {
+    out.push_str(name);
+    out.push(NAME_VALUE_SEPARATOR);
+    out.push_str(value);
+    out.push(PROPERTY_SEPARATOR);
+}
+
+/// The pairs of a property string, in order, with Java's filtering rules
+/// (`MessageDecoder.string2messageProperties`).
+pub fn pairs(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.split(PROPERTY_SEPARATOR).filter_map(|segment| {
+        // Java measures in UTF-16 units; a pair needs at least name, separator, value.
+        if segment.chars().take(3).count() < 3 {
+            return None;
+        }
+        let sep = segment.find(NAME_VALUE_SEPARATOR)?;
+        if sep == 0 || sep == segment.len() - 1 {
+            return None;
+        }
+        Some((&segment[..sep], &segment[sep + 1..]))
+    })
+}
+
+/// Looks one property up in an encoded string without building a map; the last
+/// occurrence wins, as in [`Properties::decode`]. Used on hot paths (send, dispatch).
+pub fn find<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    pairs(text)
+        .filter(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+        .last()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_with_trailing_separator() {
+        let p: Properties = [("TAGS", "TagA"), ("KEYS", "k1 k2")].into_iter().collect();
+        assert_eq!(p.encode(), "KEYS\u{1}k1 k2\u{2}TAGS\u{1}TagA\u{2}");
+        assert_eq!(p.encoded_len(), p.encode().len());
+        assert_eq!(p.keys().collect::<Vec<_>>(), ["k1", "k2"]);
+    }
+
+    #[test]
+    fn decodes_with_java_rules() {
+        let p = Properties::decode(
+            "A\u{1}1\u{2}\u{1}x\u{2}B\u{1}\u{2}C\u{1}3\u{2}A\u{1}9\u{2}junk\u{2}D\u{1}4",
+        );
+        assert_eq!(p.get("A"), Some("9"), "later duplicate wins");
+        assert_eq!(p.get("B"), None, "empty value dropped");
+        assert_eq!(p.get(""), None, "empty name dropped");
+        assert_eq!(p.get("C"), Some("3"));
+        assert_eq!(p.get("D"), Some("4"), "last pair without separator");
+        assert_eq!(p.len(), 3);
+        assert_eq!(find("A\u{1}1\u{2}A\u{1}2\u{2}", "A"), Some("2"));
+        assert_eq!(find("A\u{1}1\u{2}", "B"), None);
+        // A value may contain U+0001 after the first one.
+        assert_eq!(
+            Properties::decode("K\u{1}a\u{1}b\u{2}").get("K"),
+            Some("a\u{1}b")
+        );
+    }
+}
