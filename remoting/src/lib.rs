@@ -5,13 +5,32 @@
 //! * [`protocol`]: request/response codes, typed headers, JSON bodies, route data and
 //!   the message record format shared by the store, the broker and the clients.
 //!
+//! * [`channel`]: one connection (reader and writer tasks, pending calls by opaque,
+//!   bounded write queue and request concurrency, idle close).
+//! * [`server`] and [`client`]: [`RemotingServer`] dispatches requests to a
+//!   [`RequestProcessor`]; [`RemotingClient`] keeps one multiplexed connection per
+//!   address and offers sync, async and oneway calls.
+//!
+//! Request flow: a frame is read by the connection's reader, decoded by
+//! [`RemotingCodec`]; a response completes the pending call with its opaque, a
+//! request runs on its own task through the processor, whose answer is queued to the
+//! connection's writer with the request's opaque.
+//!
 //! See `PROTOCOL.md` sections 1–5 for the formats this crate implements.
 
+pub mod channel;
+pub mod client;
 pub mod codec;
 pub mod command;
 pub mod error;
+pub mod processor;
 pub mod protocol;
+pub mod server;
 
+pub use channel::{Channel, ConnectionConfig};
+pub use client::{ClientConfig, RemotingClient, ResponseFuture};
 pub use codec::{FrameLimits, RemotingCodec};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 pub use error::{DecodeError, HeaderError, RemotingError};
+pub use processor::{BoxFuture, RequestProcessor, RpcHook};
+pub use server::{RemotingServer, ServerConfig};

@@ -15,6 +15,8 @@ java_enum! {
     }
 }
 
+// The enum comes from a macro that takes no variant attributes, so no `#[default]`.
+#[allow(clippy::derivable_impls)]
 impl Default for TopicFilterType {
     fn default() -> Self {
         TopicFilterType::SingleTag

@@ -1,0 +1,334 @@
+//! The remoting client: one multiplexed connection per address.
+//!
+//! Connections are opened on first use and re-opened on the next use after they were
+//! lost. Calls come in three forms, as in RocketMQ's `NettyRemotingClient`:
+//! [`RemotingClient::invoke_sync`] (await the response), [`RemotingClient::invoke_async`]
+//! (queue the request, get a future for the response; bounded by a semaphore) and
+//! [`RemotingClient::invoke_oneway`] (no response; its own semaphore). Requests the
+//! server sends are served by the processor given at construction.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::debug;
+
+use crate::channel::{Channel, ChannelContext, ConnectionConfig};
+use crate::command::RemotingCommand;
+use crate::error::{RemotingError, Result};
+use crate::processor::{NotSupported, RequestProcessor, RpcHook, RpcHooks};
+
+/// Client settings (RocketMQ `NettyClientConfig` defaults).
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub connection: ConnectionConfig,
+    /// `connectTimeoutMillis`.
+    pub connect_timeout: Duration,
+    /// `clientAsyncSemaphoreValue`: async calls awaiting a response.
+    pub async_permits: usize,
+    /// `clientOnewaySemaphoreValue`: oneway calls not yet queued.
+    pub oneway_permits: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connection: ConnectionConfig::default(),
+            connect_timeout: Duration::from_secs(3),
+            async_permits: 65_535,
+            oneway_permits: 65_535,
+        }
+    }
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Channel>>>;
+
+/// A client to any number of servers.
+pub struct RemotingClient {
+    config: ClientConfig,
+    slots: Mutex<HashMap<String, Slot>>,
+    /// Connected channels by address: the lock-free-ish fast path of every call.
+    live: RwLock<HashMap<String, Channel>>,
+    processor: Arc<dyn RequestProcessor>,
+    hooks: RwLock<RpcHooks>,
+    async_permits: Arc<Semaphore>,
+    oneway_permits: Arc<Semaphore>,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+/// The response of an [`RemotingClient::invoke_async`] call.
+pub struct ResponseFuture {
+    inner: Pin<Box<dyn Future<Output = Result<RemotingCommand>> + Send>>,
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<RemotingCommand>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+impl RemotingClient {
+    /// A client whose connections serve server-initiated requests with `processor`
+    /// (REQUEST_CODE_NOT_SUPPORTED for all when `None`).
+    pub fn new(config: ClientConfig, processor: Option<Arc<dyn RequestProcessor>>) -> Self {
+        RemotingClient {
+            async_permits: Arc::new(Semaphore::new(config.async_permits)),
+            oneway_permits: Arc::new(Semaphore::new(config.oneway_permits)),
+            config,
+            slots: Mutex::new(HashMap::new()),
+            live: RwLock::new(HashMap::new()),
+            processor: processor.unwrap_or_else(|| Arc::new(NotSupported)),
+            hooks: RwLock::new(RpcHooks::default()),
+            tracker: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Adds a hook run around every call (`before_request` may add ext fields).
+    pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
+        self.hooks
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(hook);
+    }
+
+    fn hooks(&self) -> RpcHooks {
+        self.hooks.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The live connection to `addr`, connecting if there is none.
+    pub async fn channel(&self, addr: &str) -> Result<Channel> {
+        self.channel_with_timeout(addr, self.config.connect_timeout)
+            .await
+    }
+
+    async fn channel_with_timeout(&self, addr: &str, timeout: Duration) -> Result<Channel> {
+        if self.shutdown.is_cancelled() {
+            return Err(RemotingError::Shutdown("client"));
+        }
+        if let Some(channel) = self
+            .live
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(addr)
+        {
+            if !channel.is_closed() {
+                return Ok(channel.clone());
+            }
+        }
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.entry(addr.to_owned()).or_default().clone()
+        };
+        // One connect per address at a time; callers arriving meanwhile wait here.
+        let mut guard = slot.lock().await;
+        if let Some(channel) = guard.as_ref() {
+            if !channel.is_closed() {
+                return Ok(channel.clone());
+            }
+            debug!(addr, "connection lost earlier; reconnecting");
+        }
+        let connect_timeout = timeout.min(self.config.connect_timeout);
+        let stream = match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(source)) => {
+                return Err(RemotingError::Connect {
+                    addr: addr.to_owned(),
+                    source,
+                })
+            }
+            Err(_) => {
+                return Err(RemotingError::ConnectTimeout {
+                    addr: addr.to_owned(),
+                    timeout: connect_timeout,
+                })
+            }
+        };
+        let channel = Channel::spawn(
+            stream,
+            ChannelContext {
+                config: self.config.connection.clone(),
+                processor: self.processor.clone(),
+                hooks: RpcHooks::default(),
+                tracker: self.tracker.clone(),
+                shutdown: self.shutdown.clone(),
+            },
+        )?;
+        debug!(addr, local = %channel.local_addr(), "connected");
+        *guard = Some(channel.clone());
+        self.live
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(addr.to_owned(), channel.clone());
+        Ok(channel)
+    }
+
+    /// Closes the connection to `addr`, if any; the next call reconnects.
+    pub fn close_channel(&self, addr: &str) {
+        if let Some(channel) = self
+            .live
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(addr)
+        {
+            channel.close();
+        }
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(addr);
+        if let Some(slot) = slot {
+            if let Ok(guard) = slot.try_lock() {
+                if let Some(channel) = guard.as_ref() {
+                    channel.close();
+                }
+            }
+        }
+    }
+
+    /// Sends `request` to `addr` and waits for the response, within `timeout` in all
+    /// (connecting included).
+    pub async fn invoke_sync(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let pending = self.start_call(addr, request, deadline, None).await?;
+        pending.await
+    }
+
+    /// Queues `request` and returns a future for its response. At most `async_permits`
+    /// such calls wait for responses at once; beyond that the call waits for a permit
+    /// until `timeout` and then fails with `TooManyRequests`.
+    pub async fn invoke_async(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<ResponseFuture> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let permit =
+            match tokio::time::timeout_at(deadline, self.async_permits.clone().acquire_owned())
+                .await
+            {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(_)) => return Err(RemotingError::Shutdown("client")),
+                Err(_) => {
+                    return Err(RemotingError::TooManyRequests {
+                        kind: "async",
+                        limit: self.config.async_permits,
+                    })
+                }
+            };
+        self.start_call(addr, request, deadline, Some(permit)).await
+    }
+
+    async fn start_call(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        deadline: tokio::time::Instant,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Result<ResponseFuture> {
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let channel = self.channel_with_timeout(addr, remaining).await?;
+        let hooks = self.hooks();
+        let original = if hooks.is_empty() {
+            None
+        } else {
+            hooks.before(addr, &mut request);
+            Some(request.clone())
+        };
+        let pending = match channel.send_request(request, deadline).await {
+            Ok(p) => p,
+            Err(e) => {
+                if e.is_transport() {
+                    channel.close();
+                }
+                return Err(e);
+            }
+        };
+        let addr = addr.to_owned();
+        Ok(ResponseFuture {
+            inner: Box::pin(async move {
+                let _permit = permit;
+                let mut response = pending.wait().await?;
+                if let Some(original) = &original {
+                    hooks.after(&addr, original, &mut response);
+                }
+                Ok(response)
+            }),
+        })
+    }
+
+    /// Sends `request` without expecting a response.
+    pub async fn invoke_oneway(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let _permit = match tokio::time::timeout_at(deadline, self.oneway_permits.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(RemotingError::Shutdown("client")),
+            Err(_) => {
+                return Err(RemotingError::TooManyRequests {
+                    kind: "oneway",
+                    limit: self.config.oneway_permits,
+                })
+            }
+        };
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let channel = self.channel_with_timeout(addr, remaining).await?;
+        self.hooks().before(addr, &mut request);
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        channel.invoke_oneway(request, remaining).await
+    }
+
+    /// Closes every connection and waits for their tasks.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.async_permits.close();
+        self.oneway_permits.close();
+        for (_, channel) in self.live.write().unwrap_or_else(|e| e.into_inner()).drain() {
+            channel.close();
+        }
+        let slots: Vec<Slot> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, slot)| slot)
+            .collect();
+        for slot in slots {
+            if let Some(channel) = slot.lock().await.as_ref() {
+                channel.close();
+            }
+        }
+        self.tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.tracker.wait()).await;
+    }
+}
+
+impl Drop for RemotingClient {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
