@@ -22,8 +22,10 @@ pub mod channel;
 pub mod client;
 pub mod codec;
 pub mod command;
+pub mod config_file;
 pub mod error;
 pub mod processor;
+pub mod properties;
 pub mod protocol;
 pub mod server;
 
