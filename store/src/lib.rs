@@ -1,1 +1,75 @@
-//! Placeholder until its issue lands.
+//! Vostok's message store: RocketMQ's on-disk layout (PROTOCOL.md 6), so that a
+//! RocketMQ operator recognises the files, and every acknowledged message survives a
+//! crash.
+//!
+//! # Module map
+//!
+//! | module | RocketMQ | role |
+//! |---|---|---|
+//! | [`message_store`] | `DefaultMessageStore` | the facade the broker calls; threads |
+//! | `commitlog` (+ `append`, `flush`, `raw`, `scan`) | `CommitLog` | the record log, group commit, replication seam |
+//! | `consume_queue`, `queue_table` | `ConsumeQueue` | per-queue 20-byte entries into the commitlog |
+//! | `index` | `IndexService`, `IndexFile` | lookup by key |
+//! | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |
+//! | `recovery` | `recoverNormally` / `recoverAbnormally` | start-up repair |
+//! | `retention` | `CleanCommitLogService` | deleting expired files, disk-full guard |
+//! | `checkpoint`, `lock` | `StoreCheckpoint`, abort/lock files | crash bookkeeping |
+//! | `mapped_file`, `mapped_file_queue` | `MappedFile(Queue)` | fixed-size mapped files |
+//! | [`config`] | `MessageStoreConfig` | keys and defaults |
+//!
+//! # Request flow
+//!
+//! `put_message` validates the message and computes its body CRC, then under the
+//! append lock assigns store timestamp, queue offset and physical offset and encodes
+//! the record straight into the mapped commitlog file (the record codec is
+//! `vostok_remoting::protocol::message::record`). It unparks the dispatcher, which
+//! appends the consume-queue entry and the index entries and calls the arrival
+//! listener. With SYNC_FLUSH the put then waits for group commit. A pull reads the
+//! consume queue, then the commitlog records it points to, returned as zero-copy
+//! `Bytes` over the mapping.
+//!
+//! # Durability
+//!
+//! See `recovery` for the algorithm. In short: the commitlog is the truth; consume
+//! queues and index are derived from it by the dispatcher and rebuilt from it after
+//! a crash; the checkpoint bounds how far back the rebuild starts; torn tails are
+//! cut and zeroed.
+//!
+//! # Replication seam
+//!
+//! No HA protocol yet, but the store is ready for one:
+//! [`MessageStore::read_raw`] hands out raw commitlog bytes from any offset up to the
+//! durable end (one file at a time), and [`MessageStore::append_raw`] appends bytes
+//! received from a master at this store's write end ([`MessageStore::raw_write_end`]).
+//! Raw bytes are validated record by record before they are written; only complete
+//! records are published, and the dispatcher builds consume queues and index from
+//! them exactly as for local appends, keeping the master's queue offsets. A replica
+//! holding a partial record refuses local puts (SERVICE_NOT_AVAILABLE).
+
+mod checkpoint;
+mod commitlog;
+pub mod config;
+mod consume_queue;
+mod dispatch;
+mod error;
+mod index;
+mod lock;
+mod mapped_file;
+mod mapped_file_queue;
+mod message;
+pub mod message_store;
+mod queue_table;
+mod recovery;
+mod result;
+mod retention;
+mod stats;
+
+pub use config::{FlushDiskType, StoreConfig};
+pub use error::StoreError;
+pub use message::{MessageArrivingListener, MessageFilter, MessageInner};
+pub use message_store::MessageStore;
+pub use result::{
+    AppendResult, GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,
+    QueryMessageResult,
+};
+pub use retention::RetentionReport;

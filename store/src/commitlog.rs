@@ -1,0 +1,193 @@
+//! The commitlog: every message of every topic, appended in arrival order to a run
+//! of fixed-size files (PROTOCOL.md 6.2–6.4).
+//!
+//! ```text
+//! commitlog/00000000000000000000   records ... | blank (int remaining, int 0xCBD43194)
+//! commitlog/00000000001073741824   records ... | (zeros past the write position)
+//! ```
+//!
+//! Offsets published to readers:
+//!
+//! * `max_offset`: end of the last complete record (or of a file closed by a blank).
+//!   The dispatcher, pulls and lookups never read past it.
+//! * `write_end`: end of the bytes written; equal to `max_offset` except while a
+//!   replica holds the first part of a record received with [`CommitLog::append_raw`].
+//! * `flushed_offset`: end of the bytes known to be on disk.
+//!
+//! Appends ([`append`]) run under the append lock; flushing ([`flush`]) runs on its
+//! own thread; [`raw`] is the replication seam.
+
+pub(crate) mod append;
+pub(crate) mod flush;
+pub(crate) mod raw;
+pub(crate) mod scan;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use vostok_remoting::protocol::message::record::{
+    store_timestamp_pos, RecordKind, RecordView, SYS_FLAG_POS,
+};
+
+use crate::config::StoreConfig;
+use crate::error::Result;
+use crate::mapped_file::{MappedFile, Prealloc};
+use crate::mapped_file_queue::MappedFileQueue;
+
+pub(crate) use append::Writer;
+pub(crate) use flush::GroupCommit;
+
+/// Bytes a blank takes at least; a record is written only if this much room is
+/// left after it, so every full file ends with a blank.
+pub(crate) const END_FILE_MIN_BLANK_LEN: usize = 8;
+
+pub(crate) struct CommitLog {
+    files: MappedFileQueue,
+    file_size: usize,
+    pub(crate) max_message_size: usize,
+    writer: Mutex<Writer>,
+    max_offset: AtomicI64,
+    write_end: AtomicI64,
+    flushed_offset: AtomicI64,
+    /// Store timestamp of the newest complete record; stored after `write_end`.
+    last_store_timestamp: AtomicI64,
+    /// Wall-clock ms when the current holder took the append lock; 0 = free.
+    lock_begin_ms: AtomicI64,
+    pub(crate) group_commit: GroupCommit,
+}
+
+impl CommitLog {
+    /// Maps the commitlog files; positions stay unknown until [`CommitLog::set_recovered_end`].
+    pub(crate) fn load(config: &StoreConfig) -> Result<Self> {
+        let files = MappedFileQueue::load(
+            &config.commit_log_dir(),
+            config.mapped_file_size_commit_log,
+            Prealloc::Full,
+        )?;
+        Ok(CommitLog {
+            files,
+            file_size: config.mapped_file_size_commit_log,
+            max_message_size: config.max_message_size,
+            writer: Mutex::new(Writer::new()),
+            max_offset: AtomicI64::new(0),
+            write_end: AtomicI64::new(0),
+            flushed_offset: AtomicI64::new(0),
+            last_store_timestamp: AtomicI64::new(0),
+            lock_begin_ms: AtomicI64::new(0),
+            group_commit: GroupCommit::default(),
+        })
+    }
+
+    pub(crate) fn files(&self) -> &MappedFileQueue {
+        &self.files
+    }
+
+    pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+        // A panic under the lock leaves at most an unpublished partial record,
+        // which the next append overwrites.
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets every position after recovery: data ends at `end`, all of it on disk,
+    /// and the queue offset table starts from `queue_offsets`.
+    pub(crate) fn set_recovered_end(
+        &self,
+        end: i64,
+        last_store_timestamp: i64,
+        queue_offsets: HashMap<String, HashMap<i32, i64>>,
+    ) {
+        let mut writer = self.lock_writer();
+        writer.current = self
+            .files
+            .last()
+            .filter(|f| f.base() <= end && end <= f.end());
+        writer.write_pos = end;
+        writer.last_store_timestamp = last_store_timestamp;
+        writer.queue_offsets = queue_offsets;
+        self.max_offset.store(end, Ordering::Release);
+        self.write_end.store(end, Ordering::Release);
+        self.flushed_offset.store(end, Ordering::Release);
+        self.last_store_timestamp
+            .store(last_store_timestamp, Ordering::Release);
+    }
+
+    /// First offset still stored.
+    pub(crate) fn min_offset(&self) -> i64 {
+        match self.files.first() {
+            Some(f) => f.base(),
+            None => self.max_offset(),
+        }
+    }
+
+    /// End of the last complete record.
+    pub(crate) fn max_offset(&self) -> i64 {
+        self.max_offset.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn write_end(&self) -> i64 {
+        self.write_end.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn flushed_offset(&self) -> i64 {
+        self.flushed_offset.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn last_store_timestamp(&self) -> i64 {
+        self.last_store_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Start of the file after the one holding `offset`.
+    pub(crate) fn roll_next_file(&self, offset: i64) -> i64 {
+        self.files.file_base(offset) + self.file_size as i64
+    }
+
+    /// How long the append lock has been held, if it is held.
+    pub(crate) fn lock_held_ms(&self, now_ms: i64) -> i64 {
+        let begin = self.lock_begin_ms.load(Ordering::Relaxed);
+        if begin == 0 {
+            0
+        } else {
+            (now_ms - begin).max(0)
+        }
+    }
+
+    /// The bytes `offset..offset+size` if they lie in one file and below the max offset.
+    pub(crate) fn read(&self, offset: i64, size: usize) -> Option<Bytes> {
+        let (file, pos) = self.locate(offset, size)?;
+        Some(file.bytes(pos, size))
+    }
+
+    /// The file and in-file position of a complete, readable range.
+    fn locate(&self, offset: i64, size: usize) -> Option<(Arc<MappedFile>, usize)> {
+        if offset < 0 || size == 0 || offset.checked_add(size as i64)? > self.max_offset() {
+            return None;
+        }
+        let file = self.files.find(offset)?;
+        let pos = (offset - file.base()) as usize;
+        (pos + size <= file.size()).then_some((file, pos))
+    }
+
+    /// The whole record starting at `offset`, validated (magic, lengths, CRC, and its
+    /// PHYSICALOFFSET field equal to `offset`), so a wrong offset yields `None`.
+    pub(crate) fn read_record(&self, offset: i64) -> Option<Bytes> {
+        let (file, pos) = self.locate(offset, 8)?;
+        let total = usize::try_from(file.read_i32(pos)).ok()?;
+        let (file, pos) = self.locate(offset, total.max(8))?;
+        match RecordView::parse(file.read(pos, total), true) {
+            Ok(RecordKind::Message(view)) if view.physical_offset() == offset => {
+                Some(file.bytes(pos, total))
+            }
+            _ => None,
+        }
+    }
+
+    /// STORETIMESTAMP of the record at `offset`, read in place.
+    pub(crate) fn store_timestamp_at(&self, offset: i64, size: usize) -> Option<i64> {
+        let (file, pos) = self.locate(offset, size)?;
+        let sys_flag = file.read_i32(pos + SYS_FLAG_POS);
+        let ts_pos = store_timestamp_pos(sys_flag);
+        (ts_pos + 8 <= size).then(|| file.read_i64(pos + ts_pos))
+    }
+}

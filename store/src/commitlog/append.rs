@@ -1,0 +1,255 @@
+//! Appending records under the append lock (RocketMQ `CommitLog.putMessage(s)` and
+//! `DefaultAppendMessageCallback`).
+//!
+//! Everything that does not need the lock (validation, body CRC, record length) is
+//! done by the caller first; under the lock the writer assigns the store timestamp
+//! (never going backwards, so the commitlog is ordered by time), the queue offsets and
+//! the physical offset, encodes the records straight into the mapped file and
+//! publishes the new end.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use vostok_remoting::protocol::message::record::{RecordFields, BLANK_MAGIC};
+use vostok_remoting::protocol::message::sysflag::{
+    transaction_type, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
+};
+
+use super::{CommitLog, END_FILE_MIN_BLANK_LEN};
+use crate::error::StoreError;
+use crate::mapped_file::MappedFile;
+use crate::message::MessageInner;
+
+/// State owned by the append lock.
+pub(crate) struct Writer {
+    /// The file being appended to.
+    pub(crate) current: Option<Arc<MappedFile>>,
+    /// End of the bytes written.
+    pub(crate) write_pos: i64,
+    pub(crate) last_store_timestamp: i64,
+    /// Next queue offset per topic and queue id.
+    pub(crate) queue_offsets: HashMap<String, HashMap<i32, i64>>,
+}
+
+impl Writer {
+    pub(crate) fn new() -> Self {
+        Writer {
+            current: None,
+            write_pos: 0,
+            last_store_timestamp: 0,
+            queue_offsets: HashMap::new(),
+        }
+    }
+
+    /// The next queue offset of a queue (0 if it has none yet).
+    pub(crate) fn queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.queue_offsets
+            .get(topic)
+            .and_then(|q| q.get(&queue_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn queue_offset_mut(&mut self, topic: &str, queue_id: i32) -> &mut i64 {
+        if !self.queue_offsets.contains_key(topic) {
+            self.queue_offsets.insert(topic.to_owned(), HashMap::new());
+        }
+        self.queue_offsets
+            .get_mut(topic)
+            .expect("inserted above")
+            .entry(queue_id)
+            .or_insert(0)
+    }
+
+    /// Raises a queue's next offset to at least `next` (records received raw).
+    pub(crate) fn bump_queue_offset(&mut self, topic: &str, queue_id: i32, next: i64) {
+        let slot = self.queue_offset_mut(topic, queue_id);
+        if *slot < next {
+            *slot = next;
+        }
+    }
+}
+
+/// Whether a record of this sysFlag gets a consume-queue entry and a queue offset.
+pub(crate) fn gets_queue_offset(sys_flag: i32) -> bool {
+    matches!(
+        transaction_type(sys_flag),
+        TRANSACTION_NOT_TYPE | TRANSACTION_COMMIT_TYPE
+    )
+}
+
+/// A message ready to append: validated, with its body CRC and record length.
+pub(crate) struct Prepared {
+    pub(crate) msg: MessageInner,
+    pub(crate) body_crc: u32,
+    pub(crate) len: usize,
+}
+
+impl Prepared {
+    pub(crate) fn new(msg: MessageInner) -> Self {
+        let body_crc = vostok_remoting::protocol::message::record::crc32(&msg.body);
+        let mut p = Prepared {
+            msg,
+            body_crc,
+            len: 0,
+        };
+        p.len = p.fields(0, 0, 0).encoded_len();
+        p
+    }
+
+    fn fields(
+        &self,
+        queue_offset: i64,
+        physical_offset: i64,
+        store_timestamp: i64,
+    ) -> RecordFields<'_> {
+        let m = &self.msg;
+        RecordFields {
+            body_crc: self.body_crc,
+            queue_id: m.queue_id,
+            flag: m.flag,
+            queue_offset,
+            physical_offset,
+            sys_flag: m.sys_flag,
+            born_timestamp: m.born_timestamp,
+            born_host: m.born_host,
+            store_timestamp,
+            store_host: m.store_host,
+            reconsume_times: m.reconsume_times,
+            prepared_transaction_offset: m.prepared_transaction_offset,
+            body: &m.body,
+            topic: &m.topic,
+            properties: &m.properties,
+        }
+    }
+}
+
+/// Where a put landed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Appended {
+    pub(crate) wrote_offset: i64,
+    pub(crate) wrote_bytes: usize,
+    pub(crate) store_timestamp: i64,
+    pub(crate) queue_offset: i64,
+}
+
+#[derive(Debug)]
+pub(crate) enum AppendError {
+    /// The batch can never fit in one file.
+    TooLarge,
+    /// A new file could not be created.
+    CreateFile(StoreError),
+}
+
+impl CommitLog {
+    /// Appends `batch` (one message, or one batch of the same topic and queue) as one
+    /// unit in one file, with consecutive queue offsets.
+    pub(crate) fn append(&self, batch: &[Prepared]) -> Result<Appended, AppendError> {
+        let total: usize = batch.iter().map(|p| p.len).sum();
+        if batch.is_empty() || total + END_FILE_MIN_BLANK_LEN > self.file_size {
+            return Err(AppendError::TooLarge);
+        }
+        let mut writer = self.lock_writer();
+        let now = vostok_remoting::protocol::message::id::now_millis();
+        self.lock_begin_ms.store(now.max(1), Ordering::Relaxed);
+        let result = self.append_locked(&mut writer, batch, total, now);
+        self.lock_begin_ms.store(0, Ordering::Relaxed);
+        result
+    }
+
+    /// The file to append to, creating it at the write position if needed.
+    pub(crate) fn writable_file(&self, writer: &mut Writer) -> Result<Arc<MappedFile>, StoreError> {
+        if let Some(f) = &writer.current {
+            if writer.write_pos < f.end() && writer.write_pos >= f.base() {
+                return Ok(Arc::clone(f));
+            }
+        }
+        let base = self.files.file_base(writer.write_pos);
+        let file = match self.files.last() {
+            Some(last) if last.base() == base => last,
+            _ => self.files.create(base)?,
+        };
+        writer.current = Some(Arc::clone(&file));
+        Ok(file)
+    }
+
+    /// Publishes `end` as the end of complete data.
+    pub(crate) fn publish(&self, writer: &mut Writer, end: i64, store_timestamp: i64) {
+        writer.write_pos = end;
+        self.write_end.store(end, Ordering::Release);
+        self.max_offset.store(end, Ordering::Release);
+        if store_timestamp > 0 {
+            writer.last_store_timestamp = store_timestamp;
+            // After the offsets: whoever sees this timestamp sees the record's end.
+            self.last_store_timestamp
+                .store(store_timestamp, Ordering::Release);
+        }
+    }
+
+    fn append_locked(
+        &self,
+        writer: &mut Writer,
+        batch: &[Prepared],
+        total: usize,
+        now: i64,
+    ) -> Result<Appended, AppendError> {
+        let mut file = self
+            .writable_file(writer)
+            .map_err(AppendError::CreateFile)?;
+        let mut pos = (writer.write_pos - file.base()) as usize;
+        if total + END_FILE_MIN_BLANK_LEN > file.size() - pos {
+            let remaining = file.size() - pos;
+            if remaining >= END_FILE_MIN_BLANK_LEN {
+                let mut blank = [0u8; END_FILE_MIN_BLANK_LEN];
+                blank[..4].copy_from_slice(&(remaining as i32).to_be_bytes());
+                blank[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
+                // SAFETY: we hold the append lock (single writer) and `pos` is at the
+                // unpublished write position.
+                unsafe { file.write_at(pos, &blank) };
+            }
+            file.set_wrote(file.size());
+            self.publish(writer, file.end(), 0);
+            file = self
+                .writable_file(writer)
+                .map_err(AppendError::CreateFile)?;
+            pos = 0;
+        }
+
+        let store_timestamp = now.max(writer.last_store_timestamp);
+        let first = &batch[0].msg;
+        let counted = gets_queue_offset(first.sys_flag);
+        let first_queue_offset = if counted {
+            writer.queue_offset(&first.topic, first.queue_id)
+        } else {
+            0
+        };
+        let wrote_offset = file.base() + pos as i64;
+        for (queue_offset, p) in (first_queue_offset..).zip(batch) {
+            let physical_offset = file.base() + pos as i64;
+            let fields = p.fields(
+                if counted { queue_offset } else { 0 },
+                physical_offset,
+                store_timestamp,
+            );
+            // SAFETY: single writer under the append lock; the range is past the
+            // published position and is published only below, after the slice dies.
+            let mut dst = unsafe { file.slice_mut(pos, p.len) };
+            fields.encode(&mut dst);
+            debug_assert!(dst.is_empty(), "record length matches its encoding");
+            pos += p.len;
+        }
+        if counted {
+            *writer.queue_offset_mut(&first.topic, first.queue_id) =
+                first_queue_offset + batch.len() as i64;
+        }
+        file.set_wrote(pos);
+        self.publish(writer, file.base() + pos as i64, store_timestamp);
+        Ok(Appended {
+            wrote_offset,
+            wrote_bytes: total,
+            store_timestamp,
+            queue_offset: first_queue_offset,
+        })
+    }
+}

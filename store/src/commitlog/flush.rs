@@ -1,0 +1,128 @@
+//! Making the commitlog durable: the periodic flush (ASYNC_FLUSH) and group commit
+//! (SYNC_FLUSH), RocketMQ `FlushRealTimeService` and `GroupCommitService`.
+//!
+//! Group commit: a SYNC_FLUSH put registers `(end offset, oneshot sender)` and waits.
+//! The flush thread takes every registered waiter at once, syncs the commitlog up to
+//! its current write end (which covers all of them: they registered after writing),
+//! and answers them all, so one `msync` serves every writer waiting at that moment
+//! while writers that arrive during the sync form the next group.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::CommitLog;
+use crate::error::Result;
+
+struct Waiter {
+    offset: i64,
+    done: oneshot::Sender<bool>,
+}
+
+#[derive(Default)]
+pub(crate) struct GroupCommit {
+    waiters: Mutex<Vec<Waiter>>,
+    wake: Condvar,
+}
+
+impl GroupCommit {
+    /// Registers a writer that needs `offset` durable; the receiver gets `true` once
+    /// it is, `false` if the flush failed.
+    pub(crate) fn register(&self, offset: i64) -> oneshot::Receiver<bool> {
+        let (done, rx) = oneshot::channel();
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        waiters.push(Waiter { offset, done });
+        drop(waiters);
+        self.wake.notify_one();
+        rx
+    }
+
+    /// Wakes the flush thread (e.g. to stop).
+    pub(crate) fn notify(&self) {
+        self.wake.notify_all();
+    }
+
+    /// Waits up to `timeout` for waiters and takes them all.
+    fn take(&self, timeout: Duration) -> Vec<Waiter> {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if waiters.is_empty() {
+            waiters = self
+                .wake
+                .wait_timeout(waiters, timeout)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        std::mem::take(&mut *waiters)
+    }
+}
+
+/// What a flush achieved.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Flushed {
+    pub(crate) offset: i64,
+    /// Store timestamp of a record at or before `offset` (for the checkpoint).
+    pub(crate) store_timestamp: i64,
+}
+
+impl CommitLog {
+    /// Syncs everything written so far.
+    pub(crate) fn flush(&self) -> Result<Flushed> {
+        // Timestamp first: its record ends at or before the write end loaded next.
+        let store_timestamp = self.last_store_timestamp();
+        let target = self.write_end();
+        let from = self.flushed_offset();
+        if target > from {
+            for file in self.files.files() {
+                if file.end() > from && file.base() < target {
+                    file.flush()?;
+                }
+            }
+            self.flushed_offset.fetch_max(target, Ordering::AcqRel);
+        }
+        Ok(Flushed {
+            offset: self.flushed_offset(),
+            store_timestamp,
+        })
+    }
+
+    /// Bytes written but not yet flushed.
+    pub(crate) fn unflushed_bytes(&self) -> i64 {
+        self.write_end() - self.flushed_offset()
+    }
+
+    /// One round of group commit: waits up to `idle` for writers, flushes once, and
+    /// answers them. Returns the flush result if a flush was done.
+    pub(crate) fn group_commit_round(&self, idle: Duration) -> Option<Result<Flushed>> {
+        let waiters = self.group_commit.take(idle);
+        if waiters.is_empty() && self.unflushed_bytes() == 0 {
+            return None;
+        }
+        let result = self.flush();
+        let flushed = match &result {
+            Ok(f) => f.offset,
+            Err(_) => i64::MIN,
+        };
+        for w in waiters {
+            // A dropped receiver (timed out) is fine.
+            let _ = w.done.send(w.offset <= flushed);
+        }
+        Some(result)
+    }
+
+    /// Answers every waiter with the current flushed offset (shutdown).
+    pub(crate) fn release_waiters(&self) {
+        let waiters = std::mem::take(
+            &mut *self
+                .group_commit
+                .waiters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        let flushed = self.flushed_offset();
+        for w in waiters {
+            let _ = w.done.send(w.offset <= flushed);
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The dispatcher ("reput", PROTOCOL.md 6.10): follows the commitlog and builds the
+//! consume queues and the index from the records, then tells the arrival listener.
+//!
+//! Everything the consume queues and the index hold is derived from the commitlog
+//! here, and only here, so both can always be rebuilt from it: recovery feeds old
+//! records through the same [`StoreInner::dispatch_record`].
+//!
+//! The thread parks when it has caught up; every append unparks it (cheap when it
+//! is already running), so a new message is visible and announced within
+//! microseconds, not after a polling period.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use vostok_remoting::protocol::filter::tags_code;
+use vostok_remoting::protocol::message::property;
+use vostok_remoting::protocol::message::record::RecordView;
+use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
+
+use crate::commitlog::append::gets_queue_offset;
+use crate::commitlog::scan::{scan, Scanned};
+use crate::consume_queue::CqEntry;
+use crate::error::{Result, StoreError};
+use crate::message::MessageArrivingListener;
+use crate::message_store::StoreInner;
+
+#[derive(Default)]
+pub(crate) struct DispatchState {
+    /// Commitlog offset up to which records are dispatched.
+    reput_from: AtomicI64,
+    /// Store timestamp of the newest dispatched record.
+    dispatched_timestamp: AtomicI64,
+    thread: OnceLock<Thread>,
+    stop: AtomicBool,
+    listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
+    progress: Mutex<i64>,
+    progressed: Condvar,
+}
+
+impl DispatchState {
+    pub(crate) fn reput_from(&self) -> i64 {
+        self.reput_from.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_reput_from(&self, offset: i64) {
+        self.reput_from.store(offset, Ordering::Release);
+    }
+
+    pub(crate) fn dispatched_timestamp(&self) -> i64 {
+        self.dispatched_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_listener(&self, listener: Arc<dyn MessageArrivingListener>) {
+        *self.listener.write().unwrap_or_else(|e| e.into_inner()) = Some(listener);
+    }
+
+    pub(crate) fn set_thread(&self, t: Thread) -> bool {
+        self.thread.set(t).is_ok()
+    }
+
+    /// Wakes the dispatcher thread (called after every append).
+    pub(crate) fn wake(&self) {
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    fn announce(&self, reput: i64) {
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        *p = reput;
+        drop(p);
+        self.progressed.notify_all();
+    }
+
+    /// Waits until everything below `offset` is dispatched; `false` on timeout.
+    pub(crate) fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if self.reput_from() >= offset {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            p = self
+                .progressed
+                .wait_timeout(p, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+impl StoreInner {
+    /// The consume-queue tag field of a record: the delivery time for a delayed
+    /// message parked in `SCHEDULE_TOPIC_XXXX`, else the hash of `TAGS`.
+    fn tags_code_of(&self, topic: &str, properties: &str, store_timestamp: i64) -> i64 {
+        if topic == SCHEDULE_TOPIC {
+            let level = property::find(properties, property::DELAY_TIME_LEVEL)
+                .and_then(|l| l.parse::<i64>().ok())
+                .unwrap_or(0);
+            if level > 0 && !self.delay_levels_ms.is_empty() {
+                let level = level.min(self.delay_levels_ms.len() as i64) as usize;
+                return store_timestamp + self.delay_levels_ms[level - 1];
+            }
+        }
+        tags_code(property::find(properties, property::TAGS))
+    }
+
+    /// Builds the consume-queue entry and index entries of one record; with `notify`
+    /// also tells the arrival listener.
+    pub(crate) fn dispatch_record(
+        &self,
+        view: &RecordView<'_>,
+        phy: i64,
+        notify: bool,
+    ) -> Result<()> {
+        let sys_flag = view.sys_flag();
+        let topic = view.topic();
+        let properties = view.properties();
+        let store_timestamp = view.store_timestamp();
+        let counted = gets_queue_offset(sys_flag);
+        let mut tags = 0;
+        if counted {
+            tags = self.tags_code_of(topic, properties, store_timestamp);
+            let cq = self.queues.find_or_create(topic, view.queue_id())?;
+            cq.put(
+                view.queue_offset(),
+                CqEntry {
+                    phy,
+                    size: view.total_size() as i32,
+                    tags_code: tags,
+                },
+            )?;
+        }
+        if let Some(index) = &self.index {
+            index.build(topic, sys_flag, properties, phy, store_timestamp)?;
+        }
+        if notify && counted {
+            let listener = self
+                .dispatch
+                .listener
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(l) = listener {
+                l.arriving(
+                    topic,
+                    view.queue_id(),
+                    view.queue_offset() + 1,
+                    tags,
+                    store_timestamp,
+                    properties,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Dispatches every complete record between the reput offset and the commitlog's
+    /// max offset; returns how many records it dispatched.
+    pub(crate) fn dispatch_available(&self, notify: bool) -> Result<usize> {
+        let end = self.commitlog.max_offset();
+        let mut off = self.dispatch.reput_from();
+        let min = self.commitlog.min_offset();
+        if off < min {
+            tracing::warn!(
+                reput = off,
+                min,
+                "dispatch offset below the commitlog; skipping ahead"
+            );
+            off = min;
+            self.dispatch.set_reput_from(off);
+        }
+        let mut dispatched = 0;
+        while off < end {
+            let Some(file) = self.commitlog.files().find(off) else {
+                break;
+            };
+            let base = file.base();
+            let limit = (end.min(file.end()) - base) as usize;
+            let mut pos = (off - base) as usize;
+            while pos < limit {
+                match scan(file.read(pos, limit - pos), base, pos, file.size(), false) {
+                    Scanned::Message(view) => {
+                        self.dispatch_record(&view, base + pos as i64, notify)?;
+                        pos += view.total_size();
+                        dispatched += 1;
+                        self.dispatch
+                            .dispatched_timestamp
+                            .store(view.store_timestamp(), Ordering::Release);
+                        self.dispatch.set_reput_from(base + pos as i64);
+                    }
+                    Scanned::Blank => {
+                        pos = file.size();
+                        self.dispatch.set_reput_from(file.end());
+                    }
+                    Scanned::Partial => {
+                        return Err(StoreError::Corrupt {
+                            offset: base + pos as i64,
+                            reason: "incomplete record below the max offset".into(),
+                        })
+                    }
+                    Scanned::Invalid(reason) => {
+                        return Err(StoreError::Corrupt {
+                            offset: base + pos as i64,
+                            reason,
+                        })
+                    }
+                }
+            }
+            off = base + pos as i64;
+        }
+        if dispatched > 0 || off != end {
+            self.dispatch.announce(off);
+        }
+        Ok(dispatched)
+    }
+}
+
+/// The dispatcher thread body.
+pub(crate) fn run(inner: Arc<StoreInner>) {
+    let _ = inner.dispatch.thread.set(std::thread::current());
+    let mut failing = false;
+    loop {
+        match inner.dispatch_available(true) {
+            Ok(n) if n > 0 => {
+                failing = false;
+                continue;
+            }
+            Ok(_) => failing = false,
+            Err(e) => {
+                if !failing {
+                    tracing::error!(error = %e, reput = inner.dispatch.reput_from(), "dispatch failed; retrying");
+                }
+                failing = true;
+            }
+        }
+        if inner.dispatch.stop.load(Ordering::Acquire) {
+            break;
+        }
+        let idle = if failing {
+            Duration::from_millis(500)
+        } else {
+            Duration::from_millis(100)
+        };
+        std::thread::park_timeout(idle);
+    }
+}

@@ -1,0 +1,280 @@
+//! Index files: find messages by key (RocketMQ `IndexService`, PROTOCOL.md 6.6).
+//!
+//! Files live in `index/`, named by their creation time `yyyyMMddHHmmssSSS` (local
+//! time). The dispatcher adds `topic#UNIQ_KEY` and `topic#key` for every
+//! space-separated `KEYS` value of each record except rollback records; a new file
+//! starts when the current one holds `maxIndexNum` entries. A query walks the files
+//! whose time range overlaps the request, newest first.
+
+mod file;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use vostok_remoting::protocol::message::property::{self, KEY_SEPARATOR};
+use vostok_remoting::protocol::message::sysflag::{transaction_type, TRANSACTION_ROLLBACK_TYPE};
+
+use crate::config::StoreConfig;
+use crate::error::{Result, StoreError};
+use crate::mapped_file::sync_dir;
+use file::{key_hash, IndexFile};
+
+struct IndexWriter {
+    /// Reused buffer for `topic#key`.
+    key: String,
+    /// Commitlog offset of the newest indexed record; records at or before it are
+    /// already in the index (re-dispatch after a restart skips them).
+    last_indexed_phy: Option<i64>,
+}
+
+/// Result of a key lookup.
+#[derive(Debug, Default)]
+pub(crate) struct IndexQuery {
+    pub(crate) phy_offsets: Vec<i64>,
+    pub(crate) last_update_timestamp: i64,
+    pub(crate) last_update_phy_offset: i64,
+}
+
+pub(crate) struct IndexService {
+    dir: PathBuf,
+    slots: u32,
+    max_index: u32,
+    files: RwLock<Vec<Arc<IndexFile>>>,
+    writer: Mutex<IndexWriter>,
+}
+
+/// `yyyyMMddHHmmssSSS` in local time.
+pub(crate) fn local_time_name(ms: i64) -> String {
+    let tm = crate::retention::local_tm(ms);
+    format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}{:03}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        ms.rem_euclid(1000)
+    )
+}
+
+impl IndexService {
+    /// Loads the index files. After a crash (`last_exit_ok` false) the newest file is
+    /// repaired: entries past its flushed header are dropped and its slots rebuilt.
+    pub(crate) fn load(config: &StoreConfig, last_exit_ok: bool) -> Result<Self> {
+        let dir = config.index_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| StoreError::io("list", &dir, e))? {
+            let entry = entry.map_err(|e| StoreError::io("list", &dir, e))?;
+            let name = entry.file_name();
+            match name.to_str() {
+                Some(n) if n.len() == 17 && n.bytes().all(|b| b.is_ascii_digit()) => {
+                    names.push(entry.path())
+                }
+                _ => {
+                    tracing::warn!(path = %entry.path().display(), "ignoring a file that is not an index file")
+                }
+            }
+        }
+        names.sort();
+        let mut files = Vec::with_capacity(names.len());
+        for path in names {
+            files.push(Arc::new(IndexFile::open(
+                path,
+                config.max_hash_slot_num,
+                config.max_index_num,
+            )?));
+        }
+        if !last_exit_ok {
+            if let Some(last) = files.last() {
+                tracing::info!(path = %last.path().display(), entries = last.index_count() - 1, "repairing the newest index file");
+                last.rebuild_after_crash()?;
+            }
+        }
+        let last_indexed_phy = files
+            .iter()
+            .filter(|f| f.index_count() > 1)
+            .map(|f| f.end_phy_offset())
+            .max();
+        Ok(IndexService {
+            dir,
+            slots: config.max_hash_slot_num,
+            max_index: config.max_index_num,
+            files: RwLock::new(files),
+            writer: Mutex::new(IndexWriter {
+                key: String::new(),
+                last_indexed_phy,
+            }),
+        })
+    }
+
+    fn files(&self) -> Vec<Arc<IndexFile>> {
+        self.files.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn last_indexed_phy(&self) -> Option<i64> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last_indexed_phy
+    }
+
+    /// Indexes one record (dispatcher).
+    pub(crate) fn build(
+        &self,
+        topic: &str,
+        sys_flag: i32,
+        properties: &str,
+        phy_offset: i64,
+        store_timestamp: i64,
+    ) -> Result<()> {
+        if transaction_type(sys_flag) == TRANSACTION_ROLLBACK_TYPE {
+            return Ok(());
+        }
+        let uniq = property::find(properties, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            .filter(|k| !k.is_empty());
+        let keys = property::find(properties, property::KEYS);
+        if uniq.is_none() && keys.is_none_or(|k| k.trim().is_empty()) {
+            return Ok(());
+        }
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if writer
+            .last_indexed_phy
+            .is_some_and(|last| phy_offset <= last)
+        {
+            return Ok(());
+        }
+        let keys = keys
+            .into_iter()
+            .flat_map(|k| k.split(KEY_SEPARATOR))
+            .filter(|k| !k.is_empty());
+        for key in uniq.into_iter().chain(keys) {
+            writer.key.clear();
+            writer.key.push_str(topic);
+            writer.key.push('#');
+            writer.key.push_str(key);
+            let hash = key_hash(&writer.key);
+            self.put(hash, phy_offset, store_timestamp)?;
+        }
+        writer.last_indexed_phy = Some(phy_offset);
+        Ok(())
+    }
+
+    /// Adds one entry to the newest file, starting a new file when it is full.
+    fn put(&self, hash: i32, phy_offset: i64, store_timestamp: i64) -> Result<()> {
+        let current = self.files().last().cloned();
+        let file = match current {
+            Some(f) if !f.is_full() => f,
+            previous => self.roll(previous.as_deref(), store_timestamp)?,
+        };
+        if !file.put(hash, phy_offset, store_timestamp)? {
+            let file = self.roll(Some(&file), store_timestamp)?;
+            file.put(hash, phy_offset, store_timestamp)?;
+        }
+        Ok(())
+    }
+
+    fn roll(&self, previous: Option<&IndexFile>, now_ms: i64) -> Result<Arc<IndexFile>> {
+        let (end_phy, end_ts) = match previous {
+            Some(p) => {
+                // The full file is done: make it durable with its final header.
+                p.flush(&p.header())?;
+                (p.end_phy_offset(), p.end_timestamp())
+            }
+            None => (0, 0),
+        };
+        let mut ms = now_ms.max(vostok_remoting::protocol::message::id::now_millis());
+        let path = loop {
+            let path = self.dir.join(local_time_name(ms));
+            if !path.exists() && self.files().last().is_none_or(|l| *l.path() < *path) {
+                break path;
+            }
+            ms += 1;
+        };
+        let file = Arc::new(IndexFile::create(
+            path,
+            self.slots,
+            self.max_index,
+            end_phy,
+            end_ts,
+        )?);
+        sync_dir(&self.dir)?;
+        self.files
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&file));
+        Ok(file)
+    }
+
+    /// Commitlog offsets of records indexed under `topic#key` within `begin..=end`.
+    pub(crate) fn query(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        begin: i64,
+        end: i64,
+    ) -> IndexQuery {
+        let mut out = IndexQuery::default();
+        let files = self.files();
+        if let Some(last) = files.last() {
+            out.last_update_timestamp = last.end_timestamp();
+            out.last_update_phy_offset = last.end_phy_offset();
+        }
+        let hash = key_hash(&format!("{topic}#{key}"));
+        for f in files.iter().rev() {
+            if out.phy_offsets.len() >= max {
+                break;
+            }
+            if f.is_time_matched(begin, end) {
+                f.select(hash, max, begin, end, &mut out.phy_offsets);
+            }
+            if f.begin_timestamp() < begin {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Flushes the newest file with a header snapshot taken between records; returns
+    /// the end timestamp now durable (for the checkpoint), if any.
+    pub(crate) fn flush(&self) -> Result<Option<i64>> {
+        let (last, header) = {
+            // Holding the writer lock makes the snapshot fall between two records.
+            let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(last) = self.files().last().cloned() else {
+                return Ok(None);
+            };
+            let header = last.header();
+            (last, header)
+        };
+        last.flush(&header)?;
+        Ok(Some(header.end_timestamp))
+    }
+
+    /// Deletes files whose records all lie before `commitlog_min` (not the newest).
+    pub(crate) fn delete_expired(&self, commitlog_min: i64) -> Result<usize> {
+        let removed: Vec<Arc<IndexFile>> = {
+            let mut files = self.files.write().unwrap_or_else(|e| e.into_inner());
+            let keep_from = files
+                .iter()
+                .take(files.len().saturating_sub(1))
+                .take_while(|f| f.end_phy_offset() < commitlog_min)
+                .count();
+            files.drain(..keep_from).collect()
+        };
+        for f in &removed {
+            tracing::info!(path = %f.path().display(), "removing an expired index file");
+            f.remove()?;
+        }
+        if !removed.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(removed.len())
+    }
+
+    pub(crate) fn file_count(&self) -> usize {
+        self.files.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}

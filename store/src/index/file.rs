@@ -1,0 +1,313 @@
+//! One index file (RocketMQ `IndexFile`, PROTOCOL.md 6.6).
+//!
+//! ```text
+//! header (40 bytes)
+//!   0  8  beginTimestamp   8  8  endTimestamp   16  8  beginPhyOffset
+//!  24  8  endPhyOffset    32  4  hashSlotCount  36  4  indexCount (starts at 1)
+//! slot table: maxHashSlotNum x int = number of the newest entry of the bucket (0 = empty)
+//! entries: maxIndexNum x 20 bytes, entry k at 40 + slots*4 + k*20:
+//!   0  4  keyHash (abs of Java hashCode of "topic#key")
+//!   4  8  commitlog offset
+//!  12  4  timeDiff (seconds since beginTimestamp)
+//!  16  4  previous entry in the same bucket (0 = end)
+//! ```
+//!
+//! The header lives in memory and is written to the file only by a flush, after the
+//! entries it counts are on disk; so after a crash the header on disk never counts an
+//! entry that is not there. Slots may point past it (written later): recovery
+//! rebuilds the slot table from the counted entries.
+//!
+//! Concurrency: one writer (the dispatcher). An entry is written, then the count is
+//! published, then the slot is stored with release ordering; a reader loads the slot
+//! with acquire ordering and so only follows entries that are complete.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::Mutex;
+
+use crate::error::Result;
+use crate::mapped_file::{MappedFile, Prealloc};
+
+pub(crate) const HEADER_SIZE: usize = 40;
+const ENTRY_SIZE: usize = 20;
+const RESERVE_CHUNK: usize = 1024 * 1024;
+
+/// The header values, as flushed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub(crate) begin_timestamp: i64,
+    pub(crate) end_timestamp: i64,
+    pub(crate) begin_phy_offset: i64,
+    pub(crate) end_phy_offset: i64,
+    pub(crate) hash_slot_count: i32,
+    pub(crate) index_count: i32,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER_SIZE] {
+        let mut b = [0u8; HEADER_SIZE];
+        b[0..8].copy_from_slice(&self.begin_timestamp.to_be_bytes());
+        b[8..16].copy_from_slice(&self.end_timestamp.to_be_bytes());
+        b[16..24].copy_from_slice(&self.begin_phy_offset.to_be_bytes());
+        b[24..32].copy_from_slice(&self.end_phy_offset.to_be_bytes());
+        b[32..36].copy_from_slice(&self.hash_slot_count.to_be_bytes());
+        b[36..40].copy_from_slice(&self.index_count.to_be_bytes());
+        b
+    }
+}
+
+pub(crate) struct IndexFile {
+    file: MappedFile,
+    slots: u32,
+    max_index: u32,
+    begin_timestamp: AtomicI64,
+    end_timestamp: AtomicI64,
+    begin_phy_offset: AtomicI64,
+    end_phy_offset: AtomicI64,
+    hash_slot_count: AtomicI32,
+    index_count: AtomicI32,
+    /// Entry count of the header on disk; header writes never move it backwards.
+    durable_count: Mutex<i32>,
+}
+
+/// The bucket hash of an index key: `abs(hashCode)`, 0 for `Integer.MIN_VALUE`.
+pub(crate) fn key_hash(key: &str) -> i32 {
+    vostok_remoting::protocol::filter::java_hash(key)
+        .checked_abs()
+        .unwrap_or(0)
+}
+
+impl IndexFile {
+    pub(crate) fn file_size(slots: u32, max_index: u32) -> usize {
+        HEADER_SIZE + slots as usize * 4 + max_index as usize * ENTRY_SIZE
+    }
+
+    /// A new file whose time and offset range starts where the previous one ended.
+    pub(crate) fn create(
+        path: PathBuf,
+        slots: u32,
+        max_index: u32,
+        prev_end_phy: i64,
+        prev_end_timestamp: i64,
+    ) -> Result<Self> {
+        let size = Self::file_size(slots, max_index);
+        let file = MappedFile::create_at(path, 0, size, Prealloc::Chunked(RESERVE_CHUNK))?;
+        // Slots are written at random: reserve the whole table now.
+        file.reserve(HEADER_SIZE + slots as usize * 4)?;
+        let f = IndexFile {
+            file,
+            slots,
+            max_index,
+            begin_timestamp: AtomicI64::new(prev_end_timestamp.max(0)),
+            end_timestamp: AtomicI64::new(prev_end_timestamp.max(0)),
+            begin_phy_offset: AtomicI64::new(prev_end_phy.max(0)),
+            end_phy_offset: AtomicI64::new(prev_end_phy.max(0)),
+            hash_slot_count: AtomicI32::new(0),
+            index_count: AtomicI32::new(1),
+            durable_count: Mutex::new(0),
+        };
+        f.write_header(&f.header())?;
+        Ok(f)
+    }
+
+    /// Maps an existing file and reads its header.
+    pub(crate) fn open(path: PathBuf, slots: u32, max_index: u32) -> Result<Self> {
+        let size = Self::file_size(slots, max_index);
+        let file = MappedFile::open(path, 0, size, Prealloc::Chunked(RESERVE_CHUNK))?;
+        file.set_wrote(size);
+        let count = file.read_i32(36).clamp(1, max_index as i32);
+        Ok(IndexFile {
+            begin_timestamp: AtomicI64::new(file.read_i64(0)),
+            end_timestamp: AtomicI64::new(file.read_i64(8)),
+            begin_phy_offset: AtomicI64::new(file.read_i64(16)),
+            end_phy_offset: AtomicI64::new(file.read_i64(24)),
+            hash_slot_count: AtomicI32::new(file.read_i32(32).max(0)),
+            index_count: AtomicI32::new(count),
+            durable_count: Mutex::new(count),
+            file,
+            slots,
+            max_index,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &std::path::Path {
+        self.file.path()
+    }
+
+    pub(crate) fn header(&self) -> Header {
+        Header {
+            begin_timestamp: self.begin_timestamp.load(Ordering::Acquire),
+            end_timestamp: self.end_timestamp.load(Ordering::Acquire),
+            begin_phy_offset: self.begin_phy_offset.load(Ordering::Acquire),
+            end_phy_offset: self.end_phy_offset.load(Ordering::Acquire),
+            hash_slot_count: self.hash_slot_count.load(Ordering::Acquire),
+            index_count: self.index_count.load(Ordering::Acquire),
+        }
+    }
+
+    pub(crate) fn index_count(&self) -> i32 {
+        self.index_count.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn end_phy_offset(&self) -> i64 {
+        self.end_phy_offset.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn end_timestamp(&self) -> i64 {
+        self.end_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn begin_timestamp(&self) -> i64 {
+        self.begin_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.index_count() as u32 >= self.max_index
+    }
+
+    fn slot_pos(&self, hash: i32) -> usize {
+        HEADER_SIZE + (hash as u32 % self.slots) as usize * 4
+    }
+
+    fn entry_pos(&self, number: i32) -> usize {
+        HEADER_SIZE + self.slots as usize * 4 + number as usize * ENTRY_SIZE
+    }
+
+    /// Adds one key (writer only). `false` when the file is full.
+    pub(crate) fn put(&self, hash: i32, phy_offset: i64, store_timestamp: i64) -> Result<bool> {
+        let count = self.index_count();
+        if count as u32 >= self.max_index {
+            return Ok(false);
+        }
+        let slot = self.file.atomic_u32(self.slot_pos(hash));
+        let mut prev = slot.load(Ordering::Acquire) as i32;
+        if prev <= 0 || prev >= count {
+            prev = 0;
+        }
+        let begin = self.begin_timestamp.load(Ordering::Relaxed);
+        let time_diff = if begin <= 0 {
+            0
+        } else {
+            ((store_timestamp - begin) / 1000).clamp(0, i32::MAX as i64) as i32
+        };
+        let pos = self.entry_pos(count);
+        self.file.reserve(pos + ENTRY_SIZE)?;
+        let mut entry = [0u8; ENTRY_SIZE];
+        entry[0..4].copy_from_slice(&hash.to_be_bytes());
+        entry[4..12].copy_from_slice(&phy_offset.to_be_bytes());
+        entry[12..16].copy_from_slice(&time_diff.to_be_bytes());
+        entry[16..20].copy_from_slice(&prev.to_be_bytes());
+        // SAFETY: single writer; entry `count` is not reachable by readers until the
+        // slot store below.
+        unsafe { self.file.write_at(pos, &entry) };
+        if count <= 1 {
+            self.begin_phy_offset.store(phy_offset, Ordering::Relaxed);
+            self.begin_timestamp
+                .store(store_timestamp, Ordering::Relaxed);
+        }
+        if prev == 0 {
+            self.hash_slot_count.fetch_add(1, Ordering::Relaxed);
+        }
+        self.end_phy_offset.store(phy_offset, Ordering::Relaxed);
+        self.end_timestamp.store(store_timestamp, Ordering::Relaxed);
+        self.index_count.store(count + 1, Ordering::Release);
+        slot.store(count as u32, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Commitlog offsets of entries with `hash` stored within `begin..=end` (ms),
+    /// newest first, at most `max` in `out`.
+    pub(crate) fn select(&self, hash: i32, max: usize, begin: i64, end: i64, out: &mut Vec<i64>) {
+        let mut next = self
+            .file
+            .atomic_u32(self.slot_pos(hash))
+            .load(Ordering::Acquire) as i32;
+        let count = self.index_count();
+        if count <= 1 || next <= 0 || next >= count {
+            return;
+        }
+        let begin_ts = self.begin_timestamp();
+        let mut steps = 0;
+        while out.len() < max && steps < count {
+            steps += 1;
+            let pos = self.entry_pos(next);
+            let entry_hash = self.file.read_i32(pos);
+            let phy = self.file.read_i64(pos + 4);
+            let time_diff = self.file.read_i32(pos + 12);
+            let prev = self.file.read_i32(pos + 16);
+            if time_diff < 0 {
+                break;
+            }
+            let time = begin_ts + time_diff as i64 * 1000;
+            if entry_hash == hash && time >= begin && time <= end {
+                out.push(phy);
+            }
+            if prev <= 0 || prev >= next || time < begin {
+                break;
+            }
+            next = prev;
+        }
+    }
+
+    /// Whether the file's time range overlaps `begin..=end`.
+    pub(crate) fn is_time_matched(&self, begin: i64, end: i64) -> bool {
+        let (b, e) = (self.begin_timestamp(), self.end_timestamp());
+        (begin < b && end > e) || (begin >= b && begin <= e) || (end >= b && end <= e)
+    }
+
+    fn write_header(&self, header: &Header) -> Result<()> {
+        let mut durable = self.durable_count.lock().unwrap_or_else(|e| e.into_inner());
+        if header.index_count < *durable {
+            return Ok(()); // an older snapshot than the one on disk
+        }
+        // SAFETY: the header bytes are written only here, under `durable_count`;
+        // readers use the in-memory header.
+        unsafe { self.file.write_at(0, &header.encode()) };
+        self.file.sync_range(0, HEADER_SIZE)?;
+        *durable = header.index_count;
+        Ok(())
+    }
+
+    /// Makes `header` durable: first the entries it counts (and the slots), then the
+    /// header itself.
+    pub(crate) fn flush(&self, header: &Header) -> Result<()> {
+        self.file
+            .sync_range(0, self.entry_pos(header.index_count))?;
+        self.write_header(header)
+    }
+
+    /// After a crash: drops entries past the header's count and rebuilds the slot
+    /// table from the counted ones. Runs before any reader or writer.
+    pub(crate) fn rebuild_after_crash(&self) -> Result<()> {
+        let count = self.index_count();
+        let slots_end = HEADER_SIZE + self.slots as usize * 4;
+        // SAFETY: recovery owns the file exclusively.
+        unsafe {
+            self.file.truncate_to(self.entry_pos(count))?;
+            let zeros = vec![0u8; 64 * 1024];
+            let mut pos = HEADER_SIZE;
+            while pos < slots_end {
+                let n = zeros.len().min(slots_end - pos);
+                self.file.write_at(pos, &zeros[..n]);
+                pos += n;
+            }
+        }
+        let mut used = 0;
+        for k in 1..count {
+            let hash = self.file.read_i32(self.entry_pos(k));
+            let slot = self.file.atomic_u32(self.slot_pos(hash.max(0)));
+            if slot.load(Ordering::Relaxed) == 0 {
+                used += 1;
+            }
+            slot.store(k as u32, Ordering::Relaxed);
+        }
+        self.hash_slot_count.store(used, Ordering::Release);
+        self.file.set_wrote(self.file.size());
+        self.file.sync_range(0, slots_end)?;
+        Ok(())
+    }
+
+    pub(crate) fn remove(&self) -> Result<()> {
+        self.file.remove()
+    }
+}

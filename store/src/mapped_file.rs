@@ -1,0 +1,507 @@
+//! One fixed-size, memory-mapped store file (RocketMQ `MappedFile`).
+//!
+//! A file is named by the 20-digit offset of its first byte and is created at full
+//! size. It has exactly one writer at a time (the commitlog append lock, the
+//! dispatcher for consume queues and index) which writes only past the published
+//! `wrote` position and then publishes the new position with release ordering;
+//! readers only read below a position they loaded with acquire ordering. That
+//! discipline is what makes the shared mapping sound; the few writes that break it
+//! (truncation during recovery) run before any reader exists.
+//!
+//! Space is reserved with `fallocate` before it is written so that a full disk is an
+//! error from a system call, never a SIGBUS from a page fault: the commitlog reserves
+//! the whole file when it creates it, sparse files (consume queues, index) reserve
+//! ahead of the writer in chunks.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Result, StoreError};
+
+/// How a new file's blocks are reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prealloc {
+    /// Reserve the whole file at creation (commitlog).
+    Full,
+    /// Sparse file; reserve ahead of the writer in chunks of this many bytes.
+    Chunked(usize),
+}
+
+pub(crate) const PAGE_SIZE: usize = 4096;
+
+/// The 20-digit zero-padded file name of a start offset.
+pub(crate) fn offset_file_name(offset: i64) -> String {
+    format!("{offset:020}")
+}
+
+/// The start offset encoded in a file name, if it is one.
+pub(crate) fn parse_offset_file_name(name: &str) -> Option<i64> {
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+pub(crate) struct MappedFile {
+    path: PathBuf,
+    base: i64,
+    size: usize,
+    file: File,
+    map: MmapRaw,
+    /// Bytes written and visible to readers.
+    wrote: AtomicUsize,
+    /// Bytes known to be on disk.
+    flushed: AtomicUsize,
+    /// Bytes whose blocks are reserved.
+    reserved: AtomicUsize,
+    prealloc: Prealloc,
+}
+
+fn last_os_error_unless_unsupported(rc: libc::c_int) -> Option<io::Error> {
+    if rc == 0 {
+        return None;
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => None,
+        _ => Some(err),
+    }
+}
+
+/// `fallocate(mode = 0)`: reserve blocks; a file system without it is not an error.
+fn reserve_blocks(file: &File, offset: usize, len: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    if len == 0 {
+        return Ok(());
+    }
+    loop {
+        // SAFETY: plain system call on a descriptor we own.
+        let rc = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                0,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        return match last_os_error_unless_unsupported(rc) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        };
+    }
+}
+
+impl MappedFile {
+    /// Creates the file at `path` (which must not exist) at full size and maps it.
+    pub(crate) fn create_at(
+        path: PathBuf,
+        base: i64,
+        size: usize,
+        prealloc: Prealloc,
+    ) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("create", &path, e))?;
+        let sized = (|| {
+            if prealloc == Prealloc::Full {
+                reserve_blocks(&file, 0, size)?;
+            }
+            file.set_len(size as u64)
+        })();
+        if let Err(e) = sized {
+            let _ = std::fs::remove_file(&path);
+            return Err(StoreError::io("allocate", &path, e));
+        }
+        let reserved = if prealloc == Prealloc::Full { size } else { 0 };
+        Self::map(path, file, base, size, prealloc, reserved)
+    }
+
+    /// Maps an existing file. A file shorter than `size` is extended with zeros (a
+    /// crash while creating it); a longer one is an error.
+    pub(crate) fn open(path: PathBuf, base: i64, size: usize, prealloc: Prealloc) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("open", &path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", &path, e))?
+            .len();
+        if len > size as u64 {
+            return Err(StoreError::FileSize {
+                path,
+                expected: size as u64,
+                actual: len,
+            });
+        }
+        if len < size as u64 {
+            tracing::warn!(path = %path.display(), len, size, "extending a short store file");
+            file.set_len(size as u64)
+                .map_err(|e| StoreError::io("extend", &path, e))?;
+        }
+        // Existing data is reserved; the tail is reserved again lazily when written.
+        Self::map(path, file, base, size, prealloc, 0)
+    }
+
+    fn map(
+        path: PathBuf,
+        file: File,
+        base: i64,
+        size: usize,
+        prealloc: Prealloc,
+        reserved: usize,
+    ) -> Result<Self> {
+        let map = MmapOptions::new()
+            .len(size)
+            .map_raw(&file)
+            .map_err(|e| StoreError::io("mmap", &path, e))?;
+        Ok(MappedFile {
+            path,
+            base,
+            size,
+            file,
+            map,
+            wrote: AtomicUsize::new(0),
+            flushed: AtomicUsize::new(0),
+            reserved: AtomicUsize::new(reserved),
+            prealloc,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Global offset of the file's first byte.
+    pub(crate) fn base(&self) -> i64 {
+        self.base
+    }
+
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Global offset just past the file.
+    pub(crate) fn end(&self) -> i64 {
+        self.base + self.size as i64
+    }
+
+    pub(crate) fn wrote(&self) -> usize {
+        self.wrote.load(Ordering::Acquire)
+    }
+
+    /// Publishes `pos` as written: everything below it is readable.
+    pub(crate) fn set_wrote(&self, pos: usize) {
+        debug_assert!(pos <= self.size);
+        self.wrote.store(pos, Ordering::Release);
+    }
+
+    pub(crate) fn flushed(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_flushed(&self, pos: usize) {
+        self.flushed.store(pos, Ordering::Release);
+    }
+
+    /// Makes sure blocks up to `upto` are reserved (sparse files).
+    pub(crate) fn reserve(&self, upto: usize) -> Result<()> {
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        if upto <= reserved {
+            return Ok(());
+        }
+        let chunk = match self.prealloc {
+            Prealloc::Full => self.size,
+            Prealloc::Chunked(chunk) => chunk.max(PAGE_SIZE),
+        };
+        let end = upto.div_ceil(chunk).saturating_mul(chunk).min(self.size);
+        reserve_blocks(&self.file, reserved, end - reserved)
+            .map_err(|e| StoreError::io("reserve space in", &self.path, e))?;
+        self.reserved.store(end, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Copies `data` to `pos`.
+    ///
+    /// # Safety
+    /// The caller is the file's single writer and no reader reads `pos..pos+len`
+    /// (it lies at or past the published `wrote` position).
+    pub(crate) unsafe fn write_at(&self, pos: usize, data: &[u8]) {
+        assert!(
+            pos + data.len() <= self.size,
+            "write past the end of {:?}",
+            self.path
+        );
+        // SAFETY: in bounds (checked above); exclusive per the caller's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.map.as_mut_ptr().add(pos),
+                data.len(),
+            );
+        }
+    }
+
+    /// A mutable view of `pos..pos+len` for encoding in place.
+    ///
+    /// # Safety
+    /// As for [`MappedFile::write_at`]; the slice must be dropped before the range is
+    /// published.
+    #[allow(clippy::mut_from_ref)] // exclusivity comes from the single-writer contract
+    pub(crate) unsafe fn slice_mut(&self, pos: usize, len: usize) -> &mut [u8] {
+        assert!(
+            pos + len <= self.size,
+            "slice past the end of {:?}",
+            self.path
+        );
+        // SAFETY: in bounds; exclusive per the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(pos), len) }
+    }
+
+    /// Reads `pos..pos+len`, which must be below a published `wrote` position (or
+    /// otherwise not concurrently written).
+    pub(crate) fn read(&self, pos: usize, len: usize) -> &[u8] {
+        assert!(
+            pos + len <= self.size,
+            "read past the end of {:?}",
+            self.path
+        );
+        // SAFETY: in bounds; published bytes are never written again while the file
+        // is shared (module docs).
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) }
+    }
+
+    /// Reads a big-endian i32 at `pos`.
+    pub(crate) fn read_i32(&self, pos: usize) -> i32 {
+        let b = self.read(pos, 4);
+        i32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    /// Reads a big-endian i64 at `pos`.
+    pub(crate) fn read_i64(&self, pos: usize) -> i64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(self.read(pos, 8));
+        i64::from_be_bytes(b)
+    }
+
+    /// The aligned 4-byte word at `pos`, accessed atomically (index hash slots,
+    /// which the writer updates while readers walk them).
+    pub(crate) fn atomic_u32(&self, pos: usize) -> &AtomicU32 {
+        assert!(
+            pos % 4 == 0 && pos + 4 <= self.size,
+            "unaligned atomic in {:?}",
+            self.path
+        );
+        // SAFETY: in bounds and 4-byte aligned (the mapping is page aligned);
+        // `AtomicU32` has the layout of `u32`, and every concurrent access to these
+        // words goes through atomics.
+        unsafe { &*(self.map.as_ptr().add(pos) as *const AtomicU32) }
+    }
+
+    /// `pos..pos+len` as shared bytes without copying; they keep the mapping alive.
+    pub(crate) fn bytes(self: &Arc<Self>, pos: usize, len: usize) -> Bytes {
+        assert!(
+            pos + len <= self.size,
+            "slice past the end of {:?}",
+            self.path
+        );
+        Bytes::from_owner(MappedSlice {
+            file: Arc::clone(self),
+            pos,
+            len,
+        })
+    }
+
+    /// Writes `from..to` to disk (msync of the covering pages).
+    pub(crate) fn sync_range(&self, from: usize, to: usize) -> Result<()> {
+        if to <= from {
+            return Ok(());
+        }
+        let start = from - from % PAGE_SIZE;
+        self.map
+            .flush_range(start, to - start)
+            .map_err(|e| StoreError::io("msync", &self.path, e))
+    }
+
+    /// Flushes everything written but not yet flushed; returns the new flushed position.
+    pub(crate) fn flush(&self) -> Result<usize> {
+        let wrote = self.wrote();
+        let flushed = self.flushed();
+        if wrote > flushed {
+            self.sync_range(flushed, wrote)?;
+            self.set_flushed(wrote);
+        }
+        Ok(wrote.max(flushed))
+    }
+
+    /// Zeroes `pos..size` and makes the zeros durable, then sets the write and flush
+    /// positions to `pos`. Used to cut a torn or stale tail during recovery.
+    ///
+    /// # Safety
+    /// No reader or other writer may access the file during the call.
+    pub(crate) unsafe fn truncate_to(&self, pos: usize) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        assert!(pos <= self.size);
+        let page_end = pos
+            .div_ceil(PAGE_SIZE)
+            .saturating_mul(PAGE_SIZE)
+            .min(self.size);
+        // SAFETY: in bounds; exclusive per the caller's contract.
+        unsafe {
+            std::ptr::write_bytes(self.map.as_mut_ptr().add(pos), 0, page_end - pos);
+        }
+        self.sync_range(pos, page_end)?;
+        if page_end < self.size {
+            let fd = self.file.as_raw_fd();
+            let (off, len) = (
+                page_end as libc::off_t,
+                (self.size - page_end) as libc::off_t,
+            );
+            let mut done = false;
+            for mode in [
+                libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            ] {
+                // SAFETY: plain system call on a descriptor we own.
+                let rc = unsafe { libc::fallocate(fd, mode, off, len) };
+                if rc == 0 {
+                    done = true;
+                    break;
+                }
+                if let Some(e) = last_os_error_unless_unsupported(rc) {
+                    return Err(StoreError::io("zero the tail of", &self.path, e));
+                }
+            }
+            if !done {
+                // SAFETY: as above.
+                unsafe {
+                    std::ptr::write_bytes(
+                        self.map.as_mut_ptr().add(page_end),
+                        0,
+                        self.size - page_end,
+                    );
+                }
+            }
+            self.file
+                .sync_data()
+                .map_err(|e| StoreError::io("fdatasync", &self.path, e))?;
+            if self.reserved.load(Ordering::Relaxed) > page_end
+                && matches!(self.prealloc, Prealloc::Chunked(_))
+            {
+                self.reserved.store(page_end, Ordering::Relaxed);
+            }
+        }
+        self.wrote.store(pos, Ordering::Release);
+        self.flushed.store(pos, Ordering::Release);
+        Ok(())
+    }
+
+    /// Last modification time of the file.
+    pub(crate) fn modified(&self) -> Option<std::time::SystemTime> {
+        self.file.metadata().and_then(|m| m.modified()).ok()
+    }
+
+    /// Removes the file from disk; the mapping stays valid for outstanding readers.
+    pub(crate) fn remove(&self) -> Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io("remove", &self.path, e)),
+        }
+    }
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile")
+            .field("path", &self.path)
+            .field("wrote", &self.wrote())
+            .field("flushed", &self.flushed())
+            .finish()
+    }
+}
+
+/// Owner of a zero-copy [`Bytes`] over a mapped file.
+struct MappedSlice {
+    file: Arc<MappedFile>,
+    pos: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for MappedSlice {
+    fn as_ref(&self) -> &[u8] {
+        self.file.read(self.pos, self.len)
+    }
+}
+
+/// Makes a directory entry change (create, remove, rename) durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io("fsync directory", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_twenty_digit_offsets() {
+        assert_eq!(offset_file_name(1_073_741_824), "00000000001073741824");
+        assert_eq!(
+            parse_offset_file_name("00000000001073741824"),
+            Some(1_073_741_824)
+        );
+        assert_eq!(parse_offset_file_name("0000000000107374182"), None);
+        assert_eq!(parse_offset_file_name("0000000000107374182x"), None);
+    }
+
+    #[test]
+    fn write_read_truncate_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Arc::new(
+            MappedFile::create_at(
+                dir.path().join(offset_file_name(8192)),
+                8192,
+                3 * PAGE_SIZE,
+                Prealloc::Chunked(4096),
+            )
+            .unwrap(),
+        );
+        f.reserve(5000).unwrap();
+        unsafe { f.write_at(0, &[1u8; 5000]) };
+        f.set_wrote(5000);
+        assert_eq!(f.read(4999, 1), &[1]);
+        let b = f.bytes(10, 4);
+        assert_eq!(&b[..], &[1, 1, 1, 1]);
+        assert_eq!(f.flush().unwrap(), 5000);
+        unsafe { f.truncate_to(100).unwrap() };
+        assert_eq!(f.wrote(), 100);
+        assert_eq!(f.read(100, 4900), &vec![0u8; 4900][..]);
+        assert_eq!(&b[..], &[1, 1, 1, 1], "a slice before the cut is unchanged");
+        drop(f);
+        let path = dir.path().join(offset_file_name(8192));
+        let g = MappedFile::open(path, 8192, 3 * PAGE_SIZE, Prealloc::Full).unwrap();
+        assert_eq!(g.read(0, 100), &[1u8; 100][..]);
+        assert_eq!(g.read(100, 1), &[0]);
+        assert!(MappedFile::open(
+            dir.path().join(offset_file_name(8192)),
+            8192,
+            4096,
+            Prealloc::Full
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,196 @@
+//! An ordered run of equally sized mapped files covering one offset space
+//! (RocketMQ `MappedFileQueue`): the commitlog, or one consume queue.
+//!
+//! Files are contiguous: file *k* starts where file *k − 1* ends. Old files are
+//! removed from the front, new ones appended at the back; the list sits behind a
+//! `RwLock` held only to clone an `Arc`, so readers never wait for I/O.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::error::{Result, StoreError};
+use crate::mapped_file::{parse_offset_file_name, sync_dir, MappedFile, Prealloc};
+
+pub(crate) struct MappedFileQueue {
+    dir: PathBuf,
+    file_size: usize,
+    prealloc: Prealloc,
+    files: RwLock<Vec<Arc<MappedFile>>>,
+}
+
+impl MappedFileQueue {
+    /// Loads the files of `dir` (created if missing). Names that are not 20-digit
+    /// offsets are ignored; a gap between files or a misaligned name is an error.
+    pub(crate) fn load(dir: &Path, file_size: usize, prealloc: Prealloc) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create directory", dir, e))?;
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io("list", dir, e))? {
+            let entry = entry.map_err(|e| StoreError::io("list", dir, e))?;
+            let name = entry.file_name();
+            match name.to_str().and_then(parse_offset_file_name) {
+                Some(base) => found.push((base, entry.path())),
+                None => {
+                    tracing::warn!(path = %entry.path().display(), "ignoring a file that is not a store file")
+                }
+            }
+        }
+        found.sort();
+        let mut files: Vec<Arc<MappedFile>> = Vec::with_capacity(found.len());
+        for (base, path) in found {
+            if let Some(prev) = files.last() {
+                if base != prev.end() {
+                    return Err(StoreError::FileGap {
+                        path,
+                        expected: prev.end(),
+                    });
+                }
+            } else if base % file_size as i64 != 0 {
+                return Err(StoreError::FileGap {
+                    path,
+                    expected: base - base % file_size as i64,
+                });
+            }
+            let file = MappedFile::open(path, base, file_size, prealloc)?;
+            // Until recovery says otherwise, loaded files count as fully written.
+            file.set_wrote(file_size);
+            file.set_flushed(file_size);
+            files.push(Arc::new(file));
+        }
+        Ok(MappedFileQueue {
+            dir: dir.to_path_buf(),
+            file_size,
+            prealloc,
+            files: RwLock::new(files),
+        })
+    }
+
+    pub(crate) fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Vec<Arc<MappedFile>>> {
+        // A panic while holding the lock cannot leave the Vec inconsistent.
+        self.files.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<Arc<MappedFile>>> {
+        self.files.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A snapshot of the file list.
+    pub(crate) fn files(&self) -> Vec<Arc<MappedFile>> {
+        self.read().clone()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    pub(crate) fn first(&self) -> Option<Arc<MappedFile>> {
+        self.read().first().cloned()
+    }
+
+    pub(crate) fn last(&self) -> Option<Arc<MappedFile>> {
+        self.read().last().cloned()
+    }
+
+    /// Start of the first file (0 when empty).
+    pub(crate) fn min_offset(&self) -> i64 {
+        self.read().first().map_or(0, |f| f.base())
+    }
+
+    /// The file holding `offset`.
+    pub(crate) fn find(&self, offset: i64) -> Option<Arc<MappedFile>> {
+        let files = self.read();
+        let first = files.first()?;
+        if offset < first.base() {
+            return None;
+        }
+        let index = ((offset - first.base()) / self.file_size as i64) as usize;
+        files.get(index).cloned()
+    }
+
+    /// Start offset of the file that holds `offset`.
+    pub(crate) fn file_base(&self, offset: i64) -> i64 {
+        offset - offset.rem_euclid(self.file_size as i64)
+    }
+
+    /// Creates and appends the file starting at `base`, which must follow the last
+    /// file (or be aligned, for the first one).
+    pub(crate) fn create(&self, base: i64) -> Result<Arc<MappedFile>> {
+        let mut files = self.write();
+        if let Some(last) = files.last() {
+            assert_eq!(base, last.end(), "new store file must follow the last one");
+        }
+        debug_assert_eq!(base % self.file_size as i64, 0);
+        let path = self.dir.join(crate::mapped_file::offset_file_name(base));
+        if path.exists() {
+            // A leftover from a crash between creation and recovery bookkeeping.
+            std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+        }
+        let file = Arc::new(MappedFile::create_at(
+            path,
+            base,
+            self.file_size,
+            self.prealloc,
+        )?);
+        files.push(Arc::clone(&file));
+        drop(files);
+        sync_dir(&self.dir)?;
+        Ok(file)
+    }
+
+    /// Removes every file starting at or after `offset` (recovery of a torn tail).
+    pub(crate) fn remove_from(&self, offset: i64) -> Result<()> {
+        let mut files = self.write();
+        while files.last().is_some_and(|f| f.base() >= offset) {
+            if let Some(f) = files.pop() {
+                tracing::info!(path = %f.path().display(), "removing a file past the recovered end");
+                f.remove()?;
+            }
+        }
+        drop(files);
+        sync_dir(&self.dir)
+    }
+
+    /// Removes the first `n` files from the list and from disk.
+    pub(crate) fn remove_first(&self, n: usize) -> Result<Vec<Arc<MappedFile>>> {
+        let removed: Vec<_> = {
+            let mut files = self.write();
+            let n = n.min(files.len());
+            files.drain(..n).collect()
+        };
+        for f in &removed {
+            f.remove()?;
+        }
+        if !removed.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(removed)
+    }
+
+    /// Flushes every file with unflushed data.
+    pub(crate) fn flush(&self) -> Result<()> {
+        for f in self.files() {
+            if f.wrote() > f.flushed() {
+                f.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every file and the directory itself.
+    pub(crate) fn destroy(&self) -> Result<()> {
+        let n = self.len();
+        self.remove_first(n)?;
+        match std::fs::remove_dir(&self.dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io("remove directory", &self.dir, e)),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! What the broker hands to the store, and the two callbacks it can plug in.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+
+/// A message to append (Java `MessageExtBrokerInner`). The store assigns the queue
+/// offset, physical offset and store timestamp and computes the body CRC.
+#[derive(Debug, Clone)]
+pub struct MessageInner {
+    pub topic: String,
+    pub queue_id: i32,
+    pub flag: i32,
+    pub body: Bytes,
+    /// Encoded property string (PROTOCOL.md 5.1).
+    pub properties: String,
+    /// The tag hash code the broker computed. The dispatcher derives the consume-queue
+    /// tag field from the stored record (hash of `TAGS`, or the delivery time for
+    /// `SCHEDULE_TOPIC_XXXX`) so that queues rebuilt from the commitlog are identical;
+    /// this field is kept for the broker's own use.
+    pub tags_code: i64,
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub born_host: SocketAddr,
+    pub store_host: SocketAddr,
+    pub reconsume_times: i32,
+    pub prepared_transaction_offset: i64,
+}
+
+/// Server-side filtering of a pull.
+pub trait MessageFilter: Send + Sync {
+    /// Checks a consume-queue entry's tag code (PROTOCOL.md 5.5).
+    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool;
+    /// Checks the record's encoded property string (e.g. for SQL92 filters).
+    fn is_matched_by_commit_log(&self, properties: &str) -> bool {
+        let _ = properties;
+        true
+    }
+}
+
+/// Told about every NOT/COMMIT record the dispatcher makes visible, right after its
+/// consume-queue entry is readable. Called on the dispatcher thread: keep it short.
+pub trait MessageArrivingListener: Send + Sync {
+    /// `logic_offset` is the queue's new max offset (the record's queue offset + 1),
+    /// as RocketMQ passes it to long polling.
+    fn arriving(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        logic_offset: i64,
+        tags_code: i64,
+        store_timestamp: i64,
+        properties: &str,
+    );
+}

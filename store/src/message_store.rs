@@ -1,0 +1,603 @@
+//! The store facade (RocketMQ `DefaultMessageStore`): opening and recovering a store
+//! directory, the background threads, and the operations the broker calls.
+//!
+//! Threads (all `std::thread`, none on the async runtime):
+//!
+//! | thread | does |
+//! |---|---|
+//! | `store-flush` | commitlog flush: group commit (SYNC_FLUSH) or periodic (ASYNC_FLUSH) |
+//! | `store-dispatch` | builds consume queues and index, notifies arrivals |
+//! | `store-cq-flush` | flushes consume queues, index and the checkpoint |
+//! | `store-clean` | retention and the disk-usage check |
+
+mod get;
+mod put;
+mod query;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use vostok_remoting::protocol::message::id::now_millis;
+use vostok_remoting::protocol::message::MessageExt;
+
+use crate::checkpoint::Checkpoint;
+use crate::commitlog::CommitLog;
+use crate::config::{FlushDiskType, StoreConfig};
+use crate::dispatch::DispatchState;
+use crate::error::{Result, StoreError};
+use crate::index::IndexService;
+use crate::lock::{AbortFile, StoreLock};
+use crate::message::MessageArrivingListener;
+use crate::queue_table::ConsumeQueueTable;
+use crate::retention::RetentionReport;
+use crate::stats::Stats;
+
+/// Flags that gate puts.
+#[derive(Debug, Default)]
+pub(crate) struct RunState {
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) disk_full: AtomicBool,
+    /// A flush failed: durability can no longer be promised, puts are refused.
+    pub(crate) write_error: AtomicBool,
+    pub(crate) disk_ratio_permille: AtomicU32,
+    pub(crate) manual_delete: AtomicU32,
+}
+
+/// Lets periodic threads sleep and still stop at once.
+#[derive(Debug, Default)]
+pub(crate) struct Stopper {
+    stopped: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Stopper {
+    /// Sleeps up to `d`; `true` if stopped.
+    pub(crate) fn wait(&self, d: Duration) -> bool {
+        let deadline = Instant::now() + d;
+        let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        while !*stopped {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stopped = self
+                .cv
+                .wait_timeout(stopped, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+}
+
+/// State shared by the facade and its threads.
+pub(crate) struct StoreInner {
+    pub(crate) config: StoreConfig,
+    pub(crate) commitlog: CommitLog,
+    pub(crate) queues: ConsumeQueueTable,
+    pub(crate) index: Option<IndexService>,
+    pub(crate) checkpoint: Checkpoint,
+    pub(crate) dispatch: DispatchState,
+    pub(crate) delay_levels_ms: Vec<i64>,
+    pub(crate) stats: Stats,
+    pub(crate) state: RunState,
+    pub(crate) stopper: Stopper,
+    pub(crate) total_memory: u64,
+}
+
+/// Physical memory in bytes.
+fn total_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages > 0 && page > 0 {
+        pages as u64 * page as u64
+    } else {
+        8 << 30
+    }
+}
+
+impl StoreInner {
+    /// Newest `accessMessageInMemoryMaxRatio` % of RAM worth of commitlog.
+    pub(crate) fn memory_window(&self) -> i64 {
+        (self.total_memory / 100 * self.config.access_message_in_memory_max_ratio as u64) as i64
+    }
+
+    /// Flushes consume queues and index, then records their progress in the
+    /// checkpoint together with the commitlog's.
+    fn flush_logics(&self) -> Result<()> {
+        let dispatched = self.dispatch.dispatched_timestamp();
+        for cq in self.queues.all() {
+            cq.flush()?;
+        }
+        if let Some(index) = &self.index {
+            index.flush()?;
+        }
+        if dispatched > 0 {
+            self.checkpoint.set_logics_msg_timestamp(dispatched);
+            self.checkpoint.set_index_msg_timestamp(dispatched);
+        }
+        self.checkpoint.flush()
+    }
+
+    fn flush_commit_log(&self) -> Result<()> {
+        match self.commitlog.flush() {
+            Ok(f) => {
+                if f.store_timestamp > 0 {
+                    self.checkpoint.set_physic_msg_timestamp(f.store_timestamp);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.flush_failed(&e);
+                Err(e)
+            }
+        }
+    }
+
+    fn flush_failed(&self, e: &StoreError) {
+        if !self.state.write_error.swap(true, Ordering::AcqRel) {
+            tracing::error!(error = %e, "commitlog flush failed: refusing further puts");
+        }
+    }
+}
+
+/// The message store. Open it once per directory and share it as `Arc<MessageStore>`.
+pub struct MessageStore {
+    inner: Arc<StoreInner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    lock: Mutex<Option<StoreLock>>,
+    abort: AbortFile,
+    shut: Mutex<bool>,
+}
+
+impl std::fmt::Debug for MessageStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageStore")
+            .field("root", &self.inner.config.store_path_root_dir)
+            .field("max_phy_offset", &self.inner.commitlog.max_offset())
+            .finish()
+    }
+}
+
+impl MessageStore {
+    /// Locks the directory, loads and recovers the files, and starts the threads.
+    pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>> {
+        config.validate()?;
+        let root = config.store_path_root_dir.clone();
+        std::fs::create_dir_all(&root).map_err(|e| StoreError::io("create directory", &root, e))?;
+        let lock = StoreLock::acquire(&config.lock_path())?;
+        let abort = AbortFile::new(config.abort_path());
+        let last_exit_ok = !abort.exists();
+        tracing::info!(root = %root.display(), last_exit_ok, "opening store");
+        // From here on a crash, even during recovery, means abnormal recovery next time.
+        abort.create()?;
+
+        let commitlog = CommitLog::load(&config)?;
+        let queues = ConsumeQueueTable::load(
+            &config.consume_queue_dir(),
+            config.mapped_file_size_consume_queue,
+        )?;
+        let checkpoint = Checkpoint::load(&config.checkpoint_path())?;
+        let index = if config.message_index_enable {
+            Some(IndexService::load(&config, last_exit_ok)?)
+        } else {
+            None
+        };
+        let delay_levels_ms = config
+            .delay_levels()?
+            .iter()
+            .map(|d| d.as_millis() as i64)
+            .collect();
+        let inner = Arc::new(StoreInner {
+            config,
+            commitlog,
+            queues,
+            index,
+            checkpoint,
+            dispatch: DispatchState::default(),
+            delay_levels_ms,
+            stats: Stats::default(),
+            state: RunState::default(),
+            stopper: Stopper::default(),
+            total_memory: total_memory(),
+        });
+        inner.recover(last_exit_ok)?;
+        // Everything recovered is on disk now; record it before accepting puts.
+        inner.flush_logics()?;
+        let ts = inner.commitlog.last_store_timestamp();
+        if ts > 0 {
+            inner.checkpoint.set_physic_msg_timestamp(ts);
+        }
+        inner.checkpoint.flush()?;
+
+        let store = Arc::new(MessageStore {
+            inner: Arc::clone(&inner),
+            threads: Mutex::new(Vec::new()),
+            lock: Mutex::new(Some(lock)),
+            abort,
+            shut: Mutex::new(false),
+        });
+        store.start_threads()?;
+        Ok(store)
+    }
+
+    fn start_threads(&self) -> Result<()> {
+        let spawn = |name: &str, f: fn(Arc<StoreInner>)| {
+            let inner = Arc::clone(&self.inner);
+            std::thread::Builder::new()
+                .name(name.to_owned())
+                .spawn(move || f(inner))
+                .map_err(|e| {
+                    StoreError::io("spawn thread", &self.inner.config.store_path_root_dir, e)
+                })
+        };
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let dispatcher = spawn("store-dispatch", crate::dispatch::run)?;
+        let _ = self.inner.dispatch_thread_set(dispatcher.thread().clone());
+        threads.push(dispatcher);
+        threads.push(spawn("store-flush", run_commit_log_flush)?);
+        threads.push(spawn("store-cq-flush", run_logics_flush)?);
+        threads.push(spawn("store-clean", crate::retention::run)?);
+        Ok(())
+    }
+
+    pub(crate) fn inner(&self) -> &StoreInner {
+        &self.inner
+    }
+
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// Max offset of a queue: the number of dispatched entries, i.e. the next queue
+    /// offset a pull can wait for (0 for an unknown queue). Like RocketMQ it follows
+    /// the dispatcher, which trails an append by microseconds.
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner
+            .queues
+            .find(topic, queue_id)
+            .map_or(0, |cq| cq.max_offset())
+    }
+
+    pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner
+            .queues
+            .find(topic, queue_id)
+            .map_or(0, |cq| cq.min_offset())
+    }
+
+    /// The next queue offset the append path will assign (0 for an unknown queue).
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner
+            .commitlog
+            .lock_writer()
+            .queue_offset(topic, queue_id)
+    }
+
+    pub fn min_phy_offset(&self) -> i64 {
+        self.inner.commitlog.min_offset()
+    }
+
+    /// End of the last complete record in the commitlog.
+    pub fn max_phy_offset(&self) -> i64 {
+        self.inner.commitlog.max_offset()
+    }
+
+    /// End of the commitlog data known to be on disk.
+    pub fn flushed_phy_offset(&self) -> i64 {
+        self.inner.commitlog.flushed_offset()
+    }
+
+    /// Commitlog offset up to which consume queues and index are built.
+    pub fn dispatched_phy_offset(&self) -> i64 {
+        self.inner.dispatch.reput_from()
+    }
+
+    /// Waits until the dispatcher has built consume queues and index for every
+    /// record below `phy_offset`; `false` on timeout. Blocking: not for async tasks.
+    pub fn wait_for_dispatch(&self, phy_offset: i64, timeout: Duration) -> bool {
+        self.inner.dispatch.wait_for(phy_offset, timeout)
+    }
+
+    /// Whether the record at `commit_log_offset` is within the newest
+    /// `accessMessageInMemoryMaxRatio` % of RAM worth of commitlog.
+    pub fn is_in_memory(&self, commit_log_offset: i64) -> bool {
+        self.inner.commitlog.max_offset() - commit_log_offset < self.inner.memory_window()
+    }
+
+    /// Drops the consume queues of `topics` (their commitlog records stay until
+    /// retention removes them).
+    pub fn delete_topics(&self, topics: &[String]) {
+        for topic in topics {
+            if let Err(e) = self.inner.queues.delete_topic(topic) {
+                tracing::warn!(topic = %topic, error = %e, "could not delete a topic's consume queues");
+            }
+            self.inner
+                .commitlog
+                .lock_writer()
+                .queue_offsets
+                .remove(topic);
+            tracing::info!(topic = %topic, "deleted topic from the store");
+        }
+    }
+
+    pub fn queue_ids(&self, topic: &str) -> Vec<i32> {
+        self.inner.queues.queue_ids(topic)
+    }
+
+    /// Topics that have consume queues.
+    pub fn topics(&self) -> Vec<String> {
+        self.inner.queues.topics()
+    }
+
+    pub fn set_arrival_listener(&self, listener: Arc<dyn MessageArrivingListener>) {
+        self.inner.dispatch.set_listener(listener);
+    }
+
+    /// The append lock has been held longer than `osPageCacheBusyTimeOutMills`.
+    pub fn is_os_page_cache_busy(&self) -> bool {
+        let held = self.inner.commitlog.lock_held_ms(now_millis());
+        held > self.inner.config.os_page_cache_busy_timeout.as_millis() as i64 && held < 10_000_000
+    }
+
+    /// Counters and positions, with RocketMQ's `getRuntimeInfo` key names where one exists.
+    pub fn runtime_info(&self) -> BTreeMap<String, String> {
+        let i = &self.inner;
+        let s = &i.stats;
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            m.insert(k.to_owned(), v);
+        };
+        put("putMessageTimesTotal", Stats::get(&s.put_times).to_string());
+        put("putMessageSizeTotal", Stats::get(&s.put_bytes).to_string());
+        put(
+            "putMessageFailedTimes",
+            Stats::get(&s.put_failed).to_string(),
+        );
+        put(
+            "putMessageFlushTimeoutTimes",
+            Stats::get(&s.flush_timeouts).to_string(),
+        );
+        put("getFoundTimes", Stats::get(&s.get_found).to_string());
+        put("getMissTimes", Stats::get(&s.get_miss).to_string());
+        put(
+            "getTransferedMsgCount",
+            Stats::get(&s.get_transferred).to_string(),
+        );
+        put("commitLogMinOffset", i.commitlog.min_offset().to_string());
+        put("commitLogMaxOffset", i.commitlog.max_offset().to_string());
+        put(
+            "commitLogFlushedOffset",
+            i.commitlog.flushed_offset().to_string(),
+        );
+        put("commitLogFileCount", i.commitlog.files().len().to_string());
+        put(
+            "commitLogDiskRatio",
+            format!(
+                "{:.3}",
+                i.state.disk_ratio_permille.load(Ordering::Relaxed) as f64 / 1000.0
+            ),
+        );
+        put(
+            "dispatchBehindBytes",
+            (i.commitlog.max_offset() - i.dispatch.reput_from())
+                .max(0)
+                .to_string(),
+        );
+        put("consumeQueueCount", i.queues.all().len().to_string());
+        put(
+            "indexFileCount",
+            i.index.as_ref().map_or(0, |x| x.file_count()).to_string(),
+        );
+        put(
+            "pageCacheLockTimeMills",
+            i.commitlog.lock_held_ms(now_millis()).to_string(),
+        );
+        put(
+            "diskFull",
+            i.state.disk_full.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "writeError",
+            i.state.write_error.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "flushDiskType",
+            i.config.flush_disk_type.as_str().to_owned(),
+        );
+        put(
+            "earliestMessageTimeStamp",
+            self.earliest_commit_log_time().unwrap_or(0).to_string(),
+        );
+        m
+    }
+
+    fn earliest_commit_log_time(&self) -> Option<i64> {
+        let offset = self.inner.commitlog.min_offset();
+        let raw = self.inner.commitlog.read_record(offset)?;
+        MessageExt::decode(&raw, false)
+            .ok()
+            .map(|m| m.store_timestamp)
+    }
+
+    /// Raw commitlog bytes from `from`, up to `max_bytes`, within one file and below
+    /// the durable end: what a master sends a slave.
+    pub fn read_raw(&self, from: i64, max_bytes: usize) -> Option<Bytes> {
+        self.inner.commitlog.read_raw(from, max_bytes)
+    }
+
+    /// Appends bytes received from a master at `at` (this store's write end), then
+    /// lets the dispatcher build consume queues and index from the complete records.
+    pub fn append_raw(&self, at: i64, data: &[u8]) -> Result<()> {
+        if self.inner.state.shutdown.load(Ordering::Acquire) {
+            return Err(StoreError::Shutdown);
+        }
+        self.inner.commitlog.append_raw(at, data, true)?;
+        self.inner.dispatch.wake();
+        if self.inner.config.flush_disk_type == FlushDiskType::SyncFlush {
+            self.inner.flush_commit_log()?;
+        }
+        Ok(())
+    }
+
+    /// Where a slave should continue: the end of the bytes it has written.
+    pub fn raw_write_end(&self) -> i64 {
+        self.inner.commitlog.write_end()
+    }
+
+    /// One retention pass as the background thread runs it, with the time and disk
+    /// usage (0.0–1.0) given: for tests and admin tools.
+    pub fn run_retention(&self, now: SystemTime, disk_used_ratio: f64) -> Result<RetentionReport> {
+        self.inner.clean_once(now, disk_used_ratio)
+    }
+
+    /// Asks the next retention pass to delete expired files whatever the hour
+    /// (RocketMQ `executeDeleteFilesManually`).
+    pub fn delete_expired_files_now(&self) {
+        self.inner
+            .state
+            .manual_delete
+            .fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Flushes commitlog, consume queues, index and checkpoint now.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_commit_log()?;
+        self.inner.flush_logics()
+    }
+
+    /// Stops the threads, flushes everything, writes the checkpoint, removes the
+    /// abort file and releases the lock. Idempotent; also run on drop.
+    pub fn shutdown(&self) {
+        let mut shut = self.shut.lock().unwrap_or_else(|e| e.into_inner());
+        if *shut {
+            return;
+        }
+        *shut = true;
+        let i = &self.inner;
+        i.state.shutdown.store(true, Ordering::Release);
+        // No append is half-done once we get the lock.
+        drop(i.commitlog.lock_writer());
+        i.stopper.stop();
+        i.dispatch.stop();
+        i.commitlog.group_commit.notify();
+        for t in std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner())) {
+            if t.join().is_err() {
+                tracing::error!("a store thread panicked");
+            }
+        }
+        let mut clean = true;
+        if let Err(e) = i.dispatch_available(false) {
+            tracing::error!(error = %e, "final dispatch failed");
+            clean = false;
+        }
+        if i.dispatch.reput_from() < i.commitlog.max_offset() {
+            clean = false;
+        }
+        if let Err(e) = i.flush_commit_log() {
+            tracing::error!(error = %e, "final commitlog flush failed");
+            clean = false;
+        }
+        i.commitlog.release_waiters();
+        if let Err(e) = i.flush_logics() {
+            tracing::error!(error = %e, "final consume queue / index flush failed");
+            clean = false;
+        }
+        if clean && !i.state.write_error.load(Ordering::Acquire) {
+            if let Err(e) = self.abort.remove() {
+                tracing::error!(error = %e, "could not remove the abort file");
+            }
+        } else {
+            tracing::warn!(
+                "store not shut down cleanly; the next start recovers from the checkpoint"
+            );
+        }
+        self.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
+        tracing::info!(root = %i.config.store_path_root_dir.display(), "store shut down");
+    }
+}
+
+impl StoreInner {
+    fn dispatch_thread_set(&self, t: std::thread::Thread) -> bool {
+        self.dispatch.set_thread(t)
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The commitlog flush thread body.
+fn run_commit_log_flush(inner: Arc<StoreInner>) {
+    let c = &inner.config;
+    match c.flush_disk_type {
+        FlushDiskType::SyncFlush => {
+            while !inner.stopper.is_stopped() {
+                match inner
+                    .commitlog
+                    .group_commit_round(Duration::from_millis(10))
+                {
+                    Some(Ok(f)) if f.store_timestamp > 0 => {
+                        inner.checkpoint.set_physic_msg_timestamp(f.store_timestamp)
+                    }
+                    Some(Err(e)) => {
+                        inner.flush_failed(&e);
+                        inner.stopper.wait(Duration::from_millis(100));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        FlushDiskType::AsyncFlush => {
+            let least = (c.flush_commit_log_least_pages * crate::mapped_file::PAGE_SIZE) as i64;
+            let mut last_flush = Instant::now();
+            loop {
+                let stopping = inner.stopper.wait(c.flush_interval_commit_log);
+                let thorough = last_flush.elapsed() >= c.flush_commit_log_thorough_interval;
+                let dirty = inner.commitlog.unflushed_bytes();
+                if dirty > 0 && (stopping || thorough || dirty >= least) {
+                    if inner.flush_commit_log().is_ok() {
+                        last_flush = Instant::now();
+                    }
+                } else if dirty == 0 {
+                    last_flush = Instant::now();
+                }
+                if stopping {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The consume-queue / index / checkpoint flush thread body.
+fn run_logics_flush(inner: Arc<StoreInner>) {
+    while !inner
+        .stopper
+        .wait(inner.config.flush_interval_consume_queue)
+    {
+        if let Err(e) = inner.flush_logics() {
+            tracing::error!(error = %e, "consume queue / index flush failed");
+        }
+    }
+}

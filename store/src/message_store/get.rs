@@ -1,0 +1,187 @@
+//! The pull path (RocketMQ `DefaultMessageStore.getMessage`, PROTOCOL.md 3.2, 6.12).
+
+use vostok_remoting::protocol::message::record::{RecordView, MAGIC_V1, MAGIC_V2};
+
+use super::MessageStore;
+use crate::config::CQ_UNIT_SIZE;
+use crate::message::MessageFilter;
+use crate::result::{GetMessageResult, GetMessageStatus};
+use crate::stats::Stats;
+
+/// Limits of one pull.
+struct Limits {
+    max_count: usize,
+    max_bytes: usize,
+    memory_bytes: usize,
+    memory_count: usize,
+    disk_bytes: usize,
+    disk_count: usize,
+}
+
+impl Limits {
+    /// RocketMQ `isTheBatchFull`: the first record always fits.
+    fn full(&self, size: usize, total: usize, count: usize, in_disk: bool) -> bool {
+        if total == 0 || count == 0 {
+            return false;
+        }
+        if count + 1 > self.max_count || total + size > self.max_bytes {
+            return true;
+        }
+        if in_disk {
+            total + size > self.disk_bytes || count + 1 > self.disk_count
+        } else {
+            total + size > self.memory_bytes || count + 1 > self.memory_count
+        }
+    }
+}
+
+/// A stored record of `size` bytes starts here (cheap check before handing it out).
+fn looks_like_record(bytes: &[u8], size: usize) -> bool {
+    bytes.len() == size
+        && size >= 8
+        && i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize == size
+        && matches!(
+            i32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
+            MAGIC_V1 | MAGIC_V2
+        )
+}
+
+impl MessageStore {
+    /// Reads up to `max_count` records (and `max_bytes`, ≤ 0 = no byte limit) of a
+    /// queue from `offset`, skipping those `filter` rejects. Statuses and
+    /// `next_begin_offset` follow PROTOCOL.md 3.2.
+    #[allow(clippy::too_many_arguments)] // the broker's call shape (RocketMQ getMessage)
+    pub fn get_message(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: i32,
+        max_bytes: i32,
+        filter: Option<&dyn MessageFilter>,
+    ) -> GetMessageResult {
+        let _ = group;
+        let i = self.inner();
+        let result = self.get_inner(topic, queue_id, offset, max_count, max_bytes, filter);
+        if result.status == GetMessageStatus::Found {
+            Stats::add(&i.stats.get_found, 1);
+            Stats::add(&i.stats.get_transferred, result.messages.len() as u64);
+        } else {
+            Stats::add(&i.stats.get_miss, 1);
+        }
+        result
+    }
+
+    fn get_inner(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: i32,
+        max_bytes: i32,
+        filter: Option<&dyn MessageFilter>,
+    ) -> GetMessageResult {
+        use GetMessageStatus::*;
+        let i = self.inner();
+        if i.state.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+            return GetMessageResult::empty(OffsetFoundNull, offset, 0, 0);
+        }
+        let Some(cq) = i.queues.find(topic, queue_id) else {
+            return GetMessageResult::empty(NoMatchedLogicQueue, 0, 0, 0);
+        };
+        let (min, max) = (cq.min_offset(), cq.max_offset());
+        if max == 0 {
+            return GetMessageResult::empty(NoMessageInQueue, 0, min, max);
+        }
+        if offset < min {
+            return GetMessageResult::empty(OffsetTooSmall, min, min, max);
+        }
+        if offset == max {
+            return GetMessageResult::empty(OffsetOverflowOne, offset, min, max);
+        }
+        if offset > max {
+            let next = if min == 0 { min } else { max };
+            return GetMessageResult::empty(OffsetOverflowBadly, next, min, max);
+        }
+        let Some(span) = cq.span(offset) else {
+            return GetMessageResult::empty(OffsetFoundNull, cq.roll_next_file(offset), min, max);
+        };
+
+        let c = &i.config;
+        let max_count = if max_count > 0 { max_count as usize } else { 1 };
+        let limits = Limits {
+            max_count,
+            max_bytes: if max_bytes > 0 {
+                max_bytes as usize
+            } else {
+                usize::MAX
+            },
+            memory_bytes: c.max_transfer_bytes_on_message_in_memory,
+            memory_count: c.max_transfer_count_on_message_in_memory,
+            disk_bytes: c.max_transfer_bytes_on_message_in_disk,
+            disk_count: c.max_transfer_count_on_message_in_disk,
+        };
+        let max_phy = i.commitlog.max_offset();
+        let window = i.memory_window();
+        let examine = span.count.min((16_000 / CQ_UNIT_SIZE).max(max_count));
+
+        let mut result = GetMessageResult::empty(NoMatchedMessage, offset, min, max);
+        let mut next_phy_file_start = i64::MIN;
+        let mut max_phy_pulling = 0;
+        let mut k = 0;
+        while k < examine {
+            let e = span.get(k);
+            if e.is_blank() || e.size <= 0 || e.phy < next_phy_file_start {
+                k += 1;
+                continue;
+            }
+            max_phy_pulling = e.phy;
+            let size = e.size as usize;
+            let in_disk = max_phy - e.phy > window;
+            if limits.full(
+                size,
+                result.buffer_total_size,
+                result.messages.len(),
+                in_disk,
+            ) {
+                break;
+            }
+            k += 1;
+            if let Some(f) = filter {
+                if !f.is_matched_by_consume_queue(e.tags_code) {
+                    continue;
+                }
+            }
+            let Some(bytes) = i
+                .commitlog
+                .read(e.phy, size)
+                .filter(|b| looks_like_record(b, size))
+            else {
+                if result.messages.is_empty() {
+                    result.status = MessageWasRemoving;
+                }
+                next_phy_file_start = i.commitlog.roll_next_file(e.phy);
+                continue;
+            };
+            if let Some(f) = filter {
+                let props = RecordView::parse_message(&bytes, false)
+                    .map(|v| v.properties())
+                    .unwrap_or("");
+                if !f.is_matched_by_commit_log(props) {
+                    if result.messages.is_empty() {
+                        result.status = NoMatchedMessage;
+                    }
+                    continue;
+                }
+            }
+            result.buffer_total_size += size;
+            result.messages.push(bytes);
+            result.status = Found;
+            next_phy_file_start = i64::MIN;
+        }
+        result.next_begin_offset = offset + k as i64;
+        result.suggest_pulling_from_slave = max_phy - max_phy_pulling > window;
+        result
+    }
+}

@@ -1,0 +1,211 @@
+//! The put path: validation, the delay-level rewrite, append, group commit.
+
+use std::sync::atomic::Ordering;
+
+use vostok_remoting::protocol::message::id::create_offset_msg_id;
+use vostok_remoting::protocol::message::property::{self, Properties, MAX_PROPERTIES_LEN};
+use vostok_remoting::protocol::message::sysflag::{transaction_type, TRANSACTION_NOT_TYPE};
+use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
+
+use super::MessageStore;
+use crate::commitlog::append::{gets_queue_offset, AppendError, Prepared};
+use crate::config::FlushDiskType;
+use crate::message::MessageInner;
+use crate::result::{AppendResult, PutMessageResult, PutMessageStatus};
+use crate::stats::Stats;
+
+/// A topic the store can use as a directory name and encode in a record.
+fn valid_topic(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= i16::MAX as usize
+        && topic != "."
+        && topic != ".."
+        && !topic.contains(['/', '\\', '\0'])
+}
+
+/// Bytes of one message in a SEND_BATCH_MESSAGE body (PROTOCOL.md 5.6).
+fn batch_block_len(m: &MessageInner) -> usize {
+    22 + m.body.len() + m.properties.len()
+}
+
+impl MessageStore {
+    /// Appends one message. With SYNC_FLUSH (and the message's `WAIT` not `false`)
+    /// it returns once a group commit made the record durable, or FLUSH_DISK_TIMEOUT
+    /// after `syncFlushTimeout` (the record is written either way).
+    pub async fn put_message(&self, msg: MessageInner) -> PutMessageResult {
+        self.put(vec![msg], false).await
+    }
+
+    /// Appends a batch of the same topic and queue as one unit: consecutive records
+    /// in one file with consecutive queue offsets.
+    pub async fn put_messages(&self, msgs: Vec<MessageInner>) -> PutMessageResult {
+        self.put(msgs, true).await
+    }
+
+    fn writable(&self) -> Result<(), PutMessageStatus> {
+        let i = self.inner();
+        if i.state.shutdown.load(Ordering::Acquire) || i.state.write_error.load(Ordering::Acquire) {
+            return Err(PutMessageStatus::ServiceNotAvailable);
+        }
+        if i.state.disk_full.load(Ordering::Acquire) {
+            return Err(PutMessageStatus::DiskFull);
+        }
+        if self.is_os_page_cache_busy() {
+            return Err(PutMessageStatus::OsPageCacheBusy);
+        }
+        if i.commitlog.write_end() != i.commitlog.max_offset() {
+            // A replica holds part of a record received from its master.
+            return Err(PutMessageStatus::ServiceNotAvailable);
+        }
+        Ok(())
+    }
+
+    /// Parks a delayed message in `SCHEDULE_TOPIC_XXXX` (PROTOCOL.md 7.2) unless the
+    /// broker already did.
+    fn park_delayed(&self, msg: &mut MessageInner) {
+        let levels = self.inner().delay_levels_ms.len() as i32;
+        let level = property::find(&msg.properties, property::DELAY_TIME_LEVEL)
+            .and_then(|l| l.parse::<i32>().ok())
+            .unwrap_or(0);
+        if level <= 0
+            || levels == 0
+            || msg.topic == SCHEDULE_TOPIC
+            || !gets_queue_offset(msg.sys_flag)
+        {
+            return;
+        }
+        let level = level.min(levels);
+        let mut props = Properties::decode(&msg.properties);
+        props.insert(property::DELAY_TIME_LEVEL, level.to_string());
+        props.insert(property::REAL_TOPIC, msg.topic.clone());
+        props.insert(property::REAL_QUEUE_ID, msg.queue_id.to_string());
+        msg.properties = props.encode();
+        msg.topic = SCHEDULE_TOPIC.to_owned();
+        msg.queue_id = level - 1;
+    }
+
+    fn prepare(
+        &self,
+        msgs: Vec<MessageInner>,
+        batch: bool,
+    ) -> Result<Vec<Prepared>, PutMessageStatus> {
+        let max = self.inner().commitlog.max_message_size;
+        let Some(first) = msgs.first() else {
+            return Err(PutMessageStatus::MessageIllegal);
+        };
+        let (topic, queue_id) = (first.topic.clone(), first.queue_id);
+        if batch && msgs.iter().map(batch_block_len).sum::<usize>() > max {
+            tracing::warn!(topic = %topic, "batch exceeds maxMessageSize");
+            return Err(PutMessageStatus::MessageIllegal);
+        }
+        let mut out = Vec::with_capacity(msgs.len());
+        for mut msg in msgs {
+            if !valid_topic(&msg.topic) || msg.queue_id < 0 {
+                tracing::warn!(topic = %msg.topic, queue_id = msg.queue_id, "illegal topic or queue id");
+                return Err(PutMessageStatus::MessageIllegal);
+            }
+            if msg.properties.len() > MAX_PROPERTIES_LEN {
+                tracing::warn!(topic = %msg.topic, len = msg.properties.len(), "properties too long");
+                return Err(PutMessageStatus::PropertiesSizeExceeded);
+            }
+            if batch {
+                let delayed = property::find(&msg.properties, property::DELAY_TIME_LEVEL)
+                    .and_then(|l| l.parse::<i32>().ok())
+                    .is_some_and(|l| l > 0);
+                if msg.topic != topic
+                    || msg.queue_id != queue_id
+                    || transaction_type(msg.sys_flag) != TRANSACTION_NOT_TYPE
+                    || delayed
+                {
+                    tracing::warn!(topic = %topic, "batch mixes queues, transactions or delays");
+                    return Err(PutMessageStatus::MessageIllegal);
+                }
+            } else {
+                self.park_delayed(&mut msg);
+            }
+            let p = Prepared::new(msg);
+            if p.len > max {
+                tracing::warn!(topic = %topic, size = p.len, max, "message exceeds maxMessageSize");
+                return Err(PutMessageStatus::MessageIllegal);
+            }
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    async fn put(&self, msgs: Vec<MessageInner>, batch: bool) -> PutMessageResult {
+        let i = self.inner();
+        let result = match self.writable().and_then(|()| self.prepare(msgs, batch)) {
+            Ok(prepared) => self.append_and_wait(prepared).await,
+            Err(status) => PutMessageResult::failed(status),
+        };
+        if result.append.is_none() {
+            Stats::add(&i.stats.put_failed, 1);
+        }
+        result
+    }
+
+    async fn append_and_wait(&self, prepared: Vec<Prepared>) -> PutMessageResult {
+        let i = self.inner();
+        let appended = match i.commitlog.append(&prepared) {
+            Ok(a) => a,
+            Err(AppendError::TooLarge) => {
+                return PutMessageResult::failed(PutMessageStatus::MessageIllegal)
+            }
+            Err(AppendError::CreateFile(e)) => {
+                tracing::error!(error = %e, "could not create a commitlog file");
+                return PutMessageResult::failed(PutMessageStatus::CreateMappedFileFailed);
+            }
+        };
+        i.dispatch.wake();
+        Stats::add(&i.stats.put_times, prepared.len() as u64);
+        Stats::add(&i.stats.put_bytes, appended.wrote_bytes as u64);
+
+        let mut msg_id = String::with_capacity(prepared.len() * 33);
+        let mut offset = appended.wrote_offset;
+        for (k, p) in prepared.iter().enumerate() {
+            if k > 0 {
+                msg_id.push(',');
+            }
+            msg_id.push_str(&create_offset_msg_id(p.msg.store_host, offset));
+            offset += p.len as i64;
+        }
+        let wait = i.config.flush_disk_type == FlushDiskType::SyncFlush
+            && property::find(&prepared[0].msg.properties, property::WAIT_STORE_MSG_OK)
+                != Some("false");
+        let end = appended.wrote_offset + appended.wrote_bytes as i64;
+        let status = if wait {
+            self.wait_durable(end).await
+        } else {
+            PutMessageStatus::PutOk
+        };
+        PutMessageResult {
+            status,
+            append: Some(AppendResult {
+                wrote_offset: appended.wrote_offset,
+                wrote_bytes: appended.wrote_bytes,
+                msg_id,
+                store_timestamp: appended.store_timestamp,
+                queue_offset: appended.queue_offset,
+                msg_num: prepared.len(),
+            }),
+        }
+    }
+
+    /// Group commit: waits until `end` is flushed.
+    async fn wait_durable(&self, end: i64) -> PutMessageStatus {
+        let i = self.inner();
+        if i.commitlog.flushed_offset() >= end {
+            return PutMessageStatus::PutOk;
+        }
+        let done = i.commitlog.group_commit.register(end);
+        match tokio::time::timeout(i.config.sync_flush_timeout, done).await {
+            Ok(Ok(true)) => PutMessageStatus::PutOk,
+            _ => {
+                Stats::add(&i.stats.flush_timeouts, 1);
+                tracing::warn!(offset = end, "sync flush did not complete in time");
+                PutMessageStatus::FlushDiskTimeout
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Lookups: by commitlog offset, by key, by time.
+
+use vostok_remoting::protocol::message::property::{self, KEY_SEPARATOR};
+use vostok_remoting::protocol::message::record::RecordView;
+use vostok_remoting::protocol::message::MessageExt;
+
+use super::MessageStore;
+use crate::result::QueryMessageResult;
+
+impl MessageStore {
+    /// The decoded record at `commit_log_offset` (which must be a record start).
+    pub fn look_message_by_offset(&self, commit_log_offset: i64) -> Option<MessageExt> {
+        let raw = self.inner().commitlog.read_record(commit_log_offset)?;
+        MessageExt::decode(&raw, false).ok()
+    }
+
+    /// The raw record at `commit_log_offset`, as stored.
+    pub fn select_one_message_by_offset(&self, commit_log_offset: i64) -> Option<bytes::Bytes> {
+        self.inner().commitlog.read_record(commit_log_offset)
+    }
+
+    /// Records of `topic` whose `KEYS` contain `key` or whose `UNIQ_KEY` is `key`,
+    /// stored within `begin_ms..=end_ms`, newest first, at most `max_num` (capped by
+    /// `maxMsgsNumBatch`). Index hash collisions are filtered out here.
+    pub fn query_message(
+        &self,
+        topic: &str,
+        key: &str,
+        max_num: i32,
+        begin_ms: i64,
+        end_ms: i64,
+    ) -> QueryMessageResult {
+        let i = self.inner();
+        let mut out = QueryMessageResult::default();
+        let Some(index) = &i.index else {
+            return out;
+        };
+        let max = if max_num > 0 {
+            max_num as usize
+        } else {
+            i.config.default_query_max_num
+        }
+        .min(i.config.max_msgs_num_batch);
+        // Over-fetch a little: collisions are dropped below.
+        let found = index.query(topic, key, max * 2, begin_ms, end_ms);
+        out.index_last_update_timestamp = found.last_update_timestamp;
+        out.index_last_update_phyoffset = found.last_update_phy_offset;
+        for phy in found.phy_offsets {
+            if out.messages.len() >= max {
+                break;
+            }
+            let Some(raw) = i.commitlog.read_record(phy) else {
+                continue;
+            };
+            let matches = RecordView::parse_message(&raw, false).is_ok_and(|v| {
+                v.topic() == topic
+                    && (property::find(v.properties(), property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+                        == Some(key)
+                        || property::find(v.properties(), property::KEYS)
+                            .is_some_and(|keys| keys.split(KEY_SEPARATOR).any(|k| k == key)))
+            });
+            if matches && !out.messages.iter().any(|m| m == &raw) {
+                out.buffer_total_size += raw.len();
+                out.messages.push(raw);
+            }
+        }
+        out
+    }
+
+    /// Store time of the record at a queue offset.
+    pub fn message_store_timestamp(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        consume_queue_offset: i64,
+    ) -> Option<i64> {
+        let i = self.inner();
+        let e = i
+            .queues
+            .find(topic, queue_id)?
+            .entry(consume_queue_offset)?;
+        if e.is_blank() {
+            return None;
+        }
+        i.commitlog.store_timestamp_at(e.phy, e.size as usize)
+    }
+
+    /// Store time of the oldest message still in the queue.
+    pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        let cq = self.inner().queues.find(topic, queue_id)?;
+        (cq.min_offset()..cq.max_offset())
+            .take(64)
+            .find_map(|o| self.message_store_timestamp(topic, queue_id, o))
+    }
+
+    /// The queue offset of the message stored nearest to `timestamp_ms` (an exact
+    /// match first; otherwise the closer neighbour, RocketMQ 4.x
+    /// `getOffsetInQueueByTime`). Binary search over the consume queue.
+    pub fn offset_in_queue_by_time(&self, topic: &str, queue_id: i32, timestamp_ms: i64) -> i64 {
+        let Some(cq) = self.inner().queues.find(topic, queue_id) else {
+            return 0;
+        };
+        let (min, max) = (cq.min_offset(), cq.max_offset());
+        if min >= max {
+            return min.min(max);
+        }
+        // Unreadable entries (blank or deleted data) sort as oldest.
+        let time = |o: i64| {
+            self.message_store_timestamp(topic, queue_id, o)
+                .unwrap_or(i64::MIN)
+        };
+        let (mut lo, mut hi) = (min, max);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if time(mid) < timestamp_ms {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == max {
+            return max - 1;
+        }
+        if lo == min {
+            return min;
+        }
+        let right = time(lo);
+        if right == timestamp_ms {
+            return lo;
+        }
+        let left = time(lo - 1);
+        if left == i64::MIN || timestamp_ms - left > right - timestamp_ms {
+            lo
+        } else {
+            lo - 1
+        }
+    }
+}

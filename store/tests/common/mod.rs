@@ -1,0 +1,78 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use vostok_remoting::protocol::filter::tags_code;
+use vostok_remoting::protocol::message::property::{
+    push_pair, KEYS, TAGS, UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+};
+use vostok_store::{FlushDiskType, MessageInner, MessageStore, StoreConfig};
+
+pub const STORE_HOST: &str = "127.0.0.1:10911";
+
+/// A config with small files so tests roll over quickly.
+pub fn small_config(root: &Path, commit_log_file: usize) -> StoreConfig {
+    StoreConfig {
+        store_path_root_dir: root.to_path_buf(),
+        mapped_file_size_commit_log: commit_log_file,
+        mapped_file_size_consume_queue: 20 * 64,
+        max_hash_slot_num: 97,
+        max_index_num: 200,
+        flush_disk_type: FlushDiskType::AsyncFlush,
+        flush_interval_commit_log: Duration::from_millis(20),
+        flush_interval_consume_queue: Duration::from_millis(20),
+        clean_resource_interval: Duration::from_secs(3600),
+        ..Default::default()
+    }
+}
+
+pub fn props(tags: Option<&str>, keys: Option<&str>, uniq: Option<&str>) -> String {
+    let mut s = String::new();
+    if let Some(t) = tags {
+        push_pair(&mut s, TAGS, t);
+    }
+    if let Some(k) = keys {
+        push_pair(&mut s, KEYS, k);
+    }
+    if let Some(u) = uniq {
+        push_pair(&mut s, UNIQ_CLIENT_MESSAGE_ID_KEYIDX, u);
+    }
+    s
+}
+
+pub fn message(
+    topic: &str,
+    queue_id: i32,
+    body: impl Into<Bytes>,
+    properties: String,
+) -> MessageInner {
+    let store_host: SocketAddr = STORE_HOST.parse().unwrap();
+    let tags = vostok_remoting::protocol::message::property::find(&properties, TAGS);
+    MessageInner {
+        topic: topic.to_owned(),
+        queue_id,
+        flag: 0,
+        body: body.into(),
+        tags_code: tags_code(tags),
+        properties,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        born_host: "10.0.0.1:50000".parse().unwrap(),
+        store_host,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    }
+}
+
+/// Waits until everything appended so far is dispatched.
+pub fn settle(store: &Arc<MessageStore>) {
+    assert!(
+        store.wait_for_dispatch(store.max_phy_offset(), Duration::from_secs(10)),
+        "dispatcher did not catch up"
+    );
+}
