@@ -1,1 +1,186 @@
-//! Placeholder until its issue lands.
+//! Vostok's name server (`mqnamesrv`): the registry where RocketMQ brokers announce
+//! themselves and their topics, and where producers, consumers and tools look up
+//! which broker serves which topic. Speaks Apache RocketMQ's name-server requests,
+//! so RocketMQ 4.x/5.x clients and brokers use it unchanged.
+//!
+//! Several name servers run side by side with no coordination between them: every
+//! broker registers with all of them, every client asks any of them. A name server
+//! keeps no route state on disk; after a restart the routes come back with the next
+//! broker registrations (every 30 s). Only the KV store is persisted.
+//!
+//! # Modules
+//!
+//! * [`route`]: the route table (`RouteInfoManager`): clusters, brokers, topics and
+//!   live brokers, behind one `RwLock`; pure operations that take `now`.
+//! * [`housekeeping`]: the periodic expiry sweep.
+//! * [`kv_config`]: the KV store and its file `kvConfig.json`, written atomically
+//!   ([`atomic_file`]).
+//! * `processor` (private): the request processor, one function per request code.
+//! * [`config`]: [`NamesrvConfig`], with RocketMQ's key names and defaults;
+//!   [`properties`] reads `.properties` files.
+//! * [`error`]: the crate's error type, [`NamesrvError`].
+//!
+//! # Request flow
+//!
+//! ```text
+//! TCP ─▶ vostok_remoting::RemotingServer ─▶ processor: match request code
+//!          │                                   ├─ broker:  REGISTER_BROKER ... ─▶ route (write lock)
+//!          │                                   ├─ client:  GET_ROUTEINFO_BY_TOPIC ─▶ route (read lock) ─▶ JSON
+//!          │                                   ├─ admin:   topic lists, permissions, config
+//!          │                                   └─ kv:      KV store ─▶ kvConfig.json (blocking pool)
+//!          └─ connection closed ─▶ route: drop the brokers registered over it
+//! housekeeping (every 5 s) ─▶ route: drop brokers silent for 120 s, close their connections
+//! ```
+//!
+//! # Embedding
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), vostok_namesrv::NamesrvError> {
+//! use vostok_namesrv::{NameServer, NamesrvConfig};
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+//! let config = NamesrvConfig { kv_config_path: "/tmp/ns/kvConfig.json".into(), ..Default::default() };
+//! let namesrv = NameServer::start(config, listener).await?;
+//! println!("name server at {}", namesrv.local_addr());
+//! namesrv.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+pub mod atomic_file;
+mod clock;
+pub mod config;
+pub mod error;
+pub mod housekeeping;
+pub mod kv_config;
+mod processor;
+pub mod properties;
+pub mod route;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info};
+use vostok_remoting::{ConnectionConfig, RemotingServer, ServerConfig};
+
+pub use config::NamesrvConfig;
+pub use error::NamesrvError;
+pub use kv_config::KvConfigManager;
+pub use route::RouteInfoManager;
+
+use processor::{NamesrvProcessor, Shared};
+
+/// A running name server.
+pub struct NameServer {
+    server: RemotingServer,
+    shared: Arc<Shared>,
+    /// Stops the housekeeping task.
+    stop: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl NameServer {
+    /// Serves on an already bound listener (tests and an embedding broker bind
+    /// `127.0.0.1:0` or `:9876` themselves). Loads the KV store first; a corrupt
+    /// `kvConfig.json` without a usable backup is an error.
+    pub async fn start(
+        config: NamesrvConfig,
+        listener: TcpListener,
+    ) -> Result<NameServer, NamesrvError> {
+        config.validate()?;
+        let local_addr = listener.local_addr().map_err(NamesrvError::Listener)?;
+        let kv_path = config.kv_config_path.clone();
+        let kv = tokio::task::spawn_blocking(move || KvConfigManager::load(kv_path))
+            .await
+            .map_err(|source| NamesrvError::Task {
+                what: "loading the KV config",
+                source,
+            })??;
+        let route = Arc::new(RouteInfoManager::new((&config).into()));
+        let server_config = ServerConfig {
+            connection: ConnectionConfig {
+                idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
+                ..ConnectionConfig::default()
+            },
+            ..ServerConfig::default()
+        };
+        let scan_interval = config.scan_not_active_broker_interval;
+        info!(
+            addr = %local_addr,
+            config = ?config.to_properties(),
+            "name server starting"
+        );
+        let shared = Arc::new(Shared {
+            config,
+            route: route.clone(),
+            kv: Arc::new(kv),
+            started: Instant::now(),
+        });
+        let server = RemotingServer::start(
+            listener,
+            Arc::new(NamesrvProcessor::new(shared.clone())),
+            server_config,
+            Vec::new(),
+        );
+        let stop = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        tasks.spawn(housekeeping::run(route, scan_interval, stop.clone()));
+        tasks.close();
+        info!(addr = %local_addr, "name server started");
+        Ok(NameServer {
+            server,
+            shared,
+            stop,
+            tasks,
+        })
+    }
+
+    /// The address the server listens on (the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    pub fn config(&self) -> &NamesrvConfig {
+        &self.shared.config
+    }
+
+    /// The route table, for an embedding broker, operators and tests.
+    pub fn route_info(&self) -> &Arc<RouteInfoManager> {
+        &self.shared.route
+    }
+
+    pub fn kv_config(&self) -> &Arc<KvConfigManager> {
+        &self.shared.kv
+    }
+
+    /// Runs the expiry sweep once at `now`, as the periodic task does; returns how
+    /// many brokers were dropped. Lets tests expire brokers without waiting.
+    pub fn scan_not_active_brokers(&self, now: Instant) -> usize {
+        housekeeping::sweep(&self.shared.route, now).len()
+    }
+
+    /// Stops the server: no new connections or requests, requests in flight are
+    /// answered, connections closed; then a KV change not yet on disk is written.
+    /// Calling it again does nothing more.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.tasks.wait().await;
+        self.server.shutdown().await;
+        let kv = self.shared.kv.clone();
+        match tokio::task::spawn_blocking(move || kv.persist_if_dirty()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => error!(error = %e, "KV config not persisted at shutdown"),
+            Err(e) => error!(error = %e, "KV config persist task failed at shutdown"),
+        }
+        info!(addr = %self.local_addr(), "name server stopped");
+    }
+}
+
+impl Drop for NameServer {
+    fn drop(&mut self) {
+        // The remoting server stops itself on drop; the sweep must stop with it.
+        self.stop.cancel();
+    }
+}

@@ -1,0 +1,361 @@
+//! Name server settings (`NamesrvConfig` plus the `NettyServerConfig` keys a name
+//! server reads), with RocketMQ's defaults and key names.
+//!
+//! Sources, later ones winning: [`NamesrvConfig::default`], a `.properties` file
+//! ([`NamesrvConfig::load_properties_file`]), flags (the binary calls
+//! [`NamesrvConfig::apply_property`]); then [`NamesrvConfig::validate`].
+//! Durations are given in milliseconds, as in Java, except `waitSecondsForService`
+//! and `serverChannelMaxIdleTimeSeconds`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::NamesrvError;
+
+/// Name server settings. Tests build them in code:
+/// `NamesrvConfig { kv_config_path: dir.join("kv.json"), ..Default::default() }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamesrvConfig {
+    /// `rocketmqHome`: the installation directory (`$ROCKETMQ_HOME`); informational.
+    pub rocketmq_home: String,
+    /// `kvConfigPath`: where the KV store lives (`$HOME/namesrv/kvConfig.json`).
+    pub kv_config_path: PathBuf,
+    /// `configStorePath`: the properties file this config came from, if any.
+    pub config_store_path: PathBuf,
+    /// `productEnvName`: informational.
+    pub product_env_name: String,
+    /// `clusterTest`: informational (Java's cluster-test routing is not supported).
+    pub cluster_test: bool,
+    /// `orderMessageEnable`: add `orderTopicConf` from KV namespace
+    /// `ORDER_TOPIC_CONFIG` to routes.
+    pub order_message_enable: bool,
+    /// `returnOrderTopicConfigToBroker`: answer REGISTER_BROKER with that namespace.
+    pub return_order_topic_config_to_broker: bool,
+    /// `scanNotActiveBrokerInterval`: how often silent brokers are looked for.
+    pub scan_not_active_broker_interval: Duration,
+    /// `brokerChannelExpiredTime` (Vostok key; Java hard-codes 120 s): a broker
+    /// silent this long is dropped, unless it registered with its own
+    /// `heartbeatTimeoutMillis`.
+    pub broker_channel_expired_time: Duration,
+    /// `supportActingMaster`: show the lowest slave as master of a broker name that
+    /// lost its master and enabled acting master.
+    pub support_acting_master: bool,
+    /// `enableAllTopicList`: serve GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
+    pub enable_all_topic_list: bool,
+    /// `enableTopicList`: serve GET_TOPICS_BY_CLUSTER and the unit topic lists.
+    pub enable_topic_list: bool,
+    /// `needWaitForService`: refuse route lookups for `waitSecondsForService` after
+    /// start, until brokers had time to register.
+    pub need_wait_for_service: bool,
+    /// `waitSecondsForService`.
+    pub wait_seconds_for_service: u64,
+    /// `deleteTopicWithBrokerRegistration`: a master's registration also removes the
+    /// topics it no longer reports.
+    pub delete_topic_with_broker_registration: bool,
+    /// `listenPort`: 0 binds an ephemeral port.
+    pub listen_port: u16,
+    /// `bindAddress`.
+    pub bind_address: String,
+    /// `serverChannelMaxIdleTimeSeconds`: connections silent this long are closed;
+    /// 0 disables it.
+    pub server_channel_max_idle_time_seconds: u64,
+}
+
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+impl Default for NamesrvConfig {
+    fn default() -> Self {
+        let home = home_dir();
+        NamesrvConfig {
+            rocketmq_home: std::env::var("ROCKETMQ_HOME").unwrap_or_default(),
+            kv_config_path: home.join("namesrv").join("kvConfig.json"),
+            config_store_path: home.join("namesrv").join("namesrv.properties"),
+            product_env_name: "center".to_owned(),
+            cluster_test: false,
+            order_message_enable: false,
+            return_order_topic_config_to_broker: true,
+            scan_not_active_broker_interval: Duration::from_secs(5),
+            broker_channel_expired_time: Duration::from_secs(120),
+            support_acting_master: false,
+            enable_all_topic_list: true,
+            enable_topic_list: true,
+            need_wait_for_service: false,
+            wait_seconds_for_service: 45,
+            delete_topic_with_broker_registration: false,
+            listen_port: 9876,
+            bind_address: "0.0.0.0".to_owned(),
+            server_channel_max_idle_time_seconds: 120,
+        }
+    }
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, NamesrvError> {
+    // Stricter than Java's `Boolean.parseBoolean`, which reads a typo as false.
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(NamesrvError::invalid(key, value, "expected true or false")),
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, NamesrvError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .parse()
+        .map_err(|e: T::Err| NamesrvError::invalid(key, value, e.to_string()))
+}
+
+fn parse_millis(key: &str, value: &str) -> Result<Duration, NamesrvError> {
+    parse_num::<u64>(key, value).map(Duration::from_millis)
+}
+
+fn millis(d: Duration) -> String {
+    d.as_millis().to_string()
+}
+
+impl NamesrvConfig {
+    /// Sets the field of a RocketMQ key. `Ok(false)` for a key this name server does
+    /// not know (Java ignores those too; the caller may warn).
+    pub fn apply_property(&mut self, key: &str, value: &str) -> Result<bool, NamesrvError> {
+        let raw = value;
+        let value = value.trim();
+        match key {
+            "rocketmqHome" => self.rocketmq_home = value.to_owned(),
+            "kvConfigPath" => self.kv_config_path = PathBuf::from(value),
+            "configStorePath" => self.config_store_path = PathBuf::from(value),
+            "productEnvName" => self.product_env_name = raw.to_owned(),
+            "clusterTest" => self.cluster_test = parse_bool(key, value)?,
+            "orderMessageEnable" => self.order_message_enable = parse_bool(key, value)?,
+            "returnOrderTopicConfigToBroker" => {
+                self.return_order_topic_config_to_broker = parse_bool(key, value)?
+            }
+            "scanNotActiveBrokerInterval" => {
+                self.scan_not_active_broker_interval = parse_millis(key, value)?
+            }
+            "brokerChannelExpiredTime" => {
+                self.broker_channel_expired_time = parse_millis(key, value)?
+            }
+            "supportActingMaster" => self.support_acting_master = parse_bool(key, value)?,
+            "enableAllTopicList" => self.enable_all_topic_list = parse_bool(key, value)?,
+            "enableTopicList" => self.enable_topic_list = parse_bool(key, value)?,
+            "needWaitForService" => self.need_wait_for_service = parse_bool(key, value)?,
+            "waitSecondsForService" => self.wait_seconds_for_service = parse_num(key, value)?,
+            "deleteTopicWithBrokerRegistration" => {
+                self.delete_topic_with_broker_registration = parse_bool(key, value)?
+            }
+            "listenPort" => self.listen_port = parse_num(key, value)?,
+            "bindAddress" => self.bind_address = value.to_owned(),
+            "serverChannelMaxIdleTimeSeconds" => {
+                self.server_channel_max_idle_time_seconds = parse_num(key, value)?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Every setting as a RocketMQ key and its text, in a fixed order; feeding them
+    /// back through [`Self::apply_property`] gives the same config.
+    pub fn to_properties(&self) -> Vec<(String, String)> {
+        let entries: [(&str, String); 18] = [
+            ("rocketmqHome", self.rocketmq_home.clone()),
+            ("kvConfigPath", self.kv_config_path.display().to_string()),
+            (
+                "configStorePath",
+                self.config_store_path.display().to_string(),
+            ),
+            ("productEnvName", self.product_env_name.clone()),
+            ("clusterTest", self.cluster_test.to_string()),
+            ("orderMessageEnable", self.order_message_enable.to_string()),
+            (
+                "returnOrderTopicConfigToBroker",
+                self.return_order_topic_config_to_broker.to_string(),
+            ),
+            (
+                "scanNotActiveBrokerInterval",
+                millis(self.scan_not_active_broker_interval),
+            ),
+            (
+                "brokerChannelExpiredTime",
+                millis(self.broker_channel_expired_time),
+            ),
+            (
+                "supportActingMaster",
+                self.support_acting_master.to_string(),
+            ),
+            ("enableAllTopicList", self.enable_all_topic_list.to_string()),
+            ("enableTopicList", self.enable_topic_list.to_string()),
+            ("needWaitForService", self.need_wait_for_service.to_string()),
+            (
+                "waitSecondsForService",
+                self.wait_seconds_for_service.to_string(),
+            ),
+            (
+                "deleteTopicWithBrokerRegistration",
+                self.delete_topic_with_broker_registration.to_string(),
+            ),
+            ("listenPort", self.listen_port.to_string()),
+            ("bindAddress", self.bind_address.clone()),
+            (
+                "serverChannelMaxIdleTimeSeconds",
+                self.server_channel_max_idle_time_seconds.to_string(),
+            ),
+        ];
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
+    }
+
+    /// The effective config as `.properties` text (`mqnamesrv -p`, GET_NAMESRV_CONFIG).
+    pub fn to_properties_text(&self) -> String {
+        let mut out = String::new();
+        for (key, value) in self.to_properties() {
+            out.push_str(&crate::properties::escape(&key, true));
+            out.push('=');
+            out.push_str(&crate::properties::escape(&value, false));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Applies every key of a `.properties` file and records it as
+    /// `config_store_path`. Returns the keys this name server does not know.
+    pub fn load_properties_file(&mut self, path: &Path) -> Result<Vec<String>, NamesrvError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| NamesrvError::io("read config file", path, e))?;
+        let pairs =
+            crate::properties::parse(&text).map_err(|(line, reason)| NamesrvError::Properties {
+                path: path.to_path_buf(),
+                line,
+                reason,
+            })?;
+        let mut unknown = Vec::new();
+        for (key, value) in pairs {
+            if !self.apply_property(&key, &value)? {
+                unknown.push(key);
+            }
+        }
+        self.config_store_path = path.to_path_buf();
+        Ok(unknown)
+    }
+
+    /// Rejects settings the name server cannot run with.
+    pub fn validate(&self) -> Result<(), NamesrvError> {
+        if self.scan_not_active_broker_interval.is_zero() {
+            return Err(NamesrvError::invalid(
+                "scanNotActiveBrokerInterval",
+                "0",
+                "must be at least 1 ms",
+            ));
+        }
+        if self.broker_channel_expired_time.is_zero() {
+            return Err(NamesrvError::invalid(
+                "brokerChannelExpiredTime",
+                "0",
+                "must be at least 1 ms",
+            ));
+        }
+        if self.kv_config_path.as_os_str().is_empty() {
+            return Err(NamesrvError::invalid(
+                "kvConfigPath",
+                "",
+                "must not be empty",
+            ));
+        }
+        if self.bind_address.trim().is_empty() {
+            return Err(NamesrvError::invalid(
+                "bindAddress",
+                "",
+                "must not be empty",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_rocketmq_defaults() {
+        let c = NamesrvConfig::default();
+        assert_eq!(c.listen_port, 9876);
+        assert_eq!(c.bind_address, "0.0.0.0");
+        assert_eq!(c.scan_not_active_broker_interval, Duration::from_secs(5));
+        assert_eq!(c.broker_channel_expired_time, Duration::from_secs(120));
+        assert!(c.return_order_topic_config_to_broker && c.enable_all_topic_list);
+        assert!(!c.order_message_enable && !c.need_wait_for_service);
+        assert_eq!(c.wait_seconds_for_service, 45);
+        assert!(c.kv_config_path.ends_with("namesrv/kvConfig.json"));
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn keys_apply_and_round_trip() {
+        let mut c = NamesrvConfig::default();
+        assert!(c.apply_property("listenPort", " 0 ").unwrap());
+        assert!(c
+            .apply_property("scanNotActiveBrokerInterval", "1000")
+            .unwrap());
+        assert!(c.apply_property("orderMessageEnable", "TRUE").unwrap());
+        assert!(c
+            .apply_property("kvConfigPath", "/tmp/x y/kv.json")
+            .unwrap());
+        assert!(!c.apply_property("serverWorkerThreads", "8").unwrap());
+        assert_eq!(c.listen_port, 0);
+        assert_eq!(c.scan_not_active_broker_interval, Duration::from_secs(1));
+        assert!(c.order_message_enable);
+
+        let mut back = NamesrvConfig {
+            listen_port: 1,
+            ..Default::default()
+        };
+        for (k, v) in c.to_properties() {
+            assert!(back.apply_property(&k, &v).unwrap(), "{k}");
+        }
+        assert_eq!(back, c);
+
+        let text = c.to_properties_text();
+        let mut parsed = NamesrvConfig::default();
+        for (k, v) in crate::properties::parse(&text).unwrap() {
+            parsed.apply_property(&k, &v).unwrap();
+        }
+        assert_eq!(parsed, c);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let mut c = NamesrvConfig::default();
+        let err = c.apply_property("listenPort", "98765").unwrap_err();
+        assert!(err.to_string().contains("listenPort"), "{err}");
+        assert!(c.apply_property("clusterTest", "yes").is_err());
+        c.scan_not_active_broker_interval = Duration::ZERO;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn loads_a_properties_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("namesrv.conf");
+        std::fs::write(
+            &path,
+            "listenPort=0\n# c\nfoo=bar\nkvConfigPath=/data/kv.json\n",
+        )
+        .unwrap();
+        let mut c = NamesrvConfig::default();
+        let unknown = c.load_properties_file(&path).unwrap();
+        assert_eq!(unknown, vec!["foo".to_owned()]);
+        assert_eq!(c.listen_port, 0);
+        assert_eq!(c.kv_config_path, PathBuf::from("/data/kv.json"));
+        assert_eq!(c.config_store_path, path);
+        assert!(c.load_properties_file(&dir.path().join("missing")).is_err());
+    }
+}

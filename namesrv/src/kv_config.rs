@@ -1,0 +1,233 @@
+//! The name server's KV store (`KVConfigManager`): namespace → key → value, persisted
+//! to `kvConfig.json` (PROTOCOL.md 3.14, 10.1).
+//!
+//! Operators keep settings here that clients and brokers fetch by name; the name
+//! server itself reads namespace [`NAMESPACE_ORDER_TOPIC_CONFIG`] (ordered-topic queue
+//! layout, `brokerName:queueNum;...`). File layout, the same as Java's:
+//!
+//! ```text
+//! {"configTable":{"<namespace>":{"<key>":"<value>", ...}, ...}}
+//! ```
+//!
+//! Every change is written through (see [`crate::atomic_file`]) before the request is
+//! answered, as Java does, so an acknowledged PUT survives a crash.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
+
+use serde::{Deserialize, Serialize};
+use tracing::{debug, info};
+
+use crate::atomic_file;
+use crate::error::NamesrvError;
+
+/// KV namespace of ordered-topic configurations (`NamesrvUtil`).
+pub const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
+
+type Table = BTreeMap<String, BTreeMap<String, String>>;
+
+/// `KVConfigSerializeWrapper`: the file's JSON shape.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KvConfigFile {
+    #[serde(default)]
+    config_table: Table,
+}
+
+/// The KV store: owned by the name server, shared with its request processor.
+#[derive(Debug)]
+pub struct KvConfigManager {
+    path: PathBuf,
+    table: RwLock<Table>,
+    /// Serialises writers of the file. A writer snapshots the table only after taking
+    /// it, so whichever write lands last holds every change made before it started.
+    persist_lock: Mutex<()>,
+    /// Changed since the last successful write.
+    dirty: AtomicBool,
+}
+
+impl KvConfigManager {
+    /// An empty store that will persist to `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        KvConfigManager {
+            path: path.into(),
+            table: RwLock::new(Table::new()),
+            persist_lock: Mutex::new(()),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// Loads the store from `path` (or its backup); a missing file is an empty store.
+    /// Blocking.
+    pub fn load(path: impl Into<PathBuf>) -> Result<Self, NamesrvError> {
+        let manager = Self::new(path);
+        if let Some(file) = atomic_file::load::<KvConfigFile>(&manager.path, "kvConfig.json")? {
+            let namespaces = file.config_table.len();
+            *manager.write_table() = file.config_table;
+            info!(path = %manager.path.display(), namespaces, "KV config loaded");
+        }
+        Ok(manager)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read_table(&self) -> std::sync::RwLockReadGuard<'_, Table> {
+        // A panic while holding the lock cannot leave the map half-updated (each
+        // change is one map operation), so a poisoned lock is still consistent.
+        self.table.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_table(&self) -> std::sync::RwLockWriteGuard<'_, Table> {
+        self.table.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets a value in memory; returns the previous one. Call [`Self::persist`] after.
+    pub fn put(&self, namespace: &str, key: &str, value: &str) -> Option<String> {
+        let mut table = self.write_table();
+        let previous = table
+            .entry(namespace.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value.to_owned());
+        self.dirty.store(true, Ordering::Release);
+        debug!(
+            namespace,
+            key,
+            updated = previous.is_some(),
+            "KV config put"
+        );
+        previous
+    }
+
+    pub fn get(&self, namespace: &str, key: &str) -> Option<String> {
+        self.read_table()
+            .get(namespace)
+            .and_then(|kv| kv.get(key))
+            .cloned()
+    }
+
+    /// Removes a value in memory (and its namespace once empty); returns it.
+    /// Call [`Self::persist`] after.
+    pub fn delete(&self, namespace: &str, key: &str) -> Option<String> {
+        let mut table = self.write_table();
+        let kv = table.get_mut(namespace)?;
+        let removed = kv.remove(key);
+        if kv.is_empty() {
+            table.remove(namespace);
+        }
+        if removed.is_some() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        debug!(
+            namespace,
+            key,
+            removed = removed.is_some(),
+            "KV config delete"
+        );
+        removed
+    }
+
+    /// Every key of a namespace, `None` when the namespace does not exist.
+    pub fn list(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        self.read_table().get(namespace).cloned()
+    }
+
+    /// Writes the store to its file. Blocking.
+    pub fn persist(&self) -> Result<(), NamesrvError> {
+        let _writer = self.persist_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = {
+            let table = self.read_table();
+            // Cleared under the read lock: a change made after this snapshot sets it
+            // again, so a failed or later write is never mistaken for up to date.
+            self.dirty.store(false, Ordering::Release);
+            serde_json::to_vec_pretty(&KvConfigFileRef {
+                config_table: &table,
+            })
+        };
+        let result = match bytes {
+            Ok(bytes) => atomic_file::write(&self.path, &bytes),
+            Err(e) => Err(NamesrvError::io(
+                "serialise",
+                &self.path,
+                std::io::Error::other(e),
+            )),
+        };
+        if result.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Writes the store if a change has not reached the file yet (shutdown). Blocking.
+    pub fn persist_if_dirty(&self) -> Result<(), NamesrvError> {
+        if self.dirty.load(Ordering::Acquire) {
+            self.persist()
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// [`KvConfigFile`] borrowing the table, so persisting copies nothing.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KvConfigFileRef<'a> {
+    config_table: &'a Table,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_get_delete_list() {
+        let kv = KvConfigManager::new("/nonexistent/kv.json");
+        assert_eq!(kv.put("ns", "k", "v1"), None);
+        assert_eq!(kv.put("ns", "k", "v2").as_deref(), Some("v1"));
+        kv.put("ns", "k2", "x");
+        assert_eq!(kv.get("ns", "k").as_deref(), Some("v2"));
+        assert_eq!(kv.get("other", "k"), None);
+        assert_eq!(kv.list("ns").unwrap().len(), 2);
+        assert_eq!(kv.delete("ns", "k").as_deref(), Some("v2"));
+        assert_eq!(kv.delete("ns", "k"), None);
+        kv.delete("ns", "k2");
+        assert_eq!(kv.list("ns"), None, "an emptied namespace is gone");
+    }
+
+    #[test]
+    fn persists_and_reloads_including_java_written_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("namesrv").join("kvConfig.json");
+        let kv = KvConfigManager::load(&path).unwrap();
+        kv.put(NAMESPACE_ORDER_TOPIC_CONFIG, "T", "broker-a:4;broker-b:4");
+        kv.put("ns", "k", "v \"quoted\" \u{1}");
+        kv.persist().unwrap();
+        assert!(kv.persist_if_dirty().is_ok());
+        let again = KvConfigManager::load(&path).unwrap();
+        assert_eq!(
+            again.get(NAMESPACE_ORDER_TOPIC_CONFIG, "T").as_deref(),
+            Some("broker-a:4;broker-b:4")
+        );
+        assert_eq!(again.get("ns", "k").as_deref(), Some("v \"quoted\" \u{1}"));
+
+        // Compact output of Java's KVConfigManager.
+        std::fs::write(&path, br#"{"configTable":{"a":{"b":"c"}}}"#).unwrap();
+        let java = KvConfigManager::load(&path).unwrap();
+        assert_eq!(java.get("a", "b").as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn a_failed_write_stays_dirty() {
+        let dir = tempfile::tempdir().unwrap();
+        // The parent "directory" is a file, so every write fails.
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, b"x").unwrap();
+        let kv = KvConfigManager::new(blocker.join("kvConfig.json"));
+        kv.put("ns", "k", "v");
+        assert!(kv.persist().is_err());
+        assert!(kv.persist_if_dirty().is_err(), "still owed a write");
+    }
+}
