@@ -215,27 +215,14 @@ impl NamesrvConfig {
 
     /// The effective config as `.properties` text (`mqnamesrv -p`, GET_NAMESRV_CONFIG).
     pub fn to_properties_text(&self) -> String {
-        let mut out = String::new();
-        for (key, value) in self.to_properties() {
-            out.push_str(&crate::properties::escape(&key, true));
-            out.push('=');
-            out.push_str(&crate::properties::escape(&value, false));
-            out.push('\n');
-        }
-        out
+        vostok_remoting::properties::render(&self.to_properties())
     }
 
     /// Applies every key of a `.properties` file and records it as
     /// `config_store_path`. Returns the keys this name server does not know.
     pub fn load_properties_file(&mut self, path: &Path) -> Result<Vec<String>, NamesrvError> {
-        let text = std::fs::read_to_string(path)
+        let pairs = vostok_remoting::properties::load(path)
             .map_err(|e| NamesrvError::io("read config file", path, e))?;
-        let pairs =
-            crate::properties::parse(&text).map_err(|(line, reason)| NamesrvError::Properties {
-                path: path.to_path_buf(),
-                line,
-                reason,
-            })?;
         let mut unknown = Vec::new();
         for (key, value) in pairs {
             if !self.apply_property(&key, &value)? {
@@ -325,7 +312,7 @@ mod tests {
 
         let text = c.to_properties_text();
         let mut parsed = NamesrvConfig::default();
-        for (k, v) in crate::properties::parse(&text).unwrap() {
+        for (k, v) in vostok_remoting::properties::parse(&text) {
             parsed.apply_property(&k, &v).unwrap();
         }
         assert_eq!(parsed, c);

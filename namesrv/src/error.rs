@@ -16,13 +16,6 @@ pub enum NamesrvError {
         value: String,
         reason: String,
     },
-    /// A `.properties` file line is malformed.
-    #[error("{path}:{line}: {reason}")]
-    Properties {
-        path: PathBuf,
-        line: usize,
-        reason: String,
-    },
     /// Reading or writing a file failed.
     #[error("{action} {path}: {source}")]
     Io {

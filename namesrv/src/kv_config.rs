@@ -9,8 +9,12 @@
 //! {"configTable":{"<namespace>":{"<key>":"<value>", ...}, ...}}
 //! ```
 //!
-//! Every change is written through (see [`crate::atomic_file`]) before the request is
-//! answered, as Java does, so an acknowledged PUT survives a crash.
+//! Every change is written through before the request is answered, as Java does, so
+//! an acknowledged PUT survives a crash. Writes go through
+//! `vostok_remoting::config_file` (temp file, fsync, previous version kept as
+//! `.bak`, rename); loading falls back to the `.bak`. A file that holds data but
+//! cannot be read, with no readable backup either, stops the start rather than
+//! starting with the operator's settings silently gone.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,7 +24,6 @@ use std::sync::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info};
 
-use crate::atomic_file;
 use crate::error::NamesrvError;
 
 /// KV namespace of ordered-topic configurations (`NamesrvUtil`).
@@ -63,7 +66,7 @@ impl KvConfigManager {
     /// Blocking.
     pub fn load(path: impl Into<PathBuf>) -> Result<Self, NamesrvError> {
         let manager = Self::new(path);
-        if let Some(file) = atomic_file::load::<KvConfigFile>(&manager.path, "kvConfig.json")? {
+        if let Some(file) = load_file(&manager.path)? {
             let namespaces = file.config_table.len();
             *manager.write_table() = file.config_table;
             info!(path = %manager.path.display(), namespaces, "KV config loaded");
@@ -148,7 +151,8 @@ impl KvConfigManager {
             })
         };
         let result = match bytes {
-            Ok(bytes) => atomic_file::write(&self.path, &bytes),
+            Ok(bytes) => vostok_remoting::config_file::persist(&self.path, &bytes)
+                .map_err(|e| NamesrvError::io("write", &self.path, e)),
             Err(e) => Err(NamesrvError::io(
                 "serialise",
                 &self.path,
@@ -169,6 +173,49 @@ impl KvConfigManager {
             Ok(())
         }
     }
+}
+
+fn parse_file(bytes: &[u8]) -> Result<KvConfigFile, vostok_remoting::DecodeError> {
+    vostok_remoting::protocol::json::from_slice("kvConfig.json", bytes)
+}
+
+fn holds_data(bytes: &[u8]) -> bool {
+    !bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+/// The file, else its backup; `None` on a first start (nothing, or only empty files,
+/// which a crash during the very first write can leave).
+fn load_file(path: &Path) -> Result<Option<KvConfigFile>, NamesrvError> {
+    let parsed = vostok_remoting::config_file::load(path, |bytes| {
+        holds_data(bytes).then(|| parse_file(bytes).ok()).flatten()
+    });
+    if parsed.is_some() {
+        return Ok(parsed);
+    }
+    // Nothing readable: tell a first start from data that cannot be read.
+    for candidate in [path.to_path_buf(), backup_path(path)] {
+        match std::fs::read(&candidate) {
+            Ok(bytes) if holds_data(&bytes) => {
+                if let Err(source) = parse_file(&bytes) {
+                    return Err(NamesrvError::Corrupt {
+                        path: candidate,
+                        source,
+                    });
+                }
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(NamesrvError::io("read", candidate, e)),
+        }
+    }
+    Ok(None)
+}
+
+/// `<file>.bak`, where the previous version of a config file is kept.
+pub fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".bak");
+    PathBuf::from(name)
 }
 
 /// [`KvConfigFile`] borrowing the table, so persisting copies nothing.
@@ -217,6 +264,34 @@ mod tests {
         std::fs::write(&path, br#"{"configTable":{"a":{"b":"c"}}}"#).unwrap();
         let java = KvConfigManager::load(&path).unwrap();
         assert_eq!(java.get("a", "b").as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn falls_back_to_the_backup_and_refuses_unreadable_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kvConfig.json");
+        let kv = KvConfigManager::load(&path).unwrap();
+        kv.put("ns", "k", "1");
+        kv.persist().unwrap();
+        kv.put("ns", "k", "2");
+        kv.persist().unwrap();
+        // A torn main file: the backup (one change behind) is loaded.
+        std::fs::write(&path, b"{\"configTable\":{\"ns\":").unwrap();
+        assert_eq!(
+            KvConfigManager::load(&path)
+                .unwrap()
+                .get("ns", "k")
+                .as_deref(),
+            Some("1")
+        );
+        // An empty main file and no backup: a first start.
+        std::fs::remove_file(backup_path(&path)).unwrap();
+        std::fs::write(&path, b"").unwrap();
+        assert!(KvConfigManager::load(&path).unwrap().list("ns").is_none());
+        // Data that cannot be read, and no backup: refuse to start.
+        std::fs::write(&path, b"not json").unwrap();
+        let err = KvConfigManager::load(&path).unwrap_err();
+        assert!(matches!(err, NamesrvError::Corrupt { .. }), "{err}");
     }
 
     #[test]

@@ -14,10 +14,10 @@
 //!   live brokers, behind one `RwLock`; pure operations that take `now`.
 //! * [`housekeeping`]: the periodic expiry sweep.
 //! * [`kv_config`]: the KV store and its file `kvConfig.json`, written atomically
-//!   ([`atomic_file`]).
+//!   with a `.bak` of the previous version (`vostok_remoting::config_file`).
 //! * `processor` (private): the request processor, one function per request code.
-//! * [`config`]: [`NamesrvConfig`], with RocketMQ's key names and defaults;
-//!   [`properties`] reads `.properties` files.
+//! * [`config`]: [`NamesrvConfig`], with RocketMQ's key names and defaults, read
+//!   from `.properties` files (`vostok_remoting::properties`).
 //! * [`error`]: the crate's error type, [`NamesrvError`].
 //!
 //! # Request flow
@@ -45,14 +45,12 @@
 //! # Ok(()) }
 //! ```
 
-pub mod atomic_file;
 mod clock;
 pub mod config;
 pub mod error;
 pub mod housekeeping;
 pub mod kv_config;
 mod processor;
-pub mod properties;
 pub mod route;
 
 use std::net::SocketAddr;
