@@ -145,33 +145,31 @@ impl IndexService {
         {
             return Ok(());
         }
-        let keys = keys
+        let keys: Vec<&str> = uniq
             .into_iter()
-            .flat_map(|k| k.split(KEY_SEPARATOR))
-            .filter(|k| !k.is_empty());
-        for key in uniq.into_iter().chain(keys) {
+            .chain(
+                keys.into_iter()
+                    .flat_map(|k| k.split(KEY_SEPARATOR))
+                    .filter(|k| !k.is_empty()),
+            )
+            .take(self.max_index as usize - 1)
+            .collect();
+        // All entries of a record go to one file, so that a file's header always
+        // ends between records (recovery relies on it).
+        let file = match self.files().last().cloned() {
+            Some(f) if f.index_count() as usize + keys.len() <= self.max_index as usize => f,
+            previous => self.roll(previous.as_deref(), store_timestamp)?,
+        };
+        for key in keys {
             writer.key.clear();
             writer.key.push_str(topic);
             writer.key.push('#');
             writer.key.push_str(key);
             let hash = key_hash(&writer.key);
-            self.put(hash, phy_offset, store_timestamp)?;
+            let added = file.put(hash, phy_offset, store_timestamp)?;
+            debug_assert!(added, "room was checked above");
         }
         writer.last_indexed_phy = Some(phy_offset);
-        Ok(())
-    }
-
-    /// Adds one entry to the newest file, starting a new file when it is full.
-    fn put(&self, hash: i32, phy_offset: i64, store_timestamp: i64) -> Result<()> {
-        let current = self.files().last().cloned();
-        let file = match current {
-            Some(f) if !f.is_full() => f,
-            previous => self.roll(previous.as_deref(), store_timestamp)?,
-        };
-        if !file.put(hash, phy_offset, store_timestamp)? {
-            let file = self.roll(Some(&file), store_timestamp)?;
-            file.put(hash, phy_offset, store_timestamp)?;
-        }
         Ok(())
     }
 

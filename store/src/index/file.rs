@@ -161,10 +161,6 @@ impl IndexFile {
         self.begin_timestamp.load(Ordering::Acquire)
     }
 
-    pub(crate) fn is_full(&self) -> bool {
-        self.index_count() as u32 >= self.max_index
-    }
-
     fn slot_pos(&self, hash: i32) -> usize {
         HEADER_SIZE + (hash as u32 % self.slots) as usize * 4
     }

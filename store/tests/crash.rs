@@ -1,0 +1,342 @@
+//! Crash test with real processes: a child process appends with SYNC_FLUSH from
+//! several tasks and prints one line per acknowledged message; the parent SIGKILLs it
+//! at random moments, then recovers the store and checks that every acknowledged
+//! message is present, intact and in its queue exactly once, and that nothing torn
+//! is readable.
+//!
+//! The child is this same test binary, re-executed with `--exact crash_child` and
+//! the store directory in `VOSTOK_STORE_CRASH_DIR`.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{message, props};
+use rand::{Rng, SeedableRng};
+use vostok_remoting::protocol::message::id::decode_offset_msg_id;
+use vostok_remoting::protocol::message::record::{RecordKind, RecordView};
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_store::{FlushDiskType, GetMessageStatus, MessageStore, PutMessageStatus, StoreConfig};
+
+const DIR_ENV: &str = "VOSTOK_STORE_CRASH_DIR";
+const ROUND_ENV: &str = "VOSTOK_STORE_CRASH_ROUND";
+const TOPIC: &str = "CrashTopic";
+const QUEUES: i32 = 4;
+const TASKS: u32 = 8;
+/// Wall-clock budget for the kill rounds (verification comes on top).
+const ROUNDS_BUDGET: Duration = Duration::from_secs(40);
+const MAX_ROUNDS: u32 = 40;
+
+fn crash_config(dir: &Path) -> StoreConfig {
+    StoreConfig {
+        store_path_root_dir: dir.to_path_buf(),
+        mapped_file_size_commit_log: 128 * 1024,
+        mapped_file_size_consume_queue: 20 * 50,
+        max_hash_slot_num: 97,
+        max_index_num: 300,
+        flush_disk_type: FlushDiskType::SyncFlush,
+        flush_interval_consume_queue: Duration::from_millis(50),
+        clean_resource_interval: Duration::from_secs(3600),
+        ..Default::default()
+    }
+}
+
+/// The body of message `id`: the id, then padding whose length depends on it.
+fn body_of(id: &str) -> Bytes {
+    let pad = vostok_remoting::protocol::filter::java_hash(id).unsigned_abs() as usize % 1500;
+    let mut b = id.as_bytes().to_vec();
+    b.push(b'|');
+    b.extend(std::iter::repeat_n(b'x', pad));
+    Bytes::from(b)
+}
+
+fn id_of(body: &[u8]) -> Option<&str> {
+    let end = body.iter().position(|b| *b == b'|')?;
+    std::str::from_utf8(&body[..end]).ok()
+}
+
+/// The child: appends until killed.
+#[test]
+fn crash_child() {
+    let Ok(dir) = std::env::var(DIR_ENV) else {
+        return; // not a child: nothing to do in a normal test run
+    };
+    let round: u32 = std::env::var(ROUND_ENV)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let store =
+            MessageStore::open(crash_config(Path::new(&dir))).expect("child opens the store");
+        println!("READY");
+        let mut tasks = Vec::new();
+        for task in 0..TASKS {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                for seq in 0u64.. {
+                    let queue = (task as i32) % QUEUES;
+                    let batch = if task == TASKS - 1 { 3 } else { 1 };
+                    let ids: Vec<String> = (0..batch)
+                        .map(|b| format!("r{round}-t{task}-s{seq}-b{b}"))
+                        .collect();
+                    let msgs: Vec<_> = ids
+                        .iter()
+                        .map(|id| {
+                            message(
+                                TOPIC,
+                                queue,
+                                body_of(id),
+                                props(Some("T"), Some(&format!("k-{id}")), Some(id)),
+                            )
+                        })
+                        .collect();
+                    let r = if batch == 1 {
+                        store
+                            .put_message(msgs.into_iter().next().expect("one"))
+                            .await
+                    } else {
+                        store.put_messages(msgs).await
+                    };
+                    if r.status != PutMessageStatus::PutOk {
+                        println!("NACK {:?}", r.status);
+                        continue;
+                    }
+                    let a = r.append.expect("appended");
+                    for (k, (id, msg_id)) in ids.iter().zip(a.msg_id.split(',')).enumerate() {
+                        let (_, phy) = decode_offset_msg_id(msg_id).expect("own msg id");
+                        println!("ACK {id} {queue} {} {phy}", a.queue_offset + k as i64);
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+}
+
+#[derive(Debug, Clone)]
+struct Ack {
+    queue: i32,
+    queue_offset: i64,
+    phy: i64,
+}
+
+fn parse_ack(line: &str) -> Option<(String, Ack)> {
+    let mut it = line.strip_prefix("ACK ")?.split(' ');
+    let id = it.next()?.to_owned();
+    let ack = Ack {
+        queue: it.next()?.parse().ok()?,
+        queue_offset: it.next()?.parse().ok()?,
+        phy: it.next()?.parse().ok()?,
+    };
+    it.next().is_none().then_some((id, ack))
+}
+
+/// Runs one child until `kill_after` past its first acknowledgement; returns the acks.
+fn run_child(dir: &Path, round: u32, kill_after: Duration) -> Vec<(String, Ack)> {
+    let exe = std::env::current_exe().expect("test binary");
+    let mut child = Command::new(exe)
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(DIR_ENV, dir)
+        .env(ROUND_ENV, round.to_string())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
+        s
+    });
+    let mut acks = Vec::new();
+    let start = Instant::now();
+    let mut first_ack: Option<Instant> = None;
+    let mut exited_early = false;
+    loop {
+        if first_ack.is_some_and(|t| t.elapsed() >= kill_after)
+            || start.elapsed() > Duration::from_secs(30)
+        {
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(line) => {
+                if let Some(a) = parse_ack(&line) {
+                    first_ack.get_or_insert_with(Instant::now);
+                    acks.push(a);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                exited_early = true;
+                break;
+            }
+        }
+    }
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    // Lines already printed were acknowledged before the kill.
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+        if let Some(a) = parse_ack(&line) {
+            acks.push(a);
+        }
+    }
+    let _ = reader.join();
+    let stderr = err_reader.join().unwrap_or_default();
+    assert!(!exited_early, "child {round} exited by itself:\n{stderr}");
+    assert!(
+        first_ack.is_some(),
+        "child {round} acknowledged nothing in 30 s:\n{stderr}"
+    );
+    acks
+}
+
+/// Opens the crashed store and checks everything acknowledged so far.
+fn verify(dir: &Path, acked: &HashMap<String, Ack>) {
+    let store = MessageStore::open(crash_config(dir)).expect("recovery");
+    assert!(store.wait_for_dispatch(store.max_phy_offset(), Duration::from_secs(30)));
+
+    // Every record in the commitlog is whole: walk it raw with CRC checks.
+    let mut off = store.min_phy_offset();
+    let file_size = 128 * 1024;
+    let mut records = 0;
+    while off < store.max_phy_offset() {
+        let chunk = store
+            .read_raw(off, file_size)
+            .expect("raw bytes below the end");
+        let mut pos = 0;
+        while pos < chunk.len() {
+            match RecordView::parse(&chunk[pos..], true).expect("no torn record below the end") {
+                RecordKind::Message(v) => {
+                    assert_eq!(v.physical_offset(), off + pos as i64);
+                    pos += v.total_size();
+                    records += 1;
+                }
+                RecordKind::Blank => pos = chunk.len(),
+            }
+        }
+        off += chunk.len() as i64;
+    }
+    assert!(
+        records >= acked.len(),
+        "{records} records for {} acks",
+        acked.len()
+    );
+
+    // Every acknowledged message is intact where its ack said.
+    for (id, ack) in acked {
+        let m = store
+            .look_message_by_offset(ack.phy)
+            .unwrap_or_else(|| panic!("acknowledged message {id} at {} is gone", ack.phy));
+        assert_eq!(id_of(&m.body), Some(id.as_str()));
+        assert_eq!(m.body, body_of(id));
+        assert_eq!(
+            (m.queue_id, m.queue_offset),
+            (ack.queue, ack.queue_offset),
+            "{id}"
+        );
+    }
+
+    // Each queue is dense, whole, and holds every acknowledged message exactly once.
+    let mut by_queue: BTreeMap<i32, HashSet<&str>> = BTreeMap::new();
+    for (id, ack) in acked {
+        by_queue.entry(ack.queue).or_default().insert(id);
+    }
+    for queue in 0..QUEUES {
+        let max = store.max_offset_in_queue(TOPIC, queue);
+        let mut seen = HashSet::new();
+        let mut offset = store.min_offset_in_queue(TOPIC, queue);
+        while offset < max {
+            let r = store.get_message("verify", TOPIC, queue, offset, 32, 0, None);
+            assert_eq!(
+                r.status,
+                GetMessageStatus::Found,
+                "queue {queue} offset {offset}"
+            );
+            for raw in &r.messages {
+                let m = MessageExt::decode(raw, true).expect("whole record");
+                assert_eq!(m.queue_offset, offset, "dense queue offsets");
+                let id = id_of(&m.body).expect("body id").to_owned();
+                assert!(seen.insert(id.clone()), "{id} twice in queue {queue}");
+                offset += 1;
+            }
+            assert_eq!(r.next_begin_offset, offset);
+        }
+        for id in by_queue.get(&queue).into_iter().flatten() {
+            assert!(
+                seen.contains(*id),
+                "acknowledged {id} missing from queue {queue}"
+            );
+        }
+    }
+
+    // The index finds acknowledged messages by key and by unique key.
+    for (id, _) in acked.iter().step_by(97) {
+        let q = store.query_message(TOPIC, id, 4, 0, i64::MAX);
+        assert_eq!(q.messages.len(), 1, "unique key {id}");
+        let q = store.query_message(TOPIC, &format!("k-{id}"), 4, 0, i64::MAX);
+        assert_eq!(q.messages.len(), 1, "key k-{id}");
+    }
+    store.shutdown();
+}
+
+#[test]
+fn acknowledged_messages_survive_sigkill() {
+    if std::env::var(DIR_ENV).is_ok() {
+        return; // inside a child
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let seed: u64 = std::env::var("VOSTOK_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("crash test seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut acked: HashMap<String, Ack> = HashMap::new();
+    let started = Instant::now();
+    let mut round = 0;
+    while round < MAX_ROUNDS && (round < 4 || started.elapsed() < ROUNDS_BUDGET) {
+        let kill_after = Duration::from_millis(rng.random_range(0..400));
+        for (id, ack) in run_child(dir.path(), round, kill_after) {
+            assert!(
+                acked.insert(id.clone(), ack).is_none(),
+                "{id} acknowledged twice"
+            );
+        }
+        // Every other round the next child recovers the crash itself (and may be
+        // killed while doing so); otherwise the parent recovers and checks.
+        if round % 2 == 1 {
+            verify(dir.path(), &acked);
+        }
+        round += 1;
+    }
+    verify(dir.path(), &acked);
+    eprintln!(
+        "{round} rounds, {} acknowledged messages verified",
+        acked.len()
+    );
+}
