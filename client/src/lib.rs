@@ -1,1 +1,43 @@
-//! Placeholder until its issue lands.
+//! Vostok's client SDK: producers and consumers speaking Apache RocketMQ's remoting
+//! protocol, with the behaviour of RocketMQ's Java client, against Vostok and Apache
+//! RocketMQ brokers alike.
+//!
+//! * [`Producer`] (Java `DefaultMQProducer`): sync, async, oneway, orderly (queue
+//!   selector), batch sends, compression, retries with fault avoidance, hooks,
+//!   request/reply; [`TransactionProducer`] for transactional messages.
+//! * [`PushConsumer`] (Java `DefaultMQPushConsumer`): long-polling pull loop per queue,
+//!   concurrent or orderly listeners, clustering or broadcasting, retries and DLQ.
+//! * [`LitePullConsumer`] (Java `DefaultLitePullConsumer`): `poll`, `commit`, `seek`.
+//!
+//! Module map: [`instance`] (shared client instance, routes, heartbeats, timers),
+//! `api` (one function per RPC), [`route`], [`message`], [`hook`], [`producer`],
+//! [`consumer`], [`error`].
+//!
+//! A send flows: producer → route lookup (name server, cached 30 s) → queue selection
+//! (round robin, fault avoidance) → SEND_MESSAGE_V2 to the broker's master → SendResult.
+//! A push consumer flows: rebalance assigns queues → one pull task per queue
+//! (PULL_MESSAGE, long polling) → process queue → listener → offsets committed to the
+//! broker every 5 s.
+
+// Consumer RPCs land with the consumers (issue 6).
+#[allow(dead_code)]
+mod api;
+pub mod error;
+pub mod hook;
+// Consumer-facing parts land with the consumers (issue 6).
+#[allow(dead_code)]
+pub mod instance;
+pub mod message;
+pub mod producer;
+pub mod route;
+
+pub use api::{PullResult, PullStatus};
+pub use error::{ClientError, Result};
+pub use instance::{ClientConfig, ClientInstance};
+pub use message::{Message, MessageExt};
+pub use producer::{
+    LocalTransactionState, MessageQueueSelector, Producer, ProducerConfig, SendResult, SendStatus,
+    TransactionListener, TransactionProducer, TransactionSendResult,
+};
+pub use vostok_remoting::protocol::body::{ConsumeFromWhere, MessageModel, MessageQueue};
+pub use vostok_remoting::protocol::message::sysflag::Compression;
