@@ -54,6 +54,7 @@ mod processor;
 pub mod route;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -115,6 +116,7 @@ impl NameServer {
             route: route.clone(),
             kv: Arc::new(kv),
             started: Instant::now(),
+            connections: AtomicUsize::new(0),
         });
         let server = RemotingServer::start(
             listener,
@@ -151,6 +153,12 @@ impl NameServer {
 
     pub fn kv_config(&self) -> &Arc<KvConfigManager> {
         &self.shared.kv
+    }
+
+    /// Open connections (brokers, clients, tools). A connection that closed stops
+    /// counting only once the brokers registered over it are out of the routes.
+    pub fn connection_count(&self) -> usize {
+        self.shared.connections.load(Ordering::Acquire)
     }
 
     /// Runs the expiry sweep once at `now`, as the periodic task does; returns how

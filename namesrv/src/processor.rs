@@ -12,6 +12,7 @@ mod broker;
 mod client;
 mod kv;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,6 +39,8 @@ pub(crate) struct Shared {
     pub kv: Arc<KvConfigManager>,
     /// For `needWaitForService`.
     pub started: Instant,
+    /// Open connections; a closed one is uncounted only after its brokers are gone.
+    pub connections: AtomicUsize,
 }
 
 pub(crate) struct NamesrvProcessor {
@@ -101,8 +104,13 @@ impl RequestProcessor for NamesrvProcessor {
         Box::pin(async move { Some(self.dispatch(channel, &request).await) }.instrument(span))
     }
 
+    fn on_channel_connected(&self, _channel: &Channel) {
+        self.shared.connections.fetch_add(1, Ordering::AcqRel);
+    }
+
     fn on_channel_closed(&self, channel: &Channel) {
         self.shared.route.on_channel_destroy(channel.id());
+        self.shared.connections.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
