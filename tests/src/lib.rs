@@ -1,1 +1,314 @@
-//! Placeholder until its issue lands.
+//! Harness for tests that cross process boundaries: starts real `mqnamesrv` and
+//! `mqbroker` processes in unique temp directories on ephemeral ports, waits for their
+//! boot line, and kills them on drop. When a test fails, the child's log is printed.
+//!
+//! The binaries are the ones `cargo test --workspace` builds next to the test
+//! executable (`target/<profile>/mqbroker`).
+
+pub mod client;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long a process may take to print its boot line.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Path of a workspace binary built alongside the running test.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable lives in target/<profile>/deps");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} not found: build it with `cargo build --workspace --bins` (cargo test --workspace does)",
+        path.display()
+    );
+    path
+}
+
+/// A child process that printed its boot line.
+pub struct Process {
+    child: Option<Child>,
+    log: PathBuf,
+    /// The line the process printed when ready.
+    pub boot_line: String,
+}
+
+impl Process {
+    fn spawn(program: &Path, args: &[String], log: PathBuf, ready: &str) -> Process {
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let mut child = Command::new(program)
+            .args(args)
+            .env(
+                "RUST_LOG",
+                std::env::var("VOSTOK_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        let ready = ready.to_owned();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            for line in lines.by_ref().map_while(Result::ok) {
+                if line.contains(&ready) {
+                    let _ = tx.send(line);
+                    break;
+                }
+            }
+            // Keep draining so the child never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let mut process = Process {
+            child: Some(child),
+            log,
+            boot_line: String::new(),
+        };
+        match rx.recv_timeout(BOOT_TIMEOUT) {
+            Ok(line) => process.boot_line = line,
+            Err(_) => {
+                let log = std::fs::read_to_string(&process.log).unwrap_or_default();
+                panic!(
+                    "{} did not boot within {BOOT_TIMEOUT:?}; log:\n{log}",
+                    program.display()
+                );
+            }
+        }
+        process
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM (clean shutdown), waiting up to `timeout`; SIGKILL after that.
+    pub fn terminate(&mut self, timeout: Duration) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return true;
+        };
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("---- log of {} ----\n{}", self.log.display(), self.log());
+        }
+        self.kill9();
+    }
+}
+
+/// A running `mqnamesrv`.
+pub struct Namesrv {
+    pub process: Process,
+    pub addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Namesrv {
+    pub fn start() -> Namesrv {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let args = vec![
+            "--listen-port".to_owned(),
+            "0".to_owned(),
+            "--bind-address".to_owned(),
+            "127.0.0.1".to_owned(),
+            "--kv-config-path".to_owned(),
+            dir.path().join("kvConfig.json").display().to_string(),
+        ];
+        let process = Process::spawn(
+            &binary("mqnamesrv"),
+            &args,
+            dir.path().join("namesrv.log"),
+            "boot success",
+        );
+        let addr = process
+            .boot_line
+            .rsplit(' ')
+            .next()
+            .expect("address at the end of the boot line")
+            .to_owned();
+        Namesrv {
+            process,
+            addr,
+            _dir: dir,
+        }
+    }
+}
+
+/// How to start a broker.
+#[derive(Clone, Debug)]
+pub struct BrokerOptions {
+    /// Name servers; `None` runs the broker standalone with an embedded one.
+    pub namesrv: Option<String>,
+    pub broker_name: String,
+    pub cluster: String,
+    /// Extra `broker.conf` entries.
+    pub settings: Vec<(String, String)>,
+}
+
+impl Default for BrokerOptions {
+    fn default() -> Self {
+        BrokerOptions {
+            namesrv: None,
+            broker_name: "broker-a".to_owned(),
+            cluster: "DefaultCluster".to_owned(),
+            settings: Vec::new(),
+        }
+    }
+}
+
+impl BrokerOptions {
+    pub fn set(mut self, key: &str, value: impl ToString) -> Self {
+        self.settings.push((key.to_owned(), value.to_string()));
+        self
+    }
+}
+
+/// A running `mqbroker` with its own store directory, which outlives restarts.
+pub struct Broker {
+    pub process: Process,
+    /// `ip:port` clients use.
+    pub addr: String,
+    /// Name server address the broker registers with.
+    pub namesrv: String,
+    pub options: BrokerOptions,
+    pub store_dir: PathBuf,
+    listen_port: u16,
+    embedded_namesrv_port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Broker {
+    pub fn start(options: BrokerOptions) -> Broker {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store_dir = dir.path().join("store");
+        Self::start_in(options, dir, store_dir, 0, 0)
+    }
+
+    fn start_in(
+        options: BrokerOptions,
+        dir: tempfile::TempDir,
+        store_dir: PathBuf,
+        listen_port: u16,
+        ns_port: u16,
+    ) -> Broker {
+        let mut args = Vec::new();
+        let mut set = |k: &str, v: String| {
+            args.push("-o".to_owned());
+            args.push(format!("{k}={v}"));
+        };
+        set("brokerName", options.broker_name.clone());
+        set("brokerClusterName", options.cluster.clone());
+        set("brokerIP1", "127.0.0.1".into());
+        set("brokerIP2", "127.0.0.1".into());
+        set("listenPort", listen_port.to_string());
+        set("fastListenEnable", "false".into());
+        set("storePathRootDir", store_dir.display().to_string());
+        match &options.namesrv {
+            Some(ns) => set("namesrvAddr", ns.clone()),
+            None => set("embeddedNamesrvPort", ns_port.to_string()),
+        }
+        for (k, v) in &options.settings {
+            set(k, v.clone());
+        }
+        let log = dir
+            .path()
+            .join(format!("broker-{}.log", rand::random::<u32>()));
+        let process = Process::spawn(&binary("mqbroker"), &args, log, "boot success");
+        let line = process.boot_line.clone();
+        let addr = line
+            .split_once(", ")
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map(|(addr, _)| addr.to_owned())
+            .expect("broker address in the boot line");
+        let namesrv = line
+            .rsplit(' ')
+            .next()
+            .expect("name server at the end of the boot line")
+            .to_owned();
+        let port = |a: &str| {
+            a.rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0)
+        };
+        Broker {
+            listen_port: port(&addr),
+            embedded_namesrv_port: if options.namesrv.is_none() {
+                port(&namesrv)
+            } else {
+                0
+            },
+            process,
+            addr,
+            namesrv,
+            options,
+            store_dir,
+            dir,
+        }
+    }
+
+    /// Stops the broker (SIGKILL when `kill9`, else a clean shutdown) and starts it again
+    /// on the same store and ports.
+    pub fn restart(self, kill9: bool) -> Broker {
+        let Broker {
+            mut process,
+            options,
+            store_dir,
+            dir,
+            listen_port,
+            embedded_namesrv_port,
+            ..
+        } = self;
+        if kill9 {
+            process.kill9();
+        } else {
+            assert!(
+                process.terminate(Duration::from_secs(30)),
+                "broker did not stop in time"
+            );
+        }
+        drop(process);
+        Self::start_in(options, dir, store_dir, listen_port, embedded_namesrv_port)
+    }
+
+    pub fn kill9(&mut self) {
+        self.process.kill9();
+    }
+}

@@ -1,0 +1,265 @@
+//! Connected producers and consumers by group (`ConsumerManager`, `ProducerManager`).
+//!
+//! Heartbeats register a client's channel in its groups, with the consumer's
+//! subscriptions. A closed channel leaves every group at once; a channel silent for
+//! `channelExpiredTimeout` is dropped by the housekeeping scan. Methods that change a
+//! consumer group's membership return the groups to notify (NOTIFY_CONSUMER_IDS_CHANGED).
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use vostok_remoting::protocol::body::{
+    ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData,
+};
+use vostok_remoting::{Channel, LanguageCode};
+
+/// One client connection in a group.
+#[derive(Debug, Clone)]
+pub struct ClientChannelInfo {
+    pub channel: Channel,
+    pub client_id: String,
+    pub language: LanguageCode,
+    pub version: i32,
+    pub last_update: Instant,
+}
+
+/// A consumer group as heartbeats describe it.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupInfo {
+    pub group: String,
+    pub channels: HashMap<u64, ClientChannelInfo>,
+    pub subscriptions: HashMap<String, SubscriptionData>,
+    pub consume_type: ConsumeType,
+    pub message_model: MessageModel,
+    pub consume_from_where: ConsumeFromWhere,
+}
+
+impl ConsumerGroupInfo {
+    /// Client ids of the live channels, sorted and unique.
+    pub fn client_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .channels
+            .values()
+            .map(|c| c.client_id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
+/// What a consumer heartbeat registers.
+pub struct ConsumerRegistration {
+    pub group: String,
+    pub consume_type: ConsumeType,
+    pub message_model: MessageModel,
+    pub consume_from_where: ConsumeFromWhere,
+    pub subscriptions: Vec<SubscriptionData>,
+}
+
+#[derive(Default)]
+pub struct ClientRegistry {
+    consumers: RwLock<HashMap<String, ConsumerGroupInfo>>,
+    producers: RwLock<HashMap<String, HashMap<u64, ClientChannelInfo>>>,
+}
+
+impl ClientRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers or refreshes a consumer channel and its subscriptions. Returns true when
+    /// the group's set of client ids changed.
+    pub fn register_consumer(&self, info: ClientChannelInfo, reg: ConsumerRegistration) -> bool {
+        let mut consumers = self.consumers.write().unwrap_or_else(|e| e.into_inner());
+        let group = consumers
+            .entry(reg.group.clone())
+            .or_insert_with(|| ConsumerGroupInfo {
+                group: reg.group.clone(),
+                channels: HashMap::new(),
+                subscriptions: HashMap::new(),
+                consume_type: reg.consume_type,
+                message_model: reg.message_model,
+                consume_from_where: reg.consume_from_where,
+            });
+        group.consume_type = reg.consume_type;
+        group.message_model = reg.message_model;
+        group.consume_from_where = reg.consume_from_where;
+        let before = group.client_ids();
+        group.channels.insert(info.channel.id(), info);
+        // Keep the newest version of each subscription; drop topics no longer subscribed.
+        let mut fresh: HashMap<String, SubscriptionData> = HashMap::new();
+        for sub in reg.subscriptions {
+            match group.subscriptions.get(&sub.topic) {
+                Some(old) if old.sub_version > sub.sub_version => {
+                    fresh.insert(sub.topic.clone(), old.clone());
+                }
+                _ => {
+                    fresh.insert(sub.topic.clone(), sub);
+                }
+            }
+        }
+        group.subscriptions = fresh;
+        before != group.client_ids()
+    }
+
+    /// Removes a channel from a consumer group; true when the group's ids changed.
+    pub fn unregister_consumer(&self, group: &str, channel: &Channel) -> bool {
+        let mut consumers = self.consumers.write().unwrap_or_else(|e| e.into_inner());
+        let Some(info) = consumers.get_mut(group) else {
+            return false;
+        };
+        let before = info.client_ids();
+        info.channels.remove(&channel.id());
+        let changed = before != info.client_ids();
+        if info.channels.is_empty() {
+            consumers.remove(group);
+        }
+        changed
+    }
+
+    pub fn register_producer(&self, group: &str, info: ClientChannelInfo) {
+        self.producers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(group.to_owned())
+            .or_default()
+            .insert(info.channel.id(), info);
+    }
+
+    pub fn unregister_producer(&self, group: &str, channel: &Channel) {
+        let mut producers = self.producers.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(channels) = producers.get_mut(group) {
+            channels.remove(&channel.id());
+            if channels.is_empty() {
+                producers.remove(group);
+            }
+        }
+    }
+
+    pub fn consumer_group(&self, group: &str) -> Option<ConsumerGroupInfo> {
+        self.consumers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(group)
+            .cloned()
+    }
+
+    pub fn find_subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
+        self.consumers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(group)
+            .and_then(|g| g.subscriptions.get(topic).cloned())
+    }
+
+    pub fn consumer_ids(&self, group: &str) -> Vec<String> {
+        self.consumers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(group)
+            .map(ConsumerGroupInfo::client_ids)
+            .unwrap_or_default()
+    }
+
+    pub fn consumer_channels(&self, group: &str) -> Vec<Channel> {
+        self.consumers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(group)
+            .map(|g| g.channels.values().map(|c| c.channel.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Consumer groups subscribed to `topic`.
+    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        self.consumers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|g| g.subscriptions.contains_key(topic))
+            .map(|g| g.group.clone())
+            .collect()
+    }
+
+    pub fn consumer_connections(&self, group: &str) -> Vec<ClientChannelInfo> {
+        self.consumers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(group)
+            .map(|g| g.channels.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn producer_connections(&self, group: &str) -> Vec<ClientChannelInfo> {
+        self.producers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(group)
+            .map(|g| g.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// A live channel of a producer group, for transaction check-backs.
+    pub fn producer_channel(&self, group: &str) -> Option<Channel> {
+        let producers = self.producers.read().unwrap_or_else(|e| e.into_inner());
+        let live: Vec<&ClientChannelInfo> = producers
+            .get(group)?
+            .values()
+            .filter(|c| !c.channel.is_closed())
+            .collect();
+        if live.is_empty() {
+            return None;
+        }
+        Some(live[rand::random_range(0..live.len())].channel.clone())
+    }
+
+    pub fn producer_groups(&self) -> Vec<String> {
+        self.producers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Drops a closed channel from every group; returns the consumer groups whose ids changed.
+    pub fn on_channel_closed(&self, channel: &Channel) -> Vec<String> {
+        self.remove_channels(|c| c.channel.id() == channel.id())
+    }
+
+    /// Drops channels not refreshed within `timeout`, closing them; returns the consumer
+    /// groups whose ids changed.
+    pub fn scan_expired(&self, now: Instant, timeout: Duration) -> Vec<String> {
+        self.remove_channels(|c| {
+            let expired = now.saturating_duration_since(c.last_update) > timeout;
+            if expired {
+                tracing::info!(client = %c.client_id, peer = %c.channel.peer_addr(), "client channel expired");
+                c.channel.close();
+            }
+            expired
+        })
+    }
+
+    fn remove_channels(&self, mut doomed: impl FnMut(&ClientChannelInfo) -> bool) -> Vec<String> {
+        let mut changed = Vec::new();
+        {
+            let mut consumers = self.consumers.write().unwrap_or_else(|e| e.into_inner());
+            consumers.retain(|name, group| {
+                let before = group.client_ids();
+                group.channels.retain(|_, c| !doomed(c));
+                if before != group.client_ids() {
+                    changed.push(name.clone());
+                }
+                !group.channels.is_empty()
+            });
+        }
+        let mut producers = self.producers.write().unwrap_or_else(|e| e.into_inner());
+        producers.retain(|_, channels| {
+            channels.retain(|_, c| !doomed(c));
+            !channels.is_empty()
+        });
+        changed
+    }
+}

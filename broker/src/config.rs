@@ -1,0 +1,530 @@
+//! Broker configuration: RocketMQ's `broker.conf` keys and defaults.
+//!
+//! Loaded in layers: defaults, then the `-c` properties file, then command-line flags,
+//! then [`BrokerConfig::validate`]. Store keys (`storePathRootDir`, `flushDiskType`,
+//! `mappedFileSizeCommitLog`, ...) are handed to [`StoreConfig`].
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use vostok_namesrv::NamesrvConfig;
+use vostok_remoting::protocol::topic::perm;
+use vostok_store::StoreConfig;
+
+use crate::error::BrokerError;
+
+/// `brokerRole`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRole {
+    AsyncMaster,
+    SyncMaster,
+    Slave,
+}
+
+impl BrokerRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            BrokerRole::SyncMaster => "SYNC_MASTER",
+            BrokerRole::Slave => "SLAVE",
+        }
+    }
+}
+
+impl std::str::FromStr for BrokerRole {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "ASYNC_MASTER" => Ok(BrokerRole::AsyncMaster),
+            "SYNC_MASTER" => Ok(BrokerRole::SyncMaster),
+            "SLAVE" => Ok(BrokerRole::Slave),
+            other => Err(format!(
+                "unknown brokerRole {other:?} (ASYNC_MASTER, SYNC_MASTER or SLAVE)"
+            )),
+        }
+    }
+}
+
+/// Everything a broker is configured with. `Default` is RocketMQ's defaults, except the
+/// store root, which is `./data` so that `cargo run` keeps its data in the checkout.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub broker_cluster_name: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    /// Address clients use; stored in every record as STOREHOST.
+    pub broker_ip1: String,
+    /// Address slaves replicate from.
+    pub broker_ip2: String,
+    pub listen_port: u16,
+    pub ha_listen_port: u16,
+    /// Also listen on `listenPort - 2`, where Java clients up to 4.4 send (the "VIP" channel).
+    pub fast_listen_enable: bool,
+    /// `;`-separated name server list. `None`: run an embedded name server.
+    pub namesrv_addr: Option<String>,
+    /// Port of the embedded name server (standalone mode).
+    pub embedded_namesrv_port: u16,
+    pub broker_role: BrokerRole,
+    pub region_id: String,
+    pub trace_on: bool,
+    pub broker_permission: i32,
+    pub auto_create_topic_enable: bool,
+    pub auto_create_subscription_group: bool,
+    pub default_topic_queue_nums: i32,
+    pub cluster_topic_enable: bool,
+    pub broker_topic_enable: bool,
+    pub register_name_server_period: Duration,
+    pub register_broker_timeout: Duration,
+    pub compressed_register: bool,
+    pub force_register: bool,
+    pub long_polling_enable: bool,
+    pub short_polling_time: Duration,
+    pub notify_consumer_ids_changed_enable: bool,
+    pub flush_consumer_offset_interval: Duration,
+    /// Clients silent this long are dropped.
+    pub channel_expired_timeout: Duration,
+    pub server_channel_max_idle: Duration,
+    pub transaction_timeout: Duration,
+    pub transaction_check_max: i32,
+    pub transaction_check_interval: Duration,
+    pub reject_transaction_message: bool,
+    pub slave_read_enable: bool,
+    /// Sends queued or in progress at once before new ones get SYSTEM_BUSY
+    /// (`sendThreadPoolQueueCapacity`).
+    pub send_thread_pool_queue_capacity: usize,
+    pub enable_property_filter: bool,
+    /// Largest frame accepted from a client.
+    pub max_frame_size: usize,
+    /// Timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS).
+    pub timer_wheel_enable: bool,
+    /// Longest delay a timer message may ask for (`timerMaxDelaySec`, 3 days in RocketMQ;
+    /// Vostok allows 30 days by default).
+    pub timer_max_delay: Duration,
+    pub store: StoreConfig,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let store = StoreConfig {
+            store_path_root_dir: PathBuf::from("./data"),
+            ..StoreConfig::default()
+        };
+        BrokerConfig {
+            broker_cluster_name: "DefaultCluster".to_owned(),
+            broker_name: default_broker_name(),
+            broker_id: 0,
+            broker_ip1: local_ip().to_string(),
+            broker_ip2: local_ip().to_string(),
+            listen_port: 10911,
+            ha_listen_port: 10912,
+            fast_listen_enable: true,
+            namesrv_addr: std::env::var("NAMESRV_ADDR")
+                .ok()
+                .filter(|s| !s.trim().is_empty()),
+            embedded_namesrv_port: 9876,
+            broker_role: BrokerRole::AsyncMaster,
+            region_id: "DefaultRegion".to_owned(),
+            trace_on: true,
+            broker_permission: perm::READ | perm::WRITE,
+            auto_create_topic_enable: true,
+            auto_create_subscription_group: true,
+            default_topic_queue_nums: 8,
+            cluster_topic_enable: true,
+            broker_topic_enable: true,
+            register_name_server_period: Duration::from_secs(30),
+            register_broker_timeout: Duration::from_secs(24),
+            compressed_register: false,
+            force_register: true,
+            long_polling_enable: true,
+            short_polling_time: Duration::from_millis(1000),
+            notify_consumer_ids_changed_enable: true,
+            flush_consumer_offset_interval: Duration::from_secs(5),
+            channel_expired_timeout: Duration::from_secs(120),
+            server_channel_max_idle: Duration::from_secs(120),
+            transaction_timeout: Duration::from_millis(6000),
+            transaction_check_max: 15,
+            transaction_check_interval: Duration::from_secs(60),
+            reject_transaction_message: false,
+            slave_read_enable: false,
+            send_thread_pool_queue_capacity: 10_000,
+            enable_property_filter: false,
+            max_frame_size: vostok_remoting::codec::DEFAULT_MAX_FRAME,
+            timer_wheel_enable: true,
+            timer_max_delay: Duration::from_secs(30 * 24 * 3600),
+            store,
+        }
+    }
+}
+
+fn default_broker_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc == 0 {
+        let len = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        if let Ok(name) = std::str::from_utf8(&buf[..len]) {
+            if !name.is_empty() {
+                return name.to_owned();
+            }
+        }
+    }
+    "broker-a".to_owned()
+}
+
+/// The address other hosts reach us on: the source address of a route to a public
+/// address (no packet is sent), else loopback.
+pub fn local_ip() -> IpAddr {
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("8.8.8.8:53").map(|_| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_unspecified())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, BrokerError> {
+    value.trim().parse().map_err(|_| BrokerError::Config {
+        key: key.to_owned(),
+        reason: format!("cannot parse {value:?}"),
+    })
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, BrokerError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(BrokerError::Config {
+            key: key.to_owned(),
+            reason: format!("expected true or false, got {value:?}"),
+        }),
+    }
+}
+
+fn millis(key: &str, value: &str) -> Result<Duration, BrokerError> {
+    Ok(Duration::from_millis(parse(key, value)?))
+}
+
+impl BrokerConfig {
+    /// Applies one `broker.conf` entry. Unknown keys are an error: a misspelt key
+    /// silently ignored is a misconfigured production broker.
+    pub fn apply_property(&mut self, key: &str, value: &str) -> Result<(), BrokerError> {
+        let v = value.trim();
+        match key {
+            "brokerClusterName" => self.broker_cluster_name = v.to_owned(),
+            "brokerName" => self.broker_name = v.to_owned(),
+            "brokerId" => self.broker_id = parse(key, v)?,
+            "brokerIP1" => self.broker_ip1 = v.to_owned(),
+            "brokerIP2" => self.broker_ip2 = v.to_owned(),
+            "listenPort" => self.listen_port = parse(key, v)?,
+            "haListenPort" => self.ha_listen_port = parse(key, v)?,
+            "fastListenEnable" => self.fast_listen_enable = parse_bool(key, v)?,
+            "namesrvAddr" => {
+                self.namesrv_addr = Some(v.to_owned()).filter(|s| !s.is_empty());
+            }
+            "embeddedNamesrvPort" => self.embedded_namesrv_port = parse(key, v)?,
+            "brokerRole" => {
+                self.broker_role = v.parse().map_err(|reason| BrokerError::Config {
+                    key: key.to_owned(),
+                    reason,
+                })?
+            }
+            "regionId" => self.region_id = v.to_owned(),
+            "traceOn" => self.trace_on = parse_bool(key, v)?,
+            "brokerPermission" => self.broker_permission = parse(key, v)?,
+            "autoCreateTopicEnable" => self.auto_create_topic_enable = parse_bool(key, v)?,
+            "autoCreateSubscriptionGroup" => {
+                self.auto_create_subscription_group = parse_bool(key, v)?
+            }
+            "defaultTopicQueueNums" => self.default_topic_queue_nums = parse(key, v)?,
+            "clusterTopicEnable" => self.cluster_topic_enable = parse_bool(key, v)?,
+            "brokerTopicEnable" => self.broker_topic_enable = parse_bool(key, v)?,
+            "registerNameServerPeriod" => self.register_name_server_period = millis(key, v)?,
+            "registerBrokerTimeoutMills" => self.register_broker_timeout = millis(key, v)?,
+            "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
+            "forceRegister" => self.force_register = parse_bool(key, v)?,
+            "longPollingEnable" => self.long_polling_enable = parse_bool(key, v)?,
+            "shortPollingTimeMills" => self.short_polling_time = millis(key, v)?,
+            "notifyConsumerIdsChangedEnable" => {
+                self.notify_consumer_ids_changed_enable = parse_bool(key, v)?
+            }
+            "flushConsumerOffsetInterval" => self.flush_consumer_offset_interval = millis(key, v)?,
+            "channelExpiredTimeout" => self.channel_expired_timeout = millis(key, v)?,
+            "serverChannelMaxIdleTimeSeconds" => {
+                self.server_channel_max_idle = Duration::from_secs(parse(key, v)?)
+            }
+            "transactionTimeOut" => self.transaction_timeout = millis(key, v)?,
+            "transactionCheckMax" => self.transaction_check_max = parse(key, v)?,
+            "transactionCheckInterval" => self.transaction_check_interval = millis(key, v)?,
+            "rejectTransactionMessage" => self.reject_transaction_message = parse_bool(key, v)?,
+            "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
+            "sendThreadPoolQueueCapacity" => self.send_thread_pool_queue_capacity = parse(key, v)?,
+            "enablePropertyFilter" => self.enable_property_filter = parse_bool(key, v)?,
+            "maxFrameSize" => self.max_frame_size = parse(key, v)?,
+            "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
+            "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
+            _ => {
+                let known = self
+                    .store
+                    .apply_property(key, v)
+                    .map_err(|e| BrokerError::Config {
+                        key: key.to_owned(),
+                        reason: e.to_string(),
+                    })?;
+                if !known {
+                    return Err(BrokerError::Config {
+                        key: key.to_owned(),
+                        reason: "unknown configuration key".to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The effective configuration as RocketMQ key/value pairs (`mqbroker -p`).
+    pub fn to_properties(&self) -> Vec<(String, String)> {
+        let ms = |d: Duration| d.as_millis().to_string();
+        let mut out: Vec<(String, String)> = vec![
+            ("brokerClusterName".into(), self.broker_cluster_name.clone()),
+            ("brokerName".into(), self.broker_name.clone()),
+            ("brokerId".into(), self.broker_id.to_string()),
+            ("brokerIP1".into(), self.broker_ip1.clone()),
+            ("brokerIP2".into(), self.broker_ip2.clone()),
+            ("listenPort".into(), self.listen_port.to_string()),
+            ("haListenPort".into(), self.ha_listen_port.to_string()),
+            (
+                "fastListenEnable".into(),
+                self.fast_listen_enable.to_string(),
+            ),
+            (
+                "namesrvAddr".into(),
+                self.namesrv_addr.clone().unwrap_or_default(),
+            ),
+            (
+                "embeddedNamesrvPort".into(),
+                self.embedded_namesrv_port.to_string(),
+            ),
+            ("brokerRole".into(), self.broker_role.name().to_owned()),
+            ("regionId".into(), self.region_id.clone()),
+            ("traceOn".into(), self.trace_on.to_string()),
+            (
+                "brokerPermission".into(),
+                self.broker_permission.to_string(),
+            ),
+            (
+                "autoCreateTopicEnable".into(),
+                self.auto_create_topic_enable.to_string(),
+            ),
+            (
+                "autoCreateSubscriptionGroup".into(),
+                self.auto_create_subscription_group.to_string(),
+            ),
+            (
+                "defaultTopicQueueNums".into(),
+                self.default_topic_queue_nums.to_string(),
+            ),
+            (
+                "clusterTopicEnable".into(),
+                self.cluster_topic_enable.to_string(),
+            ),
+            (
+                "brokerTopicEnable".into(),
+                self.broker_topic_enable.to_string(),
+            ),
+            (
+                "registerNameServerPeriod".into(),
+                ms(self.register_name_server_period),
+            ),
+            (
+                "registerBrokerTimeoutMills".into(),
+                ms(self.register_broker_timeout),
+            ),
+            (
+                "compressedRegister".into(),
+                self.compressed_register.to_string(),
+            ),
+            ("forceRegister".into(), self.force_register.to_string()),
+            (
+                "longPollingEnable".into(),
+                self.long_polling_enable.to_string(),
+            ),
+            ("shortPollingTimeMills".into(), ms(self.short_polling_time)),
+            (
+                "notifyConsumerIdsChangedEnable".into(),
+                self.notify_consumer_ids_changed_enable.to_string(),
+            ),
+            (
+                "flushConsumerOffsetInterval".into(),
+                ms(self.flush_consumer_offset_interval),
+            ),
+            (
+                "channelExpiredTimeout".into(),
+                ms(self.channel_expired_timeout),
+            ),
+            (
+                "serverChannelMaxIdleTimeSeconds".into(),
+                self.server_channel_max_idle.as_secs().to_string(),
+            ),
+            ("transactionTimeOut".into(), ms(self.transaction_timeout)),
+            (
+                "transactionCheckMax".into(),
+                self.transaction_check_max.to_string(),
+            ),
+            (
+                "transactionCheckInterval".into(),
+                ms(self.transaction_check_interval),
+            ),
+            (
+                "rejectTransactionMessage".into(),
+                self.reject_transaction_message.to_string(),
+            ),
+            ("slaveReadEnable".into(), self.slave_read_enable.to_string()),
+            (
+                "sendThreadPoolQueueCapacity".into(),
+                self.send_thread_pool_queue_capacity.to_string(),
+            ),
+            (
+                "enablePropertyFilter".into(),
+                self.enable_property_filter.to_string(),
+            ),
+            ("maxFrameSize".into(), self.max_frame_size.to_string()),
+            (
+                "timerWheelEnable".into(),
+                self.timer_wheel_enable.to_string(),
+            ),
+            (
+                "timerMaxDelaySec".into(),
+                self.timer_max_delay.as_secs().to_string(),
+            ),
+        ];
+        out.extend(self.store.to_properties());
+        out
+    }
+
+    /// Checks combinations a single key cannot.
+    pub fn validate(&self) -> Result<(), BrokerError> {
+        let bad = |key: &str, reason: &str| {
+            Err(BrokerError::Config {
+                key: key.to_owned(),
+                reason: reason.to_owned(),
+            })
+        };
+        if self.broker_name.is_empty() {
+            return bad("brokerName", "must not be empty");
+        }
+        if vostok_remoting::protocol::topic::validate_topic(&self.broker_name).is_err() {
+            return bad(
+                "brokerName",
+                "must match ^[%|a-zA-Z0-9_-]+$ (it is also a topic name)",
+            );
+        }
+        if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
+            return bad("brokerId", "a SLAVE needs a brokerId > 0");
+        }
+        if self.broker_role != BrokerRole::Slave && self.broker_id != 0 {
+            return bad("brokerId", "a master has brokerId 0");
+        }
+        if self.default_topic_queue_nums <= 0 {
+            return bad("defaultTopicQueueNums", "must be positive");
+        }
+        if self.broker_ip1.parse::<IpAddr>().is_err() {
+            return bad("brokerIP1", "must be an IP address");
+        }
+        self.store.delay_levels().map_err(|e| BrokerError::Config {
+            key: "messageDelayLevel".to_owned(),
+            reason: e.to_string(),
+        })?;
+        Ok(())
+    }
+
+    /// `brokerIP1:listenPort`, the address registered and stored in records.
+    pub fn broker_addr(&self, bound_port: u16) -> SocketAddr {
+        let ip = self
+            .broker_ip1
+            .parse()
+            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        SocketAddr::new(ip, bound_port)
+    }
+
+    /// Name servers to register with.
+    pub fn namesrv_list(&self) -> Vec<String> {
+        self.namesrv_addr
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Config of the embedded name server of standalone mode; its KV file lives in the store.
+    pub fn embedded_namesrv_config(&self) -> NamesrvConfig {
+        NamesrvConfig {
+            listen_port: self.embedded_namesrv_port,
+            kv_config_path: self
+                .store
+                .store_path_root_dir
+                .join("namesrv")
+                .join("kvConfig.json"),
+            ..NamesrvConfig::default()
+        }
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.broker_role != BrokerRole::Slave
+    }
+
+    pub fn is_writeable(&self) -> bool {
+        self.is_master() && perm::is_writeable(self.broker_permission)
+    }
+
+    pub fn is_readable(&self) -> bool {
+        perm::is_readable(self.broker_permission)
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.store.store_path_root_dir.join("config")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn applies_rocketmq_keys_and_rejects_unknown_ones() {
+        let mut c = BrokerConfig::default();
+        for (k, v) in vostok_remoting::properties::parse(
+            "brokerClusterName=C1\nbrokerName=broker-b\nbrokerId=0\nlistenPort=20911\nautoCreateTopicEnable=false\nnamesrvAddr=1.1.1.1:9876;2.2.2.2:9876\nflushDiskType=SYNC_FLUSH\n",
+        ) {
+            c.apply_property(&k, &v).unwrap();
+        }
+        assert_eq!(c.broker_cluster_name, "C1");
+        assert_eq!(c.listen_port, 20911);
+        assert!(!c.auto_create_topic_enable);
+        assert_eq!(c.namesrv_list(), ["1.1.1.1:9876", "2.2.2.2:9876"]);
+        assert!(c.apply_property("listenPrt", "1").is_err());
+        assert!(c.apply_property("listenPort", "x").is_err());
+        assert!(c.apply_property("brokerRole", "LEADER").is_err());
+        c.validate().unwrap();
+        let props = c.to_properties();
+        assert!(props
+            .iter()
+            .any(|(k, v)| k == "flushDiskType" && v == "SYNC_FLUSH"));
+    }
+
+    #[test]
+    fn validation_catches_inconsistent_roles() {
+        let mut c = BrokerConfig {
+            broker_name: "b".into(),
+            broker_role: BrokerRole::Slave,
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+        c.broker_id = 1;
+        assert!(c.validate().is_ok());
+    }
+}

@@ -1,0 +1,178 @@
+//! Committed consumer offsets (`ConsumerOffsetManager`), persisted to
+//! `config/consumerOffset.json` every `flushConsumerOffsetInterval` and at shutdown.
+//!
+//! Layout (PROTOCOL.md 6.9): `{"offsetTable":{"topic@group":{"0":12,"1":3}}}`. Java
+//! writes the queue ids as bare integers; both forms are read, standard JSON is written.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use tracing::warn;
+use vostok_remoting::config_file;
+
+use crate::config::BrokerConfig;
+
+const TOPIC_GROUP_SEPARATOR: char = '@';
+
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Persisted {
+    #[serde(default)]
+    offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+}
+
+pub struct ConsumerOffsetManager {
+    path: PathBuf,
+    /// `topic@group` → queue id → next offset to consume.
+    table: Mutex<HashMap<String, HashMap<i32, i64>>>,
+    dirty: AtomicBool,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    let mut k = String::with_capacity(topic.len() + group.len() + 1);
+    k.push_str(topic);
+    k.push(TOPIC_GROUP_SEPARATOR);
+    k.push_str(group);
+    k
+}
+
+impl ConsumerOffsetManager {
+    pub fn load(config: &BrokerConfig) -> Self {
+        let path = config.config_dir().join("consumerOffset.json");
+        let persisted: Persisted = config_file::load(&path, |bytes| {
+            vostok_remoting::protocol::json::from_slice("consumerOffset.json", bytes).ok()
+        })
+        .unwrap_or_default();
+        let table = persisted
+            .offset_table
+            .into_iter()
+            .map(|(k, v)| (k, v.into_iter().collect()))
+            .collect();
+        ConsumerOffsetManager {
+            path,
+            table: Mutex::new(table),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let k = key(topic, group);
+        match table.get_mut(&k) {
+            Some(queues) => {
+                queues.insert(queue_id, offset);
+            }
+            None => {
+                table.insert(k, HashMap::from([(queue_id, offset)]));
+            }
+        }
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// The committed offset, or -1 when the group never committed one for the queue.
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> i64 {
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key(topic, group))
+            .and_then(|queues| queues.get(&queue_id).copied())
+            .unwrap_or(-1)
+    }
+
+    /// Queue id → offset for one group and topic.
+    pub fn query_all(&self, group: &str, topic: &str) -> HashMap<i32, i64> {
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key(topic, group))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Groups with offsets on `topic`.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .filter_map(|k| k.rsplit_once(TOPIC_GROUP_SEPARATOR))
+            .filter(|(t, _)| *t == topic)
+            .map(|(_, g)| g.to_owned())
+            .collect()
+    }
+
+    /// Drops the offsets of a deleted topic.
+    pub fn remove_topic(&self, topic: &str) {
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        table.retain(|k, _| k.rsplit_once(TOPIC_GROUP_SEPARATOR).map(|(t, _)| t) != Some(topic));
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// The table as `consumerOffset.json` content.
+    pub fn encode(&self, pretty: bool) -> Vec<u8> {
+        let persisted = {
+            let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            Persisted {
+                offset_table: table
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.iter().map(|(q, o)| (*q, *o)).collect()))
+                    .collect(),
+            }
+        };
+        let result = if pretty {
+            serde_json::to_vec_pretty(&persisted)
+        } else {
+            serde_json::to_vec(&persisted)
+        };
+        result.unwrap_or_default()
+    }
+
+    /// Writes the file when something changed since the last write (or when forced).
+    pub fn persist(&self, force: bool) {
+        if !self.dirty.swap(false, Ordering::Relaxed) && !force {
+            return;
+        }
+        if let Err(e) = config_file::persist(&self.path, &self.encode(true)) {
+            self.dirty.store(true, Ordering::Relaxed);
+            warn!(file = %self.path.display(), error = %e, "cannot persist consumer offsets");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commits_persist_and_reload_including_java_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = BrokerConfig::default();
+        c.store.store_path_root_dir = dir.path().to_path_buf();
+        let m = ConsumerOffsetManager::load(&c);
+        assert_eq!(m.query("g", "T", 0), -1);
+        m.commit("g", "T", 0, 12);
+        m.commit("g", "T", 1, 3);
+        m.commit("g", "T@x", 0, 1);
+        m.persist(false);
+        let again = ConsumerOffsetManager::load(&c);
+        assert_eq!(again.query("g", "T", 1), 3);
+        assert_eq!(
+            again.query("g", "T@x", 0),
+            1,
+            "topic containing the separator"
+        );
+        assert_eq!(again.groups_of_topic("T"), ["g"]);
+
+        // A file written by a Java broker: bare integer keys, tabs.
+        std::fs::write(
+            c.config_dir().join("consumerOffset.json"),
+            "{\n\t\"offsetTable\":{\n\t\t\"TopicTest@cg1\":{0:1024,1:980}\n\t}\n}",
+        )
+        .unwrap();
+        let java = ConsumerOffsetManager::load(&c);
+        assert_eq!(java.query("cg1", "TopicTest", 0), 1024);
+    }
+}

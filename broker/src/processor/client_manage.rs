@@ -1,0 +1,108 @@
+//! HEART_BEAT, UNREGISTER_CLIENT and CHECK_CLIENT_CONFIG (PROTOCOL.md 3.4, 3.5).
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use vostok_remoting::protocol::body::{HeartbeatData, SubscriptionData, EXPRESSION_TYPE_TAG};
+use vostok_remoting::protocol::header::UnregisterClientRequestHeader;
+use vostok_remoting::protocol::response_code;
+use vostok_remoting::protocol::topic::{self, perm};
+use vostok_remoting::{Channel, RemotingCommand};
+
+use super::{decode_body, decode_header, error};
+use crate::broker::Broker;
+use crate::client_registry::{ClientChannelInfo, ConsumerRegistration};
+
+pub(crate) async fn heart_beat(
+    broker: &Broker,
+    channel: &Channel,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let heartbeat = match HeartbeatData::decode(&request.body) {
+        Ok(h) => h,
+        Err(e) => {
+            return error(
+                response_code::SYSTEM_ERROR,
+                format!("bad heartbeat body: {e}"),
+            )
+        }
+    };
+    let info = ClientChannelInfo {
+        channel: channel.clone(),
+        client_id: heartbeat.client_id.clone(),
+        language: request.language,
+        version: request.version,
+        last_update: Instant::now(),
+    };
+    let mut changed = Vec::new();
+    for consumer in heartbeat.consumer_data_set {
+        if let Some(group_config) = broker.subscriptions.find_or_create(&consumer.group_name) {
+            let sys_flag = if consumer.unit_mode { 2 } else { 0 };
+            broker.topics.get_or_create(
+                &topic::retry_topic(&consumer.group_name),
+                group_config.retry_queue_nums.max(1),
+                perm::READ | perm::WRITE,
+                sys_flag,
+            );
+        }
+        let registration = ConsumerRegistration {
+            group: consumer.group_name.clone(),
+            consume_type: consumer.consume_type,
+            message_model: consumer.message_model,
+            consume_from_where: consumer.consume_from_where,
+            subscriptions: consumer.subscription_data_set,
+        };
+        if broker.clients.register_consumer(info.clone(), registration) {
+            tracing::info!(group = %consumer.group_name, client = %heartbeat.client_id, "consumer group membership changed");
+            changed.push(consumer.group_name);
+        }
+    }
+    for producer in &heartbeat.producer_data_set {
+        broker
+            .clients
+            .register_producer(&producer.group_name, info.clone());
+    }
+    broker.notify_consumer_ids_changed(changed);
+    RemotingCommand::success()
+}
+
+pub(crate) async fn unregister_client(
+    broker: &Broker,
+    channel: &Channel,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let header = decode_header!(request, UnregisterClientRequestHeader);
+    if let Some(group) = header.producer_group.as_deref().filter(|g| !g.is_empty()) {
+        broker.clients.unregister_producer(group, channel);
+    }
+    if let Some(group) = header.consumer_group.as_deref().filter(|g| !g.is_empty()) {
+        if broker.clients.unregister_consumer(group, channel) {
+            broker.notify_consumer_ids_changed(vec![group.to_owned()]);
+        }
+    }
+    RemotingCommand::success()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CheckClientRequestBody {
+    #[serde(default)]
+    subscription_data: Option<SubscriptionData>,
+}
+
+/// Java consumers with SQL92 subscriptions ask before starting.
+pub(crate) fn check_client_config(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+    let body = decode_body!(request, CheckClientRequestBody, "CheckClientRequestBody");
+    if let Some(sub) = body.subscription_data {
+        if sub.expression_type != EXPRESSION_TYPE_TAG && !broker.config.enable_property_filter {
+            return error(
+                response_code::SYSTEM_ERROR,
+                format!(
+                    "The broker does not support consumer to filter message by {}",
+                    sub.expression_type
+                ),
+            );
+        }
+    }
+    RemotingCommand::success()
+}

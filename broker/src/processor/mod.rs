@@ -1,0 +1,171 @@
+//! Request processors: one function per request code, grouped by area as RocketMQ groups
+//! them. [`BrokerProcessor`] routes each request by code; business outcomes are responses
+//! with RocketMQ codes, never errors.
+
+mod admin;
+mod client_manage;
+mod consumer_manage;
+mod pull;
+mod query;
+mod send;
+mod send_back;
+mod transaction;
+
+use std::sync::Arc;
+
+use tracing::debug;
+use vostok_remoting::protocol::header::CommandHeader;
+use vostok_remoting::protocol::{request_code, response_code};
+use vostok_remoting::{BoxFuture, Channel, HeaderError, RemotingCommand, RequestProcessor};
+
+use crate::broker::Broker;
+
+pub use pull::PullOrigin;
+
+/// Serves every broker request code.
+pub struct BrokerProcessor {
+    broker: Arc<Broker>,
+}
+
+impl BrokerProcessor {
+    pub fn new(broker: Arc<Broker>) -> Self {
+        BrokerProcessor { broker }
+    }
+}
+
+impl RequestProcessor for BrokerProcessor {
+    fn process<'a>(
+        &'a self,
+        channel: &'a Channel,
+        request: RemotingCommand,
+    ) -> BoxFuture<'a, Option<RemotingCommand>> {
+        Box::pin(async move {
+            let b = &*self.broker;
+            let response = match request.code {
+                request_code::SEND_MESSAGE
+                | request_code::SEND_MESSAGE_V2
+                | request_code::SEND_BATCH_MESSAGE => send::send_message(b, channel, request).await,
+                request_code::CONSUMER_SEND_MSG_BACK => {
+                    send_back::consumer_send_msg_back(b, channel, request).await
+                }
+                request_code::PULL_MESSAGE | request_code::LITE_PULL_MESSAGE => {
+                    pull::pull_message(&self.broker, channel, request, PullOrigin::Client).await
+                }
+                request_code::HEART_BEAT => client_manage::heart_beat(b, channel, request).await,
+                request_code::UNREGISTER_CLIENT => {
+                    client_manage::unregister_client(b, channel, request).await
+                }
+                request_code::CHECK_CLIENT_CONFIG => client_manage::check_client_config(b, request),
+                request_code::GET_CONSUMER_LIST_BY_GROUP => {
+                    consumer_manage::get_consumer_list_by_group(b, request)
+                }
+                request_code::UPDATE_CONSUMER_OFFSET => {
+                    consumer_manage::update_consumer_offset(b, request)
+                }
+                request_code::QUERY_CONSUMER_OFFSET => {
+                    consumer_manage::query_consumer_offset(b, request)
+                }
+                request_code::GET_MAX_OFFSET => consumer_manage::get_max_offset(b, request),
+                request_code::GET_MIN_OFFSET => consumer_manage::get_min_offset(b, request),
+                request_code::SEARCH_OFFSET_BY_TIMESTAMP => {
+                    consumer_manage::search_offset_by_timestamp(b, request)
+                }
+                request_code::GET_EARLIEST_MSG_STORETIME => {
+                    consumer_manage::get_earliest_msg_storetime(b, request)
+                }
+                request_code::LOCK_BATCH_MQ => consumer_manage::lock_batch_mq(b, request),
+                request_code::UNLOCK_BATCH_MQ => consumer_manage::unlock_batch_mq(b, request),
+                request_code::GET_ALL_CONSUMER_OFFSET => {
+                    consumer_manage::get_all_consumer_offset(b)
+                }
+                request_code::QUERY_MESSAGE => query::query_message(b, request).await,
+                request_code::VIEW_MESSAGE_BY_ID => query::view_message_by_id(b, request).await,
+                request_code::END_TRANSACTION => {
+                    transaction::end_transaction(b, channel, request).await
+                }
+                request_code::UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(b, request),
+                request_code::DELETE_TOPIC_IN_BROKER => admin::delete_topic(b, request),
+                request_code::GET_ALL_TOPIC_CONFIG => admin::get_all_topic_config(b),
+                request_code::GET_TOPIC_CONFIG => admin::get_topic_config(b, request),
+                request_code::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b),
+                request_code::GET_BROKER_CONFIG => admin::get_broker_config(b),
+                request_code::GET_TOPIC_STATS_INFO => admin::get_topic_stats_info(b, request),
+                request_code::GET_CONSUME_STATS => admin::get_consume_stats(b, request),
+                request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+                    admin::update_and_create_subscription_group(b, request)
+                }
+                request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
+                    admin::get_all_subscription_group_config(b)
+                }
+                request_code::DELETE_SUBSCRIPTIONGROUP => {
+                    admin::delete_subscription_group(b, request)
+                }
+                request_code::GET_CONSUMER_CONNECTION_LIST => {
+                    admin::get_consumer_connection_list(b, request)
+                }
+                request_code::GET_PRODUCER_CONNECTION_LIST => {
+                    admin::get_producer_connection_list(b, request)
+                }
+                request_code::GET_ALL_DELAY_OFFSET => admin::get_all_delay_offset(b),
+                _ => {
+                    debug!(code = request.code, peer = %channel.peer_addr(), "request code not supported");
+                    vostok_remoting::processor::not_supported(&request)
+                }
+            };
+            Some(response)
+        })
+    }
+
+    fn on_channel_closed(&self, channel: &Channel) {
+        self.broker.on_channel_closed(channel);
+    }
+}
+
+/// A response with `code` and `remark`.
+pub(crate) fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(code, remark.into())
+}
+
+/// The response to a request whose header is missing a field or has a malformed one.
+pub(crate) fn header_error(request: &RemotingCommand, e: HeaderError) -> RemotingCommand {
+    debug!(code = request.code, field = e.field(), "bad request header");
+    let code = match e {
+        HeaderError::Missing { .. } => response_code::SYSTEM_ERROR,
+        HeaderError::Malformed { .. } => response_code::INVALID_PARAMETER,
+    };
+    error(code, format!("bad request header: {e}"))
+}
+
+/// Decodes a typed header or answers with [`header_error`].
+macro_rules! decode_header {
+    ($request:expr, $ty:ty) => {
+        match <$ty as vostok_remoting::protocol::header::CommandHeader>::read_from(
+            &$request.ext_fields,
+        ) {
+            Ok(h) => h,
+            Err(e) => return $crate::processor::header_error(&$request, e),
+        }
+    };
+}
+pub(crate) use decode_header;
+
+/// Decodes a JSON body or answers SYSTEM_ERROR naming what could not be read.
+macro_rules! decode_body {
+    ($request:expr, $ty:ty, $what:literal) => {
+        match vostok_remoting::protocol::json::from_slice::<$ty>($what, &$request.body) {
+            Ok(body) => body,
+            Err(e) => {
+                return $crate::processor::error(
+                    vostok_remoting::protocol::response_code::SYSTEM_ERROR,
+                    format!("bad request body: {e}"),
+                )
+            }
+        }
+    };
+}
+pub(crate) use decode_body;
+
+/// A SUCCESS response with a typed header.
+pub(crate) fn success_with<H: CommandHeader>(header: &H) -> RemotingCommand {
+    RemotingCommand::success().with_header(header)
+}

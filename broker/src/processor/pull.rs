@@ -1,0 +1,340 @@
+//! PULL_MESSAGE and LITE_PULL_MESSAGE (PROTOCOL.md 3.2), with long polling.
+//!
+//! The subscription comes from the request when its sysFlag says so, else from the
+//! group's heartbeat. The store's status maps to a response code and the next offset;
+//! an empty result of a suspendable pull waits in [`crate::long_polling`] and is
+//! re-run once (without suspension, without committing the offset again).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use vostok_remoting::protocol::body::{
+    MessageModel, SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL,
+};
+use vostok_remoting::protocol::filter::{build_subscription, matches_tags_code};
+use vostok_remoting::protocol::header::{
+    PullMessageRequestHeader, PullMessageResponseHeader, PULL_FLAG_COMMIT_OFFSET,
+    PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
+};
+use vostok_remoting::protocol::response_code;
+use vostok_remoting::protocol::topic::perm;
+use vostok_remoting::{Channel, RemotingCommand};
+use vostok_store::{GetMessageStatus, MessageFilter};
+
+use super::{decode_header, error};
+use crate::broker::Broker;
+
+/// Whether a pull is processed for the first time or re-run after long polling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullOrigin {
+    Client,
+    Wakeup,
+}
+
+/// Tag filtering by the consume-queue tag code.
+struct TagFilter(SubscriptionData);
+
+impl MessageFilter for TagFilter {
+    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
+        matches_tags_code(&self.0, tags_code)
+    }
+}
+
+pub(crate) async fn pull_message(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    request: RemotingCommand,
+    origin: PullOrigin,
+) -> RemotingCommand {
+    let header = decode_header!(request, PullMessageRequestHeader);
+    let first = pull_once(broker, channel, &header, origin == PullOrigin::Client).await;
+    let response = match first {
+        PullOutcome::Done(response) => response,
+        PullOutcome::Hold { subscription } => {
+            let timeout = if broker.config.long_polling_enable {
+                std::time::Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
+            } else {
+                broker.config.short_polling_time
+            };
+            let tag_codes = tag_codes_of(&subscription);
+            let store = broker.store.clone();
+            let (topic, queue_id) = (header.topic.clone(), header.queue_id);
+            broker
+                .long_polling
+                .hold(
+                    &header.topic,
+                    header.queue_id,
+                    header.queue_offset,
+                    tag_codes,
+                    timeout,
+                    move || store.max_offset_in_queue(&topic, queue_id),
+                )
+                .await;
+            match pull_once(broker, channel, &header, false).await {
+                PullOutcome::Done(response) => response,
+                PullOutcome::Hold { .. } => unreachable_hold(broker, &header),
+            }
+        }
+    };
+    response
+}
+
+/// A re-run never holds; if it would, it answers PULL_NOT_FOUND at the request offset.
+fn unreachable_hold(broker: &Broker, header: &PullMessageRequestHeader) -> RemotingCommand {
+    let response_header = PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: header.queue_offset,
+        min_offset: broker
+            .store
+            .min_offset_in_queue(&header.topic, header.queue_id),
+        max_offset: broker
+            .store
+            .max_offset_in_queue(&header.topic, header.queue_id),
+    };
+    RemotingCommand::response(response_code::PULL_NOT_FOUND, None).with_header(&response_header)
+}
+
+fn tag_codes_of(sub: &SubscriptionData) -> Option<BTreeSet<i32>> {
+    if sub.sub_string == SUB_ALL
+        || sub.sub_string.is_empty()
+        || sub.expression_type != EXPRESSION_TYPE_TAG
+    {
+        None
+    } else {
+        Some(sub.code_set.clone())
+    }
+}
+
+enum PullOutcome {
+    Done(RemotingCommand),
+    Hold { subscription: SubscriptionData },
+}
+
+async fn pull_once(
+    broker: &Broker,
+    channel: &Channel,
+    header: &PullMessageRequestHeader,
+    first: bool,
+) -> PullOutcome {
+    match pull_inner(broker, channel, header, first) {
+        Ok(outcome) => outcome,
+        Err(response) => PullOutcome::Done(response),
+    }
+}
+
+fn pull_inner(
+    broker: &Broker,
+    channel: &Channel,
+    header: &PullMessageRequestHeader,
+    first: bool,
+) -> Result<PullOutcome, RemotingCommand> {
+    let config = &broker.config;
+    if !config.is_readable() {
+        return Err(error(
+            response_code::NO_PERMISSION,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                config.broker_ip1
+            ),
+        ));
+    }
+    let group_config = broker
+        .subscriptions
+        .find_or_create(&header.consumer_group)
+        .ok_or_else(|| {
+            error(
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!(
+                    "subscription group [{}] does not exist",
+                    header.consumer_group
+                ),
+            )
+        })?;
+    if !group_config.consume_enable {
+        return Err(error(
+            response_code::NO_PERMISSION,
+            format!(
+                "subscription group no permission, {}",
+                header.consumer_group
+            ),
+        ));
+    }
+    let topic_config = broker.topics.get(&header.topic).ok_or_else(|| {
+        error(
+            response_code::TOPIC_NOT_EXIST,
+            format!("topic[{}] not exist, apply first please!", header.topic),
+        )
+    })?;
+    if !perm::is_readable(topic_config.perm) {
+        return Err(error(
+            response_code::NO_PERMISSION,
+            format!("the topic[{}] pulling message is forbidden", header.topic),
+        ));
+    }
+    if header.queue_id < 0 || header.queue_id >= topic_config.read_queue_nums {
+        return Err(error(
+            response_code::SYSTEM_ERROR,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                header.queue_id,
+                header.topic,
+                topic_config.read_queue_nums,
+                channel.peer_addr()
+            ),
+        ));
+    }
+
+    let subscription = subscription_for(broker, header)?;
+    let max_count = header.max_msg_nums.max(1);
+    let max_bytes = header.max_msg_bytes.filter(|b| *b > 0).unwrap_or(i32::MAX);
+    let filter = TagFilter(subscription.clone());
+    let result = broker.store.get_message(
+        &header.consumer_group,
+        &header.topic,
+        header.queue_id,
+        header.queue_offset,
+        max_count,
+        max_bytes,
+        Some(&filter),
+    );
+
+    let suggest = if config.slave_read_enable && result.suggest_pulling_from_slave {
+        group_config.which_broker_when_consume_slowly
+    } else {
+        0
+    };
+    let response_header = PullMessageResponseHeader {
+        suggest_which_broker_id: suggest,
+        next_begin_offset: result.next_begin_offset,
+        min_offset: result.min_offset,
+        max_offset: result.max_offset,
+    };
+    let code = match result.status {
+        GetMessageStatus::Found => response_code::SUCCESS,
+        GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {
+            response_code::PULL_RETRY_IMMEDIATELY
+        }
+        GetMessageStatus::NoMatchedLogicQueue | GetMessageStatus::NoMessageInQueue => {
+            if header.queue_offset != 0 {
+                response_code::PULL_OFFSET_MOVED
+            } else {
+                response_code::PULL_NOT_FOUND
+            }
+        }
+        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => {
+            response_code::PULL_NOT_FOUND
+        }
+        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
+            response_code::PULL_OFFSET_MOVED
+        }
+    };
+
+    let has_commit = header.sys_flag & PULL_FLAG_COMMIT_OFFSET != 0;
+    if first && has_commit && config.is_master() {
+        broker.offsets.commit(
+            &header.consumer_group,
+            &header.topic,
+            header.queue_id,
+            header.commit_offset,
+        );
+    }
+
+    if code == response_code::SUCCESS {
+        let mut body = BytesMut::with_capacity(result.buffer_total_size);
+        for record in &result.messages {
+            body.extend_from_slice(record);
+        }
+        broker.count_get(result.messages.len() as u64);
+        let response = RemotingCommand::response(code, None)
+            .with_header(&response_header)
+            .with_body(body.freeze());
+        return Ok(PullOutcome::Done(response));
+    }
+    let suspend = header.sys_flag & PULL_FLAG_SUSPEND != 0;
+    if code == response_code::PULL_NOT_FOUND && suspend && first {
+        return Ok(PullOutcome::Hold { subscription });
+    }
+    let remark = if code == response_code::PULL_OFFSET_MOVED {
+        Some(format!(
+            "the request offset {} moved: min {}, max {}",
+            header.queue_offset, result.min_offset, result.max_offset
+        ))
+    } else {
+        None
+    };
+    Ok(PullOutcome::Done(
+        RemotingCommand::response(code, remark).with_header(&response_header),
+    ))
+}
+
+/// The subscription a pull filters by: its own (sysFlag bit 2) or the heartbeat's.
+fn subscription_for(
+    broker: &Broker,
+    header: &PullMessageRequestHeader,
+) -> Result<SubscriptionData, RemotingCommand> {
+    let expression_type = header
+        .expression_type
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .unwrap_or(EXPRESSION_TYPE_TAG);
+    if header.sys_flag & PULL_FLAG_SUBSCRIPTION != 0 {
+        if expression_type != EXPRESSION_TYPE_TAG {
+            return Err(error(
+                response_code::SUBSCRIPTION_PARSE_FAILED,
+                format!(
+                    "The broker does not support consumer to filter message by {expression_type}"
+                ),
+            ));
+        }
+        let expression = header.subscription.as_deref().unwrap_or(SUB_ALL);
+        return Ok(build_subscription(
+            &header.topic,
+            expression,
+            header.sub_version,
+        ));
+    }
+    let Some(group) = broker.clients.consumer_group(&header.consumer_group) else {
+        return Err(error(
+            response_code::SUBSCRIPTION_NOT_EXIST,
+            format!(
+                "the consumer's group info not exist, {}",
+                header.consumer_group
+            ),
+        ));
+    };
+    let group_config = broker.subscriptions.get(&header.consumer_group);
+    if group.message_model == MessageModel::Broadcasting
+        && group_config.is_some_and(|g| !g.consume_broadcast_enable)
+    {
+        return Err(error(
+            response_code::NO_PERMISSION,
+            format!(
+                "the consumer group[{}] can not consume by broadcast way",
+                header.consumer_group
+            ),
+        ));
+    }
+    let Some(sub) = group.subscriptions.get(&header.topic) else {
+        return Err(error(
+            response_code::SUBSCRIPTION_NOT_EXIST,
+            format!("the consumer's subscription not exist, {}", header.topic),
+        ));
+    };
+    if sub.sub_version < header.sub_version {
+        return Err(error(
+            response_code::SUBSCRIPTION_NOT_LATEST,
+            "the consumer's subscription not latest",
+        ));
+    }
+    if sub.expression_type != EXPRESSION_TYPE_TAG && !sub.expression_type.is_empty() {
+        return Err(error(
+            response_code::SUBSCRIPTION_PARSE_FAILED,
+            format!(
+                "The broker does not support consumer to filter message by {}",
+                sub.expression_type
+            ),
+        ));
+    }
+    Ok(sub.clone())
+}

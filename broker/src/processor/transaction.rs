@@ -1,0 +1,117 @@
+//! END_TRANSACTION (PROTOCOL.md 3.10, 8.2): commit or roll back a half message.
+
+use tracing::{debug, info, warn};
+use vostok_remoting::protocol::header::EndTransactionRequestHeader;
+use vostok_remoting::protocol::message::{property, sysflag, MessageExt};
+use vostok_remoting::protocol::response_code;
+use vostok_remoting::protocol::topic;
+use vostok_remoting::{Channel, RemotingCommand};
+
+use super::{decode_header, error};
+use crate::broker::Broker;
+use crate::transaction::{committed_message, root_of, write_op};
+
+pub(crate) async fn end_transaction(
+    broker: &Broker,
+    channel: &Channel,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let header = decode_header!(request, EndTransactionRequestHeader);
+    if !broker.config.is_master() {
+        return error(
+            response_code::SLAVE_NOT_AVAILABLE,
+            "the broker is a slave: end transactions on the master",
+        );
+    }
+    let kind = header.commit_or_rollback;
+    if kind == sysflag::TRANSACTION_NOT_TYPE {
+        debug!(peer = %channel.peer_addr(), msg_id = %header.msg_id, "transaction state unknown; waiting for check-back");
+        return RemotingCommand::success();
+    }
+    if kind != sysflag::TRANSACTION_COMMIT_TYPE && kind != sysflag::TRANSACTION_ROLLBACK_TYPE {
+        return error(
+            response_code::INVALID_PARAMETER,
+            format!("commitOrRollback {kind} is neither 0, 8 nor 12"),
+        );
+    }
+    let half = match check_prepared(broker, &header) {
+        Ok(half) => half,
+        Err(response) => return response,
+    };
+    let root = root_of(&half.properties, half.queue_offset);
+    if broker.transactions.is_finished(root) {
+        debug!(root, "transaction already finished; duplicate end ignored");
+        return RemotingCommand::success();
+    }
+    if kind == sysflag::TRANSACTION_COMMIT_TYPE {
+        let Some(msg) = committed_message(broker, &half) else {
+            return error(
+                response_code::SYSTEM_ERROR,
+                "half message lacks its real topic",
+            );
+        };
+        let result = broker.store.put_message(msg).await;
+        let response = super::send::put_response(broker, result, half.queue_id, None);
+        if !response_code::is_stored(response.code) {
+            warn!(
+                root,
+                code = response.code,
+                remark = response.remark(),
+                "transaction commit not stored"
+            );
+            return response;
+        }
+        broker.count_put(1);
+        info!(root, msg_id = %header.msg_id, "transaction committed");
+    } else {
+        info!(root, msg_id = %header.msg_id, "transaction rolled back");
+    }
+    if !write_op(broker, root).await {
+        return error(
+            response_code::SYSTEM_ERROR,
+            "cannot record the transaction outcome",
+        );
+    }
+    RemotingCommand::success()
+}
+
+/// Reads the half message and checks it is the one the producer names.
+fn check_prepared(
+    broker: &Broker,
+    header: &EndTransactionRequestHeader,
+) -> Result<MessageExt, RemotingCommand> {
+    let half = broker
+        .store
+        .look_message_by_offset(header.commit_log_offset)
+        .ok_or_else(|| {
+            error(
+                response_code::SYSTEM_ERROR,
+                "Find prepared transaction message failed",
+            )
+        })?;
+    if half.topic != topic::TRANS_HALF_TOPIC {
+        return Err(error(
+            response_code::SYSTEM_ERROR,
+            "the commit log offset does not point to a half message",
+        ));
+    }
+    if half.property(property::PRODUCER_GROUP) != Some(header.producer_group.as_str()) {
+        return Err(error(
+            response_code::SYSTEM_ERROR,
+            "The producer group wrong",
+        ));
+    }
+    if half.queue_offset != header.tran_state_table_offset {
+        return Err(error(
+            response_code::SYSTEM_ERROR,
+            "The transaction state table offset wrong",
+        ));
+    }
+    if half.commit_log_offset != header.commit_log_offset {
+        return Err(error(
+            response_code::SYSTEM_ERROR,
+            "The commit log offset wrong",
+        ));
+    }
+    Ok(half)
+}

@@ -1,0 +1,207 @@
+//! Subscription group configs (`SubscriptionGroupManager`), persisted to
+//! `config/subscriptionGroup.json`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+use vostok_remoting::config_file;
+use vostok_remoting::protocol::body::DataVersion;
+use vostok_remoting::protocol::message::id::now_millis;
+
+use crate::config::BrokerConfig;
+
+/// Per-group settings (`SubscriptionGroupConfig`, PROTOCOL.md 6.9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionGroupConfig {
+    pub group_name: String,
+    #[serde(default = "yes")]
+    pub consume_enable: bool,
+    #[serde(default = "yes")]
+    pub consume_from_min_enable: bool,
+    #[serde(default = "yes")]
+    pub consume_broadcast_enable: bool,
+    #[serde(default)]
+    pub consume_message_orderly: bool,
+    #[serde(default = "one")]
+    pub retry_queue_nums: i32,
+    #[serde(default = "sixteen")]
+    pub retry_max_times: i32,
+    #[serde(default)]
+    pub broker_id: i64,
+    #[serde(default = "one_long")]
+    pub which_broker_when_consume_slowly: i64,
+    #[serde(default = "yes")]
+    pub notify_consumer_ids_changed_enable: bool,
+    #[serde(default)]
+    pub group_sys_flag: i32,
+    #[serde(default = "fifteen")]
+    pub consume_timeout_minute: i32,
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> i32 {
+    1
+}
+fn one_long() -> i64 {
+    1
+}
+fn sixteen() -> i32 {
+    16
+}
+fn fifteen() -> i32 {
+    15
+}
+
+impl SubscriptionGroupConfig {
+    pub fn new(group: impl Into<String>) -> Self {
+        SubscriptionGroupConfig {
+            group_name: group.into(),
+            consume_enable: true,
+            consume_from_min_enable: true,
+            consume_broadcast_enable: true,
+            consume_message_orderly: false,
+            retry_queue_nums: 1,
+            retry_max_times: 16,
+            broker_id: 0,
+            which_broker_when_consume_slowly: 1,
+            notify_consumer_ids_changed_enable: true,
+            group_sys_flag: 0,
+            consume_timeout_minute: 15,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Persisted {
+    #[serde(default)]
+    subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+    #[serde(default)]
+    data_version: DataVersion,
+}
+
+/// Groups the broker creates for itself.
+const SYSTEM_GROUPS: &[&str] = &[
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "__MONITOR_CONSUMER",
+    "CLIENT_INNER_PRODUCER",
+    "SELF_TEST_P_GROUP",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_ONSAPI_PULL",
+    "CID_RMQ_SYS_TRANS",
+];
+
+pub struct SubscriptionGroupManager {
+    path: PathBuf,
+    auto_create: bool,
+    state: RwLock<Persisted>,
+}
+
+impl SubscriptionGroupManager {
+    pub fn load(config: &BrokerConfig) -> Self {
+        let path = config.config_dir().join("subscriptionGroup.json");
+        let mut state: Persisted = config_file::load(&path, |bytes| {
+            vostok_remoting::protocol::json::from_slice("subscriptionGroup.json", bytes).ok()
+        })
+        .unwrap_or_else(|| Persisted {
+            data_version: DataVersion::new(now_millis()),
+            ..Default::default()
+        });
+        for group in SYSTEM_GROUPS {
+            state
+                .subscription_group_table
+                .entry((*group).to_owned())
+                .or_insert_with(|| SubscriptionGroupConfig::new(*group));
+        }
+        SubscriptionGroupManager {
+            path,
+            auto_create: config.auto_create_subscription_group,
+            state: RwLock::new(state),
+        }
+    }
+
+    pub fn get(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        self.state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .subscription_group_table
+            .get(group)
+            .cloned()
+    }
+
+    /// The group's config, created with defaults when `autoCreateSubscriptionGroup` is on.
+    pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        if let Some(found) = self.get(group) {
+            return Some(found);
+        }
+        if !self.auto_create {
+            return None;
+        }
+        let config = SubscriptionGroupConfig::new(group);
+        {
+            let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(raced) = state.subscription_group_table.get(group) {
+                return Some(raced.clone());
+            }
+            state
+                .subscription_group_table
+                .insert(group.to_owned(), config.clone());
+            state.data_version.next(now_millis());
+        }
+        info!(group, "auto-created subscription group");
+        self.persist();
+        Some(config)
+    }
+
+    pub fn update(&self, config: SubscriptionGroupConfig) {
+        {
+            let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+            state
+                .subscription_group_table
+                .insert(config.group_name.clone(), config);
+            state.data_version.next(now_millis());
+        }
+        self.persist();
+    }
+
+    pub fn delete(&self, group: &str) -> bool {
+        let removed = {
+            let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+            let removed = state.subscription_group_table.remove(group).is_some();
+            if removed {
+                state.data_version.next(now_millis());
+            }
+            removed
+        };
+        if removed {
+            self.persist();
+        }
+        removed
+    }
+
+    /// The whole table as JSON (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
+    pub fn encode(&self) -> Vec<u8> {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        serde_json::to_vec(&*state).unwrap_or_default()
+    }
+
+    pub fn persist(&self) {
+        let body = {
+            let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+            serde_json::to_vec_pretty(&*state).unwrap_or_default()
+        };
+        if let Err(e) = config_file::persist(&self.path, &body) {
+            warn!(file = %self.path.display(), error = %e, "cannot persist subscription groups");
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! Topic configs (`TopicConfigManager`): the broker's topic table, persisted to
+//! `config/topics.json` with its data version and registered with the name servers.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, RwLock};
+
+use tokio::sync::Notify;
+use tracing::{info, warn};
+use vostok_remoting::config_file;
+use vostok_remoting::protocol::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+use vostok_remoting::protocol::message::id::now_millis;
+use vostok_remoting::protocol::topic::{self, perm};
+
+use crate::config::BrokerConfig;
+
+/// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.
+pub const SCHEDULE_QUEUE_NUMS: i32 = 18;
+/// Read/write queues of a topic created without a count (Java `TopicConfig` defaults).
+const DEFAULT_QUEUE_NUMS: i32 = 16;
+
+pub struct TopicConfigManager {
+    path: PathBuf,
+    table: RwLock<BTreeMap<String, TopicConfig>>,
+    data_version: Mutex<DataVersion>,
+    /// Signalled on every change, so that the broker registers with the name servers at once.
+    changed: Notify,
+}
+
+impl TopicConfigManager {
+    /// Loads `config/topics.json` (or its backup) and adds the system topics.
+    pub fn load(config: &BrokerConfig) -> Self {
+        let path = config.config_dir().join("topics.json");
+        let stored: Option<TopicConfigSerializeWrapper> = config_file::load(&path, |bytes| {
+            vostok_remoting::protocol::json::from_slice("topics.json", bytes).ok()
+        });
+        let (table, data_version) = match stored {
+            Some(wrapper) => (wrapper.topic_config_table, wrapper.data_version),
+            None => (BTreeMap::new(), DataVersion::new(now_millis())),
+        };
+        let manager = TopicConfigManager {
+            path,
+            table: RwLock::new(table),
+            data_version: Mutex::new(data_version),
+            changed: Notify::new(),
+        };
+        manager.add_system_topics(config);
+        manager
+    }
+
+    fn add_system_topics(&self, config: &BrokerConfig) {
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut put = |t: TopicConfig| {
+            table.entry(t.topic_name.clone()).or_insert(t);
+        };
+        put(TopicConfig::new(topic::SELF_TEST_TOPIC, 1));
+        if config.auto_create_topic_enable {
+            put(TopicConfig::new(
+                topic::AUTO_CREATE_TOPIC_KEY_TOPIC,
+                config.default_topic_queue_nums,
+            )
+            .with_perm(perm::INHERIT | perm::READ | perm::WRITE));
+        }
+        let named_perm = |enabled: bool| {
+            if enabled {
+                perm::INHERIT | config.broker_permission
+            } else {
+                perm::INHERIT
+            }
+        };
+        put(
+            TopicConfig::new(config.broker_cluster_name.clone(), DEFAULT_QUEUE_NUMS)
+                .with_perm(named_perm(config.cluster_topic_enable)),
+        );
+        put(TopicConfig::new(config.broker_name.clone(), 1)
+            .with_perm(named_perm(config.broker_topic_enable)));
+        put(TopicConfig::new(topic::OFFSET_MOVED_EVENT, 1));
+        put(TopicConfig::new(topic::SCHEDULE_TOPIC, SCHEDULE_QUEUE_NUMS));
+        put(TopicConfig::new(topic::TRANS_HALF_TOPIC, 1));
+        put(TopicConfig::new(topic::TRANS_OP_HALF_TOPIC, 1));
+        put(TopicConfig::new(topic::TIMER_TOPIC, 1));
+        put(
+            TopicConfig::new(format!("{}_REPLY_TOPIC", config.broker_cluster_name), 1)
+                .with_perm(config.broker_permission),
+        );
+    }
+
+    pub fn get(&self, topic: &str) -> Option<TopicConfig> {
+        self.table
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(topic)
+            .cloned()
+    }
+
+    pub fn contains(&self, topic: &str) -> bool {
+        self.table
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(topic)
+    }
+
+    pub fn topic_names(&self) -> Vec<String> {
+        self.table
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Auto-creates `topic` on a send, from the template `default_topic` (PROTOCOL.md 3.1
+    /// step 2). `None` when the template does not exist or may not be inherited.
+    pub fn create_in_send(
+        &self,
+        topic: &str,
+        default_topic: &str,
+        queue_nums: i32,
+        topic_sys_flag: i32,
+    ) -> Option<TopicConfig> {
+        if let Some(existing) = self.get(topic) {
+            return Some(existing);
+        }
+        let template = self.get(default_topic)?;
+        if !perm::is_inherited(template.perm) {
+            warn!(topic, default_topic, "template topic may not be inherited");
+            return None;
+        }
+        let queues = queue_nums.min(template.write_queue_nums).max(1);
+        let mut config = TopicConfig::new(topic, queues).with_perm(template.perm & !perm::INHERIT);
+        config.topic_sys_flag = topic_sys_flag;
+        config.topic_filter_type = template.topic_filter_type;
+        info!(topic, queues, "auto-created topic from {default_topic}");
+        Some(self.insert_if_absent(config))
+    }
+
+    /// Gets or creates a broker-managed topic (retry, DLQ, transaction check topics).
+    pub fn get_or_create(
+        &self,
+        topic: &str,
+        queue_nums: i32,
+        perm: i32,
+        topic_sys_flag: i32,
+    ) -> TopicConfig {
+        if let Some(existing) = self.get(topic) {
+            return existing;
+        }
+        let mut config = TopicConfig::new(topic, queue_nums).with_perm(perm);
+        config.topic_sys_flag = topic_sys_flag;
+        info!(topic, queue_nums, perm, "created topic");
+        self.insert_if_absent(config)
+    }
+
+    fn insert_if_absent(&self, config: TopicConfig) -> TopicConfig {
+        let inserted = {
+            let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(existing) = table.get(&config.topic_name) {
+                return existing.clone();
+            }
+            table.insert(config.topic_name.clone(), config.clone());
+            config
+        };
+        self.on_change();
+        inserted
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC: creates or replaces.
+    pub fn update(&self, config: TopicConfig) {
+        info!(topic = %config.topic_name, read = config.read_queue_nums, write = config.write_queue_nums, perm = config.perm, "topic config updated");
+        self.table
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(config.topic_name.clone(), config);
+        self.on_change();
+    }
+
+    /// Removes a topic; true when it existed.
+    pub fn delete(&self, topic: &str) -> bool {
+        let removed = self
+            .table
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(topic)
+            .is_some();
+        if removed {
+            info!(topic, "topic deleted");
+            self.on_change();
+        }
+        removed
+    }
+
+    /// Sets the permission of every topic (wipe/add write permission of the broker).
+    pub fn set_all_write_perm(&self, writeable: bool) -> i32 {
+        let mut count = 0;
+        {
+            let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+            for config in table.values_mut() {
+                let new = if writeable {
+                    config.perm | perm::WRITE
+                } else {
+                    config.perm & !perm::WRITE
+                };
+                if new != config.perm {
+                    config.perm = new;
+                    count += 1;
+                }
+            }
+        }
+        self.on_change();
+        count
+    }
+
+    /// The table and its version, as registered and persisted.
+    pub fn wrapper(&self) -> TopicConfigSerializeWrapper {
+        let table = self.table.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let data_version = self
+            .data_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        TopicConfigSerializeWrapper {
+            data_version,
+            topic_config_table: table,
+            ..Default::default()
+        }
+    }
+
+    pub fn data_version(&self) -> DataVersion {
+        self.data_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Resolves when the table changed since the last call.
+    pub async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    fn on_change(&self) {
+        self.data_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next(now_millis());
+        self.persist();
+        self.changed.notify_one();
+    }
+
+    /// Writes `config/topics.json`.
+    pub fn persist(&self) {
+        let body = serde_json::to_vec_pretty(&self.wrapper()).unwrap_or_default();
+        if let Err(e) = config_file::persist(&self.path, &body) {
+            warn!(file = %self.path.display(), error = %e, "cannot persist topic configs");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &std::path::Path) -> BrokerConfig {
+        let mut c = BrokerConfig::default();
+        c.store.store_path_root_dir = dir.to_path_buf();
+        c.broker_name = "broker-a".into();
+        c
+    }
+
+    #[test]
+    fn auto_creates_from_the_template_and_survives_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = config(dir.path());
+        let manager = TopicConfigManager::load(&c);
+        let v0 = manager.data_version().counter;
+        let created = manager.create_in_send("Orders", "TBW102", 4, 0).unwrap();
+        assert_eq!(created.write_queue_nums, 4);
+        assert_eq!(created.perm, perm::READ | perm::WRITE);
+        assert!(manager.data_version().counter > v0);
+        assert!(manager
+            .create_in_send("X", "NoSuchTemplate", 4, 0)
+            .is_none());
+        assert!(
+            manager.create_in_send("Y", "Orders", 4, 0).is_none(),
+            "Orders is not inheritable"
+        );
+
+        let reloaded = TopicConfigManager::load(&c);
+        assert_eq!(reloaded.get("Orders"), Some(created));
+        assert!(reloaded.contains(topic::SCHEDULE_TOPIC));
+    }
+
+    #[test]
+    fn no_template_without_auto_create() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path());
+        c.auto_create_topic_enable = false;
+        let manager = TopicConfigManager::load(&c);
+        assert!(manager.get("TBW102").is_none());
+        assert!(manager.create_in_send("Orders", "TBW102", 4, 0).is_none());
+    }
+}

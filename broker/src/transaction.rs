@@ -1,0 +1,467 @@
+//! Transactional (half) messages and the check-back service (PROTOCOL.md 8).
+//!
+//! A prepared message is stored in `RMQ_SYS_TRANS_HALF_TOPIC`, invisible to consumers.
+//! END_TRANSACTION commits (stores the real message) or rolls back, and records the
+//! half offset in `RMQ_SYS_TRANS_OP_HALF_TOPIC`. Every `transactionCheckInterval` the
+//! check service walks the half queue: finished offsets are skipped, messages younger
+//! than their immunity time end the round, older ones are re-appended with a higher
+//! check count and checked back with CHECK_TRANSACTION_STATE on a connection of the
+//! producer group; after `transactionCheckMax` checks a message goes to
+//! `TRANS_CHECK_MAX_TIME_TOPIC`. Progress on both queues is kept as the internal
+//! group's consumer offsets, so the state survives a restart.
+//!
+//! A transaction is identified by its *root*: the queue offset of the original half
+//! message, which every re-appended copy carries in `TRAN_PREPARED_QUEUE_OFFSET`. Op
+//! records name roots, so an END_TRANSACTION for the original or for any copy finishes
+//! the whole chain, and a second END_TRANSACTION for a finished root is ignored.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{debug, info, warn};
+use vostok_remoting::protocol::filter::tags_code;
+use vostok_remoting::protocol::header::CheckTransactionStateRequestHeader;
+use vostok_remoting::protocol::message::id::{create_offset_msg_id, now_millis};
+use vostok_remoting::protocol::message::property::{self, push_pair};
+use vostok_remoting::protocol::message::{sysflag, MessageExt, RecordView};
+use vostok_remoting::protocol::request_code;
+use vostok_remoting::protocol::topic::{self, perm};
+use vostok_remoting::RemotingCommand;
+use vostok_store::{GetMessageStatus, MessageInner, PutMessageStatus};
+
+use crate::broker::Broker;
+
+/// Tag of op records.
+const OP_TAG: &str = "d";
+/// Longest a check round runs (`MAX_PROCESS_TIME_LIMIT`).
+const MAX_ROUND: Duration = Duration::from_secs(60);
+
+/// Roots finished recently, so that a duplicate END_TRANSACTION does not commit twice.
+#[derive(Default)]
+pub(crate) struct TransactionState {
+    finished: std::sync::Mutex<BTreeMap<i64, i64>>,
+}
+
+impl TransactionState {
+    pub(crate) fn is_finished(&self, root: i64) -> bool {
+        self.finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&root)
+    }
+
+    fn remember(&self, roots: impl IntoIterator<Item = i64>, at: i64) {
+        let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        for root in roots {
+            finished.insert(root, at);
+        }
+    }
+
+    fn forget_before(&self, cutoff: i64) {
+        self.finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, at| *at >= cutoff);
+    }
+}
+
+/// The root of a half record: its original offset if it is a check copy, else its own.
+pub(crate) fn root_of(
+    properties: &vostok_remoting::protocol::message::Properties,
+    queue_offset: i64,
+) -> i64 {
+    properties
+        .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(queue_offset)
+}
+
+/// How long op records are kept: longer than any chain of check copies can live.
+fn op_horizon(broker: &Broker) -> i64 {
+    let config = &broker.config;
+    (config.transaction_check_max.max(1) as i64 + 2)
+        * config.transaction_check_interval.as_millis() as i64
+        + config.transaction_timeout.as_millis() as i64
+}
+
+/// Rewrites a prepared message into its half record (`parseHalfMessageInner`).
+pub(crate) fn to_half_message(msg: &mut MessageInner) {
+    let uniq =
+        property::find(&msg.properties, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX).map(str::to_owned);
+    push_pair(&mut msg.properties, property::REAL_TOPIC, &msg.topic);
+    push_pair(
+        &mut msg.properties,
+        property::REAL_QUEUE_ID,
+        &msg.queue_id.to_string(),
+    );
+    if let Some(uniq) = uniq {
+        if property::find(&msg.properties, property::TRANSACTION_ID).is_none() {
+            push_pair(&mut msg.properties, property::TRANSACTION_ID, &uniq);
+        }
+    }
+    msg.sys_flag = sysflag::reset_transaction_type(msg.sys_flag, sysflag::TRANSACTION_NOT_TYPE);
+    msg.topic = topic::TRANS_HALF_TOPIC.to_owned();
+    msg.queue_id = 0;
+    msg.tags_code = 0;
+}
+
+/// The committed message for a half record (`endMessageTransaction`).
+pub(crate) fn committed_message(broker: &Broker, half: &MessageExt) -> Option<MessageInner> {
+    let topic = half.property(property::REAL_TOPIC)?.to_owned();
+    let queue_id = half.property(property::REAL_QUEUE_ID)?.parse().ok()?;
+    let mut properties = half.properties.clone();
+    for name in [
+        property::REAL_TOPIC,
+        property::REAL_QUEUE_ID,
+        property::TRANSACTION_PREPARED,
+        property::TRANSACTION_CHECK_TIMES,
+    ] {
+        properties.remove(name);
+    }
+    Some(MessageInner {
+        topic,
+        queue_id,
+        flag: half.flag,
+        body: half.body.clone(),
+        tags_code: tags_code(properties.tags()),
+        properties: properties.encode(),
+        sys_flag: sysflag::reset_transaction_type(half.sys_flag, sysflag::TRANSACTION_COMMIT_TYPE),
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: broker.broker_addr,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: half.commit_log_offset,
+    })
+}
+
+fn stored(status: PutMessageStatus) -> bool {
+    matches!(
+        status,
+        PutMessageStatus::PutOk
+            | PutMessageStatus::FlushDiskTimeout
+            | PutMessageStatus::FlushSlaveTimeout
+            | PutMessageStatus::SlaveNotAvailable
+    )
+}
+
+/// Records that the transaction with root `half_queue_offset` is finished.
+pub(crate) async fn write_op(broker: &Broker, half_queue_offset: i64) -> bool {
+    broker
+        .transactions
+        .remember([half_queue_offset], now_millis());
+    let mut properties = String::new();
+    push_pair(&mut properties, property::TAGS, OP_TAG);
+    let msg = MessageInner {
+        topic: topic::TRANS_OP_HALF_TOPIC.to_owned(),
+        queue_id: 0,
+        flag: 0,
+        body: bytes::Bytes::from(half_queue_offset.to_string()),
+        tags_code: tags_code(Some(OP_TAG)),
+        properties,
+        sys_flag: 0,
+        born_timestamp: now_millis(),
+        born_host: broker.broker_addr,
+        store_host: broker.broker_addr,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    };
+    let status = broker.store.put_message(msg).await.status;
+    if !stored(status) {
+        warn!(
+            half_queue_offset,
+            ?status,
+            "cannot write transaction op record"
+        );
+    }
+    stored(status)
+}
+
+/// Starts the check service.
+pub(crate) fn spawn(broker: &Arc<Broker>) {
+    if !broker.config.is_master() {
+        return;
+    }
+    broker.topics.get_or_create(
+        topic::TRANS_CHECK_MAX_TIME_TOPIC,
+        1,
+        perm::READ | perm::WRITE,
+        0,
+    );
+    let b = broker.clone();
+    broker.tasks.spawn(async move {
+        // Learn what finished before a restart before any END_TRANSACTION is judged.
+        let op_start = b
+            .offsets
+            .query(topic::CID_SYS_RMQ_TRANS, topic::TRANS_OP_HALF_TOPIC, 0)
+            .max(0);
+        for op in read_ops(&b, op_start) {
+            b.transactions.remember(op.roots, op.stored_at);
+        }
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(b.config.transaction_check_interval) => {}
+                _ = b.shutdown.cancelled() => break,
+            }
+            check_round(&b).await;
+        }
+    });
+}
+
+struct Op {
+    offset: i64,
+    stored_at: i64,
+    roots: BTreeSet<i64>,
+}
+
+/// The op records from `op_offset` on.
+fn read_ops(broker: &Broker, mut op_offset: i64) -> Vec<Op> {
+    let mut ops = Vec::new();
+    loop {
+        let result = broker.store.get_message(
+            topic::CID_SYS_RMQ_TRANS,
+            topic::TRANS_OP_HALF_TOPIC,
+            0,
+            op_offset,
+            256,
+            i32::MAX,
+            None,
+        );
+        match result.status {
+            GetMessageStatus::Found => {}
+            GetMessageStatus::OffsetTooSmall => {
+                op_offset = result.next_begin_offset;
+                continue;
+            }
+            _ => break,
+        }
+        for record in &result.messages {
+            let Ok(view) = RecordView::parse_message(record, false) else {
+                continue;
+            };
+            let roots = std::str::from_utf8(view.body())
+                .unwrap_or("")
+                .split(',')
+                .filter_map(|s| s.trim().parse::<i64>().ok())
+                .collect();
+            ops.push(Op {
+                offset: view.queue_offset(),
+                stored_at: view.store_timestamp(),
+                roots,
+            });
+            op_offset = view.queue_offset() + 1;
+        }
+    }
+    ops
+}
+
+/// One pass of the check service.
+pub(crate) async fn check_round(broker: &Broker) {
+    let started = std::time::Instant::now();
+    let group = topic::CID_SYS_RMQ_TRANS;
+    let half_start = broker
+        .offsets
+        .query(group, topic::TRANS_HALF_TOPIC, 0)
+        .max(0);
+    let op_start = broker
+        .offsets
+        .query(group, topic::TRANS_OP_HALF_TOPIC, 0)
+        .max(0);
+    let ops = read_ops(broker, op_start);
+    let now = now_millis();
+    for op in &ops {
+        broker
+            .transactions
+            .remember(op.roots.iter().copied(), op.stored_at);
+    }
+
+    // Walk the half queue in order; `progress` is where the next round starts.
+    let mut progress = half_start;
+    'walk: loop {
+        let result = broker.store.get_message(
+            group,
+            topic::TRANS_HALF_TOPIC,
+            0,
+            progress,
+            32,
+            i32::MAX,
+            None,
+        );
+        match result.status {
+            GetMessageStatus::Found => {}
+            GetMessageStatus::OffsetTooSmall => {
+                progress = result.next_begin_offset;
+                continue;
+            }
+            _ => break,
+        }
+        for record in &result.messages {
+            if started.elapsed() > MAX_ROUND || broker.shutdown.is_cancelled() {
+                break 'walk;
+            }
+            let Ok(view) = RecordView::parse_message(record, false) else {
+                break 'walk;
+            };
+            let q = view.queue_offset();
+            let half = MessageExt::from_view(&view, None);
+            let root = root_of(&half.properties, q);
+            if broker.transactions.is_finished(root) {
+                progress = q + 1;
+                continue;
+            }
+            let checks: i32 = half
+                .property(property::TRANSACTION_CHECK_TIMES)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            if checks >= broker.config.transaction_check_max {
+                discard(broker, &half).await;
+                write_op(broker, root).await;
+                progress = q + 1;
+                continue;
+            }
+            let immunity = half
+                .property(property::CHECK_IMMUNITY_TIME_IN_SECONDS)
+                .and_then(|v| v.parse::<i64>().ok())
+                .map(|s| s * 1000)
+                .unwrap_or(broker.config.transaction_timeout.as_millis() as i64);
+            if now - half.born_timestamp < immunity {
+                break 'walk;
+            }
+            if !check_back(broker, &half, root, checks + 1).await {
+                break 'walk;
+            }
+            progress = q + 1;
+        }
+    }
+    if progress != half_start {
+        broker
+            .offsets
+            .commit(group, topic::TRANS_HALF_TOPIC, 0, progress);
+    }
+    // Old op records can name no live copy any more: drop them from the front.
+    let cutoff = now - op_horizon(broker);
+    let mut op_progress = op_start;
+    for op in &ops {
+        if op.stored_at >= cutoff {
+            break;
+        }
+        op_progress = op.offset + 1;
+    }
+    if op_progress != op_start {
+        broker
+            .offsets
+            .commit(group, topic::TRANS_OP_HALF_TOPIC, 0, op_progress);
+        broker.transactions.forget_before(cutoff);
+    }
+    debug!(
+        half_from = half_start,
+        half_to = progress,
+        op_to = op_progress,
+        "transaction check round done"
+    );
+}
+
+/// Re-appends the half message with its check count raised and asks a producer of its
+/// group for the outcome. False when the copy could not be written.
+async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) -> bool {
+    let mut copy_props = half.properties.clone();
+    copy_props.insert(property::TRANSACTION_CHECK_TIMES, checks.to_string());
+    copy_props.insert(
+        property::TRANSACTION_PREPARED_QUEUE_OFFSET,
+        root.to_string(),
+    );
+    let copy = MessageInner {
+        topic: topic::TRANS_HALF_TOPIC.to_owned(),
+        queue_id: 0,
+        flag: half.flag,
+        body: half.body.clone(),
+        tags_code: 0,
+        properties: copy_props.encode(),
+        sys_flag: half.sys_flag,
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: broker.broker_addr,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    let result = broker.store.put_message(copy).await;
+    let Some(append) = result.append.filter(|_| stored(result.status)) else {
+        warn!(offset = half.queue_offset, status = ?result.status, "cannot re-append half message for check");
+        return false;
+    };
+    let group = half
+        .property(property::PRODUCER_GROUP)
+        .unwrap_or("")
+        .to_owned();
+    let Some(channel) = broker.clients.producer_channel(&group) else {
+        debug!(group = %group, "no producer online to check a transaction; will check again");
+        return true;
+    };
+    let uniq = half
+        .property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        .map(str::to_owned);
+    let header = CheckTransactionStateRequestHeader {
+        tran_state_table_offset: append.queue_offset,
+        commit_log_offset: append.wrote_offset,
+        msg_id: uniq.clone(),
+        transaction_id: half
+            .property(property::TRANSACTION_ID)
+            .map(str::to_owned)
+            .or(uniq),
+        offset_msg_id: Some(create_offset_msg_id(
+            broker.broker_addr,
+            append.wrote_offset,
+        )),
+        topic: Some(topic::TRANS_HALF_TOPIC.to_owned()),
+        broker_name: Some(broker.config.broker_name.clone()),
+    };
+    // The body is the message as the producer knows it: real topic and queue.
+    let mut shown = half.clone();
+    shown.properties = copy_props;
+    if let Some(real) = shown.property(property::REAL_TOPIC).map(str::to_owned) {
+        shown.topic = real;
+    }
+    if let Some(q) = shown
+        .property(property::REAL_QUEUE_ID)
+        .and_then(|q| q.parse().ok())
+    {
+        shown.queue_id = q;
+    }
+    shown.queue_offset = append.queue_offset;
+    shown.commit_log_offset = append.wrote_offset;
+    shown.store_timestamp = append.store_timestamp;
+    let request =
+        RemotingCommand::request_with_header(request_code::CHECK_TRANSACTION_STATE, &header)
+            .with_body(shown.encode());
+    info!(group = %group, offset = append.queue_offset, checks, "checking transaction state with producer");
+    if let Err(e) = channel.invoke_oneway(request, Duration::from_secs(3)).await {
+        warn!(peer = %channel.peer_addr(), error = %e, "check transaction state not sent");
+    }
+    true
+}
+
+/// A half message checked `transactionCheckMax` times: kept in `TRANS_CHECK_MAX_TIME_TOPIC`
+/// for operators, and logged.
+async fn discard(broker: &Broker, half: &MessageExt) {
+    warn!(
+        offset = half.queue_offset,
+        group = half.property(property::PRODUCER_GROUP).unwrap_or(""),
+        msg_id = %half.msg_id(),
+        "transaction still unknown after the maximum number of checks; discarded"
+    );
+    let msg = MessageInner {
+        topic: topic::TRANS_CHECK_MAX_TIME_TOPIC.to_owned(),
+        queue_id: 0,
+        flag: half.flag,
+        body: half.body.clone(),
+        tags_code: 0,
+        properties: half.properties.encode(),
+        sys_flag: half.sys_flag,
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: broker.broker_addr,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    let _ = broker.store.put_message(msg).await;
+}
