@@ -156,7 +156,13 @@ impl IndexService {
             .collect();
         // All entries of a record go to one file, so that a file's header always
         // ends between records (recovery relies on it).
-        let file = match self.files().last().cloned() {
+        let current = self
+            .files
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .last()
+            .cloned();
+        let file = match current {
             Some(f) if f.index_count() as usize + keys.len() <= self.max_index as usize => f,
             previous => self.roll(previous.as_deref(), store_timestamp)?,
         };

@@ -423,6 +423,17 @@ impl MessageStore {
             "flushDiskType",
             i.config.flush_disk_type.as_str().to_owned(),
         );
+        let gc = &i.commitlog.group_commit;
+        let rounds = gc.rounds.load(Ordering::Relaxed);
+        put("groupCommitRounds", rounds.to_string());
+        put(
+            "groupCommitWaiters",
+            gc.waiters_served.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "groupCommitAvgSyncMicros",
+            (gc.sync_nanos.load(Ordering::Relaxed) / rounds.max(1) / 1000).to_string(),
+        );
         put(
             "earliestMessageTimeStamp",
             self.earliest_commit_log_time().unwrap_or(0).to_string(),

@@ -140,6 +140,8 @@ pub(crate) enum AppendError {
     TooLarge,
     /// A new file could not be created.
     CreateFile(StoreError),
+    /// A replica holds part of a record received from its master.
+    PartialRawRecord,
 }
 
 impl CommitLog {
@@ -194,6 +196,9 @@ impl CommitLog {
         total: usize,
         now: i64,
     ) -> Result<Appended, AppendError> {
+        if writer.write_pos != self.max_offset() {
+            return Err(AppendError::PartialRawRecord);
+        }
         let mut file = self
             .writable_file(writer)
             .map_err(AppendError::CreateFile)?;

@@ -7,9 +7,12 @@
 //! and answers them all, so one `msync` serves every writer waiting at that moment
 //! while writers that arrive during the sync form the next group.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Group commit keeps collecting writers while they arrive closer than this.
+const LINGER_GAP: Duration = Duration::from_micros(40);
 
 use tokio::sync::oneshot;
 
@@ -25,6 +28,11 @@ struct Waiter {
 pub(crate) struct GroupCommit {
     waiters: Mutex<Vec<Waiter>>,
     wake: Condvar,
+    /// Duration of the last sync, which bounds how long the next group lingers.
+    last_sync_nanos: AtomicU64,
+    pub(crate) rounds: AtomicU64,
+    pub(crate) waiters_served: AtomicU64,
+    pub(crate) sync_nanos: AtomicU64,
 }
 
 impl GroupCommit {
@@ -44,8 +52,11 @@ impl GroupCommit {
         self.wake.notify_all();
     }
 
-    /// Waits up to `timeout` for waiters and takes them all.
-    fn take(&self, timeout: Duration) -> Vec<Waiter> {
+    /// Waits up to `timeout` for a first waiter, then lingers while more keep
+    /// arriving (gaps under [`LINGER_GAP`], at most `linger` in all), and takes them
+    /// all. Without the linger, the first writer woken by the previous sync would
+    /// start the next sync alone and the others would wait for the one after.
+    fn take(&self, timeout: Duration, linger: Duration) -> Vec<Waiter> {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if waiters.is_empty() {
             waiters = self
@@ -53,6 +64,24 @@ impl GroupCommit {
                 .wait_timeout(waiters, timeout)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+        }
+        if !waiters.is_empty() && !linger.is_zero() {
+            let deadline = Instant::now() + linger;
+            loop {
+                let seen = waiters.len();
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                waiters = self
+                    .wake
+                    .wait_timeout(waiters, LINGER_GAP.min(deadline - now))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                if waiters.len() == seen {
+                    break;
+                }
+            }
         }
         std::mem::take(&mut *waiters)
     }
@@ -95,11 +124,23 @@ impl CommitLog {
     /// One round of group commit: waits up to `idle` for writers, flushes once, and
     /// answers them. Returns the flush result if a flush was done.
     pub(crate) fn group_commit_round(&self, idle: Duration) -> Option<Result<Flushed>> {
-        let waiters = self.group_commit.take(idle);
+        // Linger at most half as long as the last sync took.
+        let linger =
+            Duration::from_nanos(self.group_commit.last_sync_nanos.load(Ordering::Relaxed) / 2)
+                .min(Duration::from_millis(5));
+        let waiters = self.group_commit.take(idle, linger);
         if waiters.is_empty() && self.unflushed_bytes() == 0 {
             return None;
         }
+        let started = Instant::now();
         let result = self.flush();
+        let took = started.elapsed().as_nanos() as u64;
+        let gc = &self.group_commit;
+        gc.last_sync_nanos.store(took, Ordering::Relaxed);
+        gc.rounds.fetch_add(1, Ordering::Relaxed);
+        gc.sync_nanos.fetch_add(took, Ordering::Relaxed);
+        gc.waiters_served
+            .fetch_add(waiters.len() as u64, Ordering::Relaxed);
         let flushed = match &result {
             Ok(f) => f.offset,
             Err(_) => i64::MIN,

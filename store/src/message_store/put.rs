@@ -53,10 +53,6 @@ impl MessageStore {
         if self.is_os_page_cache_busy() {
             return Err(PutMessageStatus::OsPageCacheBusy);
         }
-        if i.commitlog.write_end() != i.commitlog.max_offset() {
-            // A replica holds part of a record received from its master.
-            return Err(PutMessageStatus::ServiceNotAvailable);
-        }
         Ok(())
     }
 
@@ -151,6 +147,9 @@ impl MessageStore {
             Ok(a) => a,
             Err(AppendError::TooLarge) => {
                 return PutMessageResult::failed(PutMessageStatus::MessageIllegal)
+            }
+            Err(AppendError::PartialRawRecord) => {
+                return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable)
             }
             Err(AppendError::CreateFile(e)) => {
                 tracing::error!(error = %e, "could not create a commitlog file");

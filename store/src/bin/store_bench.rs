@@ -1,0 +1,201 @@
+//! Store throughput bench: appends of 1 KiB messages (ASYNC_FLUSH from 1 and 8
+//! tasks, SYNC_FLUSH from 64 concurrent writers) and a sequential read through the
+//! consume queue. Prints the median of several runs.
+//!
+//! ```text
+//! cargo run --release -p vostok-store --bin store_bench -- [messages] [runs] [dir]
+//! ```
+//! Defaults: 300000 messages per append run, 5 runs, a fresh directory under the
+//! system temp dir for each run (removed afterwards).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use vostok_remoting::protocol::message::property::{
+    push_pair, TAGS, UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+};
+use vostok_store::{FlushDiskType, MessageInner, MessageStore, PutMessageStatus, StoreConfig};
+
+const TOPIC: &str = "BenchTopic";
+const QUEUES: i32 = 8;
+
+fn message(n: u64, body: &Bytes) -> MessageInner {
+    let mut properties = String::with_capacity(64);
+    push_pair(&mut properties, TAGS, "TagA");
+    push_pair(
+        &mut properties,
+        UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+        &format!("7F0000010000{n:020X}"),
+    );
+    MessageInner {
+        topic: TOPIC.to_owned(),
+        queue_id: (n % QUEUES as u64) as i32,
+        flag: 0,
+        body: body.clone(),
+        properties,
+        tags_code: 0,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        born_host: SocketAddr::from(([127, 0, 0, 1], 50000)),
+        store_host: SocketAddr::from(([127, 0, 0, 1], 10911)),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    }
+}
+
+fn config(dir: &Path, flush: FlushDiskType) -> StoreConfig {
+    StoreConfig {
+        store_path_root_dir: dir.to_path_buf(),
+        flush_disk_type: flush,
+        ..Default::default()
+    }
+}
+
+/// Appends `total` messages from `tasks` concurrent tasks; returns messages/s.
+async fn append(store: &Arc<MessageStore>, total: u64, tasks: u64) -> f64 {
+    let body = Bytes::from(vec![b'x'; 1024]);
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let store = Arc::clone(store);
+        let body = body.clone();
+        handles.push(tokio::spawn(async move {
+            let mut n = t;
+            while n < total {
+                let r = store.put_message(message(n, &body)).await;
+                assert_eq!(r.status, PutMessageStatus::PutOk, "put failed");
+                n += tasks;
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("task");
+    }
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Reads every queue from offset 0 in pulls of 32; returns messages/s.
+fn read_all(store: &MessageStore) -> f64 {
+    let start = Instant::now();
+    let mut n = 0u64;
+    for q in 0..QUEUES {
+        let mut offset = 0;
+        loop {
+            let r = store.get_message("bench", TOPIC, q, offset, 32, 0, None);
+            if r.messages.is_empty() {
+                break;
+            }
+            n += r.messages.len() as u64;
+            offset = r.next_begin_offset;
+        }
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Median latency of a 1 KiB append + fdatasync in `dir`: what one group commit costs.
+fn fdatasync_latency(dir: &Path) -> Duration {
+    use std::io::Write;
+    let _ = std::fs::create_dir_all(dir);
+    let path = dir.join("fdatasync-probe");
+    let mut lat = Vec::new();
+    if let Ok(mut f) = std::fs::File::create(&path) {
+        for _ in 0..101 {
+            let start = Instant::now();
+            if f.write_all(&[b'x'; 1024])
+                .and_then(|()| f.sync_data())
+                .is_err()
+            {
+                break;
+            }
+            lat.push(start.elapsed());
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    lat.sort();
+    lat.get(lat.len() / 2).copied().unwrap_or_default()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn fresh_dir(base: &Path, name: &str, run: usize) -> PathBuf {
+    let dir = base.join(format!(
+        "vostok-store-bench-{}-{name}-{run}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let messages: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(300_000);
+    let runs: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let base = args
+        .get(3)
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!(
+        "{messages} messages of 1 KiB per run, {runs} runs, data under {}",
+        base.display()
+    );
+    println!(
+        "fdatasync of a 1 KiB append here: median {:?}",
+        fdatasync_latency(&fresh_dir(&base, "probe", 0))
+    );
+    let scenarios: [(&str, FlushDiskType, u64); 3] = [
+        ("ASYNC_FLUSH, 1 task", FlushDiskType::AsyncFlush, 1),
+        ("ASYNC_FLUSH, 8 tasks", FlushDiskType::AsyncFlush, 8),
+        ("SYNC_FLUSH, 64 writers", FlushDiskType::SyncFlush, 64),
+    ];
+    let mut reads = Vec::new();
+    for (name, flush, tasks) in scenarios {
+        let mut results = Vec::new();
+        for run in 0..runs {
+            let dir = fresh_dir(&base, &name.replace([' ', ','], ""), run);
+            let store = MessageStore::open(config(&dir, flush)).expect("open store");
+            let rate = rt.block_on(append(&store, messages, tasks));
+            results.push(rate);
+            if flush == FlushDiskType::SyncFlush {
+                let info = store.runtime_info();
+                let get = |k: &str| info.get(k).cloned().unwrap_or_default();
+                println!(
+                    "  group commit: {} rounds, {} writers served, average sync {} us",
+                    get("groupCommitRounds"),
+                    get("groupCommitWaiters"),
+                    get("groupCommitAvgSyncMicros")
+                );
+            }
+            if tasks == 8 {
+                assert!(store.wait_for_dispatch(store.max_phy_offset(), Duration::from_secs(60)));
+                reads.push(read_all(&store));
+            }
+            store.shutdown();
+            drop(store);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        let list: Vec<String> = results.iter().map(|r| format!("{r:.0}")).collect();
+        println!(
+            "{name:<24} median {:>9.0} msg/s   runs: {}",
+            median(results),
+            list.join(" ")
+        );
+    }
+    let list: Vec<String> = reads.iter().map(|r| format!("{r:.0}")).collect();
+    println!(
+        "{:<24} median {:>9.0} msg/s   runs: {}",
+        "read via consume queue",
+        median(reads),
+        list.join(" ")
+    );
+}
