@@ -115,7 +115,7 @@ impl NameServer {
             config,
             route: route.clone(),
             kv: Arc::new(kv),
-            started: Instant::now(),
+            started: clock::now(),
             connections: AtomicUsize::new(0),
         });
         let server = RemotingServer::start(

@@ -93,6 +93,11 @@ pub(super) fn register_broker(s: &Shared, channel: &Channel, request: &RemotingC
         channel: Some(channel.clone()),
     };
     let result = s.route.register_broker(registration, clock::now());
+    if channel.is_closed() {
+        // The connection closed while this registration was being applied, possibly
+        // after its close was handled: drop the broker now rather than at expiry.
+        s.route.on_channel_destroy(channel.id());
+    }
     let mut response = RemotingCommand::success().with_header(&RegisterBrokerResponseHeader {
         ha_server_addr: result.ha_server_addr,
         master_addr: result.master_addr,

@@ -9,6 +9,7 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::RemotingCommand;
 
 use super::{error, header, json_body, Reply, Shared};
+use crate::clock;
 use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 
 /// The route of one topic. The body is always standard, compact JSON (quoted map
@@ -17,7 +18,8 @@ use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 pub(super) fn get_route_info_by_topic(s: &Shared, request: &RemotingCommand) -> Reply {
     let h: GetRouteInfoRequestHeader = header(request)?;
     if s.config.need_wait_for_service
-        && s.started.elapsed() < Duration::from_secs(s.config.wait_seconds_for_service)
+        && clock::now().saturating_duration_since(s.started)
+            < Duration::from_secs(s.config.wait_seconds_for_service)
     {
         warn!(topic = %h.topic, "route requested before the wait for brokers ended");
         return Err(error(response_code::SYSTEM_ERROR, "name server not ready"));
