@@ -18,6 +18,13 @@ pub(crate) enum Scanned<'a> {
     Invalid(String),
 }
 
+/// The body CRC does not cover topic and properties. A write torn at a page
+/// boundary leaves zeros, which no valid topic or property string contains (the put
+/// path refuses them), so zeros there mean the record is incomplete.
+fn has_torn_text(view: &RecordView<'_>) -> bool {
+    view.topic().is_empty() || view.topic().contains('\0') || view.properties().contains('\0')
+}
+
 /// Examines `buf`, the bytes available from in-file position `pos` of the file that
 /// starts at `base`. A record must carry its own offset in PHYSICALOFFSET and leave
 /// room for a blank before the end of the file, as every writer ensures.
@@ -56,7 +63,9 @@ pub(crate) fn scan(
     match RecordView::parse(&buf[..total], verify_crc) {
         Ok(RecordKind::Message(view)) => {
             let expected = base + pos as i64;
-            if view.physical_offset() != expected {
+            if has_torn_text(&view) {
+                Scanned::Invalid("NUL bytes in topic or properties (torn write)".into())
+            } else if view.physical_offset() != expected {
                 Scanned::Invalid(format!(
                     "PHYSICALOFFSET {} where {expected} was expected",
                     view.physical_offset()

@@ -100,6 +100,10 @@ impl MessageStore {
                 tracing::warn!(topic = %msg.topic, queue_id = msg.queue_id, "illegal topic or queue id");
                 return Err(PutMessageStatus::MessageIllegal);
             }
+            if msg.properties.contains('\0') {
+                tracing::warn!(topic = %msg.topic, "NUL in properties");
+                return Err(PutMessageStatus::MessageIllegal);
+            }
             if msg.properties.len() > MAX_PROPERTIES_LEN {
                 tracing::warn!(topic = %msg.topic, len = msg.properties.len(), "properties too long");
                 return Err(PutMessageStatus::PropertiesSizeExceeded);

@@ -76,3 +76,25 @@ pub fn settle(store: &Arc<MessageStore>) {
         "dispatcher did not catch up"
     );
 }
+
+/// Shuts the store down, then puts the abort file back: the next open takes the
+/// crash-recovery path over the same files.
+pub fn shutdown_as_crashed(store: Arc<MessageStore>, root: &Path) {
+    store.shutdown();
+    drop(store);
+    std::fs::write(root.join("abort"), b"").unwrap();
+}
+
+/// Pulls a whole queue, returning the raw records.
+pub fn pull_all(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    let mut offset = store.min_offset_in_queue(topic, queue_id);
+    loop {
+        let r = store.get_message("test", topic, queue_id, offset, 32, 0, None);
+        if r.messages.is_empty() {
+            return out;
+        }
+        out.extend(r.messages);
+        offset = r.next_begin_offset;
+    }
+}

@@ -1,0 +1,244 @@
+//! Recovery: consume queues and index rebuilt from the commitlog; a corrupted or
+//! truncated tail cut by hand; consume-queue entries past the commitlog end dropped.
+
+mod common;
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use common::{message, props, pull_all, settle, shutdown_as_crashed, small_config};
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_store::{GetMessageStatus, MessageStore, StoreConfig};
+
+const FILE: usize = 8192;
+
+async fn fill(store: &MessageStore, n: usize) -> Vec<i64> {
+    let mut offsets = Vec::new();
+    for i in 0..n {
+        let topic = ["A", "B", "%RETRY%g"][i % 3];
+        let r = store
+            .put_message(message(
+                topic,
+                (i % 2) as i32,
+                format!("payload-{i}-{}", "z".repeat(i % 50)),
+                props(
+                    Some("tag"),
+                    Some(&format!("key-{i}")),
+                    Some(&format!("U{i}")),
+                ),
+            ))
+            .await;
+        offsets.push(r.append.unwrap().wrote_offset);
+    }
+    offsets
+}
+
+fn snapshot(store: &MessageStore) -> Vec<(String, i32, Vec<bytes::Bytes>)> {
+    let mut out = Vec::new();
+    for topic in ["A", "B", "%RETRY%g"] {
+        for q in 0..2 {
+            out.push((topic.to_owned(), q, pull_all(store, topic, q)));
+        }
+    }
+    out
+}
+
+fn remove(path: &Path) {
+    if path.is_dir() {
+        std::fs::remove_dir_all(path).unwrap();
+    } else if path.exists() {
+        std::fs::remove_file(path).unwrap();
+    }
+}
+
+async fn rebuild(crash: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(dir.path(), FILE);
+    let store = MessageStore::open(config.clone()).unwrap();
+    fill(&store, 300).await;
+    settle(&store);
+    let before = snapshot(&store);
+    let next: Vec<i64> = ["A", "B"]
+        .iter()
+        .map(|t| store.next_queue_offset(t, 1))
+        .collect();
+    if crash {
+        shutdown_as_crashed(store, dir.path());
+        remove(&dir.path().join("checkpoint"));
+    } else {
+        store.shutdown();
+        drop(store);
+    }
+    remove(&dir.path().join("consumequeue"));
+    remove(&dir.path().join("index"));
+
+    let store = MessageStore::open(config).unwrap();
+    settle(&store);
+    assert_eq!(snapshot(&store), before, "rebuilt queues are identical");
+    let after: Vec<i64> = ["A", "B"]
+        .iter()
+        .map(|t| store.next_queue_offset(t, 1))
+        .collect();
+    assert_eq!(after, next);
+    let q = store.query_message("B", "key-7", 8, 0, i64::MAX);
+    assert_eq!(q.messages.len(), 1);
+    let q = store.query_message("A", "U9", 8, 0, i64::MAX);
+    assert_eq!(q.messages.len(), 1);
+}
+
+#[tokio::test]
+async fn consume_queues_and_index_are_rebuilt_after_a_clean_exit() {
+    rebuild(false).await;
+}
+
+#[tokio::test]
+async fn consume_queues_and_index_are_rebuilt_after_a_crash() {
+    rebuild(true).await;
+}
+
+fn commit_log_file(config: &StoreConfig, base: i64) -> std::path::PathBuf {
+    config.commit_log_dir().join(format!("{base:020}"))
+}
+
+fn overwrite(path: &Path, at: u64, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.write_all(bytes).unwrap();
+    f.sync_all().unwrap();
+}
+
+/// Corrupts the newest record in the ways a crash can leave it, and checks that
+/// recovery cuts exactly that record and that nothing stale comes back later.
+#[tokio::test]
+async fn a_torn_or_corrupt_tail_is_cut() {
+    enum Damage {
+        FlipBodyByte,
+        ZeroTail,
+        GarbageAfterEnd,
+        HalfRecordAfterEnd,
+    }
+    for damage in [
+        Damage::FlipBodyByte,
+        Damage::ZeroTail,
+        Damage::GarbageAfterEnd,
+        Damage::HalfRecordAfterEnd,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = small_config(dir.path(), FILE);
+        let store = MessageStore::open(config.clone()).unwrap();
+        let offsets = fill(&store, 40).await;
+        settle(&store);
+        let end = store.max_phy_offset();
+        let last = *offsets.last().unwrap();
+        let last_msg = store.look_message_by_offset(last).unwrap();
+        let queue = (last_msg.topic.clone(), last_msg.queue_id);
+        let queue_max = store.max_offset_in_queue(&queue.0, queue.1);
+        let base = last - last % FILE as i64;
+        let path = commit_log_file(&config, base);
+        let in_file = (last - base) as u64;
+        let size = last_msg.store_size as u64;
+        shutdown_as_crashed(store, dir.path());
+
+        let cut_last = match damage {
+            Damage::FlipBodyByte => {
+                overwrite(&path, in_file + 90, b"\xff\xfe");
+                true
+            }
+            Damage::ZeroTail => {
+                overwrite(&path, in_file + size - 20, &[0u8; 20]);
+                true
+            }
+            Damage::GarbageAfterEnd => {
+                overwrite(
+                    &path,
+                    (end - base) as u64,
+                    b"\x00\x00\x01\x00\xda\xa3\x20\xa7garbage",
+                );
+                false
+            }
+            Damage::HalfRecordAfterEnd => {
+                let raw = std::fs::read(&path).unwrap();
+                let record = &raw[in_file as usize..(in_file + size) as usize];
+                overwrite(&path, (end - base) as u64, &record[..record.len() / 2]);
+                false
+            }
+        };
+        let store = MessageStore::open(config.clone()).unwrap();
+        settle(&store);
+        if cut_last {
+            assert_eq!(store.max_phy_offset(), last);
+            assert!(store.look_message_by_offset(last).is_none());
+            assert_eq!(store.max_offset_in_queue(&queue.0, queue.1), queue_max - 1);
+            let q = store.query_message(&queue.0, "key-39", 8, 0, i64::MAX);
+            assert!(q.messages.is_empty(), "the cut record is not found by key");
+        } else {
+            assert_eq!(store.max_phy_offset(), end);
+            assert_eq!(store.max_offset_in_queue(&queue.0, queue.1), queue_max);
+        }
+        // Everything before is intact.
+        for &o in &offsets[..offsets.len() - 1] {
+            assert!(store.look_message_by_offset(o).is_some());
+        }
+        // The cut area is zero on disk now, so a later crash cannot resurrect it.
+        let raw = std::fs::read(&path).unwrap();
+        let from = (store.max_phy_offset() - base) as usize;
+        assert!(raw[from..].iter().all(|b| *b == 0), "tail zeroed");
+        // Appending continues at the cut, with the freed queue offset.
+        let r = store
+            .put_message(message(&queue.0, queue.1, "again", props(None, None, None)))
+            .await;
+        let r = r.append.unwrap();
+        assert_eq!(
+            r.wrote_offset,
+            store.max_phy_offset() - r.wrote_bytes as i64
+        );
+        assert_eq!(
+            r.queue_offset,
+            store
+                .max_offset_in_queue(&queue.0, queue.1)
+                .max(r.queue_offset)
+        );
+        settle(&store);
+        let all = pull_all(&store, &queue.0, queue.1);
+        let last = MessageExt::decode(all.last().unwrap(), true).unwrap();
+        assert_eq!(&last.body[..], b"again");
+    }
+}
+
+/// The consume queue is ahead of a commitlog whose tail was lost: its entries past
+/// the end are dropped and pulls never see them.
+#[tokio::test]
+async fn consume_queue_entries_past_the_end_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(dir.path(), FILE);
+    let store = MessageStore::open(config.clone()).unwrap();
+    let offsets = fill(&store, 60).await;
+    settle(&store);
+    let cut = offsets[50];
+    let max_a0 = store.max_offset_in_queue("A", 0);
+    shutdown_as_crashed(store, dir.path());
+    // Lose everything from record 50 on (all files after it too).
+    let base = cut - cut % FILE as i64;
+    let path = commit_log_file(&config, base);
+    let mut raw = std::fs::read(&path).unwrap();
+    for b in &mut raw[(cut - base) as usize..] {
+        *b = 0;
+    }
+    std::fs::write(&path, raw).unwrap();
+    let mut next = base + FILE as i64;
+    while commit_log_file(&config, next).exists() {
+        std::fs::remove_file(commit_log_file(&config, next)).unwrap();
+        next += FILE as i64;
+    }
+    let store = MessageStore::open(config).unwrap();
+    settle(&store);
+    assert_eq!(store.max_phy_offset(), cut);
+    // Records 0..50 round-robin over 3 topics and 2 queues: A/0 holds i = 0, 6, ..., 48.
+    let expected_a0 = (0..50).filter(|i| i % 6 == 0).count() as i64;
+    assert!(expected_a0 < max_a0);
+    assert_eq!(store.max_offset_in_queue("A", 0), expected_a0);
+    let all = pull_all(&store, "A", 0);
+    assert_eq!(all.len() as i64, expected_a0);
+    let r = store.get_message("g", "A", 0, expected_a0, 32, 0, None);
+    assert_eq!(r.status, GetMessageStatus::OffsetOverflowOne);
+}
