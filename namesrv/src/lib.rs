@@ -18,7 +18,7 @@
 //! * `processor` (private): the request processor, one function per request code.
 //! * [`config`]: [`NamesrvConfig`], with RocketMQ's key names and defaults, read
 //!   from `.properties` files (`vostok_remoting::properties`).
-//! * [`error`]: the crate's error type, [`NamesrvError`].
+//! * [`mod@error`]: the crate's error type, [`NamesrvError`].
 //!
 //! # Request flow
 //!

@@ -19,7 +19,7 @@
 //! Liveness uses `Instant` (monotonic): a wall-clock jump must not expire every
 //! broker at once.
 //!
-//! Operations live in [`register`] (adding and refreshing) and [`remove`] (unregister,
+//! Operations live in `register.rs` (adding and refreshing) and `remove.rs` (unregister,
 //! connection loss, expiry, topic deletion, permission changes).
 
 mod register;
