@@ -67,25 +67,33 @@ pub struct Broker {
     pub(crate) tasks: TaskTracker,
 }
 
-/// Feeds store arrivals to long polling.
+/// Feeds store arrivals to long polling and the timer service.
 struct ArrivalBridge(Arc<Broker>);
 
 impl MessageArrivingListener for ArrivalBridge {
+    /// `max_offset` is the queue's new max offset: the message's queue offset + 1.
     fn arriving(
         &self,
         topic: &str,
         queue_id: i32,
-        logic_offset: i64,
+        max_offset: i64,
         tags_code: i64,
         _store_timestamp: i64,
-        _properties: &str,
+        properties: &str,
     ) {
         if topic == vostok_remoting::protocol::topic::TIMER_TOPIC {
-            self.0.timer.on_arrival(logic_offset, tags_code);
+            // The consume queue keeps the TAGS hash; the delivery time is a property.
+            let at = vostok_remoting::protocol::message::property::find(
+                properties,
+                vostok_remoting::protocol::message::property::TIMER_OUT_MS,
+            )
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+            self.0.timer.on_arrival(max_offset - 1, at);
         }
         self.0
             .long_polling
-            .notify(topic, queue_id, logic_offset, tags_code);
+            .notify(topic, queue_id, max_offset, tags_code);
     }
 }
 

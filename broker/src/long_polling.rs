@@ -84,9 +84,9 @@ impl LongPolling {
         }
     }
 
-    /// A message with `tags_code` was dispatched at `logic_offset` of the queue: wake the
-    /// pulls it satisfies.
-    pub fn notify(&self, topic: &str, queue_id: i32, logic_offset: i64, tags_code: i64) {
+    /// A message with `tags_code` was dispatched, making the queue's max offset
+    /// `max_offset` (its queue offset + 1): wake the pulls it satisfies.
+    pub fn notify(&self, topic: &str, queue_id: i32, max_offset: i64, tags_code: i64) {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let Some(held) = table.get_mut(topic).and_then(|q| q.get_mut(&queue_id)) else {
             return;
@@ -94,7 +94,7 @@ impl LongPolling {
         let mut i = 0;
         while i < held.len() {
             let h = &held[i];
-            let arrived = logic_offset >= h.offset;
+            let arrived = max_offset > h.offset;
             let matches = h
                 .tag_codes
                 .as_ref()
@@ -160,11 +160,11 @@ mod tests {
         while lp.held_count() == 0 {
             tokio::task::yield_now().await;
         }
-        lp.notify("T", 1, 5, 7); // other queue
-        lp.notify("T", 0, 4, 7); // older offset
-        lp.notify("T", 0, 5, 8); // tag does not match
+        lp.notify("T", 1, 6, 7); // other queue
+        lp.notify("T", 0, 5, 7); // the message before the awaited offset
+        lp.notify("T", 0, 6, 8); // tag does not match
         assert_eq!(lp.held_count(), 1);
-        lp.notify("T", 0, 5, 7);
+        lp.notify("T", 0, 6, 7);
         let waited = tokio::time::timeout(Duration::from_secs(5), waiter)
             .await
             .unwrap()

@@ -1,9 +1,9 @@
 //! Timer messages: delivery at an arbitrary time (RocketMQ 5's `TIMER_DELIVER_MS`,
 //! `TIMER_DELAY_SEC`, `TIMER_DELAY_MS`).
 //!
-//! A timer message is stored in the timer topic (queue 0) with its real topic and
-//! queue in properties and its delivery time as the consume-queue tag code, so the
-//! store itself is the persisted wheel. In memory the broker keeps only a min-heap of
+//! A timer message is stored in the timer topic (queue 0) with its real topic, queue
+//! and delivery time (`TIMER_OUT_MS`) in properties, so the store itself is the
+//! persisted wheel. In memory the broker keeps only a min-heap of
 //! `(deliver time, queue offset)`, 16 bytes per pending message: delivery pops what is
 //! due and sleeps until the next head, never scanning the pending set.
 //!

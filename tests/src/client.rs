@@ -45,8 +45,16 @@ impl Default for TestClient {
 
 impl TestClient {
     pub fn new(client_id: &str) -> Self {
+        Self::with_processor(client_id, None)
+    }
+
+    /// A client that serves broker-initiated requests (CHECK_TRANSACTION_STATE, ...).
+    pub fn with_processor(
+        client_id: &str,
+        processor: Option<std::sync::Arc<dyn vostok_remoting::RequestProcessor>>,
+    ) -> Self {
         TestClient {
-            remoting: RemotingClient::new(ClientConfig::default(), None),
+            remoting: RemotingClient::new(ClientConfig::default(), processor),
             client_id: format!("127.0.0.1@{client_id}-{}", rand::random::<u32>()),
         }
     }

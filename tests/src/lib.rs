@@ -2,8 +2,8 @@
 //! `mqbroker` processes in unique temp directories on ephemeral ports, waits for their
 //! boot line, and kills them on drop. When a test fails, the child's log is printed.
 //!
-//! The binaries are the ones `cargo test --workspace` builds next to the test
-//! executable (`target/<profile>/mqbroker`).
+//! The broker runs as `vostok-test-broker`, this crate's build of `mqbroker`'s command
+//! line, so cargo rebuilds it whenever the tests are built.
 
 pub mod client;
 
@@ -27,7 +27,7 @@ pub fn binary(name: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(
         path.exists(),
-        "{} not found: build it with `cargo build --workspace --bins` (cargo test --workspace does)",
+        "{} not found: build it with `cargo build --workspace --bins`",
         path.display()
     );
     path
@@ -250,7 +250,7 @@ impl Broker {
         let log = dir
             .path()
             .join(format!("broker-{}.log", rand::random::<u32>()));
-        let process = Process::spawn(&binary("mqbroker"), &args, log, "boot success");
+        let process = Process::spawn(&binary("vostok-test-broker"), &args, log, "boot success");
         let line = process.boot_line.clone();
         let addr = line
             .split_once(", ")

@@ -1,0 +1,6 @@
+//! `mqbroker`'s command line, built as part of this crate so that `cargo test` always
+//! runs the current broker code in its cross-process tests.
+
+fn main() -> std::process::ExitCode {
+    vostok_broker::cli::main()
+}
