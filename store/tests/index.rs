@@ -1,0 +1,164 @@
+//! Index lookups: keys, unique keys, time windows, max counts, many index files,
+//! transaction types, and lookup by offset message id.
+
+mod common;
+
+use common::{message, props, settle, small_config};
+use vostok_remoting::protocol::message::id::decode_offset_msg_id;
+use vostok_remoting::protocol::message::sysflag::{
+    TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE,
+};
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_store::{MessageStore, StoreConfig};
+
+fn config(dir: &std::path::Path) -> StoreConfig {
+    StoreConfig {
+        max_index_num: 50, // many index files
+        ..small_config(dir, 64 * 1024)
+    }
+}
+
+#[tokio::test]
+async fn lookups_by_key_unique_key_and_offset_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        let keys = format!("order-{} shared-{}", i, i % 10);
+        let r = store
+            .put_message(message(
+                "Orders",
+                0,
+                format!("m{i}"),
+                props(None, Some(&keys), Some(&format!("UNIQ-{i}"))),
+            ))
+            .await;
+        ids.push(r.append.unwrap().msg_id);
+    }
+    // Another topic with the same keys must not answer queries on "Orders".
+    store
+        .put_message(message(
+            "Other",
+            0,
+            "other",
+            props(None, Some("order-5"), None),
+        ))
+        .await;
+    settle(&store);
+
+    let q = store.query_message("Orders", "order-5", 32, 0, i64::MAX);
+    let found = MessageExt::decode_all(&bytes::Bytes::from(q.messages.concat()));
+    assert_eq!(found.len(), 1);
+    assert_eq!(&found[0].body[..], b"m5");
+    assert!(q.index_last_update_phyoffset > 0 && q.index_last_update_timestamp > 0);
+
+    // Twenty messages share "shared-3"; the newest come first and max counts.
+    let q = store.query_message("Orders", "shared-3", 5, 0, i64::MAX);
+    let found = MessageExt::decode_all(&bytes::Bytes::from(q.messages.concat()));
+    let bodies: Vec<String> = found
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+        .collect();
+    assert_eq!(bodies, ["m193", "m183", "m173", "m163", "m153"]);
+    let q = store.query_message("Orders", "shared-3", 64, 0, i64::MAX);
+    assert_eq!(q.messages.len(), 20);
+
+    let q = store.query_message("Orders", "UNIQ-150", 32, 0, i64::MAX);
+    assert_eq!(q.messages.len(), 1);
+    assert!(store
+        .query_message("Orders", "nope", 32, 0, i64::MAX)
+        .messages
+        .is_empty());
+
+    // A window that ends before everything was stored finds nothing.
+    let first = store.look_message_by_offset(0).unwrap().store_timestamp;
+    let q = store.query_message("Orders", "order-5", 32, 0, first - 10_000);
+    assert!(q.messages.is_empty());
+    let q = store.query_message("Orders", "order-5", 32, first - 10_000, first + 60_000);
+    assert_eq!(q.messages.len(), 1);
+
+    // Offset message id -> store host + commitlog offset -> the record.
+    let (host, offset) = decode_offset_msg_id(&ids[42]).unwrap();
+    assert_eq!(host.to_string(), common::STORE_HOST);
+    assert_eq!(
+        &store.look_message_by_offset(offset).unwrap().body[..],
+        b"m42"
+    );
+    assert_eq!(
+        store.select_one_message_by_offset(offset).unwrap().len(),
+        store.look_message_by_offset(offset).unwrap().store_size as usize
+    );
+
+    // All of that still works after a restart.
+    store.shutdown();
+    drop(store);
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    assert_eq!(
+        store
+            .query_message("Orders", "shared-3", 64, 0, i64::MAX)
+            .messages
+            .len(),
+        20
+    );
+    let index_files: usize = store.runtime_info()["indexFileCount"].parse().unwrap();
+    assert!(index_files > 5);
+}
+
+#[tokio::test]
+async fn transaction_types_and_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    let with_flag = |sys_flag: i32, key: &str| {
+        let mut m = message("Tx", 0, key.to_owned(), props(None, Some(key), None));
+        m.sys_flag = sys_flag;
+        m
+    };
+    let prepared = store
+        .put_message(with_flag(TRANSACTION_PREPARED_TYPE, "p"))
+        .await
+        .append
+        .unwrap();
+    let rollback = store
+        .put_message(with_flag(TRANSACTION_ROLLBACK_TYPE, "r"))
+        .await
+        .append
+        .unwrap();
+    let commit = store
+        .put_message(with_flag(TRANSACTION_COMMIT_TYPE, "c"))
+        .await
+        .append
+        .unwrap();
+    assert_eq!(prepared.queue_offset, 0);
+    assert_eq!(rollback.queue_offset, 0);
+    assert_eq!(
+        commit.queue_offset, 0,
+        "prepared and rollback records do not advance the queue"
+    );
+    settle(&store);
+    assert_eq!(store.max_offset_in_queue("Tx", 0), 1);
+    assert_eq!(
+        store
+            .query_message("Tx", "p", 8, 0, i64::MAX)
+            .messages
+            .len(),
+        1,
+        "prepared is indexed"
+    );
+    assert!(
+        store
+            .query_message("Tx", "r", 8, 0, i64::MAX)
+            .messages
+            .is_empty(),
+        "rollback is not"
+    );
+    assert_eq!(
+        store
+            .query_message("Tx", "c", 8, 0, i64::MAX)
+            .messages
+            .len(),
+        1
+    );
+    assert!(store
+        .look_message_by_offset(rollback.wrote_offset)
+        .is_some());
+}
