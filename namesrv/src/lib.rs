@@ -45,6 +45,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cli;
 mod clock;
 pub mod config;
 pub mod error;

@@ -2,8 +2,9 @@
 //! `mqbroker` processes in unique temp directories on ephemeral ports, waits for their
 //! boot line, and kills them on drop. When a test fails, the child's log is printed.
 //!
-//! The broker runs as `vostok-test-broker`, this crate's build of `mqbroker`'s command
-//! line, so cargo rebuilds it whenever the tests are built.
+//! The processes run `vostok-test-broker` and `vostok-test-namesrv`: this crate's
+//! builds of `mqbroker`'s and `mqnamesrv`'s command lines, so cargo rebuilds them
+//! whenever the tests are built.
 
 pub mod client;
 
@@ -27,7 +28,7 @@ pub fn binary(name: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(
         path.exists(),
-        "{} not found: build it with `cargo build --workspace --bins`",
+        "{} not found: it is built with this crate's tests",
         path.display()
     );
     path

@@ -1,0 +1,165 @@
+//! The `mqnamesrv` command line: runs a Vostok name server.
+//!
+//! Settings: RocketMQ's defaults, then `-c <file>` (a `.properties` file with
+//! RocketMQ's keys), then flags. `-p` prints the effective settings and exits. When
+//! serving, prints one line with the bound address to stdout (harnesses wait for
+//! it); logs go to stderr, filtered by `RUST_LOG` (default `info`). SIGINT or SIGTERM
+//! stops it gracefully.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::{NameServer, NamesrvConfig, NamesrvError};
+use clap::Parser;
+use tracing::{info, warn};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mqnamesrv",
+    version,
+    about = "Vostok name server (RocketMQ-compatible)"
+)]
+struct Args {
+    /// Name server config properties file.
+    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    config_file: Option<PathBuf>,
+    /// Print all config items and exit.
+    #[arg(short = 'p', long = "printConfigItem")]
+    print_config: bool,
+    /// Accepted for compatibility with RocketMQ's launcher; a name server needs no
+    /// name server address.
+    #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDR", hide = true)]
+    namesrv_addr: Option<String>,
+    /// Port to listen on (`listenPort`); 0 picks a free one.
+    #[arg(long = "listen-port", value_name = "PORT")]
+    listen_port: Option<u16>,
+    /// Address to bind (`bindAddress`).
+    #[arg(long = "bind-address", value_name = "ADDR")]
+    bind_address: Option<String>,
+    /// Where the KV store lives (`kvConfigPath`).
+    #[arg(long = "kv-config-path", value_name = "FILE")]
+    kv_config_path: Option<PathBuf>,
+    /// Any config key, as in the properties file; repeatable.
+    #[arg(short = 'o', long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+fn build_config(args: &Args) -> Result<NamesrvConfig, String> {
+    let mut config = NamesrvConfig::default();
+    if let Some(file) = &args.config_file {
+        let unknown = config
+            .load_properties_file(file)
+            .map_err(|e| e.to_string())?;
+        for key in unknown {
+            warn!(key, file = %file.display(), "unknown or unsupported config key ignored");
+        }
+    }
+    for item in &args.set {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("--set expects KEY=VALUE, got {item:?}"))?;
+        if !config
+            .apply_property(key.trim(), value)
+            .map_err(|e| e.to_string())?
+        {
+            return Err(format!("unknown config key {key:?}"));
+        }
+    }
+    if let Some(port) = args.listen_port {
+        config.listen_port = port;
+    }
+    if let Some(addr) = &args.bind_address {
+        config.bind_address = addr.clone();
+    }
+    if let Some(path) = &args.kv_config_path {
+        config.kv_config_path = path.clone();
+    }
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(config)
+}
+
+async fn wait_for_signal() -> std::io::Result<&'static str> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = term.recv() => Ok("SIGTERM"),
+            _ = int.recv() => Ok("SIGINT"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await?;
+        Ok("Ctrl-C")
+    }
+}
+
+async fn serve(config: NamesrvConfig) -> Result<(), NamesrvError> {
+    let listener =
+        tokio::net::TcpListener::bind((config.bind_address.as_str(), config.listen_port))
+            .await
+            .map_err(|source| NamesrvError::Bind {
+                addr: format!("{}:{}", config.bind_address, config.listen_port),
+                source,
+            })?;
+    let namesrv = NameServer::start(config, listener).await?;
+    let mut stdout = std::io::stdout().lock();
+    // Harnesses wait for this line; a closed stdout must not stop the server.
+    let _ = writeln!(
+        stdout,
+        "The Name Server boot success. serializeType=JSON, address {}",
+        namesrv.local_addr()
+    );
+    let _ = stdout.flush();
+    drop(stdout);
+    match wait_for_signal().await {
+        Ok(signal) => info!(signal, "shutting down"),
+        Err(e) => warn!(error = %e, "cannot listen for signals; shutting down"),
+    }
+    namesrv.shutdown().await;
+    Ok(())
+}
+
+/// Runs `mqnamesrv` until SIGINT or SIGTERM.
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = match build_config(&args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("mqnamesrv: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.print_config {
+        print!("{}", config.to_properties_text());
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("mqnamesrv")
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mqnamesrv: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mqnamesrv: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
