@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Starts one name server and two brokers (deploy/broker-a.conf, broker-b.conf) on this
+# host, waits until each is ready, and stops them all on Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --bin mqnamesrv --bin mqbroker
+bin=target/release
+logs=data/logs
+mkdir -p "$logs"
+pids=()
+cleanup() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait; }
+trap cleanup EXIT INT TERM
+
+start() { # name, ready-pattern, command...
+  local name=$1 ready=$2; shift 2
+  "$@" > "$logs/$name.out" 2> "$logs/$name.log" &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    grep -q "$ready" "$logs/$name.out" 2>/dev/null && { echo "$name: $(cat "$logs/$name.out")"; return; }
+    sleep 0.1
+  done
+  echo "$name did not start; see $logs/$name.log" >&2; exit 1
+}
+
+start namesrv "boot success" "$bin/mqnamesrv" -c deploy/namesrv.conf
+start broker-a "boot success" "$bin/mqbroker" -n 127.0.0.1:9876 -c deploy/broker-a.conf -o brokerIP1=127.0.0.1
+start broker-b "boot success" "$bin/mqbroker" -n 127.0.0.1:9876 -c deploy/broker-b.conf -o brokerIP1=127.0.0.1
+echo "cluster up: name server 127.0.0.1:9876; logs in $logs. Ctrl-C stops it."
+wait
