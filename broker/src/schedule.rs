@@ -23,7 +23,7 @@ use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
-use vostok_store::{GetMessageStatus, MessageInner, PutMessageStatus};
+use vostok_store::{GetMessageStatus, MessageInner};
 
 use crate::broker::Broker;
 
@@ -252,10 +252,7 @@ async fn deliver_batch(broker: &Broker, level: i32, delay: Duration, offset: i64
         };
         let result = broker.store.put_message(msg).await;
         match result.status {
-            PutMessageStatus::PutOk
-            | PutMessageStatus::FlushDiskTimeout
-            | PutMessageStatus::FlushSlaveTimeout
-            | PutMessageStatus::SlaveNotAvailable => {
+            status if crate::processor::is_stored(status) => {
                 debug!(
                     level,
                     offset = view.queue_offset(),

@@ -385,10 +385,7 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
         prepared_transaction_offset: 0,
     };
     match broker.store.put_message(msg).await.status {
-        PutMessageStatus::PutOk
-        | PutMessageStatus::FlushDiskTimeout
-        | PutMessageStatus::FlushSlaveTimeout
-        | PutMessageStatus::SlaveNotAvailable => {
+        status if crate::processor::is_stored(status) => {
             debug!(offset, topic, "timer message delivered");
             broker.timer.lock().mark_delivered(offset);
             true

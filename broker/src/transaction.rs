@@ -28,9 +28,10 @@ use vostok_remoting::protocol::message::{sysflag, MessageExt, RecordView};
 use vostok_remoting::protocol::request_code;
 use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::RemotingCommand;
-use vostok_store::{GetMessageStatus, MessageInner, PutMessageStatus};
+use vostok_store::{GetMessageStatus, MessageInner};
 
 use crate::broker::Broker;
+use crate::processor::is_stored;
 
 /// Tag of op records.
 const OP_TAG: &str = "d";
@@ -135,16 +136,6 @@ pub(crate) fn committed_message(broker: &Broker, half: &MessageExt) -> Option<Me
     })
 }
 
-fn stored(status: PutMessageStatus) -> bool {
-    matches!(
-        status,
-        PutMessageStatus::PutOk
-            | PutMessageStatus::FlushDiskTimeout
-            | PutMessageStatus::FlushSlaveTimeout
-            | PutMessageStatus::SlaveNotAvailable
-    )
-}
-
 /// Records that the transaction with root `half_queue_offset` is finished.
 pub(crate) async fn write_op(broker: &Broker, half_queue_offset: i64) -> bool {
     broker
@@ -167,14 +158,14 @@ pub(crate) async fn write_op(broker: &Broker, half_queue_offset: i64) -> bool {
         prepared_transaction_offset: 0,
     };
     let status = broker.store.put_message(msg).await.status;
-    if !stored(status) {
+    if !is_stored(status) {
         warn!(
             half_queue_offset,
             ?status,
             "cannot write transaction op record"
         );
     }
-    stored(status)
+    is_stored(status)
 }
 
 /// Starts the check service.
@@ -385,7 +376,7 @@ async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) 
         prepared_transaction_offset: 0,
     };
     let result = broker.store.put_message(copy).await;
-    let Some(append) = result.append.filter(|_| stored(result.status)) else {
+    let Some(append) = result.append.filter(|_| is_stored(result.status)) else {
         warn!(offset = half.queue_offset, status = ?result.status, "cannot re-append half message for check");
         return false;
     };

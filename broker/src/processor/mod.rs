@@ -20,7 +20,7 @@ use vostok_remoting::{BoxFuture, Channel, HeaderError, RemotingCommand, RequestP
 
 use crate::broker::Broker;
 
-pub use pull::PullOrigin;
+pub(crate) use send::is_stored;
 
 /// Serves every broker request code.
 pub struct BrokerProcessor {
@@ -49,7 +49,7 @@ impl RequestProcessor for BrokerProcessor {
                     send_back::consumer_send_msg_back(b, channel, request).await
                 }
                 request_code::PULL_MESSAGE | request_code::LITE_PULL_MESSAGE => {
-                    pull::pull_message(&self.broker, channel, request, PullOrigin::Client).await
+                    pull::pull_message(&self.broker, channel, request).await
                 }
                 request_code::HEART_BEAT => client_manage::heart_beat(b, channel, request).await,
                 request_code::UNREGISTER_CLIENT => {

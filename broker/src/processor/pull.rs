@@ -25,13 +25,6 @@ use vostok_store::{GetMessageStatus, MessageFilter};
 use super::{decode_header, error};
 use crate::broker::Broker;
 
-/// Whether a pull is processed for the first time or re-run after long polling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PullOrigin {
-    Client,
-    Wakeup,
-}
-
 /// Tag filtering by the consume-queue tag code.
 struct TagFilter(SubscriptionData);
 
@@ -45,54 +38,39 @@ pub(crate) async fn pull_message(
     broker: &Arc<Broker>,
     channel: &Channel,
     request: RemotingCommand,
-    origin: PullOrigin,
 ) -> RemotingCommand {
     let header = decode_header!(request, PullMessageRequestHeader);
-    let first = pull_once(broker, channel, &header, origin == PullOrigin::Client).await;
-    let response = match first {
-        PullOutcome::Done(response) => response,
-        PullOutcome::Hold { subscription } => {
-            let timeout = if broker.config.long_polling_enable {
-                std::time::Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
-            } else {
-                broker.config.short_polling_time
-            };
-            let tag_codes = tag_codes_of(&subscription);
-            let store = broker.store.clone();
-            let (topic, queue_id) = (header.topic.clone(), header.queue_id);
-            broker
-                .long_polling
-                .hold(
-                    &header.topic,
-                    header.queue_id,
-                    header.queue_offset,
-                    tag_codes,
-                    timeout,
-                    move || store.max_offset_in_queue(&topic, queue_id),
-                )
-                .await;
-            match pull_once(broker, channel, &header, false).await {
-                PullOutcome::Done(response) => response,
-                PullOutcome::Hold { .. } => unreachable_hold(broker, &header),
-            }
-        }
+    let first = match pull_inner(broker, channel, &header, true) {
+        Ok(pulled) => pulled,
+        Err(response) => return response,
     };
-    response
-}
-
-/// A re-run never holds; if it would, it answers PULL_NOT_FOUND at the request offset.
-fn unreachable_hold(broker: &Broker, header: &PullMessageRequestHeader) -> RemotingCommand {
-    let response_header = PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
-        next_begin_offset: header.queue_offset,
-        min_offset: broker
-            .store
-            .min_offset_in_queue(&header.topic, header.queue_id),
-        max_offset: broker
-            .store
-            .max_offset_in_queue(&header.topic, header.queue_id),
+    let suspend = header.sys_flag & PULL_FLAG_SUSPEND != 0;
+    if !(first.not_found && suspend) {
+        return first.response;
+    }
+    let timeout = if broker.config.long_polling_enable {
+        std::time::Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
+    } else {
+        broker.config.short_polling_time
     };
-    RemotingCommand::response(response_code::PULL_NOT_FOUND, None).with_header(&response_header)
+    let store = broker.store.clone();
+    let (topic, queue_id) = (header.topic.clone(), header.queue_id);
+    broker
+        .long_polling
+        .hold(
+            &header.topic,
+            header.queue_id,
+            header.queue_offset,
+            tag_codes_of(&first.subscription),
+            timeout,
+            move || store.max_offset_in_queue(&topic, queue_id),
+        )
+        .await;
+    // Re-run once, without committing the offset again; whatever it finds is the answer.
+    match pull_inner(broker, channel, &header, false) {
+        Ok(pulled) => pulled.response,
+        Err(response) => response,
+    }
 }
 
 fn tag_codes_of(sub: &SubscriptionData) -> Option<BTreeSet<i32>> {
@@ -106,29 +84,22 @@ fn tag_codes_of(sub: &SubscriptionData) -> Option<BTreeSet<i32>> {
     }
 }
 
-enum PullOutcome {
-    Done(RemotingCommand),
-    Hold { subscription: SubscriptionData },
+/// One evaluation of a pull.
+struct Pulled {
+    response: RemotingCommand,
+    /// PULL_NOT_FOUND: the pull may wait for a message.
+    not_found: bool,
+    subscription: SubscriptionData,
 }
 
-async fn pull_once(
-    broker: &Broker,
-    channel: &Channel,
-    header: &PullMessageRequestHeader,
-    first: bool,
-) -> PullOutcome {
-    match pull_inner(broker, channel, header, first) {
-        Ok(outcome) => outcome,
-        Err(response) => PullOutcome::Done(response),
-    }
-}
-
+/// Runs the pull against the store. `first` is false when re-run after long polling:
+/// the piggy-backed commit offset is applied only once.
 fn pull_inner(
     broker: &Broker,
     channel: &Channel,
     header: &PullMessageRequestHeader,
     first: bool,
-) -> Result<PullOutcome, RemotingCommand> {
+) -> Result<Pulled, RemotingCommand> {
     let config = &broker.config;
     if !config.is_readable() {
         return Err(error(
@@ -240,32 +211,29 @@ fn pull_inner(
         );
     }
 
-    if code == response_code::SUCCESS {
+    let response = if code == response_code::SUCCESS {
         let mut body = BytesMut::with_capacity(result.buffer_total_size);
         for record in &result.messages {
             body.extend_from_slice(record);
         }
         broker.count_get(result.messages.len() as u64);
-        let response = RemotingCommand::response(code, None)
+        RemotingCommand::response(code, None)
             .with_header(&response_header)
-            .with_body(body.freeze());
-        return Ok(PullOutcome::Done(response));
-    }
-    let suspend = header.sys_flag & PULL_FLAG_SUSPEND != 0;
-    if code == response_code::PULL_NOT_FOUND && suspend && first {
-        return Ok(PullOutcome::Hold { subscription });
-    }
-    let remark = if code == response_code::PULL_OFFSET_MOVED {
-        Some(format!(
-            "the request offset {} moved: min {}, max {}",
-            header.queue_offset, result.min_offset, result.max_offset
-        ))
+            .with_body(body.freeze())
     } else {
-        None
+        let remark = (code == response_code::PULL_OFFSET_MOVED).then(|| {
+            format!(
+                "the request offset {} moved: min {}, max {}",
+                header.queue_offset, result.min_offset, result.max_offset
+            )
+        });
+        RemotingCommand::response(code, remark).with_header(&response_header)
     };
-    Ok(PullOutcome::Done(
-        RemotingCommand::response(code, remark).with_header(&response_header),
-    ))
+    Ok(Pulled {
+        response,
+        not_found: code == response_code::PULL_NOT_FOUND,
+        subscription,
+    })
 }
 
 /// The subscription a pull filters by: its own (sysFlag bit 2) or the heartbeat's.

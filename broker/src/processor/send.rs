@@ -75,7 +75,7 @@ pub(crate) async fn send_message(
             ),
         );
     }
-    let queue_id = choose_queue(header.queue_id, &topic_config, &header.topic);
+    let queue_id = choose_queue(header.queue_id, &topic_config);
     let mut msg = MessageInner {
         topic: header.topic.clone(),
         queue_id,
@@ -219,7 +219,7 @@ fn check_message(
 }
 
 /// A negative queue id means "any writable queue".
-fn choose_queue(requested: i32, config: &TopicConfig, _topic: &str) -> i32 {
+fn choose_queue(requested: i32, config: &TopicConfig) -> i32 {
     if requested >= 0 {
         requested
     } else {
@@ -307,6 +307,17 @@ pub(crate) fn transform_delayed(
         crate::schedule::to_schedule_message(broker, msg, level);
     }
     Ok(())
+}
+
+/// True when the store kept the message, even if flushing or replication timed out.
+pub(crate) fn is_stored(status: PutMessageStatus) -> bool {
+    matches!(
+        status,
+        PutMessageStatus::PutOk
+            | PutMessageStatus::FlushDiskTimeout
+            | PutMessageStatus::FlushSlaveTimeout
+            | PutMessageStatus::SlaveNotAvailable
+    )
 }
 
 /// The send response for a put result.
@@ -418,7 +429,7 @@ async fn send_batch(
             )
         }
     };
-    let queue_id = choose_queue(header.queue_id, topic_config, &header.topic);
+    let queue_id = choose_queue(header.queue_id, topic_config);
     let born_host: SocketAddr = channel.peer_addr();
     let mut sys_flag = header.sys_flag;
     if topic_config.topic_filter_type == vostok_remoting::protocol::body::TopicFilterType::MultiTag
