@@ -100,20 +100,44 @@ impl DispatchState {
     }
 }
 
+/// The properties the dispatcher needs, found in one pass (the last occurrence
+/// wins, as with `property::find`).
+#[derive(Default)]
+struct RecordProps<'a> {
+    tags: Option<&'a str>,
+    keys: Option<&'a str>,
+    uniq: Option<&'a str>,
+    delay: Option<&'a str>,
+}
+
+impl<'a> RecordProps<'a> {
+    fn of(properties: &'a str) -> Self {
+        let mut p = RecordProps::default();
+        for (name, value) in property::pairs(properties) {
+            match name {
+                property::TAGS => p.tags = Some(value),
+                property::KEYS => p.keys = Some(value),
+                property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX => p.uniq = Some(value),
+                property::DELAY_TIME_LEVEL => p.delay = Some(value),
+                _ => {}
+            }
+        }
+        p
+    }
+}
+
 impl StoreInner {
     /// The consume-queue tag field of a record: the delivery time for a delayed
     /// message parked in `SCHEDULE_TOPIC_XXXX`, else the hash of `TAGS`.
-    fn tags_code_of(&self, topic: &str, properties: &str, store_timestamp: i64) -> i64 {
+    fn tags_code_of(&self, topic: &str, props: &RecordProps<'_>, store_timestamp: i64) -> i64 {
         if topic == SCHEDULE_TOPIC {
-            let level = property::find(properties, property::DELAY_TIME_LEVEL)
-                .and_then(|l| l.parse::<i64>().ok())
-                .unwrap_or(0);
+            let level = props.delay.and_then(|l| l.parse::<i64>().ok()).unwrap_or(0);
             if level > 0 && !self.delay_levels_ms.is_empty() {
                 let level = level.min(self.delay_levels_ms.len() as i64) as usize;
                 return store_timestamp + self.delay_levels_ms[level - 1];
             }
         }
-        tags_code(property::find(properties, property::TAGS))
+        tags_code(props.tags)
     }
 
     /// Builds the consume-queue entry and index entries of one record; with `notify`
@@ -129,9 +153,10 @@ impl StoreInner {
         let properties = view.properties();
         let store_timestamp = view.store_timestamp();
         let counted = gets_queue_offset(sys_flag);
+        let props = RecordProps::of(properties);
         let mut tags = 0;
         if counted {
-            tags = self.tags_code_of(topic, properties, store_timestamp);
+            tags = self.tags_code_of(topic, &props, store_timestamp);
             let cq = self.queues.find_or_create(topic, view.queue_id())?;
             cq.put(
                 view.queue_offset(),
@@ -143,7 +168,14 @@ impl StoreInner {
             )?;
         }
         if let Some(index) = &self.index {
-            index.build(topic, sys_flag, properties, phy, store_timestamp)?;
+            index.build(
+                topic,
+                sys_flag,
+                props.keys,
+                props.uniq,
+                phy,
+                store_timestamp,
+            )?;
         }
         if notify && counted {
             let listener = self
@@ -227,6 +259,9 @@ impl StoreInner {
     }
 }
 
+/// How long the dispatcher waits awake for the next record before parking.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(30);
+
 /// The dispatcher thread body.
 pub(crate) fn run(inner: Arc<StoreInner>) {
     let _ = inner.dispatch.thread.set(std::thread::current());
@@ -248,11 +283,20 @@ pub(crate) fn run(inner: Arc<StoreInner>) {
         if inner.dispatch.stop.load(Ordering::Acquire) {
             break;
         }
-        let idle = if failing {
-            Duration::from_millis(500)
-        } else {
-            Duration::from_millis(100)
-        };
-        std::thread::park_timeout(idle);
+        if failing {
+            std::thread::park_timeout(Duration::from_millis(500));
+            continue;
+        }
+        // Under a steady stream the next record is microseconds away: wait for it
+        // awake, so that appenders do not pay a futex wake-up per message.
+        let spin_until = Instant::now() + SPIN_BEFORE_PARK;
+        let reput = inner.dispatch.reput_from();
+        while inner.commitlog.max_offset() == reput && Instant::now() < spin_until {
+            // Yield rather than spin: on a small machine the appenders need the core.
+            std::thread::yield_now();
+        }
+        if inner.commitlog.max_offset() == reput {
+            std::thread::park_timeout(Duration::from_millis(100));
+        }
     }
 }

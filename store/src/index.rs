@@ -11,7 +11,7 @@ mod file;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
-use vostok_remoting::protocol::message::property::{self, KEY_SEPARATOR};
+use vostok_remoting::protocol::message::property::KEY_SEPARATOR;
 use vostok_remoting::protocol::message::sysflag::{transaction_type, TRANSACTION_ROLLBACK_TYPE};
 
 use crate::config::StoreConfig;
@@ -120,21 +120,20 @@ impl IndexService {
             .last_indexed_phy
     }
 
-    /// Indexes one record (dispatcher).
+    /// Indexes one record (dispatcher) under its `KEYS` values and `UNIQ_KEY`.
     pub(crate) fn build(
         &self,
         topic: &str,
         sys_flag: i32,
-        properties: &str,
+        keys: Option<&str>,
+        uniq: Option<&str>,
         phy_offset: i64,
         store_timestamp: i64,
     ) -> Result<()> {
         if transaction_type(sys_flag) == TRANSACTION_ROLLBACK_TYPE {
             return Ok(());
         }
-        let uniq = property::find(properties, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            .filter(|k| !k.is_empty());
-        let keys = property::find(properties, property::KEYS);
+        let uniq = uniq.filter(|k| !k.is_empty());
         if uniq.is_none() && keys.is_none_or(|k| k.trim().is_empty()) {
             return Ok(());
         }

@@ -55,11 +55,8 @@ impl Writer {
         if !self.queue_offsets.contains_key(topic) {
             self.queue_offsets.insert(topic.to_owned(), HashMap::new());
         }
-        self.queue_offsets
-            .get_mut(topic)
-            .expect("inserted above")
-            .entry(queue_id)
-            .or_insert(0)
+        let queues = self.queue_offsets.get_mut(topic).expect("inserted above");
+        queues.entry(queue_id).or_insert(0)
     }
 
     /// Raises a queue's next offset to at least `next` (records received raw).

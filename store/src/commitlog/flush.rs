@@ -7,7 +7,7 @@
 //! and answers them all, so one `msync` serves every writer waiting at that moment
 //! while writers that arrive during the sync form the next group.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,8 @@ struct Waiter {
 pub(crate) struct GroupCommit {
     waiters: Mutex<Vec<Waiter>>,
     wake: Condvar,
+    /// The flush thread waits on `wake` for a first writer.
+    idle: AtomicBool,
     /// Duration of the last sync, which bounds how long the next group lingers.
     last_sync_nanos: AtomicU64,
     pub(crate) rounds: AtomicU64,
@@ -43,7 +45,10 @@ impl GroupCommit {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         waiters.push(Waiter { offset, done });
         drop(waiters);
-        self.wake.notify_one();
+        // Only an idle flush thread needs waking; a busy one looks again by itself.
+        if self.idle.load(Ordering::Acquire) {
+            self.wake.notify_one();
+        }
         rx
     }
 
@@ -59,11 +64,14 @@ impl GroupCommit {
     fn take(&self, timeout: Duration, linger: Duration) -> Vec<Waiter> {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if waiters.is_empty() {
+            // Set under the lock, so a writer either sees it or is seen here.
+            self.idle.store(true, Ordering::Release);
             waiters = self
                 .wake
                 .wait_timeout(waiters, timeout)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            self.idle.store(false, Ordering::Release);
         }
         if !waiters.is_empty() && !linger.is_zero() {
             let deadline = Instant::now() + linger;
@@ -73,11 +81,9 @@ impl GroupCommit {
                 if now >= deadline {
                     break;
                 }
-                waiters = self
-                    .wake
-                    .wait_timeout(waiters, LINGER_GAP.min(deadline - now))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                drop(waiters);
+                std::thread::sleep(LINGER_GAP.min(deadline - now));
+                waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
                 if waiters.len() == seen {
                     break;
                 }

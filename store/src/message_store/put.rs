@@ -59,6 +59,9 @@ impl MessageStore {
     /// Parks a delayed message in `SCHEDULE_TOPIC_XXXX` (PROTOCOL.md 7.2) unless the
     /// broker already did.
     fn park_delayed(&self, msg: &mut MessageInner) {
+        if !msg.properties.contains(property::DELAY_TIME_LEVEL) {
+            return;
+        }
         let levels = self.inner().delay_levels_ms.len() as i32;
         let level = property::find(&msg.properties, property::DELAY_TIME_LEVEL)
             .and_then(|l| l.parse::<i32>().ok())
@@ -89,13 +92,7 @@ impl MessageStore {
         let Some(first) = msgs.first() else {
             return Err(PutMessageStatus::MessageIllegal);
         };
-        let (topic, queue_id) = (first.topic.clone(), first.queue_id);
-        if batch && msgs.iter().map(batch_block_len).sum::<usize>() > max {
-            tracing::warn!(topic = %topic, "batch exceeds maxMessageSize");
-            return Err(PutMessageStatus::MessageIllegal);
-        }
-        let mut out = Vec::with_capacity(msgs.len());
-        for mut msg in msgs {
+        for msg in &msgs {
             if !valid_topic(&msg.topic) || msg.queue_id < 0 {
                 tracing::warn!(topic = %msg.topic, queue_id = msg.queue_id, "illegal topic or queue id");
                 return Err(PutMessageStatus::MessageIllegal);
@@ -112,20 +109,28 @@ impl MessageStore {
                 let delayed = property::find(&msg.properties, property::DELAY_TIME_LEVEL)
                     .and_then(|l| l.parse::<i32>().ok())
                     .is_some_and(|l| l > 0);
-                if msg.topic != topic
-                    || msg.queue_id != queue_id
+                if msg.topic != first.topic
+                    || msg.queue_id != first.queue_id
                     || transaction_type(msg.sys_flag) != TRANSACTION_NOT_TYPE
                     || delayed
                 {
-                    tracing::warn!(topic = %topic, "batch mixes queues, transactions or delays");
+                    tracing::warn!(topic = %first.topic, "batch mixes queues, transactions or delays");
                     return Err(PutMessageStatus::MessageIllegal);
                 }
-            } else {
+            }
+        }
+        if batch && msgs.iter().map(batch_block_len).sum::<usize>() > max {
+            tracing::warn!(topic = %first.topic, "batch exceeds maxMessageSize");
+            return Err(PutMessageStatus::MessageIllegal);
+        }
+        let mut out = Vec::with_capacity(msgs.len());
+        for mut msg in msgs {
+            if !batch {
                 self.park_delayed(&mut msg);
             }
             let p = Prepared::new(msg);
             if p.len > max {
-                tracing::warn!(topic = %topic, size = p.len, max, "message exceeds maxMessageSize");
+                tracing::warn!(topic = %p.msg.topic, size = p.len, max, "message exceeds maxMessageSize");
                 return Err(PutMessageStatus::MessageIllegal);
             }
             out.push(p);
