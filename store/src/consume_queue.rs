@@ -276,6 +276,14 @@ impl ConsumeQueue {
                 // A queue that starts late: blanks from the start of its first file.
                 (self.files.file_base(Self::unit_pos(offset)) / CQ_UNIT_SIZE as i64).max(0)
             } else {
+                let per_file = (self.files.file_size() / CQ_UNIT_SIZE) as i64;
+                if offset - max > per_file {
+                    tracing::error!(
+                        topic = %self.topic, queue_id = self.queue_id, expected = max, offset,
+                        "queue offset far past the queue's end; entry skipped"
+                    );
+                    return Ok(false);
+                }
                 tracing::warn!(
                     topic = %self.topic, queue_id = self.queue_id, expected = max, offset,
                     "consume-queue gap; filling with blank entries"

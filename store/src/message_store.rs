@@ -505,8 +505,8 @@ impl MessageStore {
         *shut = true;
         let i = &self.inner;
         i.state.shutdown.store(true, Ordering::Release);
-        // No append is half-done once we get the lock.
-        drop(i.commitlog.lock_writer());
+        // No append is half-done once we get the lock, and none starts after.
+        i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
         i.dispatch.stop();
         i.commitlog.group_commit.notify();

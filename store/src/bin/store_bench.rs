@@ -118,6 +118,18 @@ fn fdatasync_latency(dir: &Path) -> Duration {
     lat.get(lat.len() / 2).copied().unwrap_or_default()
 }
 
+/// `RssAnon` of this process, from /proc.
+fn rss_anon() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("RssAnon:"))
+                .map(|l| l.trim_start_matches("RssAnon:").trim().to_owned())
+        })
+        .unwrap_or_else(|| "?".to_owned())
+}
+
 /// CPU time (user + system) this process has used so far.
 fn cpu_time() -> Duration {
     // SAFETY: getrusage only writes the struct we own.
@@ -177,6 +189,9 @@ fn main() {
         for run in 0..runs {
             let dir = fresh_dir(&base, &name.replace([' ', ','], ""), run);
             let store = MessageStore::open(config(&dir, flush)).expect("open store");
+            if run == 0 && tasks == 1 {
+                println!("RssAnon with an idle, freshly opened store: {}", rss_anon());
+            }
             let cpu = cpu_time();
             let rate = rt.block_on(append(&store, messages, tasks));
             // Let the dispatcher finish too: its work is part of the cost of a put.

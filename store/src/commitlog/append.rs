@@ -30,6 +30,8 @@ pub(crate) struct Writer {
     pub(crate) last_store_timestamp: i64,
     /// Next queue offset per topic and queue id.
     pub(crate) queue_offsets: HashMap<String, HashMap<i32, i64>>,
+    /// Set by shutdown: no append may start after the final flush.
+    pub(crate) closed: bool,
 }
 
 impl Writer {
@@ -39,6 +41,7 @@ impl Writer {
             write_pos: 0,
             last_store_timestamp: 0,
             queue_offsets: HashMap::new(),
+            closed: false,
         }
     }
 
@@ -139,6 +142,8 @@ pub(crate) enum AppendError {
     CreateFile(StoreError),
     /// A replica holds part of a record received from its master.
     PartialRawRecord,
+    /// The store is shutting down.
+    Closed,
 }
 
 impl CommitLog {
@@ -193,6 +198,9 @@ impl CommitLog {
         total: usize,
         now: i64,
     ) -> Result<Appended, AppendError> {
+        if writer.closed {
+            return Err(AppendError::Closed);
+        }
         if writer.write_pos != self.max_offset() {
             return Err(AppendError::PartialRawRecord);
         }

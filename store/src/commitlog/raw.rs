@@ -38,6 +38,9 @@ impl CommitLog {
     /// write end (for an empty commitlog: any multiple of the file size).
     pub(crate) fn append_raw(&self, at: i64, data: &[u8], verify_crc: bool) -> Result<()> {
         let mut writer = self.lock_writer();
+        if writer.closed {
+            return Err(StoreError::Shutdown);
+        }
         let file_size = self.file_size as i64;
         if self.files.is_empty() && writer.write_pos == self.max_offset() && at != writer.write_pos
         {

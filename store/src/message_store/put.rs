@@ -157,7 +157,7 @@ impl MessageStore {
             Err(AppendError::TooLarge) => {
                 return PutMessageResult::failed(PutMessageStatus::MessageIllegal)
             }
-            Err(AppendError::PartialRawRecord) => {
+            Err(AppendError::PartialRawRecord) | Err(AppendError::Closed) => {
                 return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable)
             }
             Err(AppendError::CreateFile(e)) => {
