@@ -78,12 +78,20 @@ pub(crate) fn root_of(
         .unwrap_or(queue_offset)
 }
 
-/// How long op records are kept: longer than any chain of check copies can live.
-fn op_horizon(broker: &Broker) -> i64 {
-    let config = &broker.config;
-    (config.transaction_check_max.max(1) as i64 + 2)
-        * config.transaction_check_interval.as_millis() as i64
-        + config.transaction_timeout.as_millis() as i64
+/// Op records stored before this time can name no half record the walk may still
+/// meet: every record from the walk's `progress` on was stored at or after the record at
+/// `progress`, and its root was unfinished when it was stored. The margin covers an
+/// END_TRANSACTION racing a check round. Measured on the store's clock, not "now", so a
+/// broker restarted after a long stop keeps every op its stale progress still needs.
+fn op_cutoff(broker: &Broker, progress: i64) -> i64 {
+    match broker
+        .store
+        .message_store_timestamp(topic::TRANS_HALF_TOPIC, 0, progress)
+    {
+        Some(stored) => stored - broker.config.transaction_timeout.as_millis() as i64,
+        // The walk passed every half record: no op is needed any more.
+        None => i64::MAX,
+    }
 }
 
 /// Rewrites a prepared message into its half record (`parseHalfMessageInner`).
@@ -329,8 +337,8 @@ pub(crate) async fn check_round(broker: &Broker) {
             .offsets
             .commit(group, topic::TRANS_HALF_TOPIC, 0, progress);
     }
-    // Old op records can name no live copy any more: drop them from the front.
-    let cutoff = now - op_horizon(broker);
+    // Op records no half record ahead can need: drop them from the front.
+    let cutoff = op_cutoff(broker, progress);
     let mut op_progress = op_start;
     for op in &ops {
         if op.stored_at >= cutoff {

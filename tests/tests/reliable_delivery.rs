@@ -56,7 +56,10 @@ async fn next_message(
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut offset = offset;
     loop {
-        assert!(Instant::now() < deadline, "no message on {topic} in time");
+        assert!(
+            Instant::now() < deadline,
+            "no message on {topic} queue {queue} beyond offset {offset} in time"
+        );
         let pulled = client
             .pull(
                 addr,
