@@ -179,7 +179,7 @@ fn run_child(dir: &Path, round: u32, kill_after: Duration) -> Vec<(String, Ack)>
     let mut exited_early = false;
     loop {
         if first_ack.is_some_and(|t| t.elapsed() >= kill_after)
-            || start.elapsed() > Duration::from_secs(30)
+            || start.elapsed() > Duration::from_secs(20)
         {
             break;
         }
@@ -210,7 +210,7 @@ fn run_child(dir: &Path, round: u32, kill_after: Duration) -> Vec<(String, Ack)>
     assert!(!exited_early, "child {round} exited by itself:\n{stderr}");
     assert!(
         first_ack.is_some(),
-        "child {round} acknowledged nothing in 30 s:\n{stderr}"
+        "child {round} acknowledged nothing in 20 s:\n{stderr}"
     );
     acks
 }
@@ -319,7 +319,12 @@ fn acknowledged_messages_survive_sigkill() {
     let mut acked: HashMap<String, Ack> = HashMap::new();
     let started = Instant::now();
     let mut round = 0;
-    while round < MAX_ROUNDS && (round < 4 || started.elapsed() < ROUNDS_BUDGET) {
+    // At least 4 rounds unless the machine is very slow; never past the hard cap.
+    let more = |round: u32, elapsed: Duration| {
+        round < MAX_ROUNDS
+            && (elapsed < ROUNDS_BUDGET || (round < 4 && elapsed < Duration::from_secs(70)))
+    };
+    while more(round, started.elapsed()) {
         let kill_after = Duration::from_millis(rng.random_range(0..400));
         for (id, ack) in run_child(dir.path(), round, kill_after) {
             assert!(
