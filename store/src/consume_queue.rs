@@ -262,13 +262,24 @@ impl ConsumeQueue {
 
     /// Writes the entry for queue offset `offset` (dispatcher only). An offset below
     /// the max is a duplicate and ignored; one above it leaves blank entries between.
-    pub(crate) fn put(&self, offset: i64, entry: CqEntry) -> Result<bool> {
+    ///
+    /// With `repair` (recovery, before any reader exists) an existing entry that
+    /// differs from `entry` is rewritten: an entry straddling a page boundary can be
+    /// torn by a crash and still look valid.
+    pub(crate) fn put(&self, offset: i64, entry: CqEntry, repair: bool) -> Result<bool> {
         let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         if self.deleted.load(Ordering::Acquire) {
             return Ok(false);
         }
         let max = self.max_offset();
         if offset < max {
+            if repair && self.entry_unchecked(offset).is_some_and(|e| e != entry) {
+                tracing::warn!(
+                    topic = %self.topic, queue_id = self.queue_id, offset,
+                    "repairing a torn consume-queue entry"
+                );
+                self.rewrite_entry(offset, entry)?;
+            }
             return Ok(false);
         }
         if offset > max {
@@ -324,6 +335,17 @@ impl ConsumeQueue {
         Ok(())
     }
 
+    /// Overwrites an entry below the max offset (recovery only).
+    fn rewrite_entry(&self, offset: i64, entry: CqEntry) -> Result<()> {
+        let pos = Self::unit_pos(offset);
+        if let Some(file) = self.files.find(pos) {
+            // SAFETY: recovery runs before any reader of this queue exists, and the
+            // dispatcher is the only writer.
+            unsafe { file.write_at((pos - file.base()) as usize, &entry.encode()) };
+        }
+        Ok(())
+    }
+
     /// Moves the min offset to the first entry whose record is at or after
     /// `commitlog_min` (RocketMQ `correctMinOffset`).
     pub(crate) fn correct_min_offset(&self, commitlog_min: i64) {
@@ -367,6 +389,11 @@ impl ConsumeQueue {
 
     pub(crate) fn flush(&self) -> Result<()> {
         self.files.flush()
+    }
+
+    /// fdatasync of every file (recovery after a crash).
+    pub(crate) fn sync_all(&self) -> Result<()> {
+        self.files.sync_files_from(i64::MIN)
     }
 
     /// Deletes the queue's files; later puts on this instance are ignored.

@@ -140,8 +140,9 @@ impl StoreInner {
         tags_code(props.tags)
     }
 
-    /// Builds the consume-queue entry and index entries of one record; with `notify`
-    /// also tells the arrival listener.
+    /// Builds the consume-queue entry and index entries of one record. With `notify`
+    /// (live dispatch) it also tells the arrival listener; without it (recovery,
+    /// before readers exist) it also repairs consume-queue entries that differ.
     pub(crate) fn dispatch_record(
         &self,
         view: &RecordView<'_>,
@@ -165,6 +166,7 @@ impl StoreInner {
                     size: view.total_size() as i32,
                     tags_code: tags,
                 },
+                !notify,
             )?;
         }
         if let Some(index) = &self.index {

@@ -256,6 +256,14 @@ impl IndexService {
         Ok(Some(header.end_timestamp))
     }
 
+    /// fdatasync of every index file (recovery after a crash).
+    pub(crate) fn sync_all(&self) -> Result<()> {
+        for f in self.files() {
+            f.sync_file()?;
+        }
+        Ok(())
+    }
+
     /// Deletes files whose records all lie before `commitlog_min` (not the newest).
     pub(crate) fn delete_expired(&self, commitlog_min: i64) -> Result<usize> {
         let removed: Vec<Arc<IndexFile>> = {

@@ -408,6 +408,14 @@ impl MappedFile {
         Ok(())
     }
 
+    /// fdatasync of the whole file: after a crash of the previous process its dirty
+    /// pages may still be only in the page cache.
+    pub(crate) fn sync_file(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::io("fdatasync", &self.path, e))
+    }
+
     /// Last modification time of the file.
     pub(crate) fn modified(&self) -> Option<std::time::SystemTime> {
         self.file.metadata().and_then(|m| m.modified()).ok()

@@ -183,6 +183,16 @@ impl MappedFileQueue {
         Ok(())
     }
 
+    /// fdatasync of every file starting at or after `from`.
+    pub(crate) fn sync_files_from(&self, from: i64) -> Result<()> {
+        for f in self.files() {
+            if f.end() > from {
+                f.sync_file()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Removes every file and the directory itself.
     pub(crate) fn destroy(&self) -> Result<()> {
         let n = self.len();

@@ -516,7 +516,7 @@ impl MessageStore {
             }
         }
         let mut clean = true;
-        if let Err(e) = i.dispatch_available(false) {
+        if let Err(e) = i.dispatch_available(true) {
             tracing::error!(error = %e, "final dispatch failed");
             clean = false;
         }

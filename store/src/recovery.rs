@@ -35,12 +35,14 @@ impl StoreInner {
             cq.recover()?;
         }
         let files = self.commitlog.files().files();
+        let mut walked_from = 0;
         let (end, last_ts, scanned) = if files.is_empty() {
             (0, 0, 0)
         } else if last_exit_ok {
             self.walk(&files, files.len().saturating_sub(3), false)?
         } else {
             let start = self.abnormal_start(&files);
+            walked_from = files[start].base();
             tracing::info!(
                 from = %files[start].path().display(),
                 "abnormal recovery: re-dispatching from the last safe file"
@@ -71,6 +73,17 @@ impl StoreInner {
         };
         self.dispatch.set_reput_from(reput);
         self.dispatch_available(false)?;
+        if !last_exit_ok {
+            // The crashed process may have left data only in the page cache; what we
+            // now build on (and the checkpoint about to be written) must be on disk.
+            self.commitlog.files().sync_files_from(walked_from)?;
+            for cq in self.queues.all() {
+                cq.sync_all()?;
+            }
+            if let Some(index) = &self.index {
+                index.sync_all()?;
+            }
+        }
 
         let min = self.commitlog.min_offset();
         let mut table: HashMap<String, HashMap<i32, i64>> = HashMap::new();

@@ -242,3 +242,33 @@ async fn consume_queue_entries_past_the_end_are_dropped() {
     let r = store.get_message("g", "A", 0, expected_a0, 32, 0, None);
     assert_eq!(r.status, GetMessageStatus::OffsetOverflowOne);
 }
+
+/// A consume-queue entry torn by a crash (valid-looking, wrong tag code) is rewritten
+/// by the re-dispatch.
+#[tokio::test]
+async fn a_torn_consume_queue_entry_is_repaired() {
+    struct Tag(i64);
+    impl vostok_store::MessageFilter for Tag {
+        fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
+            tags_code == self.0
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(dir.path(), FILE);
+    let store = MessageStore::open(config.clone()).unwrap();
+    fill(&store, 30).await;
+    settle(&store);
+    shutdown_as_crashed(store, dir.path());
+    remove(&dir.path().join("checkpoint"));
+    // Entry 2 of A/0: zero the low half of its tag code.
+    let cq = dir
+        .path()
+        .join("consumequeue/A/0")
+        .join(format!("{:020}", 0));
+    overwrite(&cq, 2 * 20 + 16, &[0u8; 4]);
+    let store = MessageStore::open(config).unwrap();
+    let tag = Tag(vostok_remoting::protocol::filter::java_hash("tag") as i64);
+    let r = store.get_message("g", "A", 0, 2, 1, 0, Some(&tag));
+    assert_eq!(r.status, GetMessageStatus::Found);
+    assert_eq!(r.next_begin_offset, 3);
+}

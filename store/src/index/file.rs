@@ -303,6 +303,10 @@ impl IndexFile {
         Ok(())
     }
 
+    pub(crate) fn sync_file(&self) -> Result<()> {
+        self.file.sync_file()
+    }
+
     pub(crate) fn remove(&self) -> Result<()> {
         self.file.remove()
     }
