@@ -81,5 +81,4 @@ pub trait ConsumeMessageHook: Send + Sync {
 
 pub(crate) type SendHooks = Vec<Arc<dyn SendMessageHook>>;
 pub(crate) type ForbiddenHooks = Vec<Arc<dyn CheckForbiddenHook>>;
-#[allow(dead_code)]
 pub(crate) type ConsumeHooks = Vec<Arc<dyn ConsumeMessageHook>>;

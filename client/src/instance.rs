@@ -295,14 +295,6 @@ impl ClientInstance {
         self.uniq.next_id()
     }
 
-    pub(crate) fn is_shut_down(&self) -> bool {
-        self.shutdown.is_cancelled()
-    }
-
-    pub(crate) fn shutdown_token(&self) -> CancellationToken {
-        self.shutdown.clone()
-    }
-
     pub(crate) fn tracker(&self) -> &TaskTracker {
         &self.tracker
     }
@@ -800,13 +792,13 @@ impl ClientInstance {
         futures_util::future::join_all(calls).await;
     }
 
-    /// The version a broker stamped on its last heartbeat answer.
-    pub(crate) fn broker_version(&self, addr: &str) -> Option<i32> {
+    /// The version each broker stamped on its last heartbeat answer (Java keeps it to
+    /// refuse SQL92 subscriptions to brokers older than 4.1).
+    pub fn broker_versions(&self) -> HashMap<String, i32> {
         self.broker_versions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(addr)
-            .copied()
+            .clone()
     }
 
     // ---- request/reply ----

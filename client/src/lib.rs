@@ -19,19 +19,21 @@
 //! (PULL_MESSAGE, long polling) → process queue → listener → offsets committed to the
 //! broker every 5 s.
 
-// Consumer RPCs land with the consumers (issue 6).
-#[allow(dead_code)]
 mod api;
+pub mod consumer;
 pub mod error;
 pub mod hook;
-// Consumer-facing parts land with the consumers (issue 6).
-#[allow(dead_code)]
 pub mod instance;
 pub mod message;
 pub mod producer;
 pub mod route;
 
 pub use api::{PullResult, PullStatus};
+pub use consumer::{
+    AllocateStrategy, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
+    ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer, LitePullConsumerConfig,
+    MessageListener, MessageSelector, PushConsumer,
+};
 pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance};
 pub use message::{Message, MessageExt};

@@ -84,6 +84,27 @@ impl Producer {
             .await
     }
 
+    /// A send for the client's own use (consumer send-back fallback): properties copied
+    /// from a stored message may carry reserved names.
+    pub(crate) async fn send_internal(&self, mut msg: Message) -> Result<SendResult> {
+        let shared = &self.shared;
+        shared.instance()?;
+        message::validate(&msg, shared.config.max_message_size)?;
+        msg.topic = shared.wrap(&msg.topic);
+        shared.stamp_uniq_key(&mut msg)?;
+        let prepared = Prepared {
+            msg,
+            batch_ids: None,
+        };
+        shared
+            .send_default(
+                Arc::new(prepared),
+                CommunicationMode::Sync,
+                shared.config.send_msg_timeout,
+            )
+            .await
+    }
+
     /// Sends asynchronously: the returned future is ready once the request is queued
     /// (after waiting for room when `backPressureForAsyncSendNum` sends are in flight);
     /// awaiting the [`SendFuture`] gives the result, after up to

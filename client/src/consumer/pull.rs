@@ -1,0 +1,176 @@
+//! The pull task of one assigned queue (Java `PullMessageService` +
+//! `DefaultMQPushConsumerImpl.pullMessage`): long-polling PULL_MESSAGE in a loop,
+//! throttled by the consumer's flow control, until the queue is dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{debug, info};
+use vostok_remoting::protocol::body::MessageQueue;
+use vostok_remoting::protocol::header::{
+    PullMessageRequestHeader, PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_LITE_PULL, PULL_FLAG_SUBSCRIPTION,
+    PULL_FLAG_SUSPEND,
+};
+use vostok_remoting::protocol::message::id::now_millis;
+use vostok_remoting::protocol::response_code;
+
+use super::core::ConsumerCore;
+use super::process_queue::ProcessQueue;
+use crate::api::{self, PullStatus};
+use crate::error::ClientError;
+
+/// Delay before pulling a queue an orderly consumer has not locked (Java 3 s).
+const PULL_DELAY_WHEN_NOT_LOCKED: Duration = Duration::from_secs(3);
+const FLOW_CONTROL_DELAY: Duration = Duration::from_millis(20);
+
+pub(crate) fn spawn(core: Arc<ConsumerCore>, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64) {
+    let tracker = core.tracker.clone();
+    tracker.spawn(async move {
+        run(core, mq, pq, offset).await;
+    });
+}
+
+/// Sleeps unless the queue is dropped or the consumer stops first.
+async fn pause(core: &ConsumerCore, delay: Duration) {
+    tokio::select! {
+        _ = core.shutdown.cancelled() => {}
+        _ = tokio::time::sleep(delay) => {}
+    }
+}
+
+async fn run(
+    core: Arc<ConsumerCore>,
+    mq: MessageQueue,
+    pq: Arc<ProcessQueue>,
+    mut next_offset: i64,
+) {
+    let Some(sink) = core.sink.get().cloned() else {
+        return;
+    };
+    let mut previously_locked = false;
+    debug!(group = %core.group, %mq, offset = next_offset, "pull task started");
+    loop {
+        if pq.is_dropped() || core.shutdown.is_cancelled() {
+            break;
+        }
+        pq.last_pull_ms
+            .store(now_millis(), std::sync::atomic::Ordering::Relaxed);
+        if let Some(delay) = sink.flow_control(&mq, &pq) {
+            pause(&core, delay).await;
+            continue;
+        }
+        if core.orderly && core.clustering() {
+            if !pq.is_locked() {
+                pause(&core, PULL_DELAY_WHEN_NOT_LOCKED).await;
+                continue;
+            }
+            if !previously_locked {
+                // The previous owner may have committed since this queue was assigned.
+                match core.compute_pull_from_where(&mq).await {
+                    Ok(o) => next_offset = o,
+                    Err(e) => {
+                        core.log_pull_error(&mq, &e);
+                        pause(&core, core.pull.exception_delay).await;
+                        continue;
+                    }
+                }
+                previously_locked = true;
+            }
+        }
+        let Some(sub) = core.subscription(&mq.topic) else {
+            pause(&core, core.pull.exception_delay).await;
+            continue;
+        };
+        let addr = match core.broker_addr(&mq).await {
+            Ok(a) => a,
+            Err(e) => {
+                core.log_pull_error(&mq, &e);
+                pause(&core, core.pull.exception_delay).await;
+                continue;
+            }
+        };
+        let mut sys_flag = PULL_FLAG_SUSPEND;
+        let mut commit_offset = 0;
+        if core.clustering() && !core.pull.lite {
+            if let Some(o) = core.offsets.read_memory(&mq).filter(|o| *o > 0) {
+                commit_offset = o;
+                sys_flag |= PULL_FLAG_COMMIT_OFFSET;
+            }
+        }
+        if core.pull.post_subscription || core.pull.lite {
+            sys_flag |= PULL_FLAG_SUBSCRIPTION;
+        }
+        if core.pull.lite {
+            sys_flag |= PULL_FLAG_LITE_PULL;
+        }
+        let header = PullMessageRequestHeader {
+            consumer_group: core.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: next_offset,
+            max_msg_nums: core.pull.batch_size,
+            sys_flag,
+            commit_offset,
+            suspend_timeout_millis: core.pull.suspend.as_millis() as i64,
+            subscription: (sys_flag & PULL_FLAG_SUBSCRIPTION != 0)
+                .then(|| sub.data.sub_string.clone()),
+            sub_version: sub.data.sub_version,
+            expression_type: Some(sub.data.expression_type.clone()),
+            max_msg_bytes: None,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let result = tokio::select! {
+            _ = core.shutdown.cancelled() => break,
+            r = api::pull_message(core.instance.remoting(), &addr, &header, core.pull.timeout) => r,
+        };
+        match result {
+            Ok(r) => match r.status {
+                PullStatus::Found => {
+                    next_offset = r.next_begin_offset;
+                    let msgs = core.fix_messages(r.messages, &sub);
+                    if msgs.is_empty() {
+                        continue;
+                    }
+                    if pq.is_dropped() {
+                        break;
+                    }
+                    sink.clone()
+                        .deliver(core.clone(), mq.clone(), pq.clone(), msgs)
+                        .await;
+                }
+                PullStatus::NoNewMsg | PullStatus::NoMatchedMsg => {
+                    next_offset = r.next_begin_offset;
+                    if pq.msg_count() == 0 && core.clustering() && !core.pull.lite {
+                        // Nothing cached: everything before here is consumed or filtered.
+                        core.offsets.update(&mq, next_offset, true);
+                    }
+                }
+                PullStatus::OffsetIllegal => {
+                    info!(group = %core.group, %mq, requested = next_offset, next = r.next_begin_offset, "pull offset illegal; correcting");
+                    pq.set_dropped();
+                    core.offsets.update(&mq, r.next_begin_offset, false);
+                    core.offsets.persist(&mq).await;
+                    core.pqs
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&mq);
+                    core.instance.rebalance_immediately();
+                    break;
+                }
+            },
+            Err(ClientError::Broker { code, .. }) if code == response_code::FLOW_CONTROL => {
+                pause(&core, FLOW_CONTROL_DELAY).await;
+                continue;
+            }
+            Err(e) => {
+                core.log_pull_error(&mq, &e);
+                pause(&core, core.pull.exception_delay).await;
+                continue;
+            }
+        }
+        if !core.pull.interval.is_zero() {
+            pause(&core, core.pull.interval).await;
+        }
+    }
+    debug!(group = %core.group, %mq, "pull task stopped");
+}
