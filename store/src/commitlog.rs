@@ -99,10 +99,8 @@ impl CommitLog {
         queue_offsets: HashMap<String, HashMap<i32, i64>>,
     ) {
         let mut writer = self.lock_writer();
-        writer.current = self
-            .files
-            .last()
-            .filter(|f| f.base() <= end && end <= f.end());
+        // Picked (and its blocks reserved) by the first append.
+        writer.current = None;
         writer.write_pos = end;
         writer.last_store_timestamp = last_store_timestamp;
         writer.queue_offsets = queue_offsets;

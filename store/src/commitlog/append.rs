@@ -171,7 +171,12 @@ impl CommitLog {
         }
         let base = self.files.file_base(writer.write_pos);
         let file = match self.files.last() {
-            Some(last) if last.base() == base => last,
+            Some(last) if last.base() == base => {
+                // A file from before the restart (perhaps sparse, as RocketMQ
+                // creates them): reserve its blocks before writing into the mapping.
+                last.reserve(last.size())?;
+                last
+            }
             _ => self.files.create(base)?,
         };
         writer.current = Some(Arc::clone(&file));
