@@ -3,8 +3,9 @@
 //! consume queue. Prints the median of several runs.
 //!
 //! ```text
-//! cargo run --release -p vostok-store --bin store_bench -- [messages] [runs] [dir]
+//! cargo run --release -p vostok-store --bin store_bench -- [messages] [runs] [dir] [only]
 //! ```
+//! `only` keeps the scenarios whose name starts with it (e.g. `SYNC`).
 //! Defaults: 300000 messages per append run, 5 runs, a fresh directory under the
 //! system temp dir for each run (removed afterwards).
 
@@ -183,7 +184,11 @@ fn main() {
         ("SYNC_FLUSH, 64 writers", FlushDiskType::SyncFlush, 64),
     ];
     let mut reads = Vec::new();
+    let only = args.get(4).cloned().unwrap_or_default();
     for (name, flush, tasks) in scenarios {
+        if !name.starts_with(only.as_str()) {
+            continue;
+        }
         let mut results = Vec::new();
         let mut cpus = Vec::new();
         for run in 0..runs {
@@ -223,6 +228,9 @@ fn main() {
             list.join(" "),
             median(cpus)
         );
+    }
+    if reads.is_empty() {
+        return;
     }
     let list: Vec<String> = reads.iter().map(|r| format!("{r:.0}")).collect();
     println!(
