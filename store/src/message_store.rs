@@ -220,6 +220,7 @@ impl MessageStore {
             total_memory: total_memory(),
         });
         inner.recover(last_exit_ok)?;
+        inner.update_disk_state(inner.measure_disk());
         // Everything recovered is on disk now; record it before accepting puts.
         inner.flush_logics()?;
         let ts = inner.commitlog.last_store_timestamp();

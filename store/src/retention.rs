@@ -66,11 +66,10 @@ pub struct RetentionReport {
 }
 
 impl StoreInner {
-    /// One retention pass at `now` with the disk `used_ratio` (0.0–1.0).
-    pub(crate) fn clean_once(&self, now: SystemTime, used_ratio: f64) -> Result<RetentionReport> {
-        let c = &self.config;
+    /// Records the disk usage and sets or clears the DISK_FULL state; returns it.
+    pub(crate) fn update_disk_state(&self, used_ratio: f64) -> bool {
         let percent = used_ratio * 100.0;
-        let disk_full = percent > c.disk_space_warning_level_ratio as f64;
+        let disk_full = percent > self.config.disk_space_warning_level_ratio as f64;
         if disk_full != self.state.disk_full.swap(disk_full, Ordering::AcqRel) {
             if disk_full {
                 tracing::error!(used_percent = percent, "disk nearly full: refusing puts");
@@ -84,6 +83,22 @@ impl StoreInner {
         self.state
             .disk_ratio_permille
             .store((used_ratio * 1000.0) as u32, Ordering::Relaxed);
+        disk_full
+    }
+
+    /// The used fraction of the disks holding the commitlog and the root directory.
+    pub(crate) fn measure_disk(&self) -> f64 {
+        disk_used_ratio(&self.config.commit_log_dir())
+            .into_iter()
+            .chain(disk_used_ratio(&self.config.store_path_root_dir))
+            .fold(0.0f64, f64::max)
+    }
+
+    /// One retention pass at `now` with the disk `used_ratio` (0.0–1.0).
+    pub(crate) fn clean_once(&self, now: SystemTime, used_ratio: f64) -> Result<RetentionReport> {
+        let c = &self.config;
+        let percent = used_ratio * 100.0;
+        let disk_full = self.update_disk_state(used_ratio);
 
         let now_ms = millis(now);
         let hour = local_tm(now_ms).tm_hour as u32;
@@ -146,11 +161,7 @@ pub(crate) fn run(inner: std::sync::Arc<StoreInner>) {
         .clean_resource_interval
         .max(Duration::from_millis(100));
     while !inner.stopper.wait(interval) {
-        let dir = inner.config.commit_log_dir();
-        let ratio = disk_used_ratio(&dir)
-            .into_iter()
-            .chain(disk_used_ratio(&inner.config.store_path_root_dir))
-            .fold(0.0f64, f64::max);
+        let ratio = inner.measure_disk();
         if let Err(e) = inner.clean_once(SystemTime::now(), ratio) {
             tracing::error!(error = %e, "retention pass failed");
         }
