@@ -11,10 +11,11 @@
 //! | `store-clean` | retention and the disk-usage check |
 
 mod get;
+mod info;
 mod put;
 mod query;
+mod threads;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -22,7 +23,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use vostok_remoting::protocol::message::id::now_millis;
-use vostok_remoting::protocol::message::MessageExt;
 
 use crate::checkpoint::Checkpoint;
 use crate::commitlog::CommitLog;
@@ -254,8 +254,8 @@ impl MessageStore {
         let dispatcher = spawn("store-dispatch", crate::dispatch::run)?;
         let _ = self.inner.dispatch_thread_set(dispatcher.thread().clone());
         threads.push(dispatcher);
-        threads.push(spawn("store-flush", run_commit_log_flush)?);
-        threads.push(spawn("store-cq-flush", run_logics_flush)?);
+        threads.push(spawn("store-flush", threads::run_commit_log_flush)?);
+        threads.push(spawn("store-cq-flush", threads::run_logics_flush)?);
         threads.push(spawn("store-clean", crate::retention::run)?);
         Ok(())
     }
@@ -357,97 +357,6 @@ impl MessageStore {
     pub fn is_os_page_cache_busy(&self) -> bool {
         let held = self.inner.commitlog.lock_held_ms(now_millis());
         held > self.inner.config.os_page_cache_busy_timeout.as_millis() as i64 && held < 10_000_000
-    }
-
-    /// Counters and positions, with RocketMQ's `getRuntimeInfo` key names where one exists.
-    pub fn runtime_info(&self) -> BTreeMap<String, String> {
-        let i = &self.inner;
-        let s = &i.stats;
-        let mut m = BTreeMap::new();
-        let mut put = |k: &str, v: String| {
-            m.insert(k.to_owned(), v);
-        };
-        put("putMessageTimesTotal", Stats::get(&s.put_times).to_string());
-        put("putMessageSizeTotal", Stats::get(&s.put_bytes).to_string());
-        put(
-            "putMessageFailedTimes",
-            Stats::get(&s.put_failed).to_string(),
-        );
-        put(
-            "putMessageFlushTimeoutTimes",
-            Stats::get(&s.flush_timeouts).to_string(),
-        );
-        put("getFoundTimes", Stats::get(&s.get_found).to_string());
-        put("getMissTimes", Stats::get(&s.get_miss).to_string());
-        put(
-            "getTransferedMsgCount",
-            Stats::get(&s.get_transferred).to_string(),
-        );
-        put("commitLogMinOffset", i.commitlog.min_offset().to_string());
-        put("commitLogMaxOffset", i.commitlog.max_offset().to_string());
-        put(
-            "commitLogFlushedOffset",
-            i.commitlog.flushed_offset().to_string(),
-        );
-        put("commitLogFileCount", i.commitlog.files().len().to_string());
-        put(
-            "commitLogDiskRatio",
-            format!(
-                "{:.3}",
-                i.state.disk_ratio_permille.load(Ordering::Relaxed) as f64 / 1000.0
-            ),
-        );
-        put(
-            "dispatchBehindBytes",
-            (i.commitlog.max_offset() - i.dispatch.reput_from())
-                .max(0)
-                .to_string(),
-        );
-        put("consumeQueueCount", i.queues.all().len().to_string());
-        put(
-            "indexFileCount",
-            i.index.as_ref().map_or(0, |x| x.file_count()).to_string(),
-        );
-        put(
-            "pageCacheLockTimeMills",
-            i.commitlog.lock_held_ms(now_millis()).to_string(),
-        );
-        put(
-            "diskFull",
-            i.state.disk_full.load(Ordering::Relaxed).to_string(),
-        );
-        put(
-            "writeError",
-            i.state.write_error.load(Ordering::Relaxed).to_string(),
-        );
-        put(
-            "flushDiskType",
-            i.config.flush_disk_type.as_str().to_owned(),
-        );
-        let gc = &i.commitlog.group_commit;
-        let rounds = gc.rounds.load(Ordering::Relaxed);
-        put("groupCommitRounds", rounds.to_string());
-        put(
-            "groupCommitWaiters",
-            gc.waiters_served.load(Ordering::Relaxed).to_string(),
-        );
-        put(
-            "groupCommitAvgSyncMicros",
-            (gc.sync_nanos.load(Ordering::Relaxed) / rounds.max(1) / 1000).to_string(),
-        );
-        put(
-            "earliestMessageTimeStamp",
-            self.earliest_commit_log_time().unwrap_or(0).to_string(),
-        );
-        m
-    }
-
-    fn earliest_commit_log_time(&self) -> Option<i64> {
-        let offset = self.inner.commitlog.min_offset();
-        let raw = self.inner.commitlog.read_record(offset)?;
-        MessageExt::decode(&raw, false)
-            .ok()
-            .map(|m| m.store_timestamp)
     }
 
     /// Raw commitlog bytes from `from`, up to `max_bytes`, within one file and below
@@ -556,60 +465,5 @@ impl StoreInner {
 impl Drop for MessageStore {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-/// The commitlog flush thread body.
-fn run_commit_log_flush(inner: Arc<StoreInner>) {
-    let c = &inner.config;
-    match c.flush_disk_type {
-        FlushDiskType::SyncFlush => {
-            while !inner.stopper.is_stopped() {
-                match inner
-                    .commitlog
-                    .group_commit_round(Duration::from_millis(10))
-                {
-                    Some(Ok(f)) if f.store_timestamp > 0 => {
-                        inner.checkpoint.set_physic_msg_timestamp(f.store_timestamp)
-                    }
-                    Some(Err(e)) => {
-                        inner.flush_failed(&e);
-                        inner.stopper.wait(Duration::from_millis(100));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        FlushDiskType::AsyncFlush => {
-            let least = (c.flush_commit_log_least_pages * crate::mapped_file::PAGE_SIZE) as i64;
-            let mut last_flush = Instant::now();
-            loop {
-                let stopping = inner.stopper.wait(c.flush_interval_commit_log);
-                let thorough = last_flush.elapsed() >= c.flush_commit_log_thorough_interval;
-                let dirty = inner.commitlog.unflushed_bytes();
-                if dirty > 0 && (stopping || thorough || dirty >= least) {
-                    if inner.flush_commit_log().is_ok() {
-                        last_flush = Instant::now();
-                    }
-                } else if dirty == 0 {
-                    last_flush = Instant::now();
-                }
-                if stopping {
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// The consume-queue / index / checkpoint flush thread body.
-fn run_logics_flush(inner: Arc<StoreInner>) {
-    while !inner
-        .stopper
-        .wait(inner.config.flush_interval_consume_queue)
-    {
-        if let Err(e) = inner.flush_logics() {
-            tracing::error!(error = %e, "consume queue / index flush failed");
-        }
     }
 }

@@ -1,0 +1,103 @@
+//! `runtime_info`: counters and positions for the broker's admin commands.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use vostok_remoting::protocol::message::id::now_millis;
+use vostok_remoting::protocol::message::MessageExt;
+
+use super::MessageStore;
+use crate::stats::Stats;
+
+impl MessageStore {
+    /// Counters and positions, with RocketMQ's `getRuntimeInfo` key names where one exists.
+    pub fn runtime_info(&self) -> BTreeMap<String, String> {
+        let i = &self.inner;
+        let s = &i.stats;
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            m.insert(k.to_owned(), v);
+        };
+        put("putMessageTimesTotal", Stats::get(&s.put_times).to_string());
+        put("putMessageSizeTotal", Stats::get(&s.put_bytes).to_string());
+        put(
+            "putMessageFailedTimes",
+            Stats::get(&s.put_failed).to_string(),
+        );
+        put(
+            "putMessageFlushTimeoutTimes",
+            Stats::get(&s.flush_timeouts).to_string(),
+        );
+        put("getFoundTimes", Stats::get(&s.get_found).to_string());
+        put("getMissTimes", Stats::get(&s.get_miss).to_string());
+        put(
+            "getTransferedMsgCount",
+            Stats::get(&s.get_transferred).to_string(),
+        );
+        put("commitLogMinOffset", i.commitlog.min_offset().to_string());
+        put("commitLogMaxOffset", i.commitlog.max_offset().to_string());
+        put(
+            "commitLogFlushedOffset",
+            i.commitlog.flushed_offset().to_string(),
+        );
+        put("commitLogFileCount", i.commitlog.files().len().to_string());
+        put(
+            "commitLogDiskRatio",
+            format!(
+                "{:.3}",
+                i.state.disk_ratio_permille.load(Ordering::Relaxed) as f64 / 1000.0
+            ),
+        );
+        put(
+            "dispatchBehindBytes",
+            (i.commitlog.max_offset() - i.dispatch.reput_from())
+                .max(0)
+                .to_string(),
+        );
+        put("consumeQueueCount", i.queues.all().len().to_string());
+        put(
+            "indexFileCount",
+            i.index.as_ref().map_or(0, |x| x.file_count()).to_string(),
+        );
+        put(
+            "pageCacheLockTimeMills",
+            i.commitlog.lock_held_ms(now_millis()).to_string(),
+        );
+        put(
+            "diskFull",
+            i.state.disk_full.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "writeError",
+            i.state.write_error.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "flushDiskType",
+            i.config.flush_disk_type.as_str().to_owned(),
+        );
+        let gc = &i.commitlog.group_commit;
+        let rounds = gc.rounds.load(Ordering::Relaxed);
+        put("groupCommitRounds", rounds.to_string());
+        put(
+            "groupCommitWaiters",
+            gc.waiters_served.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "groupCommitAvgSyncMicros",
+            (gc.sync_nanos.load(Ordering::Relaxed) / rounds.max(1) / 1000).to_string(),
+        );
+        put(
+            "earliestMessageTimeStamp",
+            self.earliest_commit_log_time().unwrap_or(0).to_string(),
+        );
+        m
+    }
+
+    fn earliest_commit_log_time(&self) -> Option<i64> {
+        let offset = self.inner.commitlog.min_offset();
+        let raw = self.inner.commitlog.read_record(offset)?;
+        MessageExt::decode(&raw, false)
+            .ok()
+            .map(|m| m.store_timestamp)
+    }
+}

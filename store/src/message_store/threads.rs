@@ -1,0 +1,63 @@
+//! Bodies of the flush threads (the dispatcher's is in `dispatch`, retention's in
+//! `retention`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::StoreInner;
+use crate::config::FlushDiskType;
+
+/// The commitlog flush thread body.
+pub(super) fn run_commit_log_flush(inner: Arc<StoreInner>) {
+    let c = &inner.config;
+    match c.flush_disk_type {
+        FlushDiskType::SyncFlush => {
+            while !inner.stopper.is_stopped() {
+                match inner
+                    .commitlog
+                    .group_commit_round(Duration::from_millis(10))
+                {
+                    Some(Ok(f)) if f.store_timestamp > 0 => {
+                        inner.checkpoint.set_physic_msg_timestamp(f.store_timestamp)
+                    }
+                    Some(Err(e)) => {
+                        inner.flush_failed(&e);
+                        inner.stopper.wait(Duration::from_millis(100));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        FlushDiskType::AsyncFlush => {
+            let least = (c.flush_commit_log_least_pages * crate::mapped_file::PAGE_SIZE) as i64;
+            let mut last_flush = Instant::now();
+            loop {
+                let stopping = inner.stopper.wait(c.flush_interval_commit_log);
+                let thorough = last_flush.elapsed() >= c.flush_commit_log_thorough_interval;
+                let dirty = inner.commitlog.unflushed_bytes();
+                if dirty > 0 && (stopping || thorough || dirty >= least) {
+                    if inner.flush_commit_log().is_ok() {
+                        last_flush = Instant::now();
+                    }
+                } else if dirty == 0 {
+                    last_flush = Instant::now();
+                }
+                if stopping {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The consume-queue / index / checkpoint flush thread body.
+pub(super) fn run_logics_flush(inner: Arc<StoreInner>) {
+    while !inner
+        .stopper
+        .wait(inner.config.flush_interval_consume_queue)
+    {
+        if let Err(e) = inner.flush_logics() {
+            tracing::error!(error = %e, "consume queue / index flush failed");
+        }
+    }
+}
