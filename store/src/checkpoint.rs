@@ -27,6 +27,8 @@ pub(crate) struct Checkpoint {
     physic: AtomicI64,
     logics: AtomicI64,
     index: AtomicI64,
+    /// What the file holds, to skip writes when nothing changed.
+    written: Mutex<[i64; 3]>,
 }
 
 impl Checkpoint {
@@ -62,6 +64,7 @@ impl Checkpoint {
             physic: AtomicI64::new(long(0)),
             logics: AtomicI64::new(long(8)),
             index: AtomicI64::new(long(16)),
+            written: Mutex::new([long(0), long(8), long(16)]),
         })
     }
 
@@ -97,14 +100,25 @@ impl Checkpoint {
 
     /// Writes the three timestamps and syncs the file.
     pub(crate) fn flush(&self) -> Result<()> {
+        let values = [
+            self.physic_msg_timestamp(),
+            self.logics_msg_timestamp(),
+            self.index_msg_timestamp(),
+        ];
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if *written == values {
+            return Ok(());
+        }
         let mut buf = [0u8; 40];
-        buf[0..8].copy_from_slice(&self.physic_msg_timestamp().to_be_bytes());
-        buf[8..16].copy_from_slice(&self.logics_msg_timestamp().to_be_bytes());
-        buf[16..24].copy_from_slice(&self.index_msg_timestamp().to_be_bytes());
+        for (i, v) in values.iter().enumerate() {
+            buf[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
+        }
         let file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         file.write_all_at(&buf, 0)
             .and_then(|()| file.sync_data())
-            .map_err(|e| StoreError::io("write", &self.path, e))
+            .map_err(|e| StoreError::io("write", &self.path, e))?;
+        *written = values;
+        Ok(())
     }
 }
 
