@@ -8,8 +8,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use vostok_remoting::DecodeError;
-
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{op} {path}: {source}")]
@@ -35,18 +33,10 @@ pub enum StoreError {
     },
     #[error("{path} does not start where the previous file ends (expected offset {expected})")]
     FileGap { path: PathBuf, expected: i64 },
-    #[error("message of {size} bytes exceeds the maximum of {max} bytes")]
-    MessageTooLarge { size: usize, max: usize },
     #[error("raw append at commitlog offset {at}, but the commitlog ends at {end}")]
     RawOffset { at: i64, end: i64 },
     #[error("raw data at commitlog offset {offset} is not a valid record stream: {reason}")]
     RawData { offset: i64, reason: String },
-    #[error("record at commitlog offset {offset} cannot be decoded: {source}")]
-    Record {
-        offset: i64,
-        #[source]
-        source: DecodeError,
-    },
     #[error("commitlog data at offset {offset} is corrupt: {reason}")]
     Corrupt { offset: i64, reason: String },
     #[error("the store is shut down")]

@@ -85,6 +85,11 @@ async fn lookups_by_key_unique_key_and_offset_id() {
         b"m42"
     );
     assert_eq!(
+        &store.look_message_by_msg_id(&ids[42]).unwrap().body[..],
+        b"m42"
+    );
+    assert!(store.look_message_by_msg_id("not an id").is_none());
+    assert_eq!(
         store.select_one_message_by_offset(offset).unwrap().len(),
         store.look_message_by_offset(offset).unwrap().store_size as usize
     );

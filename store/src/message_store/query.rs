@@ -1,5 +1,6 @@
 //! Lookups: by commitlog offset, by key, by time.
 
+use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::property::{self, KEY_SEPARATOR};
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::message::MessageExt;
@@ -12,6 +13,13 @@ impl MessageStore {
     pub fn look_message_by_offset(&self, commit_log_offset: i64) -> Option<MessageExt> {
         let raw = self.inner().commitlog.read_record(commit_log_offset)?;
         MessageExt::decode(&raw, false).ok()
+    }
+
+    /// The decoded record an offset message id (PROTOCOL.md 5.8) points to; the id's
+    /// store host is not checked (a broker serves only its own store).
+    pub fn look_message_by_msg_id(&self, offset_msg_id: &str) -> Option<MessageExt> {
+        let (_, offset) = decode_offset_msg_id(offset_msg_id).ok()?;
+        self.look_message_by_offset(offset)
     }
 
     /// The raw record at `commit_log_offset`, as stored.
