@@ -51,7 +51,10 @@ pub(crate) struct MappedFile {
     path: PathBuf,
     base: i64,
     size: usize,
-    file: File,
+    /// Kept open for commitlog files only: consume queues and index files can be
+    /// thousands, and the mapping does not need the descriptor; the rare operations
+    /// that do (reserving space, truncating, fdatasync) reopen the path.
+    file: Option<File>,
     map: MmapRaw,
     /// Bytes written and visible to readers.
     wrote: AtomicUsize,
@@ -167,6 +170,7 @@ impl MappedFile {
             .len(size)
             .map_raw(&file)
             .map_err(|e| StoreError::io("mmap", &path, e))?;
+        let file = (prealloc == Prealloc::Full).then_some(file);
         Ok(MappedFile {
             path,
             base,
@@ -227,10 +231,18 @@ impl MappedFile {
             Prealloc::Chunked(chunk) => chunk.max(PAGE_SIZE),
         };
         let end = upto.div_ceil(chunk).saturating_mul(chunk).min(self.size);
-        reserve_blocks(&self.file, reserved, end - reserved)
+        self.with_file(|f| reserve_blocks(f, reserved, end - reserved))
             .map_err(|e| StoreError::io("reserve space in", &self.path, e))?;
         self.reserved.store(end, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Runs `f` on the file's descriptor, reopening the file if it is not kept open.
+    fn with_file<T>(&self, f: impl FnOnce(&File) -> io::Result<T>) -> io::Result<T> {
+        match &self.file {
+            Some(file) => f(file),
+            None => f(&OpenOptions::new().read(true).write(true).open(&self.path)?),
+        }
     }
 
     /// Copies `data` to `pos`.
@@ -364,28 +376,30 @@ impl MappedFile {
         }
         self.sync_range(pos, page_end)?;
         if page_end < self.size {
-            let fd = self.file.as_raw_fd();
             let (off, len) = (
                 page_end as libc::off_t,
                 (self.size - page_end) as libc::off_t,
             );
-            let mut done = false;
-            for mode in [
-                libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            ] {
-                // SAFETY: plain system call on a descriptor we own.
-                let rc = unsafe { libc::fallocate(fd, mode, off, len) };
-                if rc == 0 {
-                    done = true;
-                    break;
-                }
-                if let Some(e) = last_os_error_unless_unsupported(rc) {
-                    return Err(StoreError::io("zero the tail of", &self.path, e));
-                }
-            }
-            if !done {
-                // SAFETY: as above.
+            let zeroed = self
+                .with_file(|file| {
+                    for mode in [
+                        libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+                        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    ] {
+                        // SAFETY: plain system call on a descriptor we own.
+                        let rc = unsafe { libc::fallocate(file.as_raw_fd(), mode, off, len) };
+                        if rc == 0 {
+                            return Ok(true);
+                        }
+                        if let Some(e) = last_os_error_unless_unsupported(rc) {
+                            return Err(e);
+                        }
+                    }
+                    Ok(false)
+                })
+                .map_err(|e| StoreError::io("zero the tail of", &self.path, e))?;
+            if !zeroed {
+                // SAFETY: in bounds; exclusive per the caller's contract.
                 unsafe {
                     std::ptr::write_bytes(
                         self.map.as_mut_ptr().add(page_end),
@@ -393,9 +407,9 @@ impl MappedFile {
                         self.size - page_end,
                     );
                 }
+                self.sync_range(page_end, self.size)?;
             }
-            self.file
-                .sync_data()
+            self.with_file(|f| f.sync_data())
                 .map_err(|e| StoreError::io("fdatasync", &self.path, e))?;
             if self.reserved.load(Ordering::Relaxed) > page_end
                 && matches!(self.prealloc, Prealloc::Chunked(_))
@@ -411,14 +425,15 @@ impl MappedFile {
     /// fdatasync of the whole file: after a crash of the previous process its dirty
     /// pages may still be only in the page cache.
     pub(crate) fn sync_file(&self) -> Result<()> {
-        self.file
-            .sync_data()
+        self.with_file(|f| f.sync_data())
             .map_err(|e| StoreError::io("fdatasync", &self.path, e))
     }
 
     /// Last modification time of the file.
     pub(crate) fn modified(&self) -> Option<std::time::SystemTime> {
-        self.file.metadata().and_then(|m| m.modified()).ok()
+        std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
     }
 
     /// Removes the file from disk; the mapping stays valid for outstanding readers.
