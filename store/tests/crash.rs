@@ -144,8 +144,17 @@ fn parse_ack(line: &str) -> Option<(String, Ack)> {
     it.next().is_none().then_some((id, ack))
 }
 
-/// Runs one child until `kill_after` past its first acknowledgement; returns the acks.
-fn run_child(dir: &Path, round: u32, kill_after: Duration) -> Vec<(String, Ack)> {
+/// When the parent kills a child.
+#[derive(Debug, Clone, Copy)]
+enum Kill {
+    /// This long after its first acknowledgement.
+    AfterFirstAck(Duration),
+    /// This long after it was started: often during recovery or start-up.
+    AfterSpawn(Duration),
+}
+
+/// Runs one child until it is time to kill it; returns the acks.
+fn run_child(dir: &Path, round: u32, kill: Kill) -> Vec<(String, Ack)> {
     let exe = std::env::current_exe().expect("test binary");
     let mut child = Command::new(exe)
         .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
@@ -178,9 +187,11 @@ fn run_child(dir: &Path, round: u32, kill_after: Duration) -> Vec<(String, Ack)>
     let mut first_ack: Option<Instant> = None;
     let mut exited_early = false;
     loop {
-        if first_ack.is_some_and(|t| t.elapsed() >= kill_after)
-            || start.elapsed() > Duration::from_secs(20)
-        {
+        let due = match kill {
+            Kill::AfterFirstAck(d) => first_ack.is_some_and(|t| t.elapsed() >= d),
+            Kill::AfterSpawn(d) => start.elapsed() >= d,
+        };
+        if due || start.elapsed() > Duration::from_secs(20) {
             break;
         }
         match rx.recv_timeout(Duration::from_millis(5)) {
@@ -209,7 +220,7 @@ fn run_child(dir: &Path, round: u32, kill_after: Duration) -> Vec<(String, Ack)>
     let stderr = err_reader.join().unwrap_or_default();
     assert!(!exited_early, "child {round} exited by itself:\n{stderr}");
     assert!(
-        first_ack.is_some(),
+        first_ack.is_some() || matches!(kill, Kill::AfterSpawn(_)),
         "child {round} acknowledged nothing in 20 s:\n{stderr}"
     );
     acks
@@ -325,8 +336,12 @@ fn acknowledged_messages_survive_sigkill() {
             && (elapsed < ROUNDS_BUDGET || (round < 4 && elapsed < Duration::from_secs(70)))
     };
     while more(round, started.elapsed()) {
-        let kill_after = Duration::from_millis(rng.random_range(0..400));
-        for (id, ack) in run_child(dir.path(), round, kill_after) {
+        let kill = if round % 5 == 4 {
+            Kill::AfterSpawn(Duration::from_millis(rng.random_range(0..150)))
+        } else {
+            Kill::AfterFirstAck(Duration::from_millis(rng.random_range(0..400)))
+        };
+        for (id, ack) in run_child(dir.path(), round, kill) {
             assert!(
                 acked.insert(id.clone(), ack).is_none(),
                 "{id} acknowledged twice"
