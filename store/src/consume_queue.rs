@@ -272,6 +272,10 @@ impl ConsumeQueue {
             return Ok(false);
         }
         let max = self.max_offset();
+        if !(0..i64::MAX / (2 * CQ_UNIT_SIZE as i64)).contains(&offset) {
+            tracing::error!(topic = %self.topic, queue_id = self.queue_id, offset, "queue offset out of range; entry skipped");
+            return Ok(false);
+        }
         if offset < max {
             if repair && self.entry_unchecked(offset).is_some_and(|e| e != entry) {
                 tracing::warn!(
