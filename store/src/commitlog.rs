@@ -19,12 +19,14 @@
 
 pub(crate) mod append;
 pub(crate) mod flush;
+pub(crate) mod prefault;
 pub(crate) mod raw;
 pub(crate) mod scan;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::Thread;
 
 use bytes::Bytes;
 use vostok_remoting::protocol::message::record::{
@@ -55,6 +57,9 @@ pub(crate) struct CommitLog {
     last_store_timestamp: AtomicI64,
     /// Wall-clock ms when the current holder took the append lock; 0 = free.
     lock_begin_ms: AtomicI64,
+    /// Offset up to which pages are mapped in ahead of the writer.
+    prefaulted: AtomicI64,
+    prefaulter: OnceLock<Thread>,
     pub(crate) group_commit: GroupCommit,
 }
 
@@ -76,6 +81,8 @@ impl CommitLog {
             flushed_offset: AtomicI64::new(0),
             last_store_timestamp: AtomicI64::new(0),
             lock_begin_ms: AtomicI64::new(0),
+            prefaulted: AtomicI64::new(0),
+            prefaulter: OnceLock::new(),
             group_commit: GroupCommit::default(),
         })
     }

@@ -7,7 +7,7 @@
 //! | module | RocketMQ | role |
 //! |---|---|---|
 //! | [`message_store`] | `DefaultMessageStore` | the facade the broker calls; threads |
-//! | `commitlog` (+ `append`, `flush`, `raw`, `scan`) | `CommitLog` | the record log, group commit, replication seam |
+//! | `commitlog` (+ `append`, `flush`, `prefault`, `raw`, `scan`) | `CommitLog` | the record log, group commit, page prefaulting, replication seam |
 //! | `consume_queue`, `queue_table` | `ConsumeQueue` | per-queue 20-byte entries into the commitlog |
 //! | `index` | `IndexService`, `IndexFile` | lookup by key |
 //! | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |

@@ -237,6 +237,19 @@ impl MappedFile {
         Ok(())
     }
 
+    /// Maps `from..to` in writable ahead of the writer (`MADV_POPULATE_WRITE`), so
+    /// that the writer does not take the page faults (and the zeroing of new pages)
+    /// itself. Contents are not touched. Kernels without it just skip this.
+    pub(crate) fn prefault(&self, from: usize, to: usize) {
+        let to = to.min(self.size);
+        let start = from - from % PAGE_SIZE;
+        if to > start {
+            let _ = self
+                .map
+                .advise_range(memmap2::Advice::PopulateWrite, start, to - start);
+        }
+    }
+
     /// Runs `f` on the file's descriptor, reopening the file if it is not kept open.
     fn with_file<T>(&self, f: impl FnOnce(&File) -> io::Result<T>) -> io::Result<T> {
         match &self.file {

@@ -6,6 +6,7 @@
 //! | thread | does |
 //! |---|---|
 //! | `store-flush` | commitlog flush: group commit (SYNC_FLUSH) or periodic (ASYNC_FLUSH) |
+//! | `store-prefault` | maps commitlog pages in ahead of the writer |
 //! | `store-dispatch` | builds consume queues and index, notifies arrivals |
 //! | `store-cq-flush` | flushes consume queues, index and the checkpoint |
 //! | `store-clean` | retention and the disk-usage check |
@@ -254,6 +255,11 @@ impl MessageStore {
         let dispatcher = spawn("store-dispatch", crate::dispatch::run)?;
         let _ = self.inner.dispatch_thread_set(dispatcher.thread().clone());
         threads.push(dispatcher);
+        let prefaulter = spawn("store-prefault", crate::commitlog::prefault::run)?;
+        self.inner
+            .commitlog
+            .set_prefaulter(prefaulter.thread().clone());
+        threads.push(prefaulter);
         threads.push(spawn("store-flush", threads::run_commit_log_flush)?);
         threads.push(spawn("store-cq-flush", threads::run_logics_flush)?);
         threads.push(spawn("store-clean", crate::retention::run)?);
@@ -418,6 +424,7 @@ impl MessageStore {
         // No append is half-done once we get the lock, and none starts after.
         i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
+        i.commitlog.unpark_prefaulter();
         i.dispatch.stop();
         i.commitlog.group_commit.notify();
         for t in std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner())) {

@@ -188,6 +188,7 @@ impl CommitLog {
         writer.write_pos = end;
         self.write_end.store(end, Ordering::Release);
         self.max_offset.store(end, Ordering::Release);
+        self.wake_prefaulter(end);
         if store_timestamp > 0 {
             writer.last_store_timestamp = store_timestamp;
             // After the offsets: whoever sees this timestamp sees the record's end.

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -1,0 +1,70 @@
+//! Mapping commitlog pages in ahead of the writer.
+//!
+//! The first write to each page of a mapped file faults, and the kernel zeroes the new
+//! page before the copy; measured on the append path that was a third of the
+//! writer's time. A helper thread asks the kernel to map the pages of the current file
+//! writable ([`MADV_POPULATE_WRITE`](crate::mapped_file::MappedFile::prefault)) up to
+//! [`AHEAD`] bytes past the write position, so that the writer only copies.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::CommitLog;
+use crate::message_store::StoreInner;
+
+/// How far ahead of the writer pages are mapped in.
+pub(crate) const AHEAD: i64 = 16 << 20;
+/// Pages are mapped in steps of this size.
+const STEP: i64 = 1 << 20;
+
+impl CommitLog {
+    pub(crate) fn set_prefaulter(&self, t: std::thread::Thread) {
+        let _ = self.prefaulter.set(t);
+    }
+
+    /// Wakes the helper so that it sees a stop request.
+    pub(crate) fn unpark_prefaulter(&self) {
+        if let Some(t) = self.prefaulter.get() {
+            t.unpark();
+        }
+    }
+
+    /// Called by the writer: wakes the helper when its lead shrinks below half.
+    pub(crate) fn wake_prefaulter(&self, end: i64) {
+        if end + AHEAD / 2 > self.prefaulted.load(Ordering::Relaxed) {
+            if let Some(t) = self.prefaulter.get() {
+                t.unpark();
+            }
+        }
+    }
+
+    /// Maps in one step ahead of the writer; `true` if there is more to do.
+    fn prefault_step(&self) -> bool {
+        let end = self.write_end();
+        let Some(file) = self.files.last() else {
+            return false;
+        };
+        let from = self
+            .prefaulted
+            .load(Ordering::Relaxed)
+            .max(end)
+            .max(file.base());
+        let to = (end + AHEAD).min(file.end()).min(from + STEP);
+        if to <= from {
+            return false;
+        }
+        file.prefault((from - file.base()) as usize, (to - file.base()) as usize);
+        self.prefaulted.store(to, Ordering::Relaxed);
+        true
+    }
+}
+
+/// The helper thread body.
+pub(crate) fn run(inner: Arc<StoreInner>) {
+    while !inner.stopper.is_stopped() {
+        if !inner.commitlog.prefault_step() {
+            std::thread::park_timeout(Duration::from_millis(200));
+        }
+    }
+}
