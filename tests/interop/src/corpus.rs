@@ -5,6 +5,7 @@
 //! alone, whatever queue or order it arrived in.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use rocketmq_model::common::message::message_single::Message;
 
@@ -15,6 +16,8 @@ pub enum SendKind {
     Async,
     Oneway,
     Batch,
+    /// Sent after a group restarted, to show its consumer is live.
+    Probe,
 }
 
 impl SendKind {
@@ -24,6 +27,7 @@ impl SendKind {
             SendKind::Async => "async",
             SendKind::Oneway => "oneway",
             SendKind::Batch => "batch",
+            SendKind::Probe => "probe",
         }
     }
 }
@@ -39,7 +43,6 @@ const LARGE_BODY: usize = 8 * 1024;
 #[derive(Clone, Debug)]
 pub struct Expected {
     pub id: String,
-    pub kind: SendKind,
     pub topic: String,
     pub tags: String,
     pub keys: Vec<String>,
@@ -47,6 +50,39 @@ pub struct Expected {
     pub body: Vec<u8>,
     /// The message id (`UNIQ_KEY`) the send result reported, when there was one.
     pub msg_id: Option<String>,
+    /// Where the send result said the message was stored, when there was one.
+    pub stored: Option<Stored>,
+}
+
+/// A send result's account of where a message went.
+#[derive(Clone, Debug)]
+pub struct Stored {
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    /// The broker's offset message id: store host and commitlog offset (PROTOCOL.md 5.8).
+    pub offset_msg_id: String,
+}
+
+/// Splits an offset message id into store host and commitlog offset: upper-case hex of
+/// IPv4 (4 bytes) or IPv6 (16), port (4), offset (8); the length tells which.
+pub fn decode_offset_msg_id(id: &str) -> Option<(SocketAddr, i64)> {
+    let ip_len = match id.len() {
+        32 => 4,
+        56 => 16,
+        _ => return None,
+    };
+    let bytes: Vec<u8> = (0..id.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(id.get(i..i + 2)?, 16).ok())
+        .collect::<Option<_>>()?;
+    let ip = if ip_len == 4 {
+        IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(&bytes[..4]).ok()?))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&bytes[..16]).ok()?))
+    };
+    let port = i32::from_be_bytes(bytes[ip_len..ip_len + 4].try_into().ok()?);
+    let offset = i64::from_be_bytes(bytes[ip_len + 4..].try_into().ok()?);
+    Some((SocketAddr::new(ip, u16::try_from(port).ok()?), offset))
 }
 
 impl Expected {
@@ -59,7 +95,10 @@ impl Expected {
         user_properties.insert("interop_kind".to_string(), kind.name().to_string());
         // Non-ASCII and the characters that look like separators, but not RocketMQ's own
         // property separators (0x01, 0x02), which no value may contain.
-        user_properties.insert("interop_text".to_string(), format!("héllo=wörld; ✓ #{index}"));
+        user_properties.insert(
+            "interop_text".to_string(),
+            format!("héllo=wörld; ✓ #{index}"),
+        );
         let mut body = format!("{run}:{id}:").into_bytes();
         if index == 0 && matches!(kind, SendKind::Sync | SendKind::Async) {
             while body.len() < LARGE_BODY {
@@ -71,13 +110,13 @@ impl Expected {
         }
         Expected {
             id,
-            kind,
             topic: topic.to_string(),
             tags,
             keys,
             user_properties,
             body,
             msg_id: None,
+            stored: None,
         }
     }
 
@@ -104,6 +143,8 @@ pub struct Received {
     pub queue_id: i32,
     pub queue_offset: i64,
     pub reconsume_times: i32,
+    pub commit_log_offset: i64,
+    pub store_host: SocketAddr,
     pub properties: HashMap<String, String>,
     pub body: Vec<u8>,
 }
@@ -141,6 +182,26 @@ impl Received {
                 out.push(format!("UNIQ_KEY {uniq:?} != send result msgId {msg_id:?}"));
             }
         }
+        // A redelivered message is a new record on the group's retry topic (only its topic
+        // is restored), so the send result's position describes another record.
+        let first_delivery = self.reconsume_times == 0;
+        if let Some(stored) = expected.stored.as_ref().filter(|_| first_delivery) {
+            let (queue, offset) = (self.queue_id, self.queue_offset);
+            if (queue, offset) != (stored.queue_id, stored.queue_offset) {
+                out.push(format!(
+                    "queue {queue} offset {offset} != send result's queue {} offset {}",
+                    stored.queue_id, stored.queue_offset
+                ));
+            }
+            let want = (self.store_host, self.commit_log_offset);
+            match decode_offset_msg_id(&stored.offset_msg_id) {
+                Some(got) if got == want => {}
+                got => out.push(format!(
+                    "send result's offsetMsgId {:?} decodes to {got:?}, the record is at {want:?}",
+                    stored.offset_msg_id
+                )),
+            }
+        }
         if self.body != expected.body {
             out.push(format!(
                 "body differs ({} bytes received, {} sent)",
@@ -167,7 +228,10 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    pub fn check<'a>(expected: impl Iterator<Item = &'a Expected>, records: &[Received]) -> Verdict {
+    pub fn check<'a>(
+        expected: impl Iterator<Item = &'a Expected>,
+        records: &[Received],
+    ) -> Verdict {
         let expected: BTreeMap<&str, &Expected> = expected.map(|e| (e.id.as_str(), e)).collect();
         let mut verdict = Verdict {
             expected: expected.len(),
@@ -297,6 +361,8 @@ mod tests {
             queue_id: 0,
             queue_offset: 0,
             reconsume_times: 0,
+            commit_log_offset: 0,
+            store_host: "127.0.0.1:10911".parse().unwrap(),
             properties,
             body: e.body.clone(),
         }
@@ -318,6 +384,18 @@ mod tests {
         assert_eq!(v.duplicated, vec![("sync-2".to_string(), 2)]);
         assert_eq!(v.corrupted.len(), 1);
         assert!(!v.passed());
+    }
+
+    #[test]
+    fn offset_msg_ids_decode_as_in_protocol_md() {
+        let (host, offset) = decode_offset_msg_id("7F00000100002A9F0000000040000000").unwrap();
+        assert_eq!(host, "127.0.0.1:10911".parse().unwrap());
+        assert_eq!(offset, 1073741824);
+        assert_eq!(decode_offset_msg_id("7F000001"), None);
+        assert_eq!(
+            decode_offset_msg_id("ZZ00000100002A9F0000000040000000"),
+            None
+        );
     }
 
     #[test]

@@ -50,6 +50,8 @@ impl MessageListenerConcurrently for Recorder {
                 queue_id: m.queue_id(),
                 queue_offset: m.queue_offset(),
                 reconsume_times: m.reconsume_times(),
+                commit_log_offset: m.commit_log_offset(),
+                store_host: m.store_host(),
                 properties: m
                     .properties()
                     .iter()
