@@ -1,0 +1,317 @@
+//! The consumer side: the SDK's push consumer (a listener) or lite pull consumer (a
+//! poll loop) feeding one [`ConsumeState`]. Counters and latency histograms are
+//! sharded by queue id, so listener calls on different queues do not contend; `e2e`
+//! sequence checks are lock-free bitmaps.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use vostok_client::{
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
+    LitePullConsumer, LitePullConsumerConfig, MessageExt, MessageListener, PushConsumer,
+};
+
+use super::args::{CommonArgs, ConsumerArgs, From};
+use super::histogram::{self, new_histogram};
+use super::meter::{Meter, Totals};
+use super::sequence::{now_micros, Seen, SeqTracker, Stamp};
+use super::BenchError;
+
+const SHARDS: usize = 16;
+
+/// Everything the consumer side records.
+pub struct ConsumeState {
+    pub meter: Meter,
+    latency: Box<[Mutex<Histogram<u64>>]>,
+    /// `e2e`: the sequence checks.
+    pub tracker: Option<SeqTracker>,
+    /// Latencies are recorded once the warm-up is over.
+    pub measuring: AtomicBool,
+    /// When the first message arrived.
+    pub first_at: OnceLock<Instant>,
+    /// `-c`: when the count was reached, and the totals then.
+    count: Option<u64>,
+    pub count_reached: OnceLock<(Instant, Totals)>,
+    baseline: OnceLock<Totals>,
+    /// Deliveries so far, for the `-c` check (one shared counter, not a sum of shards).
+    delivered: AtomicU64,
+}
+
+impl ConsumeState {
+    pub fn new(tracker: Option<SeqTracker>, count: Option<u64>) -> ConsumeState {
+        ConsumeState {
+            meter: Meter::new(SHARDS),
+            latency: (0..SHARDS).map(|_| Mutex::new(new_histogram())).collect(),
+            tracker,
+            measuring: AtomicBool::new(false),
+            first_at: OnceLock::new(),
+            count,
+            count_reached: OnceLock::new(),
+            baseline: OnceLock::new(),
+            delivered: AtomicU64::new(0),
+        }
+    }
+
+    /// Starts the measured window: totals from now on count towards `-c`.
+    pub fn start_measuring(&self) -> Totals {
+        let base = *self.baseline.get_or_init(|| self.meter.totals());
+        for h in self.latency.iter() {
+            h.lock().unwrap_or_else(|e| e.into_inner()).reset();
+        }
+        self.measuring.store(true, Ordering::Release);
+        base
+    }
+
+    /// Records a delivery: counts, latency (stamp's send time, else the born time),
+    /// sequence check.
+    pub fn on_messages(&self, msgs: &[MessageExt]) {
+        let Some(first) = msgs.first() else {
+            return;
+        };
+        self.first_at.get_or_init(Instant::now);
+        let shard = first.queue_id.unsigned_abs() as usize % SHARDS;
+        let now_us = now_micros();
+        let measuring = self.measuring.load(Ordering::Relaxed);
+        let mut bytes = 0u64;
+        let mut hist = measuring.then(|| {
+            self.latency[shard]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        });
+        for m in msgs {
+            bytes += m.body.len() as u64;
+            let stamp = Stamp::read(&m.body);
+            let seen = self.tracker.as_ref().map(|t| t.observe(stamp.as_ref()));
+            let Some(h) = hist.as_mut() else {
+                continue;
+            };
+            match (stamp, seen) {
+                (Some(s), Some(Seen::New)) | (Some(s), None) => {
+                    histogram::record_micros(h, now_us.saturating_sub(s.sent_at_us))
+                }
+                (None, None) => histogram::record_micros(
+                    h,
+                    now_us.saturating_sub((m.born_timestamp.max(0) as u64) * 1000),
+                ),
+                _ => {}
+            }
+        }
+        drop(hist);
+        self.meter.add(shard, msgs.len() as u64, bytes);
+        let n = msgs.len() as u64;
+        let before = self.delivered.fetch_add(n, Ordering::Relaxed);
+        if let (Some(count), true, Some(base)) = (self.count, measuring, self.baseline.get()) {
+            if before + n >= base.msgs + count && self.count_reached.get().is_none() {
+                let now = self.meter.totals();
+                self.count_reached.get_or_init(|| (Instant::now(), now));
+            }
+        }
+    }
+
+    /// The merged latency histogram.
+    pub fn latency(&self) -> Histogram<u64> {
+        let mut all = new_histogram();
+        for h in self.latency.iter() {
+            histogram::merge(&mut all, &h.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+        all
+    }
+}
+
+/// A running consumer of either kind.
+pub enum Consumer {
+    Push(PushConsumer),
+    Lite {
+        consumer: LitePullConsumer,
+        stop: Arc<AtomicBool>,
+        poller: tokio::task::JoinHandle<()>,
+    },
+}
+
+fn from_where(from: From) -> ConsumeFromWhere {
+    match from {
+        From::First => ConsumeFromWhere::ConsumeFromFirstOffset,
+        From::Last => ConsumeFromWhere::ConsumeFromLastOffset,
+    }
+}
+
+/// Subscribes `group` to the topic (all tags) and starts consuming into `state`.
+pub async fn start(
+    common: &CommonArgs,
+    args: &ConsumerArgs,
+    group: &str,
+    from: From,
+    state: Arc<ConsumeState>,
+) -> Result<Consumer, BenchError> {
+    let client_err = |what| move |source| BenchError::Client { what, source };
+    if args.lite_pull {
+        let mut config = LitePullConsumerConfig::new(group, &common.namesrv);
+        config.consume_from_where = from_where(from);
+        if let Some(n) = args.pull_batch {
+            config.pull_batch_size = n;
+        }
+        let consumer = LitePullConsumer::new(config);
+        consumer
+            .subscribe(&common.topic, "*")
+            .map_err(client_err("subscribing"))?;
+        consumer
+            .start()
+            .await
+            .map_err(client_err("starting the lite pull consumer"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let (consumer, stop) = (consumer.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    match consumer.poll(Duration::from_millis(100)).await {
+                        Ok(msgs) => state.on_messages(&msgs),
+                        Err(_) => return,
+                    }
+                }
+            })
+        };
+        return Ok(Consumer::Lite {
+            consumer,
+            stop,
+            poller,
+        });
+    }
+    let mut config = ConsumerConfig::new(group, &common.namesrv);
+    config.consume_from_where = from_where(from);
+    if let Some(n) = args.pull_batch {
+        config.pull_batch_size = n;
+    }
+    if let Some(n) = args.consume_batch {
+        config.consume_message_batch_max_size = n.max(1);
+    }
+    if let Some(n) = args.consume_threads {
+        config.consume_thread_max = n.max(1);
+    }
+    let consumer = PushConsumer::new(config);
+    consumer
+        .subscribe(&common.topic, "*")
+        .map_err(client_err("subscribing"))?;
+    consumer.register_message_listener(MessageListener::concurrently(
+        move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            state.on_messages(msgs);
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        },
+    ));
+    consumer
+        .start()
+        .await
+        .map_err(client_err("starting the push consumer"))?;
+    Ok(Consumer::Push(consumer))
+}
+
+impl Consumer {
+    /// Queues assigned to this consumer so far.
+    pub fn assigned(&self) -> usize {
+        match self {
+            Consumer::Push(c) => c.assigned_queues().len(),
+            Consumer::Lite { consumer, .. } => consumer.assignment().len(),
+        }
+    }
+
+    /// Waits until `queues` queues are assigned (or `timeout`).
+    pub async fn wait_assigned(&self, queues: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.assigned() >= queues {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    pub async fn shutdown(self) {
+        match self {
+            Consumer::Push(c) => c.shutdown().await,
+            Consumer::Lite {
+                consumer,
+                stop,
+                poller,
+            } => {
+                stop.store(true, Ordering::Relaxed);
+                let _ = poller.await;
+                consumer.shutdown().await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn msg(queue_id: i32, body: Bytes) -> MessageExt {
+        MessageExt {
+            topic: "T".into(),
+            flag: 0,
+            properties: Default::default(),
+            body,
+            queue_id,
+            store_size: 0,
+            queue_offset: 0,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            store_timestamp: 0,
+            store_host: "127.0.0.1:2".parse().unwrap(),
+            commit_log_offset: 0,
+            body_crc: 0,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+
+    fn stamped(run_id: u32, seq: u64) -> Bytes {
+        let mut b = vec![0u8; 64];
+        Stamp {
+            run_id,
+            task: 0,
+            seq,
+            sent_at_us: now_micros() - 2000,
+        }
+        .write(&mut b);
+        b.into()
+    }
+
+    #[test]
+    fn deliveries_are_counted_checked_and_timed() {
+        let state = ConsumeState::new(Some(SeqTracker::new(9, 1)), Some(3));
+        // Before measuring: counted, not timed, not towards -c.
+        state.on_messages(&[msg(0, stamped(9, 0))]);
+        let base = state.start_measuring();
+        assert_eq!(base.msgs, 1);
+        state.on_messages(&[msg(1, stamped(9, 1)), msg(1, stamped(9, 1))]);
+        assert!(state.count_reached.get().is_none());
+        state.on_messages(&[msg(17, stamped(8, 5))]);
+        let (_, at) = *state.count_reached.get().unwrap();
+        assert_eq!(at.msgs, 4);
+        assert_eq!(state.meter.totals().bytes, 4 * 64);
+        let tracker = state.tracker.as_ref().unwrap();
+        assert_eq!(tracker.duplicates(), 1);
+        assert_eq!(tracker.foreign(), 1);
+        // Only the first delivery of this run's message is timed, ~2 ms.
+        let h = state.latency();
+        assert_eq!(h.len(), 1);
+        assert!(h.max() >= 2000);
+    }
+
+    #[test]
+    fn plain_bodies_are_timed_from_their_born_time() {
+        let state = ConsumeState::new(None, None);
+        state.start_measuring();
+        let mut m = msg(0, Bytes::from_static(b"plain body"));
+        m.born_timestamp = (now_micros() / 1000) as i64 - 50;
+        state.on_messages(&[m]);
+        let h = state.latency();
+        assert_eq!(h.len(), 1);
+        assert!(h.max() >= 49_000, "{}", h.max());
+    }
+}

@@ -1,0 +1,116 @@
+//! `mqbench` against a real broker: the broker runs in this process (standalone, its
+//! embedded name server on an ephemeral port), `mqbench` as a child process. Checks the
+//! JSON shape and the sequence accounting, never timings.
+
+use std::path::Path;
+
+use serde_json::Value;
+use vostok_broker::{Broker, BrokerConfig};
+
+async fn mqbench(args: &[&str], json: &Path) -> Value {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mqbench"))
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .output()
+        .await
+        .expect("mqbench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "mqbench {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("summary"), "{stdout}");
+    let text = std::fs::read_to_string(json).expect("--json file written");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_then_lite_pull_consume_against_a_real_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = BrokerConfig {
+        broker_name: "bench-smoke".into(),
+        broker_ip1: "127.0.0.1".into(),
+        broker_ip2: "127.0.0.1".into(),
+        listen_port: 0,
+        fast_listen_enable: false,
+        namesrv_addr: None,
+        embedded_namesrv_port: 0,
+        ..BrokerConfig::default()
+    };
+    config.store.store_path_root_dir = dir.path().join("store");
+    config.store.mapped_file_size_commit_log = 64 * 1024 * 1024;
+    let broker = Broker::start(config).await.expect("broker starts");
+    let namesrv = broker.namesrv_addr();
+
+    let e2e_json = dir.path().join("e2e.json");
+    let v = mqbench(
+        &[
+            "e2e",
+            "-n",
+            &namesrv,
+            "-t",
+            "SmokeTopic",
+            "-s",
+            "256",
+            "-d",
+            "2",
+            "-w",
+            "2",
+            "--mode",
+            "async",
+            "--window",
+            "64",
+            "--rate",
+            "2000",
+            "-q",
+        ],
+        &e2e_json,
+    )
+    .await;
+    let sent = v["sent"].as_u64().expect("sent");
+    assert!(sent > 0, "{v}");
+    assert_eq!(v["send_errors"], 0, "{v}");
+    assert!(v["received"].as_u64().expect("received") > 0, "{v}");
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["duplicates"], 0, "{v}");
+    for k in ["p50", "p99", "p999", "max"] {
+        assert!(v["latency_ms"][k].is_number(), "latency_ms.{k}: {v}");
+        assert!(
+            v["e2e_latency_ms"][k].is_number(),
+            "e2e_latency_ms.{k}: {v}"
+        );
+    }
+    assert!(v["msgs_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(v["mb_per_sec"].as_f64().unwrap() > 0.0);
+    // The broker listens in this process, so its /proc figures are ours.
+    assert_eq!(v["broker"]["pid"], std::process::id(), "{v}");
+    assert!(v["broker"]["peak_rss_anon_mib"].as_f64().unwrap() > 0.0);
+    assert!(v["broker"]["store_bytes_written"].as_i64().unwrap() > 0);
+
+    // The topic now holds a backlog: a new group reads 100 of it from the start.
+    let consume_json = dir.path().join("consume.json");
+    let v = mqbench(
+        &[
+            "consume",
+            "-n",
+            &namesrv,
+            "-t",
+            "SmokeTopic",
+            "-c",
+            "100",
+            "-d",
+            "20",
+            "--lite-pull",
+            "-q",
+        ],
+        &consume_json,
+    )
+    .await;
+    assert!(v["received"].as_u64().expect("received") >= 100, "{v}");
+    assert_eq!(v["sent"], Value::Null);
+    assert_eq!(v["settings"]["consumer"], "lite_pull");
+
+    broker.shutdown().await;
+}
