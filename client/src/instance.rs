@@ -12,8 +12,9 @@
 //! | rebalance | 20 s, and at once on NOTIFY_CONSUMER_IDS_CHANGED | consumers' queue allocation |
 //!
 //! Requests brokers send to the client (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED,
-//! GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, PUSH_REPLY_MESSAGE_TO_CLIENT) are
-//! served by [`ClientProcessor`] on the same connections.
+//! RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_STATUS_FROM_CLIENT, GET_CONSUMER_RUNNING_INFO,
+//! CONSUME_MESSAGE_DIRECTLY, PUSH_REPLY_MESSAGE_TO_CLIENT) are served by
+//! [`ClientProcessor`] on the same connections.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
@@ -30,8 +31,8 @@ use tracing::{debug, info, warn};
 use vostok_remoting::protocol::body::{ConsumerData, HeartbeatData, MessageQueue, ProducerData};
 use vostok_remoting::protocol::header::{
     CheckTransactionStateRequestHeader, ConsumeMessageDirectlyResultRequestHeader,
-    GetConsumerRunningInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader,
-    UnregisterClientRequestHeader,
+    GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader, UnregisterClientRequestHeader,
 };
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::{property, MessageExt};
@@ -192,6 +193,13 @@ pub(crate) trait ConsumerInner: Send + Sync {
         msg: MessageExt,
         broker_name: Option<String>,
     ) -> BoxFuture<'_, serde_json::Value>;
+    /// RESET_CONSUMER_CLIENT_OFFSET: restart the listed queues of `topic` (namespaced)
+    /// from the given offsets.
+    fn reset_offset(&self, topic: String, offsets: HashMap<MessageQueue, i64>)
+        -> BoxFuture<'_, ()>;
+    /// GET_CONSUMER_STATUS_FROM_CLIENT: the offsets held for `topic` (every topic when
+    /// empty).
+    fn offset_table(&self, topic: &str) -> BTreeMap<MessageQueue, i64>;
 }
 
 type Registry = Mutex<HashMap<String, Weak<ClientInstance>>>;
@@ -571,6 +579,11 @@ impl ClientInstance {
         Ok(Some(self.apply_route(topic, route)))
     }
 
+    /// Caches a topic's route and pushes it to producers and consumers. The route is
+    /// cached before its brokers are remembered: the heartbeat task forgets brokers no
+    /// cached route mentions (`clean_offline_brokers`), and must not see a broker whose
+    /// route is not in the cache yet. An unchanged route still re-remembers its brokers,
+    /// in case they were forgotten meanwhile.
     fn apply_route(&self, topic: &str, route: TopicRouteData) -> Arc<TopicRouteData> {
         let old = self
             .routes
@@ -579,13 +592,18 @@ impl ClientInstance {
             .get(topic)
             .cloned();
         if let Some(old) = old.filter(|old| **old == route) {
+            if self.remember_brokers(&old) {
+                self.heartbeat_now.notify_one();
+            }
             return old;
         }
         debug!(topic, "topic route changed");
         let route = Arc::new(route);
-        if self.remember_brokers(&route) {
-            self.heartbeat_now.notify_one();
-        }
+        self.routes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(topic.to_owned(), route.clone());
+        let new_broker = self.remember_brokers(&route);
         let info = Arc::new(TopicPublishInfo::new(topic, route.clone()));
         for producer in self.producers_snapshot() {
             producer.update_publish_info(topic, info.clone());
@@ -594,31 +612,31 @@ impl ClientInstance {
         for consumer in self.consumers_snapshot() {
             consumer.update_subscribe_info(topic, queues.clone());
         }
-        self.routes
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(topic.to_owned(), route.clone());
+        if new_broker {
+            self.heartbeat_now.notify_one();
+        }
         route
     }
 
     /// The publish info of an unknown topic built from `TBW102`'s route, so that the
-    /// broker auto-creates the topic on the first send.
+    /// broker auto-creates the topic on the first send. As Java's
+    /// `updateTopicRouteInfoFromNameServer(topic, true, producer)`, the template route
+    /// (queue counts cut to `default_queue_nums`) is cached as the topic's own route
+    /// until the name servers know the real one: the broker addresses it brings stay
+    /// known (the heartbeat's `clean_offline_brokers` keeps brokers of cached routes
+    /// only), and the route poll replaces it once the topic exists.
     pub(crate) async fn default_publish_info(
         &self,
         topic: &str,
         default_queue_nums: i32,
     ) -> Result<Option<TopicPublishInfo>> {
-        let Some(route) = self.fetch_route(AUTO_CREATE_TOPIC_KEY_TOPIC).await? else {
+        let _guard = self.route_update.lock().await;
+        let Some(template) = self.fetch_route(AUTO_CREATE_TOPIC_KEY_TOPIC).await? else {
             return Ok(None);
         };
-        if self.remember_brokers(&route) {
-            self.heartbeat_now.notify_one();
-        }
-        Ok(Some(TopicPublishInfo::for_auto_create(
-            topic,
-            Arc::new(route),
-            default_queue_nums,
-        )))
+        let info = TopicPublishInfo::for_auto_create(topic, Arc::new(template), default_queue_nums);
+        let route = self.apply_route(topic, (*info.route).clone());
+        Ok(Some(TopicPublishInfo::new(topic, route)))
     }
 
     /// Adds a route's broker addresses; true if one of them is new.
@@ -871,6 +889,13 @@ impl RequestProcessor for ClientProcessor {
                     instance.rebalance_immediately();
                     None
                 }
+                request_code::RESET_CONSUMER_CLIENT_OFFSET => {
+                    reset_offset(&instance, peer, &request);
+                    None
+                }
+                request_code::GET_CONSUMER_STATUS_FROM_CLIENT => {
+                    Some(consumer_status(&instance, &request))
+                }
                 request_code::GET_CONSUMER_RUNNING_INFO => {
                     Some(consumer_running_info(&instance, &request))
                 }
@@ -913,6 +938,57 @@ fn check_transaction_state(
         Some(producer) => producer.check_transaction_state(broker_addr, msg, header),
         None => debug!(group = %group, "transaction check for a producer group not in this client"),
     }
+}
+
+/// RESET_CONSUMER_CLIENT_OFFSET (Java `ClientRemotingProcessor.resetOffset` and
+/// `MQClientInstance.resetOffset`): brokers send it oneway; the push consumer of the
+/// group drops the listed queues, waits for their listener calls, commits the new
+/// offsets and takes the queues again from there. Runs in the background: the wait for
+/// listener calls must not hold up the connection.
+fn reset_offset(instance: &Arc<ClientInstance>, broker: String, request: &RemotingCommand) {
+    let header = match request.decode_header::<ResetOffsetRequestHeader>() {
+        Ok(h) => h,
+        Err(e) => {
+            warn!(broker = %broker, error = %e, "bad RESET_CONSUMER_CLIENT_OFFSET header");
+            return;
+        }
+    };
+    let offsets = if request.body.is_empty() {
+        HashMap::new()
+    } else {
+        match crate::consumer::offset_table::decode(&request.body, "offsetTable") {
+            Ok(t) => t,
+            Err(e) => {
+                warn!(broker = %broker, error = %e, "bad RESET_CONSUMER_CLIENT_OFFSET body");
+                return;
+            }
+        }
+    };
+    info!(broker = %broker, topic = %header.topic, group = %header.group, timestamp = header.timestamp, queues = offsets.len(), "reset offset requested");
+    let Some(consumer) = instance.find_consumer(&header.group) else {
+        info!(group = %header.group, "reset offset for a consumer group not in this client");
+        return;
+    };
+    instance.tracker.spawn(async move {
+        consumer.reset_offset(header.topic, offsets).await;
+    });
+}
+
+/// GET_CONSUMER_STATUS_FROM_CLIENT (Java `getConsumeStatus`): the offsets the group's
+/// consumer holds for the topic, as a fastjson `GetConsumerStatusBody`; an empty table
+/// when the group is not here.
+fn consumer_status(instance: &ClientInstance, request: &RemotingCommand) -> RemotingCommand {
+    let header = match request.decode_header::<GetConsumerStatusRequestHeader>() {
+        Ok(h) => h,
+        Err(e) => return RemotingCommand::response(response_code::SYSTEM_ERROR, e.to_string()),
+    };
+    let table = instance
+        .find_consumer(&header.group)
+        .map(|c| c.offset_table(&header.topic))
+        .unwrap_or_default();
+    RemotingCommand::success().with_body(crate::consumer::offset_table::encode_consumer_status(
+        &table,
+    ))
 }
 
 fn consumer_running_info(instance: &ClientInstance, request: &RemotingCommand) -> RemotingCommand {

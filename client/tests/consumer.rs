@@ -18,7 +18,9 @@ use vostok_client::{
     LitePullConsumer, LitePullConsumerConfig, Message, MessageExt, MessageListener, MessageModel,
     MessageSelector, Producer, ProducerConfig, PushConsumer,
 };
-use vostok_remoting::protocol::header::GetConsumerRunningInfoRequestHeader;
+use vostok_remoting::protocol::header::{
+    GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader, ResetOffsetRequestHeader,
+};
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
 
@@ -741,5 +743,124 @@ async fn consumers_answer_running_info_requests() {
         .unwrap();
     assert_eq!(response.code, response_code::SYSTEM_ERROR);
     c.shutdown().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn consumers_report_their_offsets_and_follow_an_offset_reset() {
+    let cluster = FakeCluster::start(1).await;
+    cluster.create_topic("Reset", 2);
+    let producer = producer(&cluster).await;
+    let (c, seen) = recording_consumer(
+        consumer_config(&cluster, "xg", "x"),
+        "Reset",
+        MessageSelector::by_tag("*"),
+    )
+    .await;
+    for i in 0..10 {
+        producer
+            .send(Message::new("Reset", format!("r{i}")))
+            .await
+            .unwrap();
+    }
+    wait_until("10 consumed", || seen.lock().unwrap().len() == 10).await;
+    let broker_offsets = || {
+        (0..2)
+            .map(|q| cluster.broker(0).offset("xg", "Reset", q).unwrap_or(-1))
+            .collect::<Vec<_>>()
+    };
+    wait_until("offsets committed", || {
+        broker_offsets().iter().sum::<i64>() == 10
+    })
+    .await;
+    let channel = cluster.broker(0).state().consumers["xg"]
+        .values()
+        .next()
+        .unwrap()
+        .clone();
+
+    // GET_CONSUMER_STATUS_FROM_CLIENT: the client's offsets of the topic, in fastjson's
+    // form (queue objects as keys).
+    let header = GetConsumerStatusRequestHeader {
+        topic: "Reset".into(),
+        group: "xg".into(),
+        client_addr: None,
+    };
+    let response = channel
+        .invoke(
+            RemotingCommand::request_with_header(
+                request_code::GET_CONSUMER_STATUS_FROM_CLIENT,
+                &header,
+            ),
+            common::T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.code, response_code::SUCCESS);
+    let offsets = broker_offsets();
+    let expected = format!(
+        "{{\"consumerTable\":{{}},\"messageQueueTable\":{{\
+         {{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"Reset\"}}:{},\
+         {{\"brokerName\":\"broker-a\",\"queueId\":1,\"topic\":\"Reset\"}}:{}}}}}",
+        offsets[0], offsets[1]
+    );
+    assert_eq!(String::from_utf8_lossy(&response.body), expected);
+    let unknown = GetConsumerStatusRequestHeader {
+        topic: "Reset".into(),
+        group: "nope".into(),
+        client_addr: None,
+    };
+    let response = channel
+        .invoke(
+            RemotingCommand::request_with_header(
+                request_code::GET_CONSUMER_STATUS_FROM_CLIENT,
+                &unknown,
+            ),
+            common::T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.code, response_code::SUCCESS);
+    assert_eq!(
+        &response.body[..],
+        b"{\"consumerTable\":{},\"messageQueueTable\":{}}"
+    );
+
+    // RESET_CONSUMER_CLIENT_OFFSET (oneway, as brokers send it): back to 0 on both
+    // queues, so every message is consumed a second time and committed again.
+    let header = ResetOffsetRequestHeader {
+        topic: "Reset".into(),
+        group: "xg".into(),
+        timestamp: 0,
+        is_force: Some(true),
+    };
+    let body = "{\"offsetTable\":{\
+        {\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"Reset\"}:0,\
+        {\"brokerName\":\"broker-a\",\"queueId\":1,\"topic\":\"Reset\"}:0}}";
+    channel
+        .invoke_oneway(
+            RemotingCommand::request_with_header(
+                request_code::RESET_CONSUMER_CLIENT_OFFSET,
+                &header,
+            )
+            .with_body(body.as_bytes().to_vec()),
+            common::T,
+        )
+        .await
+        .unwrap();
+    wait_until("every message again", || seen.lock().unwrap().len() == 20).await;
+    let mut twice = bodies(&seen);
+    twice.dedup();
+    assert_eq!(twice.len(), 10, "each of the 10 messages consumed twice");
+    assert!(bodies(&seen).chunks(2).all(|p| p[0] == p[1]));
+    wait_until("offsets committed again", || {
+        broker_offsets().iter().sum::<i64>() == 10
+    })
+    .await;
+    // The consumer goes on with new messages after the reset.
+    producer.send(Message::new("Reset", "after")).await.unwrap();
+    wait_until("the new message", || seen.lock().unwrap().len() == 21).await;
+    c.shutdown().await;
+    producer.shutdown().await;
     cluster.shutdown().await;
 }

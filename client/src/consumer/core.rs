@@ -244,6 +244,16 @@ impl ConsumerCore {
         }
     }
 
+    /// The offsets held for `topic` (every topic when empty), as Java's
+    /// `cloneOffsetTable`.
+    pub fn offset_table(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
+        self.offsets
+            .snapshot()
+            .into_iter()
+            .filter(|(mq, _)| topic.is_empty() || mq.topic == topic)
+            .collect()
+    }
+
     pub fn process_queue(&self, mq: &MessageQueue) -> Option<Arc<ProcessQueue>> {
         self.pqs
             .lock()

@@ -642,6 +642,25 @@ impl ConsumerInner for LiteShared {
         core.running_info(extra)
     }
 
+    fn reset_offset(
+        &self,
+        _topic: String,
+        _offsets: HashMap<MessageQueue, i64>,
+    ) -> BoxFuture<'_, ()> {
+        Box::pin(async {
+            // As in Java, only push consumers follow a reset; a lite pull application
+            // moves its queues with `seek`.
+            info!(group = %self.group, "reset offset ignored by a lite pull consumer");
+        })
+    }
+
+    fn offset_table(&self, topic: &str) -> std::collections::BTreeMap<MessageQueue, i64> {
+        self.core
+            .get()
+            .map(|c| c.offset_table(topic))
+            .unwrap_or_default()
+    }
+
     fn consume_message_directly(
         &self,
         _msg: MessageExt,

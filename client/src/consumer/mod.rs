@@ -6,6 +6,8 @@
 //! * `pull`: one long-polling pull task per assigned queue.
 //! * [`process_queue`]: messages between pull and consumption, flow control.
 //! * [`offset_store`]: offsets on the broker (clustering) or in a file (broadcasting).
+//! * `offset_table`: the queue → offset tables of RESET_CONSUMER_CLIENT_OFFSET and
+//!   GET_CONSUMER_STATUS_FROM_CLIENT.
 //! * [`push`] and [`lite_pull`]: the two consumer kinds.
 //! * [`wildcard`]: AMQP-style routing-key patterns on tags.
 
@@ -13,6 +15,7 @@ pub mod allocate;
 pub(crate) mod core;
 pub mod lite_pull;
 pub(crate) mod offset_store;
+pub(crate) mod offset_table;
 pub(crate) mod process_queue;
 pub(crate) mod pull;
 pub mod push;

@@ -108,6 +108,14 @@ impl ProcessQueue {
         }
     }
 
+    /// Records that the pull went through `offset`: when every cached message is
+    /// consumed, [`Self::remove`] answers `offset + 1` even if the last messages were
+    /// filtered out on the client and never cached.
+    pub fn pulled_through(&self, offset: i64) {
+        let mut inner = self.lock();
+        inner.queue_offset_max = inner.queue_offset_max.max(offset);
+    }
+
     /// Offset span of the cached messages (concurrent flow control).
     pub fn max_span(&self) -> i64 {
         let inner = self.lock();
@@ -286,6 +294,10 @@ mod tests {
         assert_eq!(pq.remove([12]), Some(13));
         assert_eq!(pq.remove([12]), None);
         assert_eq!(pq.msg_count(), 0);
+        // 13 and 14 were filtered out on the client behind 15.
+        pq.put(&[msg(15)]);
+        pq.pulled_through(17);
+        assert_eq!(pq.remove([15]), Some(18));
     }
 
     #[test]

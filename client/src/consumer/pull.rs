@@ -128,18 +128,32 @@ async fn run(
                 PullStatus::Found => {
                     next_offset = r.next_begin_offset;
                     let msgs = core.fix_messages(r.messages, &sub);
-                    if msgs.is_empty() {
-                        continue;
-                    }
                     if pq.is_dropped() {
                         break;
+                    }
+                    if msgs.is_empty() {
+                        // Everything was filtered out here (tag hash collision, routing
+                        // pattern): with nothing cached, the offset moves past them now
+                        // rather than after the next long poll comes back empty.
+                        if pq.msg_count() == 0 && core.clustering() && !core.pull.lite {
+                            core.offsets.update(&mq, next_offset, true);
+                        }
+                        continue;
                     }
                     sink.clone()
                         .deliver(core.clone(), mq.clone(), pq.clone(), msgs)
                         .await;
+                    // Messages filtered out behind the delivered ones count as consumed
+                    // once those are (after `deliver` cached them, never before).
+                    pq.pulled_through(next_offset - 1);
                 }
                 PullStatus::NoNewMsg | PullStatus::NoMatchedMsg => {
                     next_offset = r.next_begin_offset;
+                    if pq.is_dropped() {
+                        // The queue moved away or was reset while the pull was parked:
+                        // its offset belongs to whoever dropped it now.
+                        break;
+                    }
                     if pq.msg_count() == 0 && core.clustering() && !core.pull.lite {
                         // Nothing cached: everything before here is consumed or filtered.
                         core.offsets.update(&mq, next_offset, true);

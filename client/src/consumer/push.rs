@@ -6,6 +6,7 @@
 //! smallest offset still cached. Orderly listeners get one queue's messages in order,
 //! one call at a time, under the broker lock of the queue.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
@@ -700,6 +701,35 @@ impl ConsumerInner for PushShared {
             extra.insert(k.into(), serde_json::Value::String(v));
         }
         core.running_info(extra)
+    }
+
+    fn reset_offset(
+        &self,
+        topic: String,
+        offsets: HashMap<MessageQueue, i64>,
+    ) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(core) = self.core() else {
+                return;
+            };
+            if self.state.load(Ordering::Acquire) != RUNNING {
+                return;
+            }
+            // Java suspends the consumer around the reset and resumes it after; a
+            // consumer the application suspended stays suspended here.
+            let was_paused = self.paused.swap(true, Ordering::AcqRel);
+            rebalance::reset_offsets(core, &topic, &offsets).await;
+            if !was_paused {
+                self.paused.store(false, Ordering::Release);
+            }
+            core.instance.rebalance_immediately();
+        })
+    }
+
+    fn offset_table(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
+        self.core()
+            .map(|c| c.offset_table(topic))
+            .unwrap_or_default()
     }
 
     fn consume_message_directly(

@@ -161,6 +161,38 @@ pub(crate) async fn remove_queue(
         .remove(mq);
 }
 
+/// RESET_CONSUMER_CLIENT_OFFSET on this member: the assigned queues of `topic` listed
+/// in `offsets` stop, their listener calls finish, the new offsets are committed (with
+/// an answered UPDATE_CONSUMER_OFFSET, or the local file) and the queues are released,
+/// so the next rebalance takes them again from the new offsets. Queues not assigned
+/// here are left alone, as in Java (their owners get the same request).
+pub(crate) async fn reset_offsets(
+    core: &Arc<ConsumerCore>,
+    topic: &str,
+    offsets: &std::collections::HashMap<MessageQueue, i64>,
+) {
+    let _guard = core.rebalance_lock.lock().await;
+    let targets: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> = core
+        .pqs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(mq, _)| mq.topic == topic)
+        .filter_map(|(mq, pq)| offsets.get(mq).map(|o| (mq.clone(), pq.clone(), *o)))
+        .collect();
+    for (_, pq, _) in &targets {
+        pq.set_dropped();
+    }
+    for (mq, pq, offset) in targets {
+        if !pq.wait_idle(DROP_WAIT).await {
+            warn!(group = %core.group, %mq, "listener still running on a reset queue");
+        }
+        info!(group = %core.group, %mq, offset, "offset reset");
+        core.offsets.update(&mq, offset, false);
+        remove_queue(core, &mq, &pq).await;
+    }
+}
+
 fn lock_body(core: &ConsumerCore, mqs: BTreeSet<MessageQueue>) -> LockBatchRequestBody {
     LockBatchRequestBody {
         client_id: core.instance.client_id().to_owned(),

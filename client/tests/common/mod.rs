@@ -175,6 +175,9 @@ struct Incoming<'a> {
 pub struct FakeBroker {
     pub state: Arc<Mutex<BrokerState>>,
     pub arrived: Arc<Notify>,
+    /// Set by `kill`: parked long polls answer at once instead of holding the server's
+    /// shutdown for their whole hold time.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
     server: Mutex<Option<RemotingServer>>,
     pub addr: String,
     pub name: String,
@@ -193,6 +196,9 @@ impl FakeBroker {
     /// advertising the broker, as a real one does until the registration expires.
     pub async fn kill(&self) {
         let server = self.server.lock().unwrap().take();
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.arrived.notify_waiters();
         if let Some(server) = server {
             for ch in server.channels() {
                 ch.close();
@@ -257,7 +263,7 @@ impl FakeBroker {
 pub struct FakeCluster {
     pub namesrv_addr: String,
     pub brokers: Vec<Arc<FakeBroker>>,
-    namesrv: RemotingServer,
+    pub namesrv: RemotingServer,
     pub namesrv_state: Arc<Mutex<NamesrvState>>,
 }
 
@@ -399,14 +405,17 @@ async fn start_broker(name: &str) -> Arc<FakeBroker> {
         ..Default::default()
     }));
     let arrived = Arc::new(Notify::new());
+    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let processor = Arc::new(BrokerProcessor {
         state: state.clone(),
         arrived: arrived.clone(),
+        stopping: stopping.clone(),
     });
     let server = RemotingServer::start(listener, processor, ServerConfig::default(), Vec::new());
     Arc::new(FakeBroker {
         state,
         arrived,
+        stopping,
         server: Mutex::new(Some(server)),
         addr,
         name: name.to_owned(),
@@ -416,6 +425,7 @@ async fn start_broker(name: &str) -> Arc<FakeBroker> {
 struct BrokerProcessor {
     state: Arc<Mutex<BrokerState>>,
     arrived: Arc<Notify>,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
@@ -620,6 +630,7 @@ impl BrokerProcessor {
                     }
                 } else if h.sys_flag & PULL_FLAG_SUSPEND == 0
                     || tokio::time::Instant::now() >= deadline
+                    || self.stopping.load(std::sync::atomic::Ordering::Acquire)
                 {
                     Some(
                         RemotingCommand::response(response_code::PULL_NOT_FOUND, None)
