@@ -235,8 +235,12 @@ impl CommitLog {
         let store_timestamp = now.max(writer.last_store_timestamp);
         let first = &batch[0].msg;
         let counted = gets_queue_offset(first.sys_flag);
+        // Reserve the queue offsets now (one table lookup); nothing below can fail.
         let first_queue_offset = if counted {
-            writer.queue_offset(&first.topic, first.queue_id)
+            let slot = writer.queue_offset_mut(&first.topic, first.queue_id);
+            let first_offset = *slot;
+            *slot += batch.len() as i64;
+            first_offset
         } else {
             0
         };
@@ -254,10 +258,6 @@ impl CommitLog {
             fields.encode(&mut dst);
             debug_assert!(dst.is_empty(), "record length matches its encoding");
             pos += p.len;
-        }
-        if counted {
-            *writer.queue_offset_mut(&first.topic, first.queue_id) =
-                first_queue_offset + batch.len() as i64;
         }
         file.set_wrote(pos);
         self.publish(writer, file.base() + pos as i64, store_timestamp);
