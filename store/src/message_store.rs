@@ -427,7 +427,11 @@ impl MessageStore {
         i.commitlog.unpark_prefaulter();
         i.dispatch.stop();
         i.commitlog.group_commit.notify();
+        let me = std::thread::current().id();
         for t in std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner())) {
+            if t.thread().id() == me {
+                continue; // dropped from one of our own threads (e.g. the listener)
+            }
             if t.join().is_err() {
                 tracing::error!("a store thread panicked");
             }
