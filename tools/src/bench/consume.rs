@@ -54,9 +54,16 @@ impl ConsumeState {
         }
     }
 
-    /// Starts the measured window: totals from now on count towards `-c`.
-    pub fn start_measuring(&self) -> Totals {
-        let base = *self.baseline.get_or_init(|| self.meter.totals());
+    /// Starts the measured window: totals from now on (`from_zero`: from the first
+    /// delivery) count towards `-c`.
+    pub fn start_measuring(&self, from_zero: bool) -> Totals {
+        let base = *self.baseline.get_or_init(|| {
+            if from_zero {
+                Totals::default()
+            } else {
+                self.meter.totals()
+            }
+        });
         for h in self.latency.iter() {
             h.lock().unwrap_or_else(|e| e.into_inner()).reset();
         }
@@ -286,7 +293,7 @@ mod tests {
         let state = ConsumeState::new(Some(SeqTracker::new(9, 1)), Some(3));
         // Before measuring: counted, not timed, not towards -c.
         state.on_messages(&[msg(0, stamped(9, 0))]);
-        let base = state.start_measuring();
+        let base = state.start_measuring(false);
         assert_eq!(base.msgs, 1);
         state.on_messages(&[msg(1, stamped(9, 1)), msg(1, stamped(9, 1))]);
         assert!(state.count_reached.get().is_none());
@@ -306,7 +313,7 @@ mod tests {
     #[test]
     fn plain_bodies_are_timed_from_their_born_time() {
         let state = ConsumeState::new(None, None);
-        state.start_measuring();
+        state.start_measuring(true);
         let mut m = msg(0, Bytes::from_static(b"plain body"));
         m.born_timestamp = (now_micros() / 1000) as i64 - 50;
         state.on_messages(&[m]);

@@ -179,20 +179,34 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// Starts the window: `pid` if given, else the broker found through the topic's route.
-    pub async fn start(namesrv: &str, topic: &str, pid: Option<u32>) -> Monitor {
+    /// Finds the broker (its route, and its pid unless given) before the window.
+    pub async fn prepare(namesrv: &str, topic: &str, pid: Option<u32>) -> Monitor {
         let probe = BrokerProbe::locate(namesrv, topic).await;
         let pid = pid.or_else(|| probe.as_ref().and_then(BrokerProbe::local_pid));
-        let start_offset = match &probe {
+        Monitor {
+            probe,
+            pid,
+            start_offset: None,
+            broker_start: None,
+            tool_start: None,
+            peak_rss_anon: Arc::new(AtomicU64::new(0)),
+            sampler: None,
+        }
+    }
+
+    /// Starts the window: first readings, and a sampler of the broker's memory.
+    pub async fn begin(&mut self) {
+        self.start_offset = match &self.probe {
             Some(p) => p.commitlog_max_offset().await,
             None => None,
         };
-        let broker_start = pid.and_then(|p| procfs::sample(Some(p)).ok());
-        let peak_rss_anon = Arc::new(AtomicU64::new(
-            broker_start.map(|s| s.rss_anon_kib).unwrap_or(0),
-        ));
-        let sampler = broker_start.and(pid).map(|pid| {
-            let peak = peak_rss_anon.clone();
+        self.broker_start = self.pid.and_then(|p| procfs::sample(Some(p)).ok());
+        self.peak_rss_anon.store(
+            self.broker_start.map(|s| s.rss_anon_kib).unwrap_or(0),
+            Ordering::Relaxed,
+        );
+        self.sampler = self.broker_start.and(self.pid).map(|pid| {
+            let peak = self.peak_rss_anon.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(SAMPLE_EVERY);
                 loop {
@@ -206,15 +220,7 @@ impl Monitor {
                 }
             })
         });
-        Monitor {
-            probe,
-            pid,
-            start_offset,
-            broker_start,
-            tool_start: procfs::sample(None).ok(),
-            peak_rss_anon,
-            sampler,
-        }
+        self.tool_start = procfs::sample(None).ok();
     }
 
     /// Ends the window.

@@ -215,17 +215,23 @@ async fn start_producers(
 pub async fn produce(cmd: ProduceCmd) -> Result<Summary, BenchError> {
     let common = &cmd.common;
     let (mut run, meter, state) = start_producers(common, &cmd.producer, &cmd.group, None).await?;
-    run.handles = produce::spawn(&run.side);
+    let mut monitor = Monitor::prepare(&common.namesrv, &common.topic, common.broker_pid).await;
     let mut ticker = Ticker::new(common.quiet);
-    let warm_until = Instant::now() + common.warmup();
-    while Instant::now() < warm_until && !run.finished() {
-        ticker.tick(true, &[("send", meter.totals())], None);
-        tokio::time::sleep(POLL).await;
+    if !common.warmup().is_zero() {
+        run.handles = produce::spawn(&run.side);
+        let warm_until = Instant::now() + common.warmup();
+        while Instant::now() < warm_until && !run.finished() {
+            ticker.tick(true, &[("send", meter.totals())], None);
+            tokio::time::sleep(POLL).await;
+        }
     }
-    let monitor = Monitor::start(&common.namesrv, &common.topic, common.broker_pid).await;
+    monitor.begin().await;
     let base = meter.totals();
     state.measuring.store(true, Ordering::Release);
     let t0 = Instant::now();
+    if run.handles.is_empty() {
+        run.handles = produce::spawn(&run.side);
+    }
     let limit = common.duration_limit();
     while !run.finished() {
         if limit.is_some_and(|l| t0.elapsed() >= l) {
@@ -266,6 +272,12 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
     let common = &cmd.common;
     let group = cmd.group.clone().unwrap_or_else(|| unique_group("mqbench"));
     let state = Arc::new(ConsumeState::new(None, common.count));
+    let mut monitor = Monitor::prepare(&common.namesrv, &common.topic, common.broker_pid).await;
+    let warmup = common.warmup();
+    if warmup.is_zero() {
+        // The window opens with the first delivery.
+        state.start_measuring(true);
+    }
     let consumer = consume::start(common, &cmd.consumer, &group, cmd.from, state.clone()).await?;
     let mut ticker = Ticker::new(common.quiet);
     // The clock starts with the first message (not with rebalancing).
@@ -274,14 +286,19 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
         ticker.tick(true, &[("recv", state.meter.totals())], None);
         tokio::time::sleep(POLL).await;
     }
-    let warm_until = Instant::now() + common.warmup();
-    while Instant::now() < warm_until {
-        ticker.tick(true, &[("recv", state.meter.totals())], None);
-        tokio::time::sleep(POLL).await;
-    }
-    let monitor = Monitor::start(&common.namesrv, &common.topic, common.broker_pid).await;
-    let base = state.start_measuring();
-    let t0 = Instant::now();
+    let (base, t0) = if warmup.is_zero() {
+        monitor.begin().await;
+        let first = state.first_at.get().copied().unwrap_or_else(Instant::now);
+        (state.start_measuring(true), first)
+    } else {
+        let warm_until = Instant::now() + warmup;
+        while Instant::now() < warm_until {
+            ticker.tick(true, &[("recv", state.meter.totals())], None);
+            tokio::time::sleep(POLL).await;
+        }
+        monitor.begin().await;
+        (state.start_measuring(false), Instant::now())
+    };
     let limit = common.duration_limit();
     let nothing_came = state.first_at.get().is_none();
     let (t_end, end) = loop {
@@ -361,19 +378,25 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
     // Let the pull tasks fetch their start offsets before the first stamped message.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    run.handles = produce::spawn(&run.side);
+    let mut monitor = Monitor::prepare(&common.namesrv, &common.topic, common.broker_pid).await;
     let mut ticker = Ticker::new(common.quiet);
     let sides = |cs: &ConsumeState| [("send", meter.totals()), ("recv", cs.meter.totals())];
-    let warm_until = Instant::now() + common.warmup();
-    while Instant::now() < warm_until && !run.finished() {
-        ticker.tick(true, &sides(&cstate), None);
-        tokio::time::sleep(POLL).await;
+    if !common.warmup().is_zero() {
+        run.handles = produce::spawn(&run.side);
+        let warm_until = Instant::now() + common.warmup();
+        while Instant::now() < warm_until && !run.finished() {
+            ticker.tick(true, &sides(&cstate), None);
+            tokio::time::sleep(POLL).await;
+        }
     }
-    let monitor = Monitor::start(&common.namesrv, &common.topic, common.broker_pid).await;
+    monitor.begin().await;
     let base = meter.totals();
-    let recv_base = cstate.start_measuring();
+    let recv_base = cstate.start_measuring(false);
     state.measuring.store(true, Ordering::Release);
     let t0 = Instant::now();
+    if run.handles.is_empty() {
+        run.handles = produce::spawn(&run.side);
+    }
     let limit = common.duration_limit();
     while !run.finished() {
         if limit.is_some_and(|l| t0.elapsed() >= l) {
