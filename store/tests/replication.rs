@@ -126,6 +126,7 @@ async fn an_empty_replica_starts_at_a_file_boundary() {
     }
     assert_eq!(replica.min_phy_offset(), from);
     assert_eq!(replica.max_phy_offset(), master.max_phy_offset());
+    settle(&master);
     settle(&replica);
     // The replica's queue starts with the first record it holds.
     let tail = pull_all(&replica, "A", 0);
