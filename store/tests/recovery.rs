@@ -116,12 +116,14 @@ async fn a_torn_or_corrupt_tail_is_cut() {
         ZeroTail,
         GarbageAfterEnd,
         HalfRecordAfterEnd,
+        TruncateFile,
     }
     for damage in [
         Damage::FlipBodyByte,
         Damage::ZeroTail,
         Damage::GarbageAfterEnd,
         Damage::HalfRecordAfterEnd,
+        Damage::TruncateFile,
     ] {
         let dir = tempfile::tempdir().unwrap();
         let config = small_config(dir.path(), FILE);
@@ -156,6 +158,12 @@ async fn a_torn_or_corrupt_tail_is_cut() {
                 );
                 false
             }
+            Damage::TruncateFile => {
+                // The file itself ends inside the last record.
+                let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                f.set_len(in_file + size - 30).unwrap();
+                true
+            }
             Damage::HalfRecordAfterEnd => {
                 let raw = std::fs::read(&path).unwrap();
                 let record = &raw[in_file as usize..(in_file + size) as usize];
@@ -179,8 +187,10 @@ async fn a_torn_or_corrupt_tail_is_cut() {
         for &o in &offsets[..offsets.len() - 1] {
             assert!(store.look_message_by_offset(o).is_some());
         }
-        // The cut area is zero on disk now, so a later crash cannot resurrect it.
+        // The cut area is zero on disk now, so a later crash cannot resurrect it, and
+        // a short file is back to full size.
         let raw = std::fs::read(&path).unwrap();
+        assert_eq!(raw.len(), FILE);
         let from = (store.max_phy_offset() - base) as usize;
         assert!(raw[from..].iter().all(|b| *b == 0), "tail zeroed");
         // Appending continues at the cut, with the freed queue offset.
