@@ -133,8 +133,10 @@ async fn run(
                     }
                     if msgs.is_empty() {
                         // Everything was filtered out here (tag hash collision, routing
-                        // pattern): with nothing cached, the offset moves past them now
-                        // rather than after the next long poll comes back empty.
+                        // pattern): the offset moves past them now (or when the cached
+                        // messages are consumed) rather than after the next long poll
+                        // comes back empty.
+                        pq.pulled_through(next_offset - 1);
                         if pq.msg_count() == 0 && core.clustering() && !core.pull.lite {
                             core.offsets.update(&mq, next_offset, true);
                         }
@@ -154,6 +156,8 @@ async fn run(
                         // its offset belongs to whoever dropped it now.
                         break;
                     }
+                    // Skipped by the broker's filter: consumed once the cached ones are.
+                    pq.pulled_through(next_offset - 1);
                     if pq.msg_count() == 0 && core.clustering() && !core.pull.lite {
                         // Nothing cached: everything before here is consumed or filtered.
                         core.offsets.update(&mq, next_offset, true);
