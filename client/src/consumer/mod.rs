@@ -1,11 +1,11 @@
 //! Consumers: [`PushConsumer`] (Java `DefaultMQPushConsumer`) and [`LitePullConsumer`]
 //! (Java `DefaultLitePullConsumer`).
 //!
-//! * [`rebalance`]: which queues this member consumes (every 20 s and on
+//! * `rebalance`: which queues this member consumes (every 20 s and on
 //!   NOTIFY_CONSUMER_IDS_CHANGED), with the strategies of [`allocate`].
 //! * `pull`: one long-polling pull task per assigned queue.
-//! * [`process_queue`]: messages between pull and consumption, flow control.
-//! * [`offset_store`]: offsets on the broker (clustering) or in a file (broadcasting).
+//! * `process_queue`: messages between pull and consumption, flow control.
+//! * `offset_store`: offsets on the broker (clustering) or in a file (broadcasting).
 //! * `offset_table`: the queue → offset tables of RESET_CONSUMER_CLIENT_OFFSET and
 //!   GET_CONSUMER_STATUS_FROM_CLIENT.
 //! * [`push`] and [`lite_pull`]: the two consumer kinds.
