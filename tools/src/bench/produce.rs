@@ -6,14 +6,13 @@
 //! it per message with the [`Stamp`] written in front.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use futures_util::stream::{FuturesUnordered, StreamExt};
-use futures_util::FutureExt;
 use hdrhistogram::Histogram;
-use vostok_client::{ClientError, Message, Producer, ProducerConfig, SendResult};
+use tokio::sync::Semaphore;
+use vostok_client::{ClientError, Message, Producer, ProducerConfig};
 
 use super::args::{CommonArgs, Mode, ProducerArgs};
 use super::histogram::{self, new_histogram};
@@ -110,20 +109,15 @@ pub fn spawn(side: &Arc<ProducerSide>) -> Vec<tokio::task::JoinHandle<TaskResult
     let per_task_rate = side.args.rate.map(|r| r / tasks as f64);
     (0..tasks)
         .map(|i| {
-            let side = side.clone();
+            let mut task = Task {
+                id: i,
+                side: side.clone(),
+                seq: 0,
+                pacer: Pacer::new(per_task_rate),
+                result: TaskResult::new(),
+            };
             tokio::spawn(async move {
-                let mut task = Task {
-                    id: i,
-                    side: &side,
-                    seq: 0,
-                    pacer: Pacer::new(per_task_rate),
-                    result: TaskResult {
-                        latency: new_histogram(),
-                        errors: BTreeMap::new(),
-                        acked: AckedSet::default(),
-                    },
-                };
-                match side.args.mode {
+                match task.side.args.mode {
                     Mode::Sync => task.run_sync().await,
                     Mode::Async => task.run_async().await,
                     Mode::Oneway => task.run_oneway().await,
@@ -135,15 +129,65 @@ pub fn spawn(side: &Arc<ProducerSide>) -> Vec<tokio::task::JoinHandle<TaskResult
         .collect()
 }
 
-struct Task<'a> {
+impl TaskResult {
+    fn new() -> TaskResult {
+        TaskResult {
+            latency: new_histogram(),
+            errors: BTreeMap::new(),
+            acked: AckedSet::default(),
+        }
+    }
+
+    fn merge(&mut self, other: &TaskResult) {
+        histogram::merge(&mut self.latency, &other.latency);
+        for (k, n) in &other.errors {
+            *self.errors.entry(k.clone()).or_insert(0) += n;
+        }
+        self.acked.merge(&other.acked);
+    }
+
+    /// Records the outcome of a send of the messages `seqs` started at `started`.
+    fn record(
+        &mut self,
+        side: &ProducerSide,
+        task: usize,
+        started: Instant,
+        seqs: std::ops::Range<u64>,
+        r: Result<(), ClientError>,
+    ) {
+        let n = seqs.end - seqs.start;
+        match r {
+            Ok(()) => {
+                side.meter.add(task, n, n * side.body.len() as u64);
+                if side.state.measuring() {
+                    histogram::record(&mut self.latency, started.elapsed());
+                }
+                if side.stamp_run.is_some() {
+                    for seq in seqs {
+                        self.acked.insert(seq);
+                    }
+                }
+            }
+            Err(e) => {
+                side.meter.error(task, n);
+                *self.errors.entry(error_kind(&e)).or_insert(0) += n;
+            }
+        }
+    }
+}
+
+/// Async completions run on any worker thread: their results go to a few shards.
+const ASYNC_SHARDS: usize = 4;
+
+struct Task {
     id: usize,
-    side: &'a ProducerSide,
+    side: Arc<ProducerSide>,
     seq: u64,
     pacer: Option<Pacer>,
     result: TaskResult,
 }
 
-impl Task<'_> {
+impl Task {
     /// Claims `n` messages (0: stop) and waits for the rate limit.
     async fn claim(&mut self, n: u64) -> u64 {
         let granted = self.side.state.claim(n);
@@ -159,7 +203,7 @@ impl Task<'_> {
     fn message(&mut self) -> (u64, Message) {
         let seq = self.seq;
         self.seq += 1;
-        let side = self.side;
+        let side = &self.side;
         let body = match side.stamp_run {
             None => side.body.clone(),
             Some(run_id) => {
@@ -177,41 +221,16 @@ impl Task<'_> {
         (seq, Message::new(side.topic.as_str(), body))
     }
 
-    fn done(
-        &mut self,
-        started: Instant,
-        seqs: std::ops::Range<u64>,
-        r: Result<SendResult, ClientError>,
-    ) {
-        let n = seqs.end - seqs.start;
-        match r {
-            Ok(_) => {
-                let side = self.side;
-                side.meter.add(self.id, n, n * side.body.len() as u64);
-                if side.state.measuring() {
-                    histogram::record(&mut self.result.latency, started.elapsed());
-                }
-                if side.stamp_run.is_some() {
-                    for seq in seqs {
-                        self.result.acked.insert(seq);
-                    }
-                }
-            }
-            Err(e) => self.failed(&e, n),
-        }
-    }
-
-    fn failed(&mut self, e: &ClientError, n: u64) {
-        self.side.meter.error(self.id, n);
-        *self.result.errors.entry(error_kind(e)).or_insert(0) += n;
+    fn record(&mut self, started: Instant, seqs: std::ops::Range<u64>, r: Result<(), ClientError>) {
+        self.result.record(&self.side, self.id, started, seqs, r);
     }
 
     async fn run_sync(&mut self) {
         while self.claim(1).await == 1 {
             let (seq, msg) = self.message();
             let started = Instant::now();
-            let r = self.side.producer.send(msg).await;
-            self.done(started, seq..seq + 1, r);
+            let r = self.side.producer.send(msg).await.map(drop);
+            self.record(started, seq..seq + 1, r);
         }
     }
 
@@ -219,19 +238,8 @@ impl Task<'_> {
         while self.claim(1).await == 1 {
             let (seq, msg) = self.message();
             let started = Instant::now();
-            match self.side.producer.send_oneway(msg).await {
-                Ok(()) => {
-                    let side = self.side;
-                    side.meter.add(self.id, 1, side.body.len() as u64);
-                    if side.state.measuring() {
-                        histogram::record(&mut self.result.latency, started.elapsed());
-                    }
-                    if side.stamp_run.is_some() {
-                        self.result.acked.insert(seq);
-                    }
-                }
-                Err(e) => self.failed(&e, 1),
-            }
+            let r = self.side.producer.send_oneway(msg).await;
+            self.record(started, seq..seq + 1, r);
         }
     }
 
@@ -245,55 +253,50 @@ impl Task<'_> {
             let first = self.seq;
             let msgs: Vec<Message> = (0..n).map(|_| self.message().1).collect();
             let started = Instant::now();
-            let r = self.side.producer.send_batch(msgs).await;
-            self.done(started, first..first + n, r);
+            let r = self.side.producer.send_batch(msgs).await.map(drop);
+            self.record(started, first..first + n, r);
         }
     }
 
+    /// Up to `--window` sends in flight; each answer is handled by a task of its own
+    /// (RocketMQ's callback), so answers are processed on every core, not only on the
+    /// one running this loop.
     async fn run_async(&mut self) {
         let window = self.side.args.window.max(1);
-        let mut in_flight = FuturesUnordered::new();
-        let mut more = true;
-        loop {
-            while more && in_flight.len() < window {
-                if self.side.state.claim(1) == 0 {
-                    more = false;
-                    break;
+        let permits = Arc::new(Semaphore::new(window));
+        let shards: Arc<[Mutex<TaskResult>]> = (0..ASYNC_SHARDS)
+            .map(|_| Mutex::new(TaskResult::new()))
+            .collect();
+        while self.claim(1).await == 1 {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let (seq, msg) = self.message();
+            let started = Instant::now();
+            match self.side.producer.send_async(msg).await {
+                Ok(pending) => {
+                    let (side, shards, id) = (self.side.clone(), shards.clone(), self.id);
+                    tokio::spawn(async move {
+                        let r = pending.await.map(drop);
+                        let shard = &shards[seq as usize % ASYNC_SHARDS];
+                        shard.lock().unwrap_or_else(|e| e.into_inner()).record(
+                            &side,
+                            id,
+                            started,
+                            seq..seq + 1,
+                            r,
+                        );
+                        drop(permit);
+                    });
                 }
-                // Rate limit: keep taking answers while waiting for the next slot, so
-                // that their latency is not stretched by the wait.
-                let wait = self
-                    .pacer
-                    .as_mut()
-                    .and_then(|p| p.book(tokio::time::Instant::now(), 1));
-                if let Some(wait) = wait {
-                    let sleep = tokio::time::sleep(wait);
-                    tokio::pin!(sleep);
-                    loop {
-                        tokio::select! {
-                            _ = &mut sleep => break,
-                            Some((started, seq, r)) = in_flight.next(), if !in_flight.is_empty() => {
-                                self.done(started, seq..seq + 1, r);
-                            }
-                        }
-                    }
-                }
-                let (seq, msg) = self.message();
-                let started = Instant::now();
-                match self.side.producer.send_async(msg).await {
-                    Ok(pending) => in_flight.push(pending.map(move |r| (started, seq, r))),
-                    Err(e) => self.failed(&e, 1),
-                }
+                Err(e) => self.record(started, seq..seq + 1, Err(e)),
             }
-            match in_flight.next().await {
-                Some((started, seq, r)) => self.done(started, seq..seq + 1, r),
-                None if !more => return,
-                None => {}
-            }
-            // Take every answer already there before queuing more.
-            while let Some(Some((started, seq, r))) = in_flight.next().now_or_never() {
-                self.done(started, seq..seq + 1, r);
-            }
+        }
+        // Every answer is in once all permits are back.
+        let _all = permits.acquire_many(window as u32).await;
+        for shard in shards.iter() {
+            self.result
+                .merge(&shard.lock().unwrap_or_else(|e| e.into_inner()));
         }
     }
 }

@@ -154,6 +154,17 @@ impl AckedSet {
         self.count
     }
 
+    /// Adds every number of `other`.
+    pub fn merge(&mut self, other: &AckedSet) {
+        if other.words.len() > self.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (mine, theirs) in self.words.iter_mut().zip(&other.words) {
+            *mine |= theirs;
+        }
+        self.count = self.words.iter().map(|w| u64::from(w.count_ones())).sum();
+    }
+
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
@@ -288,6 +299,12 @@ mod tests {
         }
         assert_eq!(a.len(), 4);
         assert_eq!(a.iter().collect::<Vec<_>>(), [1, 5, 64, 1000]);
+        let mut b = AckedSet::default();
+        b.insert(5);
+        b.insert(5000);
+        b.merge(&a);
+        assert_eq!(b.len(), 5);
+        assert_eq!(b.iter().collect::<Vec<_>>(), [1, 5, 64, 1000, 5000]);
     }
 
     fn stamp(run_id: u32, task: u32, seq: u64) -> Stamp {
