@@ -193,8 +193,12 @@ async fn three_members_share_eight_queues_across_a_member_leaving_and_joining() 
         all.dedup();
         all.len() == 8
     };
-    wait_until("8 queues split 2/3/3", || assigned(&members) == [2, 3, 3]).await;
-    assert!(disjoint(&members), "every queue has exactly one owner");
+    // Counts alone can match mid-rebalance (a queue being released still listed);
+    // each queue with exactly one owner is the settled state.
+    wait_until("8 queues split 2/3/3, one owner each", || {
+        assigned(&members) == [2, 3, 3] && disjoint(&members)
+    })
+    .await;
 
     let total = |members: &[(PushConsumer, Seen)], gone: &[Seen]| {
         members
@@ -213,8 +217,10 @@ async fn three_members_share_eight_queues_across_a_member_leaving_and_joining() 
     // A member leaves: its queues move to the two others, from its committed offsets.
     let (leaving, leaving_seen) = members.remove(1);
     leaving.shutdown().await;
-    wait_until("8 queues over 2 members", || assigned(&members) == [4, 4]).await;
-    assert!(disjoint(&members));
+    wait_until("8 queues over 2 members, one owner each", || {
+        assigned(&members) == [4, 4] && disjoint(&members)
+    })
+    .await;
     let gone = [leaving_seen];
     send_all(&producer, topic, "b", 80).await;
     wait_until("160 consumed", || total(&members, &gone) == 160).await;
@@ -672,10 +678,15 @@ async fn lite_pull_with_manual_commit_and_seek() {
         got.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
         (0..10).collect::<Vec<_>>()
     );
+    // Before commit() the broker has at most the start offset the consumer read (the
+    // offset store persists what it holds for assigned queues, as Java's does).
     assert_eq!(
-        admin.query_offset(&broker.addr, group, topic, 0).await,
-        None,
-        "nothing committed before commit()"
+        admin
+            .query_offset(&broker.addr, group, topic, 0)
+            .await
+            .unwrap_or(0),
+        0,
+        "nothing consumed is committed before commit()"
     );
     consumer.commit().await.unwrap();
     assert_eq!(consumer.committed(&queues[0]).await.unwrap(), Some(10));
