@@ -183,8 +183,12 @@ pub(crate) async fn reset_offsets(
     for (_, pq, _) in &targets {
         pq.set_dropped();
     }
-    for (mq, pq, offset) in targets {
-        if !pq.wait_idle(DROP_WAIT).await {
+    // One wait for all of them, as Java's single pause: listener calls end in parallel.
+    let idle =
+        futures_util::future::join_all(targets.iter().map(|(_, pq, _)| pq.wait_idle(DROP_WAIT)))
+            .await;
+    for ((mq, pq, offset), idle) in targets.into_iter().zip(idle) {
+        if !idle {
             warn!(group = %core.group, %mq, "listener still running on a reset queue");
         }
         info!(group = %core.group, %mq, offset, "offset reset");
