@@ -94,8 +94,14 @@ fn op_cutoff(broker: &Broker, progress: i64) -> i64 {
     }
 }
 
-/// Rewrites a prepared message into its half record (`parseHalfMessageInner`).
+/// Rewrites a prepared message into its half record (`parseHalfMessageInner`). A
+/// delay level is dropped: the store would otherwise park the half record itself in
+/// the schedule topic (Java clients clear it; others may not).
 pub(crate) fn to_half_message(msg: &mut MessageInner) {
+    if property::find(&msg.properties, property::DELAY_TIME_LEVEL).is_some() {
+        msg.properties =
+            crate::schedule::props_without(&msg.properties, &[property::DELAY_TIME_LEVEL]);
+    }
     let uniq =
         property::find(&msg.properties, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX).map(str::to_owned);
     push_pair(&mut msg.properties, property::REAL_TOPIC, &msg.topic);
