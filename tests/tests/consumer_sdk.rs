@@ -159,11 +159,18 @@ async fn three_members_share_eight_queues_across_a_member_leaving_and_joining() 
     create_topic(&broker, topic, 8).await;
     let admin = TestClient::default();
     let producer = producer(&ns).await;
+    // No periodic rebalance within the test: every move below follows the broker's
+    // NOTIFY_CONSUMER_IDS_CHANGED when a member registers or unregisters.
+    let member = |instance: &str| {
+        let mut config = consumer_config(&ns, group, instance);
+        config.client.rebalance_interval = Duration::from_secs(600);
+        config
+    };
     let mut members = Vec::new();
     for i in 0..3 {
         members.push(
             recording_consumer(
-                consumer_config(&ns, group, &format!("m{i}")),
+                member(&format!("m{i}")),
                 topic,
                 MessageSelector::by_tag("*"),
             )
@@ -230,14 +237,7 @@ async fn three_members_share_eight_queues_across_a_member_leaving_and_joining() 
     .await;
 
     // A member joins: it takes queues from the others.
-    members.push(
-        recording_consumer(
-            consumer_config(&ns, group, "m3"),
-            topic,
-            MessageSelector::by_tag("*"),
-        )
-        .await,
-    );
+    members.push(recording_consumer(member("m3"), topic, MessageSelector::by_tag("*")).await);
     wait_until("rebalanced to 2/3/3", || {
         assigned(&members) == [2, 3, 3] && disjoint(&members)
     })
