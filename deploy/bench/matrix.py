@@ -1,0 +1,468 @@
+#!/usr/bin/env python3
+"""The benchmark matrix: fixed rows of mqbench against a freshly started standalone
+Vostok broker (and, when installed, the rocketmq-rust 1.0 broker, alternating run by
+run), medians of --runs runs, written as a Markdown table.
+
+Run through matrix.sh, which builds the release binaries first. Needs only python3.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+KIB = 1024
+BACKLOG = 2_000_000
+
+# name, flush mode, mqbench command, its flags, target (msg/s floor, p50 ceiling ms, p99 ceiling ms)
+ROWS = [
+    ("sync, 1 task", "ASYNC_FLUSH", "produce", ["--mode", "sync", "-w", "1"], (10_000, 0.1, None)),
+    ("sync, 8 tasks", "ASYNC_FLUSH", "produce", ["--mode", "sync", "-w", "8"], None),
+    ("async window 1,024, 1 task", "ASYNC_FLUSH", "produce",
+     ["--mode", "async", "--window", "1024", "-w", "1"], (150_000, None, None)),
+    ("async window 1,024, 8 tasks", "ASYNC_FLUSH", "produce",
+     ["--mode", "async", "--window", "1024", "-w", "8"], None),
+    ("batch x32, 1 task", "ASYNC_FLUSH", "produce", ["--mode", "batch", "--batch", "32", "-w", "1"],
+     (200_000, None, None)),
+    ("batch x32, 8 tasks", "ASYNC_FLUSH", "produce", ["--mode", "batch", "--batch", "32", "-w", "8"],
+     None),
+    ("SYNC_FLUSH sync, 64 tasks", "SYNC_FLUSH", "produce", ["--mode", "sync", "-w", "64"],
+     (40_000, None, None)),
+    ("SYNC_FLUSH async window 1,024", "SYNC_FLUSH", "produce",
+     ["--mode", "async", "--window", "1024", "-w", "1"], None),
+    ("SYNC_FLUSH batch x32, 8 tasks", "SYNC_FLUSH", "produce",
+     ["--mode", "batch", "--batch", "32", "-w", "8"], None),
+    ("consume 2M backlog (push)", "ASYNC_FLUSH", "consume", [], (300_000, None, None)),
+    ("consume 2M backlog (lite pull, pull batch 32)", "ASYNC_FLUSH", "consume",
+     ["--lite-pull", "--pull-batch", "32"], None),
+    ("produce + consume at once (async 1,024)", "ASYNC_FLUSH", "e2e",
+     ["--mode", "async", "--window", "1024", "-w", "1"], (100_000, None, None)),
+    ("e2e at 50,000 msg/s", "ASYNC_FLUSH", "e2e",
+     ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "50000"], (None, None, 5.0)),
+]
+
+# Peer reference figures quoted in the issue (its own client on this machine).
+PEER_OWN_CLIENT = {
+    "sync, 1 task": 2_385,
+    "async window 1,024, 1 task": 4_789,
+    "batch x32, 1 task": 36_337,
+    "consume 2M backlog (push)": 7_375,
+    "produce + consume at once (async 1,024)": 1_509,
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def rss_anon_kib(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+class Target:
+    """A broker kind: how to start one fresh, standalone, on loopback and a temp dir."""
+
+    name = ""
+
+    def start(self, flush):
+        raise NotImplementedError
+
+    def stop(self):
+        raise NotImplementedError
+
+
+def terminate(proc, timeout=15):
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class Vostok(Target):
+    name = "vostok"
+
+    def __init__(self, bin_dir, work):
+        self.binary = bin_dir / "mqbroker"
+        self.work = work
+        self.proc = None
+        self.dir = None
+
+    def start(self, flush):
+        self.dir = Path(tempfile.mkdtemp(prefix="vostok-bench-", dir=self.work))
+        port, ns_port = free_port(), free_port()
+        args = [str(self.binary)]
+        for k, v in [
+            ("brokerName", "bench-a"), ("brokerIP1", "127.0.0.1"), ("brokerIP2", "127.0.0.1"),
+            ("listenPort", port), ("fastListenEnable", "false"),
+            ("embeddedNamesrvPort", ns_port), ("storePathRootDir", self.dir / "store"),
+            ("flushDiskType", flush),
+        ]:
+            args += ["-o", f"{k}={v}"]
+        log = open(self.dir / "broker.log", "w")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True,
+                                     env={**os.environ, "RUST_LOG": "warn"})
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            if "boot success" in line:
+                # Keep draining stdout so the broker never blocks on it.
+                subprocess.Popen(["cat"], stdin=self.proc.stdout, stdout=subprocess.DEVNULL)
+                return f"127.0.0.1:{ns_port}", self.proc.pid
+        raise RuntimeError(f"vostok broker did not boot; see {self.dir / 'broker.log'}")
+
+    def stop(self):
+        terminate(self.proc)
+        self.proc = None
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Peer(Target):
+    """rocketmq-rust 1.0: rocketmq-namesrv-rust + rocketmq-broker-rust."""
+
+    name = "peer"
+
+    def __init__(self, namesrv_bin, broker_bin, work):
+        self.namesrv_bin, self.broker_bin, self.work = namesrv_bin, broker_bin, work
+        self.ns = self.broker = None
+        self.dir = None
+
+    def start(self, flush):
+        self.dir = Path(tempfile.mkdtemp(prefix="peer-bench-", dir=self.work))
+        home = self.dir / "home"
+        (home / "conf").mkdir(parents=True)
+        ns_port, port = free_port(), free_port()
+        env = {**os.environ, "ROCKETMQ_HOME": str(home), "HOME": str(home), "RUST_LOG": "warn"}
+        self.ns = subprocess.Popen(
+            [self.namesrv_bin, "--listenPort", str(ns_port), "--bindAddress", "127.0.0.1",
+             "--kvConfigPath", str(self.dir / "kvConfig.json")],
+            stdout=subprocess.DEVNULL, stderr=open(self.dir / "namesrv.log", "w"), env=env)
+        if not wait_port(ns_port, 30):
+            raise RuntimeError(f"peer name server did not start; see {self.dir / 'namesrv.log'}")
+        conf = self.dir / "broker.properties"
+        conf.write_text("\n".join([
+            "brokerClusterName=DefaultCluster",
+            "brokerName=bench-peer",
+            "brokerId=0",
+            "brokerIP1=127.0.0.1",
+            f"listenPort={port}",
+            f"namesrvAddr=127.0.0.1:{ns_port}",
+            f"storePathRootDir={self.dir / 'store'}",
+            f"flushDiskType={flush}",
+            "autoCreateTopicEnable=true",
+            "commitLogMicroBatchEnabled=false",
+        ]) + "\n")
+        self.broker = subprocess.Popen(
+            [self.broker_bin, "-c", str(conf), "-n", f"127.0.0.1:{ns_port}"],
+            stdout=subprocess.DEVNULL, stderr=open(self.dir / "broker.log", "w"), env=env)
+        if not wait_port(port, 60):
+            raise RuntimeError(f"peer broker did not start; see {self.dir / 'broker.log'}")
+        time.sleep(2)  # first registration with the name server
+        return f"127.0.0.1:{ns_port}", self.broker.pid
+
+    def stop(self):
+        terminate(self.broker)
+        terminate(self.ns)
+        self.broker = self.ns = None
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def mqbench(bench, kind, namesrv, pid, flags, common, json_path, log):
+    args = [str(bench), kind, "-n", namesrv, "-t", "BenchTopic", "-s", str(KIB),
+            "--broker-pid", str(pid), "--json", str(json_path), *common, *flags]
+    log.write("$ " + " ".join(args) + "\n")
+    log.flush()
+    r = subprocess.run(args, stdout=log, stderr=log, timeout=600)
+    if r.returncode != 0 or not json_path.exists():
+        return None
+    return json.loads(json_path.read_text())
+
+
+def figures(v, kind):
+    """The row's figures from one mqbench JSON summary."""
+    lat = v.get("e2e_latency_ms") if kind == "e2e" else v.get("latency_ms")
+    broker = v.get("broker") or {}
+    tool = v.get("mqbench") or {}
+    rate = v["msgs_per_sec"]
+    if kind == "e2e" and v.get("recv_msgs_per_sec") is not None:
+        # Producing and consuming at once: the slower side is the figure.
+        rate = min(rate, v["recv_msgs_per_sec"])
+    return {
+        "rate": rate,
+        "mb": v["mb_per_sec"] if kind != "e2e" else rate * KIB / 2**20,
+        "p50": lat["p50"] if lat else None,
+        "p99": lat["p99"] if lat else None,
+        "rss": broker.get("peak_rss_anon_mib"),
+        "broker_cpu": broker.get("cpu_cores"),
+        "tool_cpu": tool.get("cpu_cores"),
+        "errors": v.get("send_errors") or 0,
+        "lost": v.get("lost"),
+        "dups": v.get("duplicates"),
+    }
+
+
+def median(values):
+    values = [x for x in values if x is not None]
+    return statistics.median(values) if values else None
+
+
+def summarise(runs):
+    if not runs:
+        return None
+    out = {k: median([r[k] for r in runs]) for k in ("rate", "mb", "p50", "p99", "broker_cpu",
+                                                    "tool_cpu")}
+    out["rss"] = max((r["rss"] for r in runs if r["rss"] is not None), default=None)
+    out["errors"] = sum(r["errors"] for r in runs)
+    out["lost"] = sum(r["lost"] or 0 for r in runs) if any(r["lost"] is not None for r in runs) else None
+    out["dups"] = sum(r["dups"] or 0 for r in runs) if any(r["dups"] is not None for r in runs) else None
+    out["n"] = len(runs)
+    return out
+
+
+def run_matrix(opts, targets, bench, log):
+    common = ["-q", "--warmup", str(opts.warmup)]
+    results = {}  # (row, target) -> [figures]
+    rows = [r for r in ROWS if not opts.rows or any(s in r[0] for s in opts.rows)]
+    json_path = Path(opts.work) / "run.json"
+    for name, flush, kind, flags, _ in rows:
+        print(f"== {name}", flush=True)
+        if kind == "consume":
+            run_backlog_row(opts, targets, bench, log, name, flags, results)
+            continue
+        duration = ["-d", str(opts.duration)]
+        for i in range(opts.runs):
+            for t in targets:
+                ns, pid = t.start(flush)
+                try:
+                    if json_path.exists():
+                        json_path.unlink()
+                    v = mqbench(bench, kind, ns, pid, flags, common + duration, json_path, log)
+                finally:
+                    t.stop()
+                if v is None:
+                    print(f"   {t.name} run {i + 1}: mqbench failed (see {log.name})", flush=True)
+                    continue
+                f = figures(v, kind)
+                results.setdefault((name, t.name), []).append(f)
+                print(f"   {t.name} run {i + 1}: {f['rate']:,.0f} msg/s p50 {f['p50']} p99 {f['p99']} ms",
+                      flush=True)
+    return rows, results
+
+
+def run_backlog_row(opts, targets, bench, log, name, flags, results):
+    """One broker per target with a backlog of BACKLOG messages, filled once per row;
+    each run reads it from the start with a new consumer group."""
+    json_path = Path(opts.work) / "run.json"
+    started = []
+    try:
+        for t in targets:
+            ns, pid = t.start("ASYNC_FLUSH")
+            started.append((t, ns, pid))
+            t0 = time.time()
+            fill = mqbench(bench, "produce", ns, pid,
+                           ["--mode", "batch", "--batch", "32", "-w", "2", "-c", str(opts.backlog)],
+                           ["-q"], json_path, log)
+            if fill is None:
+                print(f"   {t.name}: filling the backlog failed", flush=True)
+            else:
+                print(f"   {t.name}: backlog of {fill['sent']:,} filled in {time.time() - t0:.0f} s",
+                      flush=True)
+        for i in range(opts.runs):
+            for t, ns, pid in started:
+                if json_path.exists():
+                    json_path.unlink()
+                v = mqbench(bench, "consume", ns, pid,
+                            flags + ["--group", f"bench_backlog_{i}_{int(time.time())}",
+                                     "-c", str(opts.backlog), "-d", str(opts.consume_duration)],
+                            ["-q"], json_path, log)
+                if v is None:
+                    print(f"   {t.name} run {i + 1}: mqbench failed", flush=True)
+                    continue
+                f = figures(v, "consume")
+                results.setdefault((name, t.name), []).append(f)
+                print(f"   {t.name} run {i + 1}: {f['rate']:,.0f} msg/s", flush=True)
+    finally:
+        for t, _, _ in started:
+            t.stop()
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "–"
+    return f"{v:,.{digits}f}"
+
+
+def verdict(target, s):
+    if not target or not s:
+        return ""
+    floor, p50_max, p99_max = target
+    parts, ok = [], True
+    if floor:
+        parts.append(f"≥ {floor:,}")
+        ok &= s["rate"] >= floor
+    if p50_max is not None:
+        parts.append(f"p50 ≤ {p50_max}")
+        ok &= s["p50"] is not None and s["p50"] <= p50_max
+    if p99_max is not None:
+        parts.append(f"p99 ≤ {p99_max}")
+        ok &= s["p99"] is not None and s["p99"] <= p99_max
+    return ", ".join(parts) + (" ✅" if ok else " ❌")
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kib / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{os.cpu_count()} cores ({cpu}){mem}, Linux {platform.release()}"
+
+
+def load():
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
+    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+    out = [
+        "# Benchmark matrix results",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M %Z')} at commit `{commit}` on {machine()}; broker and "
+        f"mqbench on the same cores. Load average before {load_before}, after {load()}. "
+        f"Medians of {opts.runs} runs ({opts.duration} s measured after {opts.warmup} s warm-up; "
+        f"backlog runs read up to {opts.backlog:,} messages or {opts.consume_duration} s), 1 KiB bodies, "
+        f"ASYNC_FLUSH unless named. Whole matrix: {elapsed / 60:.1f} min.",
+        "",
+        "p50/p99: send latency; for consume rows born-to-consume, for e2e rows end-to-end "
+        "(stamped send time to listener). Peak RssAnon: the broker's anonymous memory, highest "
+        "sample over the runs. CPU: cores busy over the window (broker / mqbench).",
+        "",
+    ]
+    head = "| row | msg/s | MiB/s | p50 ms | p99 ms | broker peak RssAnon MiB | CPU broker / mqbench | target |"
+    sep = "|---|---:|---:|---:|---:|---:|---:|---|"
+    if peer:
+        head += " peer msg/s | Vostok / peer |"
+        sep += "---:|---:|"
+    out += [head, sep]
+    for name, _, kind, _, target in rows:
+        s = summarise(results.get((name, "vostok"), []))
+        if s is None:
+            out.append(f"| {name} | failed | | | | | | {verdict(target, None)} |" + (" | |" if peer else ""))
+            continue
+        note = ""
+        if s["errors"]:
+            note += f" ({s['errors']:,} send errors)"
+        if kind == "e2e" and s["lost"] is not None:
+            note += f" (lost {s['lost']}, dup {s['dups']})"
+        cpu = f"{fmt(s['broker_cpu'], 2)} / {fmt(s['tool_cpu'], 2)}"
+        line = (f"| {name}{note} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(s['p50'], 3)} | "
+                f"{fmt(s['p99'], 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
+        if peer:
+            p = summarise(results.get((name, "peer"), []))
+            if p and p["rate"]:
+                line += f" {fmt(p['rate'])} | {s['rate'] / p['rate']:.1f}× |"
+            else:
+                line += " failed | |"
+        out.append(line)
+    out.append("")
+    if peer_note:
+        out += [peer_note, ""]
+    own = ", ".join(f"{k} {v:,}" for k, v in PEER_OWN_CLIENT.items())
+    out += [f"Peer reference with its own client on this machine (from the issue): {own} msg/s.", ""]
+    Path(opts.out).write_text("\n".join(out))
+    print("\n".join(out))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--bin-dir", default=str(ROOT / "target" / "release"))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=4)
+    ap.add_argument("--warmup", type=float, default=1)
+    ap.add_argument("--backlog", type=int, default=BACKLOG)
+    ap.add_argument("--consume-duration", type=float, default=8)
+    ap.add_argument("--out", default=str(HERE / "results.md"))
+    ap.add_argument("--work", default=None, help="temp dir for stores and logs")
+    ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these")
+    ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--peer-namesrv", default=shutil.which("rocketmq-namesrv-rust"))
+    ap.add_argument("--peer-broker", default=shutil.which("rocketmq-broker-rust"))
+    opts = ap.parse_args()
+    opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-matrix-")
+    bin_dir = Path(opts.bin_dir)
+    bench = bin_dir / "mqbench"
+    for b in (bench, bin_dir / "mqbroker"):
+        if not b.exists():
+            sys.exit(f"{b} not found: build with cargo build --release -p vostok-broker -p vostok-tools")
+    targets = [Vostok(bin_dir, opts.work)]
+    peer = not opts.no_peer and opts.peer_namesrv and opts.peer_broker
+    if peer:
+        targets.append(Peer(opts.peer_namesrv, opts.peer_broker, opts.work))
+        peer_note = "Peer: rocketmq-rust 1.0 (`rocketmq-broker-rust`, commitLogMicroBatchEnabled=false) " \
+                    "with the same mqbench, alternating run by run."
+    else:
+        peer_note = ("Peer column skipped: rocketmq-rust's `rocketmq-namesrv-rust` / `rocketmq-broker-rust` "
+                     "are not installed (see README.md)." if not opts.no_peer else "")
+        print(peer_note or "peer disabled", flush=True)
+    log_path = Path(opts.work) / "mqbench.log"
+    load_before = load()
+    t0 = time.time()
+    with open(log_path, "w") as log:
+        rows, results = run_matrix(opts, targets, bench, log)
+    write_table(opts, rows, results, peer, load_before, time.time() - t0, peer_note)
+    print(f"\nmqbench output: {log_path}")
+
+
+if __name__ == "__main__":
+    main()
