@@ -10,7 +10,7 @@
 //! * [`LitePullConsumer`] (Java `DefaultLitePullConsumer`): `poll`, `commit`, `seek`.
 //!
 //! Module map: [`instance`] (shared client instance, routes, heartbeats, timers),
-//! `api` (one function per RPC), [`route`], [`message`], [`hook`], [`producer`],
+//! `processor` (requests brokers send to the client), `api` (one function per RPC), [`route`], [`message`], [`hook`], [`producer`],
 //! [`consumer`], [`error`].
 //!
 //! A send flows: producer → route lookup (name server, cached 30 s) → queue selection
@@ -25,6 +25,7 @@ pub mod error;
 pub mod hook;
 pub mod instance;
 pub mod message;
+mod processor;
 pub mod producer;
 pub mod route;
 
