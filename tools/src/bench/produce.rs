@@ -40,19 +40,55 @@ pub struct TaskResult {
     pub acked: AckedSet,
 }
 
-/// A body of `size` bytes of lower-case letters (compressible, like text).
+/// A body of `size` bytes of text: words drawn from a small vocabulary, so that it
+/// compresses (about 2:1 with LZ4) like real text payloads do under `--compress`.
 pub fn make_body(size: usize) -> Bytes {
+    const WORDS: &[&str] = &[
+        "order",
+        "created",
+        "paid",
+        "shipped",
+        "customer",
+        "amount",
+        "currency",
+        "EUR",
+        "USD",
+        "status",
+        "pending",
+        "done",
+        "item",
+        "quantity",
+        "price",
+        "warehouse",
+        "region",
+        "north",
+        "south",
+        "east",
+        "west",
+        "priority",
+        "high",
+        "low",
+        "retry",
+        "timestamp",
+        "account",
+        "balance",
+        "transfer",
+        "invoice",
+        "refund",
+        "coupon",
+    ];
     let mut x: u32 = 0x9E37_79B9;
-    (0..size)
-        .map(|_| {
-            // xorshift32: cheap, deterministic filler.
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            b'a' + (x % 26) as u8
-        })
-        .collect::<Vec<u8>>()
-        .into()
+    let mut out = Vec::with_capacity(size + 16);
+    while out.len() < size {
+        // xorshift32: cheap, deterministic choice of the next word.
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        out.extend_from_slice(WORDS[x as usize % WORDS.len()].as_bytes());
+        out.push(if x % 7 == 0 { b'\n' } else { b' ' });
+    }
+    out.truncate(size);
+    out.into()
 }
 
 /// Starts a producer with the benchmark's settings: bodies compressed only with
@@ -304,13 +340,24 @@ impl Task {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vostok_remoting::protocol::message::sysflag::Compression;
 
     #[test]
-    fn bodies_are_letters_of_the_asked_size() {
-        let b = make_body(1024);
-        assert_eq!(b.len(), 1024);
-        assert!(b.iter().all(u8::is_ascii_lowercase));
-        assert_eq!(make_body(1024), b, "deterministic");
+    fn bodies_are_text_of_the_asked_size_and_compress() {
+        let b = make_body(4096);
+        assert_eq!(b.len(), 4096);
+        assert!(b
+            .iter()
+            .all(|c| c.is_ascii_graphic() || c.is_ascii_whitespace()));
+        assert_eq!(make_body(4096), b, "deterministic");
         assert!(make_body(0).is_empty());
+        assert_eq!(make_body(3).len(), 3);
+        let packed = vostok_client::message::compress(&b, Compression::Lz4, 5).unwrap();
+        assert!(
+            packed.len() < b.len() * 3 / 4,
+            "{} of {}",
+            packed.len(),
+            b.len()
+        );
     }
 }

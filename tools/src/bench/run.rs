@@ -7,7 +7,7 @@
 //!          → warm-up → window → producers done → drain until every ack was received
 //! ```
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,22 @@ use super::sequence::{SeqTracker, STAMP_LEN};
 use super::BenchError;
 
 const POLL: Duration = Duration::from_millis(20);
+
+/// Ctrl-C ends the window early; the summary is still printed.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn watch_ctrl_c() {
+    tokio::spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            INTERRUPTED.store(true, Ordering::Relaxed);
+        }
+    });
+}
+
+/// The window is over: its duration elapsed, or Ctrl-C.
+fn time_is_up(limit: Option<Duration>, t0: Instant) -> bool {
+    INTERRUPTED.load(Ordering::Relaxed) || limit.is_some_and(|l| t0.elapsed() >= l)
+}
 const TICK: Duration = Duration::from_secs(1);
 
 /// Prints the progress line once a second.
@@ -213,6 +229,7 @@ async fn start_producers(
 }
 
 pub async fn produce(cmd: ProduceCmd) -> Result<Summary, BenchError> {
+    watch_ctrl_c();
     let common = &cmd.common;
     let (mut run, meter, state) = start_producers(common, &cmd.producer, &cmd.group, None).await?;
     let mut monitor = Monitor::prepare(&common.namesrv, &common.topic, common.broker_pid).await;
@@ -234,7 +251,7 @@ pub async fn produce(cmd: ProduceCmd) -> Result<Summary, BenchError> {
     }
     let limit = common.duration_limit();
     while !run.finished() {
-        if limit.is_some_and(|l| t0.elapsed() >= l) {
+        if time_is_up(limit, t0) {
             state.stop.store(true, Ordering::Release);
         }
         let now = meter.totals();
@@ -269,6 +286,7 @@ pub async fn produce(cmd: ProduceCmd) -> Result<Summary, BenchError> {
 }
 
 pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
+    watch_ctrl_c();
     let common = &cmd.common;
     let group = cmd.group.clone().unwrap_or_else(|| unique_group("mqbench"));
     let state = Arc::new(ConsumeState::new(None, common.count));
@@ -282,7 +300,10 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
     let mut ticker = Ticker::new(common.quiet);
     // The clock starts with the first message (not with rebalancing).
     let wait_until = Instant::now() + Duration::from_secs(60);
-    while state.first_at.get().is_none() && Instant::now() < wait_until {
+    while state.first_at.get().is_none()
+        && Instant::now() < wait_until
+        && !INTERRUPTED.load(Ordering::Relaxed)
+    {
         ticker.tick(true, &[("recv", state.meter.totals())], None);
         tokio::time::sleep(POLL).await;
     }
@@ -305,7 +326,7 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
         if let Some((at, totals)) = state.count_reached.get() {
             break (*at, *totals);
         }
-        if nothing_came || limit.is_some_and(|l| t0.elapsed() >= l) {
+        if nothing_came || time_is_up(limit, t0) {
             break (Instant::now(), state.meter.totals());
         }
         let now = state.meter.totals();
@@ -347,6 +368,7 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
 }
 
 pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
+    watch_ctrl_c();
     let common = &cmd.common;
     let group = cmd
         .group
@@ -399,7 +421,7 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
     }
     let limit = common.duration_limit();
     while !run.finished() {
-        if limit.is_some_and(|l| t0.elapsed() >= l) {
+        if time_is_up(limit, t0) {
             state.stop.store(true, Ordering::Release);
         }
         let s = sides(&cstate);
@@ -418,7 +440,10 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
     let acked_total: u64 = acked.iter().map(|a| a.len()).sum();
     let drain_timeout = Duration::from_secs_f64(cmd.drain_timeout.max(0.0));
     let mut last = (tracker.received(), Instant::now());
-    while tracker.received() < acked_total && last.1.elapsed() < drain_timeout {
+    while tracker.received() < acked_total
+        && last.1.elapsed() < drain_timeout
+        && !INTERRUPTED.load(Ordering::Relaxed)
+    {
         let s = sides(&cstate);
         ticker.tick(false, &s, Some((tracker.received(), acked_total)));
         tokio::time::sleep(POLL).await;
