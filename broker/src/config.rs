@@ -58,7 +58,8 @@ pub struct BrokerConfig {
     /// Address slaves replicate from.
     pub broker_ip2: String,
     pub listen_port: u16,
-    pub ha_listen_port: u16,
+    /// Replication port; `None` means `listenPort + 1`, as RocketMQ derives it.
+    pub ha_listen_port: Option<u16>,
     /// Also listen on `listenPort - 2`, where Java clients up to 4.4 send (the "VIP" channel).
     pub fast_listen_enable: bool,
     /// `;`-separated name server list. `None`: run an embedded name server.
@@ -117,7 +118,7 @@ impl Default for BrokerConfig {
             broker_ip1: local_ip().to_string(),
             broker_ip2: local_ip().to_string(),
             listen_port: 10911,
-            ha_listen_port: 10912,
+            ha_listen_port: None,
             fast_listen_enable: true,
             namesrv_addr: std::env::var("NAMESRV_ADDR")
                 .ok()
@@ -218,7 +219,7 @@ impl BrokerConfig {
             "brokerIP1" => self.broker_ip1 = v.to_owned(),
             "brokerIP2" => self.broker_ip2 = v.to_owned(),
             "listenPort" => self.listen_port = parse(key, v)?,
-            "haListenPort" => self.ha_listen_port = parse(key, v)?,
+            "haListenPort" => self.ha_listen_port = Some(parse(key, v)?),
             "fastListenEnable" => self.fast_listen_enable = parse_bool(key, v)?,
             "namesrvAddr" => {
                 self.namesrv_addr = Some(v.to_owned()).filter(|s| !s.is_empty());
@@ -293,7 +294,7 @@ impl BrokerConfig {
             ("brokerIP1".into(), self.broker_ip1.clone()),
             ("brokerIP2".into(), self.broker_ip2.clone()),
             ("listenPort".into(), self.listen_port.to_string()),
-            ("haListenPort".into(), self.ha_listen_port.to_string()),
+            ("haListenPort".into(), self.ha_listen_port().to_string()),
             (
                 "fastListenEnable".into(),
                 self.fast_listen_enable.to_string(),
@@ -471,6 +472,12 @@ impl BrokerConfig {
                 .join("kvConfig.json"),
             ..NamesrvConfig::default()
         }
+    }
+
+    /// The replication port: `haListenPort`, else `listenPort + 1`.
+    pub fn ha_listen_port(&self) -> u16 {
+        self.ha_listen_port
+            .unwrap_or_else(|| self.listen_port.wrapping_add(1))
     }
 
     pub fn is_master(&self) -> bool {

@@ -48,7 +48,7 @@ fn register_request(broker: &Broker) -> RemotingCommand {
         broker_name: config.broker_name.clone(),
         broker_addr: broker.broker_addr.to_string(),
         cluster_name: config.broker_cluster_name.clone(),
-        ha_server_addr: format!("{}:{}", config.broker_ip2, config.ha_listen_port),
+        ha_server_addr: format!("{}:{}", config.broker_ip2, config.ha_listen_port()),
         broker_id: config.broker_id,
         heartbeat_timeout_millis: Some(config.channel_expired_timeout.as_millis() as i64),
         enable_acting_master: Some(false),

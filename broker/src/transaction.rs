@@ -263,6 +263,7 @@ fn read_ops(broker: &Broker, mut op_offset: i64) -> Vec<Op> {
 /// One pass of the check service.
 pub(crate) async fn check_round(broker: &Broker) {
     let started = std::time::Instant::now();
+    let round_started_ms = now_millis();
     let group = topic::CID_SYS_RMQ_TRANS;
     let half_start = broker
         .offsets
@@ -307,6 +308,11 @@ pub(crate) async fn check_round(broker: &Broker) {
             let Ok(view) = RecordView::parse_message(record, false) else {
                 break 'walk;
             };
+            // Copies appended by this round wait for the next one: walking into them
+            // would check the same transaction again at once.
+            if view.store_timestamp() >= round_started_ms {
+                break 'walk;
+            }
             let q = view.queue_offset();
             let half = MessageExt::from_view(&view, None);
             let root = root_of(&half.properties, q);

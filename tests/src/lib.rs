@@ -153,7 +153,7 @@ impl Namesrv {
             dir.path().join("kvConfig.json").display().to_string(),
         ];
         let process = Process::spawn(
-            &binary("mqnamesrv"),
+            &binary("vostok-test-namesrv"),
             &args,
             dir.path().join("namesrv.log"),
             "boot success",
