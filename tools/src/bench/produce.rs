@@ -150,7 +150,7 @@ pub fn spawn(side: &Arc<ProducerSide>) -> Vec<tokio::task::JoinHandle<TaskResult
                 side: side.clone(),
                 seq: 0,
                 pacer: Pacer::new(per_task_rate),
-                result: TaskResult::new(),
+                result: TaskResult::default(),
             };
             tokio::spawn(async move {
                 match task.side.args.mode {
@@ -165,16 +165,19 @@ pub fn spawn(side: &Arc<ProducerSide>) -> Vec<tokio::task::JoinHandle<TaskResult
         .collect()
 }
 
-impl TaskResult {
-    fn new() -> TaskResult {
+impl Default for TaskResult {
+    fn default() -> TaskResult {
         TaskResult {
             latency: new_histogram(),
             errors: BTreeMap::new(),
             acked: AckedSet::default(),
         }
     }
+}
 
-    fn merge(&mut self, other: &TaskResult) {
+impl TaskResult {
+    /// Adds `other`'s latencies, errors and acknowledgements.
+    pub fn merge(&mut self, other: &TaskResult) {
         histogram::merge(&mut self.latency, &other.latency);
         for (k, n) in &other.errors {
             *self.errors.entry(k.clone()).or_insert(0) += n;
@@ -301,7 +304,7 @@ impl Task {
         let window = self.side.args.window.max(1);
         let permits = Arc::new(Semaphore::new(window));
         let shards: Arc<[Mutex<TaskResult>]> = (0..ASYNC_SHARDS)
-            .map(|_| Mutex::new(TaskResult::new()))
+            .map(|_| Mutex::new(TaskResult::default()))
             .collect();
         while self.claim(1).await == 1 {
             let Ok(permit) = permits.clone().acquire_owned().await else {

@@ -16,13 +16,13 @@ use tokio::task::JoinHandle;
 
 use super::args::{CommonArgs, ConsumeCmd, E2eCmd, From, ProduceCmd, ProducerArgs};
 use super::consume::{self, ConsumeState};
-use super::histogram::{self, new_histogram, LatencySummary};
+use super::histogram::LatencySummary;
 use super::meter::{Meter, RunState, Totals};
 use super::monitor::Monitor;
 use super::produce::{self, ProducerSide, TaskResult};
 use super::progress::{self, Delta};
 use super::report::Summary;
-use super::sequence::{SeqTracker, STAMP_LEN};
+use super::sequence::{AckedSet, SeqTracker, STAMP_LEN};
 use super::BenchError;
 
 const POLL: Duration = Duration::from_millis(20);
@@ -162,33 +162,20 @@ impl ProducerRun {
         self.handles.iter().all(JoinHandle::is_finished)
     }
 
-    async fn join(
-        self,
-    ) -> (
-        Histogram,
-        std::collections::BTreeMap<String, u64>,
-        Vec<super::sequence::AckedSet>,
-    ) {
-        let mut latency = new_histogram();
-        let mut errors = std::collections::BTreeMap::new();
+    /// The tasks' latencies and errors merged, and each task's acknowledged sequence
+    /// numbers (index = task).
+    async fn join(self) -> (TaskResult, Vec<AckedSet>) {
+        let mut all = TaskResult::default();
         let mut acked = Vec::new();
         for h in self.handles {
             // A task that panicked loses its figures, not the run.
-            if let Ok(r) = h.await {
-                histogram::merge(&mut latency, &r.latency);
-                for (k, n) in r.errors {
-                    *errors.entry(k).or_insert(0) += n;
-                }
-                acked.push(r.acked);
-            } else {
-                acked.push(Default::default());
-            }
+            let mut r = h.await.unwrap_or_else(|_| TaskResult::default());
+            acked.push(std::mem::take(&mut r.acked));
+            all.merge(&r);
         }
-        (latency, errors, acked)
+        (all, acked)
     }
 }
-
-type Histogram = hdrhistogram::Histogram<u64>;
 
 async fn start_producers(
     common: &CommonArgs,
@@ -266,7 +253,12 @@ pub async fn produce(cmd: ProduceCmd) -> Result<Summary, BenchError> {
     let figures = monitor.finish().await;
     let totals = meter.totals() - base;
     let producer = run.side.producer.clone();
-    let (latency, errors, _) = run.join().await;
+    let (
+        TaskResult {
+            latency, errors, ..
+        },
+        _,
+    ) = run.join().await;
     producer.shutdown().await;
 
     let mut settings = common_settings(common);
@@ -433,7 +425,12 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
     let sent = meter.totals() - base;
     let figures = monitor.finish().await;
     let producer = run.side.producer.clone();
-    let (latency, errors, acked) = run.join().await;
+    let (
+        TaskResult {
+            latency, errors, ..
+        },
+        acked,
+    ) = run.join().await;
 
     // Drain: wait for every acknowledged message, while deliveries keep coming.
     let tracker = cstate.tracker.as_ref().expect("e2e tracks sequences");
