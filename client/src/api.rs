@@ -335,6 +335,6 @@ pub(crate) async fn end_transaction(
     timeout: Duration,
 ) -> Result<()> {
     let mut request = RemotingCommand::request_with_header(request_code::END_TRANSACTION, header);
-    request.remark = remark;
+    request.remark = remark.map(String::into_boxed_str);
     invoke_oneway(client, addr, request, timeout).await
 }

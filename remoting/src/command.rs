@@ -160,50 +160,75 @@ impl fmt::Display for LanguageCode {
 
 /// The `extFields` map: every value is a string on the wire.
 ///
-/// A small vector rather than a hash map: headers hold a dozen keys, so a linear scan
-/// beats hashing, and insertion order is kept for readable frames.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExtFields(Vec<(String, String)>);
+/// Every key and value lives in one string buffer, with a small table of ranges: a
+/// decoded header costs two allocations however many fields it has, where a map of
+/// owned strings costs two per field (allocation was the largest cost per request).
+/// Headers hold a dozen keys, so a linear scan beats hashing; insertion order is kept
+/// for readable frames.
+#[derive(Clone, Default)]
+pub struct ExtFields {
+    buf: String,
+    /// `(key start, key end, value end)` into `buf`; the value starts at the key's end.
+    entries: Vec<(u32, u32, u32)>,
+}
 
 impl ExtFields {
     pub fn new() -> Self {
-        ExtFields(Vec::new())
+        ExtFields::default()
     }
 
     pub fn with_capacity(n: usize) -> Self {
-        ExtFields(Vec::with_capacity(n))
+        ExtFields {
+            buf: String::with_capacity(n * 24),
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    fn entry(&self, (k, kv, end): (u32, u32, u32)) -> (&str, &str) {
+        (
+            &self.buf[k as usize..kv as usize],
+            &self.buf[kv as usize..end as usize],
+        )
     }
 
     /// The value of `key`; with duplicate keys (only decoders create them) the last wins,
     /// as in the Java map.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
+        self.entries
             .iter()
             .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+            .map(|e| self.entry(*e))
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
     }
 
     /// Inserts or replaces `key`.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let key = key.into();
-        let value = value.into();
-        match self.0.iter_mut().rev().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((key, value)),
-        }
+    pub fn insert(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
+        let key = key.as_ref();
+        self.remove(key);
+        self.push_decoded(key, value.as_ref());
     }
 
     /// Appends without looking for an existing key, so that decoding stays linear
     /// however many keys a hostile header holds; [`ExtFields::get`] lets the last win.
-    pub(crate) fn push_decoded(&mut self, key: String, value: String) {
-        self.0.push((key, value));
+    /// Headers are bounded far below 4 GiB, so offsets fit in `u32`.
+    pub(crate) fn push_decoded(&mut self, key: &str, value: &str) {
+        let k = self.buf.len() as u32;
+        self.buf.push_str(key);
+        let kv = self.buf.len() as u32;
+        self.buf.push_str(value);
+        self.entries.push((k, kv, self.buf.len() as u32));
     }
 
     /// Removes every entry of `key`, returning the value that [`ExtFields::get`] saw.
+    /// The bytes stay in the buffer until the map is dropped.
     pub fn remove(&mut self, key: &str) -> Option<String> {
         let last = self.get(key).map(str::to_owned);
-        self.0.retain(|(k, _)| k != key);
+        if last.is_some() {
+            let buf = &self.buf;
+            self.entries
+                .retain(|(k, kv, _)| &buf[*k as usize..*kv as usize] != key);
+        }
         last
     }
 
@@ -212,19 +237,33 @@ impl ExtFields {
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.entries.is_empty()
     }
 
+    /// Entries in insertion order (duplicates included, as decoded).
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries.iter().map(|e| self.entry(*e))
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+impl Eq for ExtFields {}
+
+impl fmt::Debug for ExtFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut fields = ExtFields::new();
         for (k, v) in iter {
@@ -246,7 +285,8 @@ pub struct RemotingCommand {
     pub opaque: i32,
     /// [`FLAG_RESPONSE`] and [`FLAG_ONEWAY`] bits.
     pub flag: i32,
-    pub remark: Option<String>,
+    /// Boxed rather than `String`: keeps a command small enough to move cheaply.
+    pub remark: Option<Box<str>>,
     pub ext_fields: ExtFields,
     pub body: Bytes,
     /// How the header is written when this command is sent; set from the frame on decode.
@@ -300,7 +340,7 @@ impl RemotingCommand {
             version: CURRENT_VERSION,
             opaque: 0,
             flag: FLAG_RESPONSE,
-            remark: remark.into(),
+            remark: remark.into().map(String::into_boxed_str),
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
             serialize_type: SerializeType::Json,
@@ -318,7 +358,7 @@ impl RemotingCommand {
     }
 
     pub fn with_remark(mut self, remark: impl Into<String>) -> Self {
-        self.remark = Some(remark.into());
+        self.remark = Some(remark.into().into_boxed_str());
         self
     }
 

@@ -12,9 +12,11 @@
 //!   address and offers sync, async and oneway calls.
 //!
 //! Request flow: a frame is read by the connection's reader, decoded by
-//! [`RemotingCodec`]; a response completes the pending call with its opaque, a
-//! request runs on its own task through the processor, whose answer is queued to the
-//! connection's writer with the request's opaque.
+//! [`RemotingCodec`]; a response completes the pending call with its opaque. A request
+//! goes to the processor: its first poll runs on the reader itself (most requests finish
+//! there without waiting), and one that must wait continues on a task of its own; the
+//! answer is queued to the connection's writer with the request's opaque. Processors
+//! must therefore not block before their first `.await`.
 //!
 //! See `PROTOCOL.md` sections 1–5 for the formats this crate implements.
 

@@ -202,7 +202,7 @@ prop_compose! {
             version: version as i32,
             opaque,
             flag,
-            remark,
+            remark: remark.map(String::into_boxed_str),
             ext_fields: fields,
             body: Bytes::from(body),
             serialize_type: if binary { SerializeType::RocketMq } else { SerializeType::Json },

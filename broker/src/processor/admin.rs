@@ -180,7 +180,7 @@ pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
     let mut response = RemotingCommand::success().with_body(text.into_bytes());
     response
         .ext_fields
-        .insert("version", String::from_utf8_lossy(&version).into_owned());
+        .insert("version", String::from_utf8_lossy(&version));
     response
 }
 

@@ -86,7 +86,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
     let remark_len = length(buf.get_i32() as i64, "remark")?;
     let remark = match remark_len {
         0 => None,
-        n => Some(take_str(&mut buf, n, "remark")?),
+        n => Some(take_str(&mut buf, n, "remark")?.into_boxed_str()),
     };
     if buf.remaining() < 4 {
         return Err(malformed("missing extFields length"));
@@ -117,7 +117,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
         }
         let value_len = length(map.get_i32() as i64, "value")?;
         let value = take_str(&mut map, value_len, "extFields value")?;
-        ext_fields.push_decoded(key, value);
+        ext_fields.push_decoded(&key, &value);
     }
     Ok(RemotingCommand {
         code,

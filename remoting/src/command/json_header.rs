@@ -160,7 +160,11 @@ impl<'de> Visitor<'de> for HeaderVisitor {
                 Field::Version => cmd.version = map.next_value::<LenientI32>()?.0,
                 Field::Opaque => cmd.opaque = map.next_value::<LenientI32>()?.0,
                 Field::Flag => cmd.flag = map.next_value::<LenientI32>()?.0,
-                Field::Remark => cmd.remark = map.next_value::<Option<String>>()?,
+                Field::Remark => {
+                    cmd.remark = map
+                        .next_value::<Option<String>>()?
+                        .map(String::into_boxed_str)
+                }
                 Field::ExtFields => {
                     cmd.ext_fields = map
                         .next_value::<Option<ExtFieldsValue>>()?
@@ -255,10 +259,12 @@ impl<'de> Deserialize<'de> for ExtFieldsValue {
                 f.write_str("an object of string values")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFieldsValue, A::Error> {
-                let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some(key) = map.next_key::<String>()? {
-                    if let Some(ScalarString(value)) = map.next_value::<Option<ScalarString>>()? {
-                        fields.push_decoded(key, value);
+                let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
+                let mut value = String::new();
+                while let Some(key) = map.next_key::<KeyStr>()? {
+                    value.clear();
+                    if map.next_value_seed(ScalarInto(&mut value))? {
+                        fields.push_decoded(&key.0, &value);
                     }
                 }
                 Ok(ExtFieldsValue(fields))
@@ -268,37 +274,68 @@ impl<'de> Deserialize<'de> for ExtFieldsValue {
     }
 }
 
-/// A JSON scalar rendered as Java's `toString()` would.
-struct ScalarString(String);
+/// An object key, borrowed from the input when it has no escapes.
+struct KeyStr<'de>(std::borrow::Cow<'de, str>);
 
-impl<'de> Deserialize<'de> for ScalarString {
+impl<'de> Deserialize<'de> for KeyStr<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
-        impl Visitor<'_> for V {
-            type Value = ScalarString;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeyStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<KeyStr<'de>, E> {
+                Ok(KeyStr(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyStr<'de>, E> {
+                Ok(KeyStr(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Writes a JSON scalar into a reused string, rendered as Java's `toString()` would;
+/// `false` for null (Java drops null values).
+struct ScalarInto<'a>(&'a mut String);
+
+impl<'de> de::DeserializeSeed<'de> for ScalarInto<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        use std::fmt::Write;
+        struct V<'a>(&'a mut String);
+        impl Visitor<'_> for V<'_> {
+            type Value = bool;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string, number or boolean")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ScalarString, E> {
-                Ok(ScalarString(v.to_owned()))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+                self.0.push_str(v);
+                Ok(true)
             }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<ScalarString, E> {
-                Ok(ScalarString(v))
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+                let _ = write!(self.0, "{v}");
+                Ok(true)
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ScalarString, E> {
-                Ok(ScalarString(v.to_string()))
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+                let _ = write!(self.0, "{v}");
+                Ok(true)
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ScalarString, E> {
-                Ok(ScalarString(v.to_string()))
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
+                let _ = write!(self.0, "{v}");
+                Ok(true)
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ScalarString, E> {
-                Ok(ScalarString(v.to_string()))
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+                self.0.push_str(if v { "true" } else { "false" });
+                Ok(true)
             }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ScalarString, E> {
-                Ok(ScalarString(v.to_string()))
+            fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+                Ok(false)
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(self.0))
     }
 }
 

@@ -46,8 +46,13 @@ impl CommandHeader for () {
 
 /// One field of a header: how it is read from and written to `extFields`.
 pub trait HeaderField: Sized {
-    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError>;
+    /// Builds the field from its raw value (`None` when the key is absent).
+    fn from_raw(raw: Option<&str>, key: &'static str) -> Result<Self, HeaderError>;
     fn write(&self, ext: &mut ExtFields, key: &'static str);
+
+    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+        Self::from_raw(ext.get(key), key)
+    }
 }
 
 /// A scalar value type of a header field.
@@ -91,8 +96,8 @@ numeric_value!(i32, i64);
 macro_rules! header_field {
     ($($t:ty),*) => {$(
         impl HeaderField for $t {
-            fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-                let raw = ext.get(key).ok_or(HeaderError::Missing { field: key })?;
+            fn from_raw(raw: Option<&str>, key: &'static str) -> Result<Self, HeaderError> {
+                let raw = raw.ok_or(HeaderError::Missing { field: key })?;
                 <$t as HeaderValue>::parse_value(raw).ok_or_else(|| HeaderError::Malformed {
                     field: key,
                     value: raw.to_owned(),
@@ -104,8 +109,8 @@ macro_rules! header_field {
         }
 
         impl HeaderField for Option<$t> {
-            fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-                match ext.get(key) {
+            fn from_raw(raw: Option<&str>, key: &'static str) -> Result<Self, HeaderError> {
+                match raw {
                     None => Ok(None),
                     Some("") if stringify!($t) != "String" => Ok(None),
                     Some(raw) => <$t as HeaderValue>::parse_value(raw)
@@ -147,12 +152,21 @@ macro_rules! command_header {
                 $( $crate::protocol::header::HeaderField::write(&self.$field, ext, $key); )*
             }
 
-            #[allow(unused_variables)]
+            /// One pass over the fields (the last of duplicate keys wins), then each
+            /// field parsed from what was found.
+            #[allow(unused_variables, unused_mut)]
             fn read_from(
                 ext: &$crate::command::ExtFields,
             ) -> Result<Self, $crate::error::HeaderError> {
+                $( let mut $field: Option<&str> = None; )*
+                for (k, v) in ext.iter() {
+                    match k {
+                        $( $key => $field = Some(v), )*
+                        _ => {}
+                    }
+                }
                 Ok($name {
-                    $( $field: $crate::protocol::header::HeaderField::read(ext, $key)?, )*
+                    $( $field: $crate::protocol::header::HeaderField::from_raw($field, $key)?, )*
                 })
             }
         }
