@@ -5,6 +5,10 @@
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -15,26 +19,73 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 /// Writes `content` to `path` so that a crash at any moment leaves either the old or the
 /// new file (plus the old one as `.bak`): write a temp file, fsync it, copy the current
 /// file to `.bak`, rename the temp file over the original, fsync the directory.
+///
+/// Each call uses its own temp file, so concurrent calls cannot write into each other's;
+/// callers that snapshot state concurrently should go through [`ConfigFile`], which also
+/// orders the snapshots.
 pub fn persist(path: &Path, content: &[u8]) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
-    let tmp = with_suffix(path, ".tmp");
+    let tmp = with_suffix(
+        path,
+        &format!(
+            ".tmp.{}.{}",
+            std::process::id(),
+            TMP_SEQ.fetch_add(1, Ordering::Relaxed)
+        ),
+    );
     {
         let mut file = File::create(&tmp)?;
         file.write_all(content)?;
         file.sync_all()?;
     }
     if path.exists() {
-        fs::copy(path, with_suffix(path, ".bak"))?;
+        let bak = with_suffix(path, ".bak");
+        fs::copy(path, &bak)?;
+        File::open(&bak)?.sync_all()?;
     }
-    fs::rename(&tmp, path)?;
+    if let Err(e) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
     if let Some(dir) = path.parent() {
         if let Ok(dir) = File::open(dir) {
             let _ = dir.sync_all();
         }
     }
     Ok(())
+}
+
+/// One config file with one writer at a time: the snapshot is taken under the same lock
+/// as the write, so a newer snapshot can never be overwritten by an older one.
+pub struct ConfigFile {
+    path: PathBuf,
+    lock: Mutex<()>,
+}
+
+impl ConfigFile {
+    pub fn new(path: PathBuf) -> Self {
+        ConfigFile {
+            path,
+            lock: Mutex::new(()),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Takes `snapshot()` and writes it, serialised with every other write of this file.
+    pub fn persist_with(&self, snapshot: impl FnOnce() -> Vec<u8>) -> io::Result<()> {
+        let _writer = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        persist(&self.path, &snapshot())
+    }
+
+    /// [`load`] of this file.
+    pub fn load<T>(&self, parse: impl FnMut(&[u8]) -> Option<T>) -> Option<T> {
+        load(&self.path, parse)
+    }
 }
 
 /// Reads `path`, or `<path>.bak` when `path` is missing or `parse` rejects it. `None` when
@@ -69,6 +120,48 @@ mod tests {
         ));
         fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn concurrent_writers_never_tear_the_file() {
+        let dir = temp_dir();
+        let file = std::sync::Arc::new(ConfigFile::new(dir.join("topics.json")));
+        let counter = std::sync::Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let file = file.clone();
+                let counter = counter.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        file.persist_with(|| {
+                            let n = counter.fetch_add(1, Ordering::SeqCst);
+                            // Lengths differ per writer, so a torn write would not parse.
+                            serde_json::to_vec(&vec![n; (t + 1) * 10]).unwrap()
+                        })
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let last: Vec<u64> = file
+            .load(|b| serde_json::from_slice(b).ok())
+            .expect("a whole file");
+        assert!(
+            last.iter().all(|n| *n == 199),
+            "the newest snapshot is on disk: {last:?}"
+        );
+        let leftovers = fs::read_dir(&dir).unwrap().filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".tmp")
+        });
+        assert_eq!(leftovers.count(), 0);
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
