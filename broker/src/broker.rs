@@ -60,9 +60,12 @@ pub struct Broker {
     pub(crate) namesrv_addrs: Vec<String>,
     /// For a slave: the master's address as the name server reported it.
     pub(crate) master_addr: RwLock<Option<String>>,
+    /// Held while registering or unregistering; `true` once unregistered for shutdown,
+    /// so that no registration in flight can land after the unregistration.
+    pub(crate) registration: tokio::sync::Mutex<bool>,
     pub(crate) schedule: Arc<crate::schedule::ScheduleState>,
     pub(crate) timer: Arc<crate::timer::TimerService>,
-    pub(crate) transactions: crate::transaction::TransactionState,
+    pub(crate) transactions: crate::transaction::state::TransactionState,
     pub(crate) shutdown: CancellationToken,
     pub(crate) tasks: TaskTracker,
 }
@@ -160,6 +163,7 @@ impl Broker {
         let schedule = Arc::new(crate::schedule::ScheduleState::load(&config));
         let timer = Arc::new(crate::timer::TimerService::load(&config));
         let outer = RemotingClient::new(ClientConfig::default(), None);
+        let transactions = crate::transaction::state::TransactionState::load(&config);
         let broker = Arc::new(Broker {
             namesrv_addrs: config.namesrv_list(),
             send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
@@ -177,9 +181,10 @@ impl Broker {
             boot_timestamp: now_millis(),
             outer,
             master_addr: RwLock::new(None),
+            registration: tokio::sync::Mutex::new(false),
             schedule,
             timer,
-            transactions: crate::transaction::TransactionState::default(),
+            transactions,
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
         });
@@ -368,6 +373,7 @@ impl BrokerHandle {
         broker.subscriptions.persist();
         broker.schedule.persist();
         broker.timer.persist();
+        broker.transactions.persist();
         broker.outer.shutdown().await;
         if let Some(ns) = self.namesrv {
             ns.shutdown().await;

@@ -146,14 +146,6 @@ impl ClientRegistry {
             .cloned()
     }
 
-    pub fn find_subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
-        self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(group)
-            .and_then(|g| g.subscriptions.get(topic).cloned())
-    }
-
     pub fn consumer_ids(&self, group: &str) -> Vec<String> {
         self.consumers
             .read()
@@ -169,26 +161,6 @@ impl ClientRegistry {
             .unwrap_or_else(|e| e.into_inner())
             .get(group)
             .map(|g| g.channels.values().map(|c| c.channel.clone()).collect())
-            .unwrap_or_default()
-    }
-
-    /// Consumer groups subscribed to `topic`.
-    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
-        self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .filter(|g| g.subscriptions.contains_key(topic))
-            .map(|g| g.group.clone())
-            .collect()
-    }
-
-    pub fn consumer_connections(&self, group: &str) -> Vec<ClientChannelInfo> {
-        self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(group)
-            .map(|g| g.channels.values().cloned().collect())
             .unwrap_or_default()
     }
 
@@ -213,15 +185,6 @@ impl ClientRegistry {
             return None;
         }
         Some(live[rand::random_range(0..live.len())].channel.clone())
-    }
-
-    pub fn producer_groups(&self) -> Vec<String> {
-        self.producers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
     }
 
     /// Drops a closed channel from every group; returns the consumer groups whose ids changed.

@@ -433,6 +433,26 @@ impl BrokerConfig {
         if self.broker_ip1.parse::<IpAddr>().is_err() {
             return bad("brokerIP1", "must be an IP address");
         }
+        if self.enable_property_filter {
+            return bad(
+                "enablePropertyFilter",
+                "SQL92 property filtering is not supported by this broker; leave it false",
+            );
+        }
+        for (key, value) in [
+            (
+                "flushConsumerOffsetInterval",
+                self.flush_consumer_offset_interval,
+            ),
+            ("transactionCheckInterval", self.transaction_check_interval),
+            ("registerNameServerPeriod", self.register_name_server_period),
+            ("shortPollingTimeMills", self.short_polling_time),
+            ("channelExpiredTimeout", self.channel_expired_timeout),
+        ] {
+            if value.is_zero() {
+                return bad(key, "must be greater than 0");
+            }
+        }
         self.store.delay_levels().map_err(|e| BrokerError::Config {
             key: "messageDelayLevel".to_owned(),
             reason: e.to_string(),

@@ -19,6 +19,19 @@ struct Held {
     waker: oneshot::Sender<()>,
 }
 
+struct Registered<'a> {
+    polling: &'a LongPolling,
+    topic: &'a str,
+    queue_id: i32,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.polling.forget(self.topic, self.queue_id, self.id);
+    }
+}
+
 #[derive(Default)]
 pub struct LongPolling {
     /// topic → queue id → held pulls.
@@ -63,10 +76,16 @@ impl LongPolling {
                     waker: tx,
                 });
         }
+        // Unregisters however the wait ends, dropped (the connection closed) included.
+        let _registered = Registered {
+            polling: self,
+            topic,
+            queue_id,
+            id,
+        };
         if max_offset() <= offset && !self.shut_down.load(Ordering::Acquire) {
             let _ = tokio::time::timeout(timeout, rx).await;
         }
-        self.forget(topic, queue_id, id);
     }
 
     fn forget(&self, topic: &str, queue_id: i32, id: u64) {
@@ -180,6 +199,14 @@ mod tests {
         lp.hold("T", 0, 5, None, Duration::from_secs(10), || 6)
             .await;
         assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_wait_unregisters() {
+        let lp = LongPolling::new();
+        let wait = lp.hold("T", 0, 5, None, Duration::from_secs(10), || 5);
+        let _ = tokio::time::timeout(Duration::from_millis(10), wait).await;
+        assert_eq!(lp.held_count(), 0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -5,13 +5,12 @@
 //! writes the queue ids as bare integers; both forms are read, standard JSON is written.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use tracing::warn;
-use vostok_remoting::config_file;
+use vostok_remoting::config_file::ConfigFile;
 
 use crate::config::BrokerConfig;
 
@@ -25,7 +24,7 @@ struct Persisted {
 }
 
 pub struct ConsumerOffsetManager {
-    path: PathBuf,
+    file: ConfigFile,
     /// `topic@group` → queue id → next offset to consume.
     table: Mutex<HashMap<String, HashMap<i32, i64>>>,
     dirty: AtomicBool,
@@ -41,18 +40,19 @@ fn key(topic: &str, group: &str) -> String {
 
 impl ConsumerOffsetManager {
     pub fn load(config: &BrokerConfig) -> Self {
-        let path = config.config_dir().join("consumerOffset.json");
-        let persisted: Persisted = config_file::load(&path, |bytes| {
-            vostok_remoting::protocol::json::from_slice("consumerOffset.json", bytes).ok()
-        })
-        .unwrap_or_default();
+        let file = ConfigFile::new(config.config_dir().join("consumerOffset.json"));
+        let persisted: Persisted = file
+            .load(|bytes| {
+                vostok_remoting::protocol::json::from_slice("consumerOffset.json", bytes).ok()
+            })
+            .unwrap_or_default();
         let table = persisted
             .offset_table
             .into_iter()
             .map(|(k, v)| (k, v.into_iter().collect()))
             .collect();
         ConsumerOffsetManager {
-            path,
+            file,
             table: Mutex::new(table),
             dirty: AtomicBool::new(false),
         }
@@ -92,18 +92,6 @@ impl ConsumerOffsetManager {
             .unwrap_or_default()
     }
 
-    /// Groups with offsets on `topic`.
-    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
-        self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .filter_map(|k| k.rsplit_once(TOPIC_GROUP_SEPARATOR))
-            .filter(|(t, _)| *t == topic)
-            .map(|(_, g)| g.to_owned())
-            .collect()
-    }
-
     /// Drops the offsets of a deleted topic.
     pub fn remove_topic(&self, topic: &str) {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,9 +123,9 @@ impl ConsumerOffsetManager {
         if !self.dirty.swap(false, Ordering::Relaxed) && !force {
             return;
         }
-        if let Err(e) = config_file::persist(&self.path, &self.encode(true)) {
+        if let Err(e) = self.file.persist_with(|| self.encode(true)) {
             self.dirty.store(true, Ordering::Relaxed);
-            warn!(file = %self.path.display(), error = %e, "cannot persist consumer offsets");
+            warn!(file = %self.file.path().display(), error = %e, "cannot persist consumer offsets");
         }
     }
 }
@@ -164,7 +152,6 @@ mod tests {
             1,
             "topic containing the separator"
         );
-        assert_eq!(again.groups_of_topic("T"), ["g"]);
 
         // A file written by a Java broker: bare integer keys, tabs.
         std::fs::write(

@@ -52,6 +52,9 @@ impl RebalanceLockManager {
     ) -> BTreeSet<MessageQueue> {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let locks = table.entry(group.to_owned()).or_default();
+        // Expired locks of queues not asked for go, so the table cannot grow without end.
+        let ttl = self.ttl;
+        locks.retain(|mq, e| !e.expired(now, ttl) || mqs.contains(mq));
         let mut locked = BTreeSet::new();
         for mq in mqs {
             match locks.get_mut(mq) {

@@ -60,6 +60,10 @@ fn register_request(broker: &Broker) -> RemotingCommand {
 
 /// One registration round with every name server.
 pub(crate) async fn register_all(broker: &Broker) {
+    let unregistered = broker.registration.lock().await;
+    if *unregistered {
+        return;
+    }
     let request = register_request(broker);
     let timeout = broker.config.register_broker_timeout;
     let calls = broker.namesrv_addrs.iter().map(|addr| {
@@ -92,8 +96,10 @@ pub(crate) async fn register_all(broker: &Broker) {
     }
 }
 
-/// Unregisters from every name server (clean shutdown).
+/// Unregisters from every name server (clean shutdown); registration stops for good.
 pub(crate) async fn unregister_all(broker: &Broker) {
+    let mut unregistered = broker.registration.lock().await;
+    *unregistered = true;
     let config = &broker.config;
     let header = UnRegisterBrokerRequestHeader {
         broker_name: config.broker_name.clone(),

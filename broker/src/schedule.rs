@@ -11,13 +11,12 @@
 //! copy), so a restart neither loses nor duplicates a due message.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
-use vostok_remoting::config_file;
+use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::property::{self, push_pair};
@@ -43,19 +42,20 @@ struct DelayOffsets {
 
 /// Per-level progress, shared by the level tasks and the persister.
 pub(crate) struct ScheduleState {
-    path: PathBuf,
+    file: ConfigFile,
     offsets: Mutex<BTreeMap<i32, i64>>,
 }
 
 impl ScheduleState {
     pub(crate) fn load(config: &crate::config::BrokerConfig) -> Self {
-        let path = config.config_dir().join("delayOffset.json");
-        let stored: DelayOffsets = config_file::load(&path, |bytes| {
-            vostok_remoting::protocol::json::from_slice("delayOffset.json", bytes).ok()
-        })
-        .unwrap_or_default();
+        let file = ConfigFile::new(config.config_dir().join("delayOffset.json"));
+        let stored: DelayOffsets = file
+            .load(|bytes| {
+                vostok_remoting::protocol::json::from_slice("delayOffset.json", bytes).ok()
+            })
+            .unwrap_or_default();
         ScheduleState {
-            path,
+            file,
             offsets: Mutex::new(stored.offset_table),
         }
     }
@@ -89,8 +89,8 @@ impl ScheduleState {
     }
 
     pub(crate) fn persist(&self) {
-        if let Err(e) = config_file::persist(&self.path, &self.encode()) {
-            warn!(file = %self.path.display(), error = %e, "cannot persist delay offsets");
+        if let Err(e) = self.file.persist_with(|| self.encode()) {
+            warn!(file = %self.file.path().display(), error = %e, "cannot persist delay offsets");
         }
     }
 }

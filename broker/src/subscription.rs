@@ -2,14 +2,14 @@
 //! `config/subscriptionGroup.json`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
-use vostok_remoting::config_file;
+use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::body::DataVersion;
 use vostok_remoting::protocol::message::id::now_millis;
+use vostok_remoting::protocol::topic;
 
 use crate::config::BrokerConfig;
 
@@ -102,21 +102,22 @@ const SYSTEM_GROUPS: &[&str] = &[
 ];
 
 pub struct SubscriptionGroupManager {
-    path: PathBuf,
+    file: ConfigFile,
     auto_create: bool,
     state: RwLock<Persisted>,
 }
 
 impl SubscriptionGroupManager {
     pub fn load(config: &BrokerConfig) -> Self {
-        let path = config.config_dir().join("subscriptionGroup.json");
-        let mut state: Persisted = config_file::load(&path, |bytes| {
-            vostok_remoting::protocol::json::from_slice("subscriptionGroup.json", bytes).ok()
-        })
-        .unwrap_or_else(|| Persisted {
-            data_version: DataVersion::new(now_millis()),
-            ..Default::default()
-        });
+        let file = ConfigFile::new(config.config_dir().join("subscriptionGroup.json"));
+        let mut state: Persisted = file
+            .load(|bytes| {
+                vostok_remoting::protocol::json::from_slice("subscriptionGroup.json", bytes).ok()
+            })
+            .unwrap_or_else(|| Persisted {
+                data_version: DataVersion::new(now_millis()),
+                ..Default::default()
+            });
         for group in SYSTEM_GROUPS {
             state
                 .subscription_group_table
@@ -124,7 +125,7 @@ impl SubscriptionGroupManager {
                 .or_insert_with(|| SubscriptionGroupConfig::new(*group));
         }
         SubscriptionGroupManager {
-            path,
+            file,
             auto_create: config.auto_create_subscription_group,
             state: RwLock::new(state),
         }
@@ -139,12 +140,16 @@ impl SubscriptionGroupManager {
             .cloned()
     }
 
-    /// The group's config, created with defaults when `autoCreateSubscriptionGroup` is on.
+    /// The group's config, created with defaults when `autoCreateSubscriptionGroup` is on
+    /// and the name is legal (RocketMQ's group rules, short enough for its retry topic).
     pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         if let Some(found) = self.get(group) {
             return Some(found);
         }
-        if !self.auto_create {
+        if !self.auto_create
+            || topic::validate_group(group).is_err()
+            || topic::validate_topic(&topic::retry_topic(group)).is_err()
+        {
             return None;
         }
         let config = SubscriptionGroupConfig::new(group);
@@ -196,12 +201,12 @@ impl SubscriptionGroupManager {
     }
 
     pub fn persist(&self) {
-        let body = {
+        let written = self.file.persist_with(|| {
             let state = self.state.read().unwrap_or_else(|e| e.into_inner());
             serde_json::to_vec_pretty(&*state).unwrap_or_default()
-        };
-        if let Err(e) = config_file::persist(&self.path, &body) {
-            warn!(file = %self.path.display(), error = %e, "cannot persist subscription groups");
+        });
+        if let Err(e) = written {
+            warn!(file = %self.file.path().display(), error = %e, "cannot persist subscription groups");
         }
     }
 }

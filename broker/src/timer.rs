@@ -16,14 +16,13 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
-use vostok_remoting::config_file;
+use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::property::{self, push_pair};
@@ -31,7 +30,7 @@ use vostok_remoting::protocol::message::RecordView;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::TIMER_TOPIC;
 use vostok_remoting::RemotingCommand;
-use vostok_store::{GetMessageStatus, MessageInner, PutMessageStatus};
+use vostok_store::{GetMessageStatus, MessageInner};
 
 use crate::broker::Broker;
 use crate::config::BrokerConfig;
@@ -42,6 +41,11 @@ const PRECISION_MS: i64 = 1000;
 /// Delivered offsets above the watermark before the blocking timer is rolled forward.
 const ROLL_THRESHOLD: usize = 10_000;
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// On a rolled copy: the queue offset of the record it replaces, so that a restart
+/// before the next checkpoint does not deliver both. Removed on delivery.
+const TIMER_ROLL_FROM: &str = "TIMER_ROLL_FROM";
+/// Most rolls done in one go, so delivery is never held up for long.
+const MAX_ROLLS_PER_PASS: usize = 256;
 
 const TIMER_PROPERTIES: &[&str] = &[
     property::TIMER_DELIVER_MS,
@@ -85,7 +89,7 @@ impl Progress {
 }
 
 pub struct TimerService {
-    path: PathBuf,
+    file: ConfigFile,
     progress: Mutex<Progress>,
     /// Signalled when a timer earlier than the current head arrives.
     wake: Notify,
@@ -137,14 +141,14 @@ pub(crate) fn to_timer_message(
     let now = now_millis();
     let at = deliver_at(&msg.properties, now).map_err(illegal)?;
     let max = broker.config.timer_max_delay.as_millis() as i64;
-    if at - now > max {
+    let delay = at.saturating_sub(now);
+    if delay > max {
         return Err(illegal(format!(
-            "timer message delay {} ms exceeds the maximum of {max} ms",
-            at - now
+            "timer message delay {delay} ms exceeds the maximum of {max} ms"
         )));
     }
     let mut props = props_without(&msg.properties, TIMER_PROPERTIES);
-    if at <= now + PRECISION_MS / 10 {
+    if delay <= PRECISION_MS / 10 {
         msg.properties = props;
         return Ok(());
     }
@@ -164,12 +168,12 @@ pub(crate) fn to_timer_message(
 
 impl TimerService {
     pub(crate) fn load(config: &BrokerConfig) -> Self {
-        let path = config.config_dir().join("timerCheckpoint.json");
-        let checkpoint: Checkpoint =
-            config_file::load(&path, |bytes| serde_json::from_slice(bytes).ok())
-                .unwrap_or_default();
+        let file = ConfigFile::new(config.config_dir().join("timerCheckpoint.json"));
+        let checkpoint: Checkpoint = file
+            .load(|bytes| serde_json::from_slice(bytes).ok())
+            .unwrap_or_default();
         TimerService {
-            path,
+            file,
             progress: Mutex::new(Progress {
                 watermark: checkpoint.watermark,
                 delivered: checkpoint.delivered,
@@ -206,20 +210,21 @@ impl TimerService {
     }
 
     pub(crate) fn persist(&self) {
-        let body = {
+        if !self.lock().dirty {
+            return;
+        }
+        let written = self.file.persist_with(|| {
             let mut p = self.lock();
-            if !p.dirty {
-                return;
-            }
             p.dirty = false;
             serde_json::to_vec(&Checkpoint {
                 watermark: p.watermark,
                 delivered: p.delivered.clone(),
             })
             .unwrap_or_default()
-        };
-        if let Err(e) = config_file::persist(&self.path, &body) {
-            warn!(file = %self.path.display(), error = %e, "cannot persist timer checkpoint");
+        });
+        if let Err(e) = written {
+            self.lock().dirty = true;
+            warn!(file = %self.file.path().display(), error = %e, "cannot persist timer checkpoint");
         }
     }
 }
@@ -252,6 +257,9 @@ async fn rebuild(broker: &Broker) {
     let mut offset = timer.lock().watermark;
     let mut restored = 0usize;
     let mut skipped = 0usize;
+    // Rolled copies name the record they replace; a record may come before its copy.
+    let mut replaced: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut candidates = Vec::new();
     loop {
         let result = broker
             .store
@@ -272,6 +280,9 @@ async fn rebuild(broker: &Broker) {
             };
             let q = view.queue_offset();
             offset = q + 1;
+            if let Some(from) = view.property(TIMER_ROLL_FROM).and_then(|v| v.parse().ok()) {
+                replaced.insert(from);
+            }
             if timer.lock().is_delivered(q) {
                 continue;
             }
@@ -280,18 +291,24 @@ async fn rebuild(broker: &Broker) {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
             // Only a message already due could have been delivered before a crash.
-            if at <= now && crate::schedule::already_delivered(broker, &view) {
-                timer.lock().mark_delivered(q);
-                skipped += 1;
-                continue;
-            }
-            timer.lock().heap.push(Reverse((at, q)));
-            restored += 1;
+            let delivered = at <= now && crate::schedule::already_delivered(broker, &view);
+            candidates.push((at, q, delivered));
         }
         if result.messages.is_empty() {
             break;
         }
     }
+    let mut p = timer.lock();
+    for (at, q, delivered) in candidates {
+        if delivered || replaced.contains(&q) {
+            p.mark_delivered(q);
+            skipped += 1;
+        } else {
+            p.heap.push(Reverse((at, q)));
+            restored += 1;
+        }
+    }
+    drop(p);
     if restored + skipped > 0 {
         info!(restored, skipped, "timer messages restored");
     }
@@ -299,7 +316,13 @@ async fn rebuild(broker: &Broker) {
 
 async fn deliver_loop(broker: &Broker) {
     let timer = &broker.timer;
+    let mut roll_checked = std::time::Instant::now();
     loop {
+        // Rolling looks at the oldest pending record: once a second is plenty.
+        if roll_checked.elapsed() >= Duration::from_secs(1) {
+            maybe_roll(broker).await;
+            roll_checked = std::time::Instant::now();
+        }
         let head = timer.lock().heap.peek().map(|Reverse((at, _))| *at);
         let now = now_millis();
         match head {
@@ -318,12 +341,12 @@ async fn deliver_loop(broker: &Broker) {
                         _ = broker.shutdown.cancelled() => return,
                     }
                 }
-                maybe_roll(broker).await;
             }
             _ => {
+                // At most a second, so that rolling is looked at every second.
                 let wait = head
-                    .map(|at| Duration::from_millis((at - now).clamp(1, 60_000) as u64))
-                    .unwrap_or(Duration::from_secs(60));
+                    .map(|at| Duration::from_millis((at - now).clamp(1, 1000) as u64))
+                    .unwrap_or(Duration::from_secs(1));
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = timer.wake.notified() => {}
@@ -363,6 +386,7 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
             property::REAL_TOPIC,
             property::REAL_QUEUE_ID,
             property::WAIT_STORE_MSG_OK,
+            TIMER_ROLL_FROM,
         ],
     );
     push_pair(
@@ -397,37 +421,54 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
     }
 }
 
-/// When many deliveries wait above a watermark held by one far timer, append a copy of
-/// that timer at the queue's end and count the old entry as delivered.
+/// Rolls the oldest pending timer forward (a copy at the queue's end, the old entry
+/// counted as delivered) while it holds back many deliveries, or while its record is
+/// old enough that retention could delete its commitlog file before it is due.
 async fn maybe_roll(broker: &Broker) {
-    let (watermark, backlog) = {
-        let p = broker.timer.lock();
-        (p.watermark, p.delivered.len())
-    };
-    if backlog < ROLL_THRESHOLD {
-        return;
+    // Half the retention time: a rolled record is new, so it is safe for as long again.
+    let roll_age = (broker.config.store.file_reserved_time.as_millis() / 2) as i64;
+    for _ in 0..MAX_ROLLS_PER_PASS {
+        let (watermark, backlog) = {
+            let p = broker.timer.lock();
+            (p.watermark, p.delivered.len())
+        };
+        let result =
+            broker
+                .store
+                .get_message("TIMER", TIMER_TOPIC, 0, watermark, 1, i32::MAX, None);
+        let Some(view) = result
+            .messages
+            .first()
+            .and_then(|r| RecordView::parse_message(r, false).ok())
+        else {
+            return;
+        };
+        let old = now_millis().saturating_sub(view.store_timestamp()) > roll_age;
+        if backlog < ROLL_THRESHOLD && !old {
+            return;
+        }
+        if !roll(broker, &view, watermark).await {
+            return;
+        }
     }
-    let result = broker
-        .store
-        .get_message("TIMER", TIMER_TOPIC, 0, watermark, 1, i32::MAX, None);
-    let Some(view) = result
-        .messages
-        .first()
-        .and_then(|r| RecordView::parse_message(r, false).ok())
-    else {
-        broker.timer.lock().mark_delivered(watermark);
-        return;
-    };
+}
+
+/// Appends a copy of the timer record at `offset`; true when it was stored.
+async fn roll(broker: &Broker, view: &RecordView<'_>, offset: i64) -> bool {
     let rolls: i64 = view
         .property(property::TIMER_ROLL_TIMES)
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let mut properties = props_without(view.properties(), &[property::TIMER_ROLL_TIMES]);
+    let mut properties = props_without(
+        view.properties(),
+        &[property::TIMER_ROLL_TIMES, TIMER_ROLL_FROM],
+    );
     push_pair(
         &mut properties,
         property::TIMER_ROLL_TIMES,
         &(rolls + 1).to_string(),
     );
+    push_pair(&mut properties, TIMER_ROLL_FROM, &offset.to_string());
     let at = view
         .property(property::TIMER_OUT_MS)
         .and_then(|v| v.parse().ok())
@@ -446,12 +487,14 @@ async fn maybe_roll(broker: &Broker) {
         reconsume_times: view.reconsume_times(),
         prepared_transaction_offset: 0,
     };
-    if matches!(
-        broker.store.put_message(copy).await.status,
-        PutMessageStatus::PutOk
-    ) {
-        debug!(offset = watermark, "timer rolled forward");
-        broker.timer.lock().mark_delivered(watermark);
+    let status = broker.store.put_message(copy).await.status;
+    if crate::processor::is_stored(status) {
+        debug!(offset, "timer rolled forward");
+        broker.timer.lock().mark_delivered(offset);
+        true
+    } else {
+        warn!(offset, ?status, "cannot roll a timer forward; will retry");
+        false
     }
 }
 

@@ -2,12 +2,11 @@
 //! `config/topics.json` with its data version and registered with the name servers.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Mutex, RwLock};
 
 use tokio::sync::Notify;
 use tracing::{info, warn};
-use vostok_remoting::config_file;
+use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::topic::{self, perm};
@@ -20,7 +19,7 @@ pub const SCHEDULE_QUEUE_NUMS: i32 = 18;
 const DEFAULT_QUEUE_NUMS: i32 = 16;
 
 pub struct TopicConfigManager {
-    path: PathBuf,
+    file: ConfigFile,
     table: RwLock<BTreeMap<String, TopicConfig>>,
     data_version: Mutex<DataVersion>,
     /// Signalled on every change, so that the broker registers with the name servers at once.
@@ -30,16 +29,15 @@ pub struct TopicConfigManager {
 impl TopicConfigManager {
     /// Loads `config/topics.json` (or its backup) and adds the system topics.
     pub fn load(config: &BrokerConfig) -> Self {
-        let path = config.config_dir().join("topics.json");
-        let stored: Option<TopicConfigSerializeWrapper> = config_file::load(&path, |bytes| {
-            vostok_remoting::protocol::json::from_slice("topics.json", bytes).ok()
-        });
+        let file = ConfigFile::new(config.config_dir().join("topics.json"));
+        let stored: Option<TopicConfigSerializeWrapper> = file
+            .load(|bytes| vostok_remoting::protocol::json::from_slice("topics.json", bytes).ok());
         let (table, data_version) = match stored {
             Some(wrapper) => (wrapper.topic_config_table, wrapper.data_version),
             None => (BTreeMap::new(), DataVersion::new(now_millis())),
         };
         let manager = TopicConfigManager {
-            path,
+            file,
             table: RwLock::new(table),
             data_version: Mutex::new(data_version),
             changed: Notify::new(),
@@ -189,27 +187,6 @@ impl TopicConfigManager {
         removed
     }
 
-    /// Sets the permission of every topic (wipe/add write permission of the broker).
-    pub fn set_all_write_perm(&self, writeable: bool) -> i32 {
-        let mut count = 0;
-        {
-            let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-            for config in table.values_mut() {
-                let new = if writeable {
-                    config.perm | perm::WRITE
-                } else {
-                    config.perm & !perm::WRITE
-                };
-                if new != config.perm {
-                    config.perm = new;
-                    count += 1;
-                }
-            }
-        }
-        self.on_change();
-        count
-    }
-
     /// The table and its version, as registered and persisted.
     pub fn wrapper(&self) -> TopicConfigSerializeWrapper {
         let table = self.table.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -248,9 +225,11 @@ impl TopicConfigManager {
 
     /// Writes `config/topics.json`.
     pub fn persist(&self) {
-        let body = serde_json::to_vec_pretty(&self.wrapper()).unwrap_or_default();
-        if let Err(e) = config_file::persist(&self.path, &body) {
-            warn!(file = %self.path.display(), error = %e, "cannot persist topic configs");
+        let written = self
+            .file
+            .persist_with(|| serde_json::to_vec_pretty(&self.wrapper()).unwrap_or_default());
+        if let Err(e) = written {
+            warn!(file = %self.file.path().display(), error = %e, "cannot persist topic configs");
         }
     }
 }

@@ -7,15 +7,18 @@
 //! than their immunity time end the round, older ones are re-appended with a higher
 //! check count and checked back with CHECK_TRANSACTION_STATE on a connection of the
 //! producer group; after `transactionCheckMax` checks a message goes to
-//! `TRANS_CHECK_MAX_TIME_TOPIC`. Progress on both queues is kept as the internal
-//! group's consumer offsets, so the state survives a restart.
+//! `TRANS_CHECK_MAX_TIME_TOPIC`. Progress on the half queue is kept as the internal
+//! group's consumer offset and the finished transactions in [`state`], so the state
+//! survives a restart.
 //!
 //! A transaction is identified by its *root*: the queue offset of the original half
 //! message, which every re-appended copy carries in `TRAN_PREPARED_QUEUE_OFFSET`. Op
 //! records name roots, so an END_TRANSACTION for the original or for any copy finishes
-//! the whole chain, and a second END_TRANSACTION for a finished root is ignored.
+//! the whole chain, and a second END_TRANSACTION for a finished root, or one racing
+//! the first, is ignored.
 
-use std::collections::{BTreeMap, BTreeSet};
+pub(crate) mod state;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,35 +41,6 @@ const OP_TAG: &str = "d";
 /// Longest a check round runs (`MAX_PROCESS_TIME_LIMIT`).
 const MAX_ROUND: Duration = Duration::from_secs(60);
 
-/// Roots finished recently, so that a duplicate END_TRANSACTION does not commit twice.
-#[derive(Default)]
-pub(crate) struct TransactionState {
-    finished: std::sync::Mutex<BTreeMap<i64, i64>>,
-}
-
-impl TransactionState {
-    pub(crate) fn is_finished(&self, root: i64) -> bool {
-        self.finished
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&root)
-    }
-
-    fn remember(&self, roots: impl IntoIterator<Item = i64>, at: i64) {
-        let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
-        for root in roots {
-            finished.insert(root, at);
-        }
-    }
-
-    fn forget_before(&self, cutoff: i64) {
-        self.finished
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, at| *at >= cutoff);
-    }
-}
-
 /// The root of a half record: its original offset if it is a check copy, else its own.
 pub(crate) fn root_of(
     properties: &vostok_remoting::protocol::message::Properties,
@@ -76,22 +50,6 @@ pub(crate) fn root_of(
         .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
         .and_then(|v| v.parse().ok())
         .unwrap_or(queue_offset)
-}
-
-/// Op records stored before this time can name no half record the walk may still
-/// meet: every record from the walk's `progress` on was stored at or after the record at
-/// `progress`, and its root was unfinished when it was stored. The margin covers an
-/// END_TRANSACTION racing a check round. Measured on the store's clock, not "now", so a
-/// broker restarted after a long stop keeps every op its stale progress still needs.
-fn op_cutoff(broker: &Broker, progress: i64) -> i64 {
-    match broker
-        .store
-        .message_store_timestamp(topic::TRANS_HALF_TOPIC, 0, progress)
-    {
-        Some(stored) => stored - broker.config.transaction_timeout.as_millis() as i64,
-        // The walk passed every half record: no op is needed any more.
-        None => i64::MAX,
-    }
 }
 
 /// Rewrites a prepared message into its half record (`parseHalfMessageInner`). A
@@ -152,9 +110,7 @@ pub(crate) fn committed_message(broker: &Broker, half: &MessageExt) -> Option<Me
 
 /// Records that the transaction with root `half_queue_offset` is finished.
 pub(crate) async fn write_op(broker: &Broker, half_queue_offset: i64) -> bool {
-    broker
-        .transactions
-        .remember([half_queue_offset], now_millis());
+    broker.transactions.mark_finished([half_queue_offset]);
     let mut properties = String::new();
     push_pair(&mut properties, property::TAGS, OP_TAG);
     let msg = MessageInner {
@@ -195,14 +151,6 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
     );
     let b = broker.clone();
     broker.tasks.spawn(async move {
-        // Learn what finished before a restart before any END_TRANSACTION is judged.
-        let op_start = b
-            .offsets
-            .query(topic::CID_SYS_RMQ_TRANS, topic::TRANS_OP_HALF_TOPIC, 0)
-            .max(0);
-        for op in read_ops(&b, op_start) {
-            b.transactions.remember(op.roots, op.stored_at);
-        }
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(b.config.transaction_check_interval) => {}
@@ -213,15 +161,11 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
     });
 }
 
-struct Op {
-    offset: i64,
-    stored_at: i64,
-    roots: BTreeSet<i64>,
-}
-
-/// The op records from `op_offset` on.
-fn read_ops(broker: &Broker, mut op_offset: i64) -> Vec<Op> {
-    let mut ops = Vec::new();
+/// Folds the op records written since the last call into the finished set. The broker
+/// calls it once before serving, so outcomes recorded before a restart are known to
+/// the first END_TRANSACTION.
+pub(crate) fn catch_up(broker: &Broker) {
+    let mut op_offset = broker.transactions.op_offset();
     loop {
         let result = broker.store.get_message(
             topic::CID_SYS_RMQ_TRANS,
@@ -234,7 +178,7 @@ fn read_ops(broker: &Broker, mut op_offset: i64) -> Vec<Op> {
         );
         match result.status {
             GetMessageStatus::Found => {}
-            GetMessageStatus::OffsetTooSmall => {
+            GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly => {
                 op_offset = result.next_begin_offset;
                 continue;
             }
@@ -247,17 +191,15 @@ fn read_ops(broker: &Broker, mut op_offset: i64) -> Vec<Op> {
             let roots = std::str::from_utf8(view.body())
                 .unwrap_or("")
                 .split(',')
-                .filter_map(|s| s.trim().parse::<i64>().ok())
-                .collect();
-            ops.push(Op {
-                offset: view.queue_offset(),
-                stored_at: view.store_timestamp(),
-                roots,
-            });
+                .filter_map(|s| s.trim().parse::<i64>().ok());
+            broker.transactions.mark_finished(roots);
             op_offset = view.queue_offset() + 1;
         }
+        if result.messages.is_empty() {
+            break;
+        }
     }
-    ops
+    broker.transactions.advance_op_offset(op_offset);
 }
 
 /// One pass of the check service.
@@ -265,21 +207,13 @@ pub(crate) async fn check_round(broker: &Broker) {
     let started = std::time::Instant::now();
     let round_started_ms = now_millis();
     let group = topic::CID_SYS_RMQ_TRANS;
+    catch_up(broker);
     let half_start = broker
         .offsets
         .query(group, topic::TRANS_HALF_TOPIC, 0)
         .max(0);
-    let op_start = broker
-        .offsets
-        .query(group, topic::TRANS_OP_HALF_TOPIC, 0)
-        .max(0);
-    let ops = read_ops(broker, op_start);
     let now = now_millis();
-    for op in &ops {
-        broker
-            .transactions
-            .remember(op.roots.iter().copied(), op.stored_at);
-    }
+    let timeout = broker.config.transaction_timeout.as_millis() as i64;
 
     // Walk the half queue in order; `progress` is where the next round starts.
     let mut progress = half_start;
@@ -330,16 +264,27 @@ pub(crate) async fn check_round(broker: &Broker) {
                 progress = q + 1;
                 continue;
             }
-            let immunity = half
+            // As RocketMQ: a message with its own immunity time that has not passed is
+            // put back at the end of the queue, so it holds up nobody; one merely younger
+            // than transactionTimeOut ends the round (all after it are younger still);
+            // one born in the future (a producer clock ahead) is checked now.
+            let age = now - half.born_timestamp;
+            let custom_immunity = half
                 .property(property::CHECK_IMMUNITY_TIME_IN_SECONDS)
                 .and_then(|v| v.parse::<i64>().ok())
-                .map(|s| s * 1000)
-                .unwrap_or(broker.config.transaction_timeout.as_millis() as i64);
-            if now - half.born_timestamp < immunity {
-                break 'walk;
-            }
-            if !check_back(broker, &half, root, checks + 1).await {
-                break 'walk;
+                .map(|s| s.saturating_mul(1000).max(timeout));
+            match custom_immunity {
+                Some(immunity) if age < immunity => {
+                    if reappend(broker, &half, root, checks).await.is_none() {
+                        break 'walk;
+                    }
+                }
+                None if (0..timeout).contains(&age) => break 'walk,
+                _ => {
+                    if !check_back(broker, &half, root, checks + 1).await {
+                        break 'walk;
+                    }
+                }
             }
             progress = q + 1;
         }
@@ -349,35 +294,35 @@ pub(crate) async fn check_round(broker: &Broker) {
             .offsets
             .commit(group, topic::TRANS_HALF_TOPIC, 0, progress);
     }
-    // Op records no half record ahead can need: drop them from the front.
-    let cutoff = op_cutoff(broker, progress);
-    let mut op_progress = op_start;
-    for op in &ops {
-        if op.stored_at >= cutoff {
-            break;
-        }
-        op_progress = op.offset + 1;
-    }
-    if op_progress != op_start {
-        broker
-            .offsets
-            .commit(group, topic::TRANS_OP_HALF_TOPIC, 0, op_progress);
-        broker.transactions.forget_before(cutoff);
-    }
+    // Roots below the half queue's first record can no longer be named by anyone.
+    broker
+        .transactions
+        .prune_below(broker.store.min_offset_in_queue(topic::TRANS_HALF_TOPIC, 0));
+    broker.transactions.persist();
+    broker.offsets.commit(
+        group,
+        topic::TRANS_OP_HALF_TOPIC,
+        0,
+        broker.transactions.op_offset(),
+    );
     debug!(
         half_from = half_start,
         half_to = progress,
-        op_to = op_progress,
         "transaction check round done"
     );
 }
 
-/// Re-appends the half message with its check count raised and asks a producer of its
-/// group for the outcome. False when the copy could not be written.
-async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) -> bool {
-    let mut copy_props = half.properties.clone();
-    copy_props.insert(property::TRANSACTION_CHECK_TIMES, checks.to_string());
-    copy_props.insert(
+/// Appends a copy of the half message at the end of the half queue, carrying its root
+/// and `checks`; the append result, or `None` when it could not be written.
+async fn reappend(
+    broker: &Broker,
+    half: &MessageExt,
+    root: i64,
+    checks: i32,
+) -> Option<vostok_store::AppendResult> {
+    let mut props = half.properties.clone();
+    props.insert(property::TRANSACTION_CHECK_TIMES, checks.to_string());
+    props.insert(
         property::TRANSACTION_PREPARED_QUEUE_OFFSET,
         root.to_string(),
     );
@@ -387,7 +332,7 @@ async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) 
         flag: half.flag,
         body: half.body.clone(),
         tags_code: 0,
-        properties: copy_props.encode(),
+        properties: props.encode(),
         sys_flag: half.sys_flag,
         born_timestamp: half.born_timestamp,
         born_host: half.born_host,
@@ -396,8 +341,17 @@ async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) 
         prepared_transaction_offset: 0,
     };
     let result = broker.store.put_message(copy).await;
-    let Some(append) = result.append.filter(|_| is_stored(result.status)) else {
-        warn!(offset = half.queue_offset, status = ?result.status, "cannot re-append half message for check");
+    let append = result.append.filter(|_| is_stored(result.status));
+    if append.is_none() {
+        warn!(offset = half.queue_offset, status = ?result.status, "cannot re-append half message");
+    }
+    append
+}
+
+/// Re-appends the half message with its check count raised and asks a producer of its
+/// group for the outcome. False when the copy could not be written.
+async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) -> bool {
+    let Some(append) = reappend(broker, half, root, checks).await else {
         return false;
     };
     let group = half
@@ -428,7 +382,13 @@ async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) 
     };
     // The body is the message as the producer knows it: real topic and queue.
     let mut shown = half.clone();
-    shown.properties = copy_props;
+    shown
+        .properties
+        .insert(property::TRANSACTION_CHECK_TIMES, checks.to_string());
+    shown.properties.insert(
+        property::TRANSACTION_PREPARED_QUEUE_OFFSET,
+        root.to_string(),
+    );
     if let Some(real) = shown.property(property::REAL_TOPIC).map(str::to_owned) {
         shown.topic = real;
     }

@@ -457,3 +457,86 @@ async fn kill9_of_a_sync_flush_broker_loses_no_acknowledged_message() {
         }
     }
 }
+
+fn runtime_info(body: &[u8]) -> std::collections::BTreeMap<String, String> {
+    let table: vostok_remoting::protocol::body::KvTable = serde_json::from_slice(body).unwrap();
+    table.table
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_pull_is_released_when_its_connection_closes() {
+    let broker = Broker::start(BrokerOptions::default());
+    let admin = TestClient::default();
+    admin.create_topic(&broker.addr, "HeldTopic", 1).await;
+    async fn held(admin: &TestClient, addr: &str) -> usize {
+        let request = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
+        let r = admin.call(addr, request).await;
+        runtime_info(&r.body)["pullRequestsHeld"]
+            .parse::<usize>()
+            .unwrap()
+    }
+    {
+        // A pull asking to be held "forever", from a client that then disconnects.
+        let puller = std::sync::Arc::new(TestClient::default());
+        let p = puller.clone();
+        let addr = broker.addr.clone();
+        let pull = tokio::spawn(async move {
+            let _ = p
+                .pull(
+                    &addr,
+                    "g",
+                    "HeldTopic",
+                    0,
+                    0,
+                    1,
+                    Some(Duration::from_millis(i64::MAX as u64)),
+                    "*",
+                )
+                .await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while held(&admin, &broker.addr).await != 1 {
+            assert!(Instant::now() < deadline, "the pull was not held");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        pull.abort();
+        puller.remoting.shutdown().await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while held(&admin, &broker.addr).await != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "a held pull outlived its connection"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn illegal_consumer_groups_are_refused() {
+    let broker = Broker::start(BrokerOptions::default());
+    let client = TestClient::default();
+    client.create_topic(&broker.addr, "G", 1).await;
+    let bad = "../bad group/".to_owned() + &"x".repeat(300);
+    // A heartbeat for it registers nothing and creates no retry topic.
+    assert_eq!(
+        client
+            .heartbeat_consumer(&broker.addr, &bad, "G", "*")
+            .await
+            .code,
+        response_code::SUCCESS
+    );
+    let all = client
+        .call(
+            &broker.addr,
+            RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG),
+        )
+        .await;
+    assert!(!String::from_utf8_lossy(&all.body).contains("bad group"));
+    let response = client.update_offset(&broker.addr, &bad, "G", 0, 1).await;
+    assert_eq!(response.code, response_code::SUBSCRIPTION_GROUP_NOT_EXIST);
+    let pulled = client
+        .pull(&broker.addr, &bad, "G", 0, 0, 1, None, "*")
+        .await;
+    assert_eq!(pulled.code, response_code::SUBSCRIPTION_GROUP_NOT_EXIST);
+}

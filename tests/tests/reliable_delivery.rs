@@ -154,11 +154,16 @@ async fn sent_back_three_times_is_delivered_four_times_then_dead_lettered() {
         [0, 1, 2, 3],
         "four deliveries with increasing reconsume count"
     );
+    let first_offset_id = delivered[0].offset_msg_id();
     for msg in &delivered[1..] {
         assert_eq!(msg.property(property::RETRY_TOPIC), Some("RetryTopic"));
         assert_eq!(msg.msg_id(), uniq, "the user-visible id is kept");
         assert_eq!(&msg.body[..], b"fragile");
-        assert!(msg.property(property::ORIGIN_MESSAGE_ID).is_some());
+        assert_eq!(
+            msg.property(property::ORIGIN_MESSAGE_ID),
+            Some(first_offset_id.as_str()),
+            "the first delivery's offset id, kept through retries"
+        );
     }
 
     // The fourth failure exhausts maxReconsumeTimes = 3: the DLQ, not another retry.
@@ -315,9 +320,27 @@ impl RequestProcessor for Checker {
 }
 
 async fn send_half(client: &TestClient, addr: &str, group: &str, body: &str) -> (i64, i64, String) {
+    send_half_with(client, addr, group, body, now_millis(), None).await
+}
+
+async fn send_half_with(
+    client: &TestClient,
+    addr: &str,
+    group: &str,
+    body: &str,
+    born: i64,
+    immunity_secs: Option<i64>,
+) -> (i64, i64, String) {
     let mut props = TestClient::properties(None, None);
     push_pair(&mut props, property::TRANSACTION_PREPARED, "true");
     push_pair(&mut props, property::PRODUCER_GROUP, group);
+    if let Some(secs) = immunity_secs {
+        push_pair(
+            &mut props,
+            property::CHECK_IMMUNITY_TIME_IN_SECONDS,
+            &secs.to_string(),
+        );
+    }
     let header = vostok_remoting::protocol::header::SendMessageRequestHeaderV2 {
         a: group.into(),
         b: "TxTopic".into(),
@@ -325,7 +348,7 @@ async fn send_half(client: &TestClient, addr: &str, group: &str, body: &str) -> 
         d: 1,
         e: 0,
         f: sysflag::TRANSACTION_PREPARED_TYPE,
-        g: now_millis(),
+        g: born,
         i: Some(props),
         ..Default::default()
     };
@@ -482,4 +505,179 @@ async fn transactions_commit_roll_back_and_get_checked_across_a_restart() {
     let all = reader.drain(&broker.addr, "r2", "TxTopic", 0, 0).await;
     assert_eq!(bodies(&all), ["after-restart", "checked", "committed"]);
     let _unused = Mutex::new(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolled_timers_are_delivered_once_on_time_even_across_a_crash() {
+    // fileReservedTime=0 lets retention delete any closed file, so pending timers roll
+    // forward every second: each roll appends a copy and retires the old record.
+    let broker = Broker::start(BrokerOptions::default().set("fileReservedTime", 0));
+    let client = TestClient::default();
+    client.create_topic(&broker.addr, "RollTopic", 1).await;
+    let at = now_millis() + 4000;
+    let mut props = TestClient::properties(None, None);
+    push_pair(&mut props, property::TIMER_DELIVER_MS, &at.to_string());
+    client
+        .send(&broker.addr, "RollTopic", 0, "rolled", props)
+        .await;
+    // Wait until at least two rolls happened, then crash.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.max_offset(&broker.addr, topic::TIMER_TOPIC, 0).await < 3 {
+        assert!(Instant::now() < deadline, "the timer was not rolled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let broker = broker.restart(true);
+    let client = TestClient::default();
+    let msg = next_message(&client, &broker.addr, "roll", "RollTopic", 0, 0).await;
+    let arrived = now_millis();
+    assert!(
+        arrived >= at - 1050 && arrived <= at + 1000,
+        "{} ms off",
+        arrived - at
+    );
+    assert_eq!(&msg.body[..], b"rolled");
+    assert_eq!(
+        msg.property("TIMER_ROLL_FROM"),
+        None,
+        "internal marker removed"
+    );
+    assert_eq!(msg.property(property::REAL_TOPIC), None);
+    let pulled = client
+        .pull(
+            &broker.addr,
+            "roll",
+            "RollTopic",
+            0,
+            1,
+            1,
+            Some(Duration::from_secs(3)),
+            "*",
+        )
+        .await;
+    assert_eq!(
+        pulled.code,
+        response_code::PULL_NOT_FOUND,
+        "delivered exactly once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immune_or_future_born_half_messages_do_not_block_other_checks() {
+    let options = BrokerOptions::default()
+        .set("transactionTimeOut", 1000)
+        .set("transactionCheckInterval", 500);
+    let broker = Broker::start(options);
+    let group = "tx-immune";
+    let (tx, mut checks) = mpsc::unbounded_channel();
+    let producer = TestClient::with_processor(
+        "tx-immune",
+        Some(Arc::new(Checker {
+            outcome: sysflag::TRANSACTION_COMMIT_TYPE,
+            group: group.into(),
+            checks: tx,
+        })),
+    );
+    producer.create_topic(&broker.addr, "TxTopic", 1).await;
+    producer.heartbeat_producer(&broker.addr, group).await;
+    // An hour of immunity, then one born an hour in the future, then an ordinary one.
+    let immune = send_half_with(
+        &producer,
+        &broker.addr,
+        group,
+        "immune",
+        now_millis(),
+        Some(3600),
+    )
+    .await;
+    let future = send_half_with(
+        &producer,
+        &broker.addr,
+        group,
+        "future",
+        now_millis() + 3_600_000,
+        None,
+    )
+    .await;
+    let ordinary = send_half_with(
+        &producer,
+        &broker.addr,
+        group,
+        "ordinary",
+        now_millis(),
+        None,
+    )
+    .await;
+    let mut seen = std::collections::HashSet::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !(seen.contains(&future.2) && seen.contains(&ordinary.2)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let check = tokio::time::timeout(left, checks.recv())
+            .await
+            .expect("checks for the messages behind the immune one")
+            .unwrap();
+        seen.insert(check.transaction_id.unwrap_or_default());
+    }
+    assert!(
+        !seen.contains(&immune.2),
+        "the immune message is not checked yet"
+    );
+    let reader = TestClient::default();
+    let got = reader.drain(&broker.addr, "r", "TxTopic", 0, 0).await;
+    assert_eq!(bodies(&got), ["future", "ordinary"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_end_transactions_commit_once() {
+    let options = BrokerOptions::default()
+        .set("flushDiskType", "SYNC_FLUSH")
+        .set("transactionTimeOut", 1000)
+        .set("transactionCheckInterval", 500);
+    let broker = Broker::start(options);
+    let group = "tx-dup";
+    let producer = TestClient::default();
+    producer.create_topic(&broker.addr, "TxTopic", 1).await;
+    let half = send_half(&producer, &broker.addr, group, "once").await;
+    // Two ENDs racing (the second arrives while the first waits for the disk) ...
+    end(
+        &producer,
+        &broker.addr,
+        group,
+        &half,
+        sysflag::TRANSACTION_COMMIT_TYPE,
+    )
+    .await;
+    end(
+        &producer,
+        &broker.addr,
+        group,
+        &half,
+        sysflag::TRANSACTION_COMMIT_TYPE,
+    )
+    .await;
+    let reader = TestClient::default();
+    next_message(&reader, &broker.addr, "r", "TxTopic", 0, 0).await;
+    // ... and a late one after check rounds passed every half record.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    end(
+        &producer,
+        &broker.addr,
+        group,
+        &half,
+        sysflag::TRANSACTION_COMMIT_TYPE,
+    )
+    .await;
+    // And one more after a restart.
+    let broker = broker.restart(false);
+    let producer = TestClient::default();
+    end(
+        &producer,
+        &broker.addr,
+        group,
+        &half,
+        sysflag::TRANSACTION_COMMIT_TYPE,
+    )
+    .await;
+    let reader = TestClient::default();
+    let got = reader.drain(&broker.addr, "r2", "TxTopic", 0, 0).await;
+    assert_eq!(bodies(&got), ["once"]);
 }

@@ -36,15 +36,19 @@ pub(crate) async fn heart_beat(
     };
     let mut changed = Vec::new();
     for consumer in heartbeat.consumer_data_set {
-        if let Some(group_config) = broker.subscriptions.find_or_create(&consumer.group_name) {
-            let sys_flag = if consumer.unit_mode { 2 } else { 0 };
-            broker.topics.get_or_create(
-                &topic::retry_topic(&consumer.group_name),
-                group_config.retry_queue_nums.max(1),
-                perm::READ | perm::WRITE,
-                sys_flag,
-            );
-        }
+        // A group that does not exist and may not be created (auto-creation off, or an
+        // illegal name) is not registered.
+        let Some(group_config) = broker.subscriptions.find_or_create(&consumer.group_name) else {
+            tracing::warn!(group = %consumer.group_name, client = %heartbeat.client_id, "heartbeat for an unknown or illegal consumer group ignored");
+            continue;
+        };
+        let sys_flag = if consumer.unit_mode { 2 } else { 0 };
+        broker.topics.get_or_create(
+            &topic::retry_topic(&consumer.group_name),
+            group_config.retry_queue_nums.max(1),
+            perm::READ | perm::WRITE,
+            sys_flag,
+        );
         let registration = ConsumerRegistration {
             group: consumer.group_name.clone(),
             consume_type: consumer.consume_type,

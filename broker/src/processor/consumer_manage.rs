@@ -36,6 +36,16 @@ pub(crate) fn get_consumer_list_by_group(
 
 pub(crate) fn update_consumer_offset(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, UpdateConsumerOffsetRequestHeader);
+    if broker
+        .subscriptions
+        .find_or_create(&header.consumer_group)
+        .is_none()
+    {
+        return error(
+            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group not exist, {}", header.consumer_group),
+        );
+    }
     if !broker.topics.contains(&header.topic) {
         return error(
             response_code::TOPIC_NOT_EXIST,

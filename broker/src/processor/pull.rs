@@ -34,12 +34,18 @@ impl MessageFilter for TagFilter {
     }
 }
 
+/// Longest a pull is held, whatever it asks: RocketMQ clients ask 15–20 s and give up
+/// on the call after 30 s.
+const MAX_SUSPEND: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub(crate) async fn pull_message(
     broker: &Arc<Broker>,
     channel: &Channel,
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, PullMessageRequestHeader);
+    // A held pull keeps only its header, not the request (which may carry a body).
+    drop(request);
     let first = match pull_inner(broker, channel, &header, true) {
         Ok(pulled) => pulled,
         Err(response) => return response,
@@ -50,22 +56,25 @@ pub(crate) async fn pull_message(
     }
     let timeout = if broker.config.long_polling_enable {
         std::time::Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
+            .min(MAX_SUSPEND)
     } else {
         broker.config.short_polling_time
     };
     let store = broker.store.clone();
     let (topic, queue_id) = (header.topic.clone(), header.queue_id);
-    broker
-        .long_polling
-        .hold(
-            &header.topic,
-            header.queue_id,
-            header.queue_offset,
-            tag_codes_of(&first.subscription),
-            timeout,
-            move || store.max_offset_in_queue(&topic, queue_id),
-        )
-        .await;
+    let hold = broker.long_polling.hold(
+        &header.topic,
+        header.queue_id,
+        header.queue_offset,
+        tag_codes_of(&first.subscription),
+        timeout,
+        move || store.max_offset_in_queue(&topic, queue_id),
+    );
+    // Nobody waits for the answer once the connection is gone.
+    tokio::select! {
+        _ = hold => {}
+        _ = channel.closed() => return first.response,
+    }
     // Re-run once, without committing the offset again; whatever it finds is the answer.
     match pull_inner(broker, channel, &header, false) {
         Ok(pulled) => pulled.response,

@@ -76,20 +76,17 @@ pub(crate) async fn consumer_send_msg_back(
         (dlq, 0, 0)
     } else {
         let level = if header.delay_level == 0 {
-            3 + original.reconsume_times
+            original.reconsume_times.saturating_add(3)
         } else {
             header.delay_level
         };
         let queue = rand::random_range(0..retry_config.write_queue_nums.max(1));
         (retry, queue, level)
     };
+    // The first delivery's offset id, kept through every retry (RocketMQ ignores the
+    // header's originMsgId here: clients put the UNIQ_KEY in it).
     if !properties.contains(property::ORIGIN_MESSAGE_ID) {
-        let origin = header
-            .origin_msg_id
-            .clone()
-            .filter(|id| !id.is_empty())
-            .unwrap_or_else(|| original.offset_msg_id());
-        properties.insert(property::ORIGIN_MESSAGE_ID, origin);
+        properties.insert(property::ORIGIN_MESSAGE_ID, original.offset_msg_id());
     }
     properties.insert(property::WAIT_STORE_MSG_OK, "false");
     let mut props = props_without(&properties.encode(), &[property::DELAY_TIME_LEVEL]);
@@ -107,7 +104,7 @@ pub(crate) async fn consumer_send_msg_back(
         born_timestamp: original.born_timestamp,
         born_host: original.born_host,
         store_host: broker.broker_addr,
-        reconsume_times: original.reconsume_times + 1,
+        reconsume_times: original.reconsume_times.saturating_add(1),
         prepared_transaction_offset: 0,
     };
     if delay > 0 {

@@ -39,10 +39,15 @@ pub(crate) async fn end_transaction(
         Err(response) => return response,
     };
     let root = root_of(&half.properties, half.queue_offset);
-    if broker.transactions.is_finished(root) {
-        debug!(root, "transaction already finished; duplicate end ignored");
+    // Claimed before the (possibly slow, SYNC_FLUSH) commit: a second END_TRANSACTION
+    // for the same transaction, racing this one or arriving later, is ignored.
+    let Some(claim) = broker.transactions.claim(root) else {
+        debug!(
+            root,
+            "transaction already finished or being finished; duplicate end ignored"
+        );
         return RemotingCommand::success();
-    }
+    };
     if kind == sysflag::TRANSACTION_COMMIT_TYPE {
         let Some(msg) = committed_message(broker, &half) else {
             return error(
@@ -66,6 +71,7 @@ pub(crate) async fn end_transaction(
     } else {
         info!(root, msg_id = %header.msg_id, "transaction rolled back");
     }
+    claim.finish();
     if !write_op(broker, root).await {
         return error(
             response_code::SYSTEM_ERROR,
