@@ -6,6 +6,7 @@
 
 pub mod binary_header;
 pub mod json_header;
+mod json_reader;
 
 use std::fmt;
 use std::sync::atomic::{AtomicI32, Ordering};

@@ -11,13 +11,9 @@
 //! as numbers or numeric strings, `extFields` values as strings, numbers or booleans,
 //! unknown keys ignored, trailing whitespace tolerated.
 
-use std::fmt;
-
 use bytes::{BufMut, BytesMut};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde::Deserialize;
 
-use super::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use super::RemotingCommand;
 use crate::error::RemotingError;
 
 /// Appends the JSON header of `cmd` to `out`.
@@ -105,243 +101,344 @@ pub(crate) fn put_string(out: &mut BytesMut, s: &str) {
 
 /// Decodes a JSON header. The body is attached by the caller.
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
-    let mut de = serde_json::Deserializer::from_slice(header);
-    let decoded = de
-        .deserialize_map(HeaderVisitor)
-        .and_then(|h| de.end().map(|_| h))
-        .map_err(|e| RemotingError::MalformedHeader {
-            kind: "JSON",
-            reason: e.to_string(),
-        })?;
-    Ok(decoded)
+    super::json_reader::decode(header)
 }
 
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "camelCase")]
-enum Field {
-    Code,
-    Language,
-    Version,
-    Opaque,
-    Flag,
-    Remark,
-    ExtFields,
-    #[serde(other)]
-    Other,
-}
+/// The serde-based reading of the header: the reference the hand-written reader
+/// (`json_reader`) is tested against.
+#[cfg(test)]
+pub(crate) mod reference {
+    use std::fmt;
 
-struct HeaderVisitor;
+    use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use serde::Deserialize;
 
-impl<'de> Visitor<'de> for HeaderVisitor {
-    type Value = RemotingCommand;
+    use crate::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+    use crate::error::RemotingError;
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a RemotingCommand header object")
+    pub(crate) fn decode_with_serde(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
+        let mut de = serde_json::Deserializer::from_slice(header);
+        let decoded = de
+            .deserialize_map(HeaderVisitor)
+            .and_then(|h| de.end().map(|_| h))
+            .map_err(|e| RemotingError::MalformedHeader {
+                kind: "JSON",
+                reason: e.to_string(),
+            })?;
+        Ok(decoded)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RemotingCommand, A::Error> {
-        let mut code = None;
-        let mut cmd = RemotingCommand {
-            code: 0,
-            // fastjson leaves the Java field initialiser in place when the key is absent.
-            language: LanguageCode::Java,
-            version: 0,
-            opaque: 0,
-            flag: 0,
-            remark: None,
-            ext_fields: ExtFields::new(),
-            body: bytes::Bytes::new(),
-            serialize_type: SerializeType::Json,
-        };
-        while let Some(field) = map.next_key::<Field>()? {
-            match field {
-                Field::Code => code = Some(map.next_value::<LenientI32>()?.0),
-                Field::Language => cmd.language = map.next_value::<LanguageValue>()?.0,
-                Field::Version => cmd.version = map.next_value::<LenientI32>()?.0,
-                Field::Opaque => cmd.opaque = map.next_value::<LenientI32>()?.0,
-                Field::Flag => cmd.flag = map.next_value::<LenientI32>()?.0,
-                Field::Remark => {
-                    cmd.remark = map
-                        .next_value::<Option<String>>()?
-                        .map(String::into_boxed_str)
-                }
-                Field::ExtFields => {
-                    cmd.ext_fields = map
-                        .next_value::<Option<ExtFieldsValue>>()?
-                        .map(|e| e.0)
-                        .unwrap_or_default()
-                }
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
+    #[derive(Deserialize)]
+    #[serde(field_identifier, rename_all = "camelCase")]
+    enum Field {
+        Code,
+        Language,
+        Version,
+        Opaque,
+        Flag,
+        Remark,
+        ExtFields,
+        #[serde(other)]
+        Other,
+    }
+
+    struct HeaderVisitor;
+
+    impl<'de> Visitor<'de> for HeaderVisitor {
+        type Value = RemotingCommand;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a RemotingCommand header object")
         }
-        cmd.code = code.ok_or_else(|| de::Error::missing_field("code"))?;
-        Ok(cmd)
-    }
-}
 
-/// An int written as a number or as a numeric string; null reads as 0.
-struct LenientI32(i32);
-
-impl<'de> Deserialize<'de> for LenientI32 {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = LenientI32;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a 32-bit integer")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LenientI32, E> {
-                i32::try_from(v)
-                    .map(LenientI32)
-                    .map_err(|_| E::custom(format!("{v} out of int range")))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LenientI32, E> {
-                i32::try_from(v)
-                    .map(LenientI32)
-                    .map_err(|_| E::custom(format!("{v} out of int range")))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<LenientI32, E> {
-                v.trim()
-                    .parse()
-                    .map(LenientI32)
-                    .map_err(|_| E::custom(format!("{v:?} is not an int")))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<LenientI32, E> {
-                Ok(LenientI32(0))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// `LanguageCode` by name (Java, Go, C++) or by ordinal (fastjson accepts both).
-struct LanguageValue(LanguageCode);
-
-impl<'de> Deserialize<'de> for LanguageValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = LanguageValue;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a language name or code")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<LanguageValue, E> {
-                Ok(LanguageValue(LanguageCode::from_name(v)))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LanguageValue, E> {
-                Ok(LanguageValue(LanguageCode::from_code(v)))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LanguageValue, E> {
-                Ok(LanguageValue(LanguageCode::from_code(
-                    i64::try_from(v).unwrap_or(-1),
-                )))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<LanguageValue, E> {
-                Ok(LanguageValue(LanguageCode::Java))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// `extFields`: values may be strings, numbers or booleans (the C++ client sends numbers);
-/// null values are dropped, as Java drops them.
-struct ExtFieldsValue(ExtFields);
-
-impl<'de> Deserialize<'de> for ExtFieldsValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ExtFieldsValue;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object of string values")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFieldsValue, A::Error> {
-                let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
-                let mut value = String::new();
-                while let Some(key) = map.next_key::<KeyStr>()? {
-                    value.clear();
-                    if map.next_value_seed(ScalarInto(&mut value))? {
-                        fields.push_decoded(&key.0, &value);
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RemotingCommand, A::Error> {
+            let mut code = None;
+            let mut cmd = RemotingCommand {
+                code: 0,
+                // fastjson leaves the Java field initialiser in place when the key is absent.
+                language: LanguageCode::Java,
+                version: 0,
+                opaque: 0,
+                flag: 0,
+                remark: None,
+                ext_fields: ExtFields::new(),
+                body: bytes::Bytes::new(),
+                serialize_type: SerializeType::Json,
+            };
+            while let Some(field) = map.next_key::<Field>()? {
+                match field {
+                    Field::Code => code = Some(map.next_value::<LenientI32>()?.0),
+                    Field::Language => cmd.language = map.next_value::<LanguageValue>()?.0,
+                    Field::Version => cmd.version = map.next_value::<LenientI32>()?.0,
+                    Field::Opaque => cmd.opaque = map.next_value::<LenientI32>()?.0,
+                    Field::Flag => cmd.flag = map.next_value::<LenientI32>()?.0,
+                    Field::Remark => {
+                        cmd.remark = map
+                            .next_value::<Option<String>>()?
+                            .map(String::into_boxed_str)
+                    }
+                    Field::ExtFields => {
+                        cmd.ext_fields = map
+                            .next_value::<Option<ExtFieldsValue>>()?
+                            .map(|e| e.0)
+                            .unwrap_or_default()
+                    }
+                    Field::Other => {
+                        map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(ExtFieldsValue(fields))
             }
+            cmd.code = code.ok_or_else(|| de::Error::missing_field("code"))?;
+            Ok(cmd)
         }
-        d.deserialize_map(V)
     }
-}
 
-/// An object key, borrowed from the input when it has no escapes.
-struct KeyStr<'de>(std::borrow::Cow<'de, str>);
+    /// An int written as a number or as a numeric string; null reads as 0.
+    struct LenientI32(i32);
 
-impl<'de> Deserialize<'de> for KeyStr<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = KeyStr<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string key")
+    impl<'de> Deserialize<'de> for LenientI32 {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = LenientI32;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a 32-bit integer")
+                }
+                fn visit_i64<E: de::Error>(self, v: i64) -> Result<LenientI32, E> {
+                    i32::try_from(v)
+                        .map(LenientI32)
+                        .map_err(|_| E::custom(format!("{v} out of int range")))
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<LenientI32, E> {
+                    i32::try_from(v)
+                        .map(LenientI32)
+                        .map_err(|_| E::custom(format!("{v} out of int range")))
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<LenientI32, E> {
+                    v.trim()
+                        .parse()
+                        .map(LenientI32)
+                        .map_err(|_| E::custom(format!("{v:?} is not an int")))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<LenientI32, E> {
+                    Ok(LenientI32(0))
+                }
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<KeyStr<'de>, E> {
-                Ok(KeyStr(std::borrow::Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyStr<'de>, E> {
-                Ok(KeyStr(std::borrow::Cow::Owned(v.to_owned())))
-            }
+            d.deserialize_any(V)
         }
-        d.deserialize_str(V)
     }
-}
 
-/// Writes a JSON scalar into a reused string, rendered as Java's `toString()` would;
-/// `false` for null (Java drops null values).
-struct ScalarInto<'a>(&'a mut String);
+    /// `LanguageCode` by name (Java, Go, C++) or by ordinal (fastjson accepts both).
+    struct LanguageValue(LanguageCode);
 
-impl<'de> de::DeserializeSeed<'de> for ScalarInto<'_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        use std::fmt::Write;
-        struct V<'a>(&'a mut String);
-        impl Visitor<'_> for V<'_> {
-            type Value = bool;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string, number or boolean")
+    impl<'de> Deserialize<'de> for LanguageValue {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = LanguageValue;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a language name or code")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<LanguageValue, E> {
+                    Ok(LanguageValue(LanguageCode::from_name(v)))
+                }
+                fn visit_i64<E: de::Error>(self, v: i64) -> Result<LanguageValue, E> {
+                    Ok(LanguageValue(LanguageCode::from_code(v)))
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<LanguageValue, E> {
+                    Ok(LanguageValue(LanguageCode::from_code(
+                        i64::try_from(v).unwrap_or(-1),
+                    )))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<LanguageValue, E> {
+                    Ok(LanguageValue(LanguageCode::Java))
+                }
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
-                self.0.push_str(v);
-                Ok(true)
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
-                let _ = write!(self.0, "{v}");
-                Ok(true)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
-                let _ = write!(self.0, "{v}");
-                Ok(true)
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
-                let _ = write!(self.0, "{v}");
-                Ok(true)
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
-                self.0.push_str(if v { "true" } else { "false" });
-                Ok(true)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-                Ok(false)
-            }
+            d.deserialize_any(V)
         }
-        d.deserialize_any(V(self.0))
+    }
+
+    /// `extFields`: values may be strings, numbers or booleans (the C++ client sends numbers);
+    /// null values are dropped, as Java drops them.
+    struct ExtFieldsValue(ExtFields);
+
+    impl<'de> Deserialize<'de> for ExtFieldsValue {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = ExtFieldsValue;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("an object of string values")
+                }
+                fn visit_map<A: MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<ExtFieldsValue, A::Error> {
+                    let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
+                    let mut value = String::new();
+                    while let Some(key) = map.next_key::<KeyStr>()? {
+                        value.clear();
+                        if map.next_value_seed(ScalarInto(&mut value))? {
+                            fields.push_decoded(&key.0, &value);
+                        }
+                    }
+                    Ok(ExtFieldsValue(fields))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    /// An object key, borrowed from the input when it has no escapes.
+    struct KeyStr<'de>(std::borrow::Cow<'de, str>);
+
+    impl<'de> Deserialize<'de> for KeyStr<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = KeyStr<'de>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a string key")
+                }
+                fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<KeyStr<'de>, E> {
+                    Ok(KeyStr(std::borrow::Cow::Borrowed(v)))
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyStr<'de>, E> {
+                    Ok(KeyStr(std::borrow::Cow::Owned(v.to_owned())))
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+
+    /// Writes a JSON scalar into a reused string, rendered as Java's `toString()` would;
+    /// `false` for null (Java drops null values).
+    struct ScalarInto<'a>(&'a mut String);
+
+    impl<'de> de::DeserializeSeed<'de> for ScalarInto<'_> {
+        type Value = bool;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+            use std::fmt::Write;
+            struct V<'a>(&'a mut String);
+            impl Visitor<'_> for V<'_> {
+                type Value = bool;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a string, number or boolean")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+                    self.0.push_str(v);
+                    Ok(true)
+                }
+                fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+                    let _ = write!(self.0, "{v}");
+                    Ok(true)
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+                    let _ = write!(self.0, "{v}");
+                    Ok(true)
+                }
+                fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
+                    let _ = write!(self.0, "{v}");
+                    Ok(true)
+                }
+                fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+                    self.0.push_str(if v { "true" } else { "false" });
+                    Ok(true)
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+                    Ok(false)
+                }
+            }
+            d.deserialize_any(V(self.0))
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::LanguageCode;
+    use proptest::prelude::*;
+    use serde_json::{json, Map, Value};
+
+    fn arb_scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z0-9\u{1}\u{2}\\\"é😀 \n]{0,12}".prop_map(Value::String),
+        ]
+    }
+
+    fn arb_value() -> impl Strategy<Value = Value> {
+        arb_scalar().prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{0,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    prop_compose! {
+        fn arb_header()(
+            code in prop_oneof![any::<i32>().prop_map(|n| json!(n)), any::<i32>().prop_map(|n| json!(n.to_string()))],
+            opaque in any::<i32>(),
+            language in prop_oneof![Just(json!("JAVA")), Just(json!("GO")), (0i64..20).prop_map(|n| json!(n)), Just(Value::Null)],
+            remark in prop_oneof![Just(Value::Null), "[a-z \u{1}é]{0,8}".prop_map(Value::String)],
+            ext in prop::collection::btree_map("[a-zA-Z]{1,6}", arb_scalar(), 0..6),
+            unknown in prop::collection::btree_map("[x-z]{1,4}", arb_value(), 0..3),
+            pretty in any::<bool>(),
+        ) -> String {
+            let mut m = Map::new();
+            m.insert("code".into(), code);
+            m.insert("opaque".into(), json!(opaque));
+            m.insert("language".into(), language);
+            m.insert("remark".into(), remark);
+            m.insert("extFields".into(), Value::Object(ext.into_iter().collect()));
+            for (k, v) in unknown {
+                m.insert(k, v);
+            }
+            let v = Value::Object(m);
+            if pretty { serde_json::to_string_pretty(&v).unwrap() } else { v.to_string() }
+        }
+    }
+
+    proptest! {
+        /// The hand-written reader reads every header exactly as serde does.
+        #[test]
+        fn reader_agrees_with_serde(text in arb_header()) {
+            let ours = decode(text.as_bytes());
+            let reference = reference::decode_with_serde(text.as_bytes());
+            match (ours, reference) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+                (Err(_), Err(_)) => {}
+                (a, b) => prop_assert!(false, "disagree on {}: {:?} vs {:?}", text, a.is_ok(), b.is_ok()),
+            }
+        }
+
+        /// Garbage never panics the reader.
+        #[test]
+        fn reader_survives_garbage(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode(&bytes);
+        }
+    }
+
+    #[test]
+    fn reader_rejects_deep_nesting_and_accepts_raw_control_characters() {
+        let deep = format!(
+            "{{\"code\":1,\"x\":{}{}}}",
+            "[".repeat(1000),
+            "]".repeat(1000)
+        );
+        assert!(decode(deep.as_bytes()).is_err());
+        let raw = b"{\"code\":1,\"extFields\":{\"p\":\"a\x01b\x02\"}}";
+        assert_eq!(
+            decode(raw).unwrap().ext_fields.get("p"),
+            Some("a\u{1}b\u{2}")
+        );
+    }
 
     fn encoded(cmd: &RemotingCommand) -> String {
         let mut out = BytesMut::new();

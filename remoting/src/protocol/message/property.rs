@@ -232,19 +232,46 @@ pub fn push_pair(out: &mut String, name: &str, value: &str) {
 }
 
 /// The pairs of a property string, in order, with Java's filtering rules
-/// (`MessageDecoder.string2messageProperties`).
-pub fn pairs(text: &str) -> impl Iterator<Item = (&str, &str)> {
-    text.split(PROPERTY_SEPARATOR).filter_map(|segment| {
-        // Java measures in UTF-16 units; a pair needs at least name, separator, value.
-        if segment.chars().take(3).count() < 3 {
-            return None;
+/// (`MessageDecoder.string2messageProperties`): a pair needs a non-empty name and a
+/// non-empty value around its first U+0001.
+pub fn pairs(text: &str) -> Pairs<'_> {
+    Pairs { text, pos: 0 }
+}
+
+/// Iterator of [`pairs`]. Works on bytes: both separators are ASCII, so every split
+/// point is a character boundary.
+pub struct Pairs<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<(&'a str, &'a str)> {
+        let bytes = self.text.as_bytes();
+        while self.pos < bytes.len() {
+            let start = self.pos;
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| b == PROPERTY_SEPARATOR as u8)
+                .map_or(bytes.len(), |i| start + i);
+            self.pos = end + 1;
+            let segment = &bytes[start..end];
+            if let Some(sep) = segment
+                .iter()
+                .position(|&b| b == NAME_VALUE_SEPARATOR as u8)
+            {
+                if sep != 0 && sep != segment.len() - 1 {
+                    return Some((
+                        &self.text[start..start + sep],
+                        &self.text[start + sep + 1..end],
+                    ));
+                }
+            }
         }
-        let sep = segment.find(NAME_VALUE_SEPARATOR)?;
-        if sep == 0 || sep == segment.len() - 1 {
-            return None;
-        }
-        Some((&segment[..sep], &segment[sep + 1..]))
-    })
+        None
+    }
 }
 
 /// Looks one property up in an encoded string without building a map; the last
@@ -266,6 +293,25 @@ mod tests {
         assert_eq!(p.encode(), "KEYS\u{1}k1 k2\u{2}TAGS\u{1}TagA\u{2}");
         assert_eq!(p.encoded_len(), p.encode().len());
         assert_eq!(p.keys().collect::<Vec<_>>(), ["k1", "k2"]);
+    }
+
+    /// Java's rules spelled out directly, to check the byte-level iterator against.
+    fn reference_pairs(text: &str) -> Vec<(&str, &str)> {
+        text.split(PROPERTY_SEPARATOR)
+            .filter(|segment| segment.chars().count() >= 3)
+            .filter_map(|segment| {
+                let sep = segment.find(NAME_VALUE_SEPARATOR)?;
+                (sep != 0 && sep != segment.len() - 1)
+                    .then(|| (&segment[..sep], &segment[sep + 1..]))
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn byte_level_pairs_match_the_rules(text in "[ab\u{1}\u{2}é😀]{0,24}") {
+            proptest::prop_assert_eq!(pairs(&text).collect::<Vec<_>>(), reference_pairs(&text));
+        }
     }
 
     #[test]
