@@ -33,6 +33,8 @@ pub(crate) struct DispatchState {
     /// Store timestamp of the newest dispatched record.
     dispatched_timestamp: AtomicI64,
     thread: OnceLock<Thread>,
+    /// Set while the dispatcher sleeps until woken: only then do appenders unpark it.
+    idle: AtomicBool,
     stop: AtomicBool,
     listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
     progress: Mutex<i64>,
@@ -61,7 +63,18 @@ impl DispatchState {
     }
 
     /// Wakes the dispatcher thread (called after every append).
+    /// Called after every append. Under a stream the dispatcher polls on its own, so an
+    /// append pays for a wake-up only when the dispatcher went idle.
     pub(crate) fn wake(&self) {
+        // Pairs with the fence in `run`: either the dispatcher sees the new records after
+        // announcing it is idle, or this sees `idle` and unparks it.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.idle.load(Ordering::SeqCst) {
+            self.unpark();
+        }
+    }
+
+    fn unpark(&self) {
         if let Some(t) = self.thread.get() {
             t.unpark();
         }
@@ -69,7 +82,7 @@ impl DispatchState {
 
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
-        self.wake();
+        self.unpark();
     }
 
     fn announce(&self, reput: i64) {
@@ -261,17 +274,21 @@ impl StoreInner {
     }
 }
 
-/// How long the dispatcher waits awake for the next record before parking.
-const SPIN_BEFORE_PARK: Duration = Duration::from_micros(30);
+/// While records keep coming, the dispatcher looks for new ones this often, unwoken.
+const POLL_INTERVAL: Duration = Duration::from_micros(200);
+/// After this long without records it sleeps until an append wakes it.
+const IDLE_AFTER: Duration = Duration::from_millis(10);
 
 /// The dispatcher thread body.
 pub(crate) fn run(inner: Arc<StoreInner>) {
     let _ = inner.dispatch.thread.set(std::thread::current());
     let mut failing = false;
+    let mut last_record = Instant::now();
     loop {
         match inner.dispatch_available(true) {
             Ok(n) if n > 0 => {
                 failing = false;
+                last_record = Instant::now();
                 continue;
             }
             Ok(_) => failing = false,
@@ -289,16 +306,22 @@ pub(crate) fn run(inner: Arc<StoreInner>) {
             std::thread::park_timeout(Duration::from_millis(500));
             continue;
         }
-        // Under a steady stream the next record is microseconds away: wait for it
-        // awake, so that appenders do not pay a futex wake-up per message.
-        let spin_until = Instant::now() + SPIN_BEFORE_PARK;
-        let reput = inner.dispatch.reput_from();
-        while inner.commitlog.max_offset() == reput && Instant::now() < spin_until {
-            // Yield rather than spin: on a small machine the appenders need the core.
-            std::thread::yield_now();
+        // Nothing complete to dispatch: poll while a stream is on (also when bytes past
+        // the reput offset are not a whole record yet), sleep when it went quiet.
+        if last_record.elapsed() < IDLE_AFTER
+            || inner.commitlog.max_offset() != inner.dispatch.reput_from()
+        {
+            // A stream: poll again shortly instead of costing every append a wake-up.
+            std::thread::park_timeout(POLL_INTERVAL);
+            continue;
         }
-        if inner.commitlog.max_offset() == reput {
+        inner.dispatch.idle.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if inner.commitlog.max_offset() == inner.dispatch.reput_from()
+            && !inner.dispatch.stop.load(Ordering::Acquire)
+        {
             std::thread::park_timeout(Duration::from_millis(100));
         }
+        inner.dispatch.idle.store(false, Ordering::SeqCst);
     }
 }
