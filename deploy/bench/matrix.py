@@ -51,6 +51,9 @@ ROWS = [
      ["--mode", "async", "--window", "1024", "-w", "1"], (100_000, None, None)),
     ("e2e at 50,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "50000"], (None, None, 5.0)),
+    # Latency below saturation, to tell queueing from per-message cost.
+    ("e2e at 10,000 msg/s", "ASYNC_FLUSH", "e2e",
+     ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"], None),
 ]
 
 # Peer reference figures quoted in the issue (its own client on this machine).
@@ -262,11 +265,14 @@ def run_matrix(opts, targets, bench, log):
     results = {}  # (row, target) -> [figures]
     rows = [r for r in ROWS if not opts.rows or any(s in r[0] for s in opts.rows)]
     json_path = Path(opts.work) / "run.json"
+    backlog_rows = [(name, flags) for name, _, kind, flags, _ in rows if kind == "consume"]
     for name, flush, kind, flags, _ in rows:
-        print(f"== {name}", flush=True)
         if kind == "consume":
-            run_backlog_row(opts, targets, bench, log, name, flags, results)
+            if backlog_rows:
+                run_backlog_rows(opts, targets, bench, log, backlog_rows, results)
+                backlog_rows = []
             continue
+        print(f"== {name}", flush=True)
         duration = ["-d", str(opts.duration)]
         for i in range(opts.runs):
             for t in targets:
@@ -287,11 +293,12 @@ def run_matrix(opts, targets, bench, log):
     return rows, results
 
 
-def run_backlog_row(opts, targets, bench, log, name, flags, results):
-    """One broker per target with a backlog of BACKLOG messages, filled once per row;
-    each run reads it from the start with a new consumer group."""
+def run_backlog_rows(opts, targets, bench, log, rows, results):
+    """One broker per target with a backlog of --backlog messages, filled once for all
+    backlog rows; each run reads it from the start with a new consumer group."""
     json_path = Path(opts.work) / "run.json"
     started = []
+    print("== backlog of %s messages" % f"{opts.backlog:,}", flush=True)
     try:
         for t in targets:
             ns, pid = t.start("ASYNC_FLUSH")
@@ -303,22 +310,24 @@ def run_backlog_row(opts, targets, bench, log, name, flags, results):
             if fill is None:
                 print(f"   {t.name}: filling the backlog failed", flush=True)
             else:
-                print(f"   {t.name}: backlog of {fill['sent']:,} filled in {time.time() - t0:.0f} s",
-                      flush=True)
-        for i in range(opts.runs):
-            for t, ns, pid in started:
-                if json_path.exists():
-                    json_path.unlink()
-                v = mqbench(bench, "consume", ns, pid,
-                            flags + ["--group", f"bench_backlog_{i}_{int(time.time())}",
-                                     "-c", str(opts.backlog), "-d", str(opts.consume_duration)],
-                            ["-q"], json_path, log)
-                if v is None:
-                    print(f"   {t.name} run {i + 1}: mqbench failed", flush=True)
-                    continue
-                f = figures(v, "consume")
-                results.setdefault((name, t.name), []).append(f)
-                print(f"   {t.name} run {i + 1}: {f['rate']:,.0f} msg/s", flush=True)
+                print(f"   {t.name}: filled in {time.time() - t0:.0f} s", flush=True)
+        for name, flags in rows:
+            print(f"== {name}", flush=True)
+            for i in range(opts.runs):
+                for t, ns, pid in started:
+                    if json_path.exists():
+                        json_path.unlink()
+                    group = f"bench_backlog_{len(results)}_{i}_{int(time.time())}"
+                    v = mqbench(bench, "consume", ns, pid,
+                                flags + ["--group", group, "-c", str(opts.backlog),
+                                         "-d", str(opts.consume_duration)],
+                                ["-q"], json_path, log)
+                    if v is None:
+                        print(f"   {t.name} run {i + 1}: mqbench failed", flush=True)
+                        continue
+                    f = figures(v, "consume")
+                    results.setdefault((name, t.name), []).append(f)
+                    print(f"   {t.name} run {i + 1}: {f['rate']:,.0f} msg/s", flush=True)
     finally:
         for t, _, _ in started:
             t.stop()
@@ -384,8 +393,8 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         f"backlog runs read up to {opts.backlog:,} messages or {opts.consume_duration} s), 1 KiB bodies, "
         f"ASYNC_FLUSH unless named. Whole matrix: {elapsed / 60:.1f} min.",
         "",
-        "p50/p99: send latency; for consume rows born-to-consume, for e2e rows end-to-end "
-        "(stamped send time to listener). Peak RssAnon: the broker's anonymous memory, highest "
+        "p50/p99: send latency; for e2e rows end-to-end (stamped send time to listener); none "
+        "for backlog rows (their born-to-consume latency is the backlog's age). Peak RssAnon: the broker's anonymous memory, highest "
         "sample over the runs. CPU: cores busy over the window (broker / mqbench).",
         "",
     ]
@@ -406,8 +415,10 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         if kind == "e2e" and s["lost"] is not None:
             note += f" (lost {s['lost']}, dup {s['dups']})"
         cpu = f"{fmt(s['broker_cpu'], 2)} / {fmt(s['tool_cpu'], 2)}"
-        line = (f"| {name}{note} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(s['p50'], 3)} | "
-                f"{fmt(s['p99'], 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
+        # A backlog's born-to-consume latency is its age, not a figure of the broker.
+        p50, p99 = (None, None) if kind == "consume" else (s["p50"], s["p99"])
+        line = (f"| {name}{note} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(p50, 3)} | "
+                f"{fmt(p99, 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
         if peer:
             p = summarise(results.get((name, "peer"), []))
             if p and p["rate"]:
