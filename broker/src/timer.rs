@@ -95,13 +95,6 @@ pub struct TimerService {
     wake: Notify,
 }
 
-/// True when the message asks for timed delivery.
-pub(crate) fn is_timer_message(properties: &str) -> bool {
-    TIMER_PROPERTIES[..3]
-        .iter()
-        .any(|p| property::find(properties, p).is_some())
-}
-
 /// The absolute delivery time of a timer message, or a remark for MESSAGE_ILLEGAL.
 fn deliver_at(properties: &str, now: i64) -> Result<i64, String> {
     let read = |name: &str| -> Result<Option<i64>, String> {
@@ -522,8 +515,6 @@ mod tests {
             Ok(1250)
         );
         assert!(deliver_at(&p(property::TIMER_DELAY_MS, "soon"), 1000).is_err());
-        assert!(is_timer_message(&p(property::TIMER_DELAY_SEC, "1")));
-        assert!(!is_timer_message(&p(property::TIMER_OUT_MS, "1")));
     }
 
     #[test]

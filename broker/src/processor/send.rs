@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use vostok_remoting::protocol::body::TopicConfig;
-use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::{batch, sysflag};
@@ -94,17 +93,27 @@ pub(crate) async fn send_message(
     {
         msg.sys_flag |= sysflag::MULTI_TAGS_FLAG;
     }
-    let uniq_key = ensure_uniq_key(broker, &mut msg.properties);
+    // One pass over the properties for everything the send path looks at. (The
+    // consume-queue tag code is the store's business: it derives it from the record.)
+    let scan = SendProperties::scan(&msg.properties);
+    let uniq_key = match scan.uniq_key {
+        Some(key) => key,
+        None => {
+            let key = broker.uniq_ids.next_id();
+            push_pair(
+                &mut msg.properties,
+                property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                &key,
+            );
+            key
+        }
+    };
     push_pair(
         &mut msg.properties,
         property::CLUSTER,
         &broker.config.broker_cluster_name,
     );
-    msg.tags_code = tags_code(property::find(&msg.properties, property::TAGS));
-
-    let prepared = property::find(&msg.properties, property::TRANSACTION_PREPARED)
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    if prepared {
+    if scan.prepared {
         if broker.config.reject_transaction_message {
             return error(
                 response_code::NO_PERMISSION,
@@ -115,8 +124,12 @@ pub(crate) async fn send_message(
             );
         }
         crate::transaction::to_half_message(&mut msg);
-    } else if let Err(response) = transform_delayed(broker, &mut msg) {
-        return response;
+    } else if scan.timer {
+        if let Err(response) = crate::timer::to_timer_message(broker, &mut msg) {
+            return response;
+        }
+    } else if scan.delay_level > 0 && scheduled_kind(msg.sys_flag) {
+        crate::schedule::to_schedule_message(broker, &mut msg, scan.delay_level);
     }
     let result = broker.store.put_message(msg).await;
     broker.count_put(1);
@@ -288,25 +301,44 @@ pub(crate) fn ensure_uniq_key(broker: &Broker, properties: &mut String) -> Strin
     }
 }
 
-/// Delay levels and timer messages (PROTOCOL.md 3.1 step 9, 7.2).
-pub(crate) fn transform_delayed(
-    broker: &Broker,
-    msg: &mut MessageInner,
-) -> Result<(), RemotingCommand> {
-    let kind = sysflag::transaction_type(msg.sys_flag);
-    if kind != sysflag::TRANSACTION_NOT_TYPE && kind != sysflag::TRANSACTION_COMMIT_TYPE {
-        return Ok(());
+/// What the send path needs from a message's properties, read in one pass.
+struct SendProperties {
+    uniq_key: Option<String>,
+    /// `TRAN_MSG=true`: a transaction's half message.
+    prepared: bool,
+    /// `DELAY`, 0 when absent or not a number.
+    delay_level: i32,
+    /// One of the timer properties is set (PROTOCOL.md 3.1 step 9).
+    timer: bool,
+}
+
+impl SendProperties {
+    fn scan(properties: &str) -> Self {
+        let mut scan = SendProperties {
+            uniq_key: None,
+            prepared: false,
+            delay_level: 0,
+            timer: false,
+        };
+        for (k, v) in property::pairs(properties) {
+            match k {
+                property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX => scan.uniq_key = Some(v.to_owned()),
+                property::TRANSACTION_PREPARED => scan.prepared = v.eq_ignore_ascii_case("true"),
+                property::DELAY_TIME_LEVEL => scan.delay_level = v.trim().parse().unwrap_or(0),
+                property::TIMER_DELIVER_MS
+                | property::TIMER_DELAY_SEC
+                | property::TIMER_DELAY_MS => scan.timer = true,
+                _ => {}
+            }
+        }
+        scan
     }
-    if crate::timer::is_timer_message(&msg.properties) {
-        return crate::timer::to_timer_message(broker, msg);
-    }
-    let level = property::find(&msg.properties, property::DELAY_TIME_LEVEL)
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .unwrap_or(0);
-    if level > 0 {
-        crate::schedule::to_schedule_message(broker, msg, level);
-    }
-    Ok(())
+}
+
+/// Delays apply to ordinary and committed messages only (PROTOCOL.md 7.2).
+fn scheduled_kind(sys_flag: i32) -> bool {
+    let kind = sysflag::transaction_type(sys_flag);
+    kind == sysflag::TRANSACTION_NOT_TYPE || kind == sysflag::TRANSACTION_COMMIT_TYPE
 }
 
 /// True when the store kept the message, even if flushing or replication timed out.
@@ -456,14 +488,13 @@ async fn send_batch(
             );
         }
         uniq_keys.push(ensure_uniq_key(broker, &mut properties));
-        let code = tags_code(property::find(&properties, property::TAGS));
         msgs.push(MessageInner {
             topic: header.topic.clone(),
             queue_id,
             flag: entry.flag,
             body: Bytes::clone(&entry.body),
             properties,
-            tags_code: code,
+            tags_code: 0,
             sys_flag,
             born_timestamp: header.born_timestamp,
             born_host,
