@@ -3,6 +3,11 @@
 
 use std::process::ExitCode;
 
+// The SDK allocates per message; with the system allocator that alone can make the
+// client the bottleneck of a row. The broker uses the same allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use vostok_tools::bench::args::{Cli, Command};
 use vostok_tools::bench::{run, BenchError};
