@@ -39,7 +39,7 @@ impl Message {
         }
     }
 
-    pub fn with_tags(mut self, tags: impl Into<String>) -> Self {
+    pub fn with_tags(mut self, tags: impl AsRef<str>) -> Self {
         self.set_tags(tags);
         self
     }
@@ -62,7 +62,7 @@ impl Message {
 
     /// A user property. Reserved names (`TAGS`, `DELAY`, ...) are refused at send time,
     /// as the Java client refuses them.
-    pub fn with_property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn with_property(mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Self {
         self.properties.insert(name, value);
         self
     }
@@ -88,7 +88,7 @@ impl Message {
         self
     }
 
-    pub fn set_tags(&mut self, tags: impl Into<String>) {
+    pub fn set_tags(&mut self, tags: impl AsRef<str>) {
         self.properties.insert(property::TAGS, tags);
     }
 

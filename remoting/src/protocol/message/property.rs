@@ -4,7 +4,6 @@
 //! name1 U+0001 value1 U+0002 name2 U+0001 value2 U+0002 ...
 //! ```
 
-use std::collections::BTreeMap;
 
 /// Separates a property name from its value.
 pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
@@ -123,64 +122,103 @@ pub const RESERVED: &[&str] = &[
     TRANSACTION_ID,
 ];
 
-/// A message's properties, ordered by name so that encodings are deterministic.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Properties(BTreeMap<String, String>);
+/// A message's properties, kept as their encoded string.
+///
+/// Messages are decoded far more often than their properties are changed: holding the
+/// text (normalised: every pair valid, each name once, each pair terminated) costs one
+/// allocation per message where a map costs two per property, and encoding is a copy.
+/// Lookups scan the text, which is short. Pairs keep their insertion order.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Properties {
+    text: String,
+}
+
+impl std::fmt::Debug for Properties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
 
 impl Properties {
     pub fn new() -> Self {
-        Properties(BTreeMap::new())
+        Properties::default()
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        pairs(&self.text).find(|(k, _)| *k == name).map(|(_, v)| v)
     }
 
-    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) -> Option<String> {
-        self.0.insert(name.into(), value.into())
+    /// Sets `name`, returning its previous value. A pair with an empty name or value
+    /// cannot be encoded (Java drops it), so none is added.
+    pub fn insert(&mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Option<String> {
+        let (name, value) = (name.as_ref(), value.as_ref());
+        let old = self.remove(name);
+        if !name.is_empty() && !value.is_empty() {
+            push_pair(&mut self.text, name, value);
+        }
+        old
     }
 
     pub fn remove(&mut self, name: &str) -> Option<String> {
-        self.0.remove(name)
+        // Pairs are normalised: each is `name U+0001 value U+0002`, back to back.
+        let mut start = 0;
+        for (k, v) in pairs(&self.text) {
+            let len = k.len() + v.len() + 2;
+            if k == name {
+                let old = v.to_owned();
+                self.text.replace_range(start..start + len, "");
+                return Some(old);
+            }
+            start += len;
+        }
+        None
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.0.contains_key(name)
+        self.get(name).is_some()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.text.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        pairs(&self.text).count()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        pairs(&self.text)
     }
 
     /// Parses a property string with Java's rules: pairs without a name or a value are
     /// dropped, and a later duplicate wins.
     pub fn decode(text: &str) -> Self {
-        let mut map = BTreeMap::new();
-        for (k, v) in pairs(text) {
-            map.insert(k.to_owned(), v.to_owned());
+        if is_normal(text) {
+            return Properties {
+                text: text.to_owned(),
+            };
         }
-        Properties(map)
+        let mut properties = Properties {
+            text: String::with_capacity(text.len()),
+        };
+        for (k, v) in pairs(text) {
+            properties.insert(k, v);
+        }
+        properties
     }
 
     /// The property string, every pair terminated by U+0002.
     pub fn encode(&self) -> String {
-        let mut out = String::with_capacity(self.encoded_len());
-        for (k, v) in &self.0 {
-            push_pair(&mut out, k, v);
-        }
-        out
+        self.text.clone()
+    }
+
+    /// The property string, borrowed.
+    pub fn as_str(&self) -> &str {
+        &self.text
     }
 
     pub fn encoded_len(&self) -> usize {
-        self.0.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
+        self.text.len()
     }
 
     /// Space-separated `KEYS`.
@@ -213,13 +251,39 @@ impl Properties {
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
+/// True when `text` is already normal: its valid pairs cover it exactly (nothing
+/// dropped, the last one terminated) and no name repeats.
+fn is_normal(text: &str) -> bool {
+    let mut covered = 0;
+    let mut names: Vec<&str> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (k, v) in pairs(text) {
+        covered += k.len() + v.len() + 2;
+        // Few names: a scan beats hashing; many (a hostile message): hash.
+        let repeated = if names.len() < 16 {
+            let r = names.contains(&k);
+            names.push(k);
+            if names.len() == 16 {
+                seen.extend(names.iter().copied());
+            }
+            r
+        } else {
+            !seen.insert(k)
+        };
+        if repeated {
+            return false;
+        }
+    }
+    covered == text.len() && (text.is_empty() || text.ends_with(PROPERTY_SEPARATOR))
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Properties {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Properties(
-            iter.into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        )
+        let mut properties = Properties::new();
+        for (k, v) in iter {
+            properties.insert(k, v);
+        }
+        properties
     }
 }
 
@@ -290,7 +354,7 @@ mod tests {
     #[test]
     fn encodes_with_trailing_separator() {
         let p: Properties = [("TAGS", "TagA"), ("KEYS", "k1 k2")].into_iter().collect();
-        assert_eq!(p.encode(), "KEYS\u{1}k1 k2\u{2}TAGS\u{1}TagA\u{2}");
+        assert_eq!(p.encode(), "TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}");
         assert_eq!(p.encoded_len(), p.encode().len());
         assert_eq!(p.keys().collect::<Vec<_>>(), ["k1", "k2"]);
     }
@@ -308,6 +372,36 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Decoding keeps exactly Java's map (later duplicates win, bad pairs dropped),
+        /// and edits behave as on a map.
+        #[test]
+        fn behaves_as_a_map(
+            text in "[ab\u{1}\u{2}é]{0,24}",
+            edits in proptest::collection::vec(("[abc]{1,2}", proptest::option::of("[xyé]{1,3}")), 0..8),
+        ) {
+            let mut model = std::collections::BTreeMap::new();
+            for (k, v) in reference_pairs(&text) {
+                model.insert(k.to_owned(), v.to_owned());
+            }
+            let mut props = Properties::decode(&text);
+            for (k, v) in edits {
+                match v {
+                    Some(v) => {
+                        proptest::prop_assert_eq!(props.insert(&k, &v), model.insert(k, v));
+                    }
+                    None => {
+                        proptest::prop_assert_eq!(props.remove(&k), model.remove(&k));
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(props.len(), model.len());
+            for (k, v) in &model {
+                proptest::prop_assert_eq!(props.get(k), Some(v.as_str()));
+            }
+            let reparsed = Properties::decode(&props.encode());
+            proptest::prop_assert_eq!(reparsed, props);
+        }
+
         #[test]
         fn byte_level_pairs_match_the_rules(text in "[ab\u{1}\u{2}é😀]{0,24}") {
             proptest::prop_assert_eq!(pairs(&text).collect::<Vec<_>>(), reference_pairs(&text));
