@@ -23,6 +23,9 @@ fn error(reason: impl Into<String>) -> RemotingError {
 }
 
 struct Reader<'a> {
+    /// The header, validated as UTF-8 once up front; every slice taken of it starts and
+    /// ends next to an ASCII delimiter, so it is a character boundary.
+    text: &'a str,
     buf: &'a [u8],
     pos: usize,
 }
@@ -80,11 +83,10 @@ impl<'a> Reader<'a> {
 
     fn hex4(&mut self) -> Result<u32, RemotingError> {
         let digits = self
-            .buf
+            .text
             .get(self.pos..self.pos + 4)
-            .ok_or_else(|| error("truncated \\u escape"))?;
-        let text = std::str::from_utf8(digits).map_err(|_| error("bad \\u escape"))?;
-        let value = u32::from_str_radix(text, 16).map_err(|_| error("bad \\u escape"))?;
+            .ok_or_else(|| error("bad \\u escape"))?;
+        let value = u32::from_str_radix(digits, 16).map_err(|_| error("bad \\u escape"))?;
         self.pos += 4;
         Ok(value)
     }
@@ -98,9 +100,7 @@ impl<'a> Reader<'a> {
                 .iter()
                 .position(|&b| b == b'"' || b == b'\\')
                 .ok_or_else(|| error("unterminated string"))?;
-            let text = std::str::from_utf8(&self.buf[self.pos..self.pos + run])
-                .map_err(|_| error("string is not UTF-8"))?;
-            out.push_str(text);
+            out.push_str(&self.text[self.pos..self.pos + run]);
             self.pos += run;
             let b = self.buf[self.pos];
             self.pos += 1;
@@ -173,7 +173,7 @@ impl<'a> Reader<'a> {
         let text = match self.scalar(scratch)? {
             Scalar::Null => return Ok(0),
             Scalar::Str => scratch.trim(),
-            Scalar::Literal(s, e) => std::str::from_utf8(&self.buf[s..e]).unwrap_or(""),
+            Scalar::Literal(s, e) => &self.text[s..e],
         };
         text.parse()
             .map_err(|_| error(format!("`{name}` is not an int: {text:?}")))
@@ -260,10 +260,7 @@ impl<'a> Reader<'a> {
             value.clear();
             match self.scalar(value)? {
                 Scalar::Str => fields.push_decoded(key, value),
-                Scalar::Literal(s, e) => {
-                    let text = std::str::from_utf8(&self.buf[s..e]).unwrap_or("");
-                    fields.push_decoded(key, text);
-                }
+                Scalar::Literal(s, e) => fields.push_decoded(key, &self.text[s..e]),
                 Scalar::Null => {}
             }
             if self.eat(b',') {
@@ -277,7 +274,9 @@ impl<'a> Reader<'a> {
 
 /// Decodes a JSON header. The body is attached by the caller.
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
+    let text = std::str::from_utf8(header).map_err(|_| error("header is not UTF-8"))?;
     let mut r = Reader {
+        text,
         buf: header,
         pos: 0,
     };
@@ -312,9 +311,9 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
                     scratch.clear();
                     cmd.language = match r.scalar(&mut scratch)? {
                         Scalar::Str => LanguageCode::from_name(&scratch),
-                        Scalar::Literal(s, e) => std::str::from_utf8(&header[s..e])
+                        Scalar::Literal(s, e) => text[s..e]
+                            .parse::<i64>()
                             .ok()
-                            .and_then(|t| t.parse::<i64>().ok())
                             .map(LanguageCode::from_code)
                             .ok_or_else(|| error("`language` is neither a name nor a code"))?,
                         Scalar::Null => LanguageCode::Java,

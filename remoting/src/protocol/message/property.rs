@@ -4,7 +4,6 @@
 //! name1 U+0001 value1 U+0002 name2 U+0001 value2 U+0002 ...
 //! ```
 
-
 /// Separates a property name from its value.
 pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
 /// Ends every name/value pair.
