@@ -208,6 +208,13 @@ class Peer(Target):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def settle():
+    """Lets the last broker's dirty pages reach the disk, so that its writeback does not
+    run during the next run (the other broker's, when alternating)."""
+    os.sync()
+    time.sleep(0.3)
+
+
 def mqbench(bench, kind, namesrv, pid, flags, common, json_path, log):
     args = [str(bench), kind, "-n", namesrv, "-t", "BenchTopic", "-s", str(KIB),
             "--broker-pid", str(pid), "--json", str(json_path), *common, *flags]
@@ -283,6 +290,7 @@ def run_matrix(opts, targets, bench, log):
                     v = mqbench(bench, kind, ns, pid, flags, common + duration, json_path, log)
                 finally:
                     t.stop()
+                    settle()
                 if v is None:
                     print(f"   {t.name} run {i + 1}: mqbench failed (see {log.name})", flush=True)
                     continue
@@ -311,6 +319,7 @@ def run_backlog_rows(opts, targets, bench, log, rows, results):
                 print(f"   {t.name}: filling the backlog failed", flush=True)
             else:
                 print(f"   {t.name}: filled in {time.time() - t0:.0f} s", flush=True)
+            settle()
         for name, flags in rows:
             print(f"== {name}", flush=True)
             for i in range(opts.runs):
@@ -331,6 +340,7 @@ def run_backlog_rows(opts, targets, bench, log, rows, results):
     finally:
         for t, _, _ in started:
             t.stop()
+        settle()
 
 
 def fmt(v, digits=0):
