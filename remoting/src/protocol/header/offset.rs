@@ -70,3 +70,12 @@ command_header! {
         timestamp: i64 = "timestamp",
     }
 }
+
+command_header! {
+    /// GET_CONSUME_STATS: a group's offsets on one topic, or on every topic it has
+    /// offsets for when `topic` is absent.
+    pub struct GetConsumeStatsRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: Option<String> = "topic",
+    }
+}

@@ -1,0 +1,217 @@
+//! `mqadmin`'s command line: RocketMQ's sub-command names and flags.
+
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mqadmin",
+    version,
+    about = "Operator CLI for Vostok and any RocketMQ-protocol cluster",
+    long_about = "RocketMQ's mqadmin sub-commands over the classic remoting protocol: \
+                  clusters, topics, queue offsets, consumer progress and message lookups."
+)]
+pub struct Cli {
+    /// Name server address list, `host:port;host:port` (the first that answers is used).
+    #[arg(
+        short = 'n',
+        long = "namesrvAddr",
+        value_name = "ADDR",
+        env = "NAMESRV_ADDR",
+        default_value = "127.0.0.1:9876",
+        global = true
+    )]
+    pub namesrv: String,
+    /// Timeout of each request, connecting included.
+    #[arg(
+        long = "timeout-ms",
+        value_name = "MS",
+        default_value_t = 3000,
+        global = true
+    )]
+    pub timeout_ms: u64,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.max(1))
+    }
+}
+
+#[derive(Subcommand, Debug)]
+#[command(rename_all = "camelCase")]
+pub enum Command {
+    /// List the brokers of every cluster with their version and TPS.
+    ClusterList,
+    /// List every topic the name server knows.
+    TopicList,
+    /// Print a topic's route (brokers and queues) as JSON.
+    TopicRoute(TopicArgs),
+    /// Create or update a topic on one broker or on every master of a cluster.
+    UpdateTopic(UpdateTopicArgs),
+    /// Delete a topic from every master of a cluster, then from the name servers.
+    DeleteTopic(DeleteTopicArgs),
+    /// Min and max offset of each queue of a topic.
+    TopicStatus(TopicArgs),
+    /// A broker's runtime figures.
+    BrokerStatus(BrokerStatusArgs),
+    /// A consumer group's offsets against the brokers' on each queue.
+    ConsumerProgress(ConsumerProgressArgs),
+    /// Find messages by key (the `KEYS` property) through the brokers' index.
+    QueryMsgByKey(QueryMsgByKeyArgs),
+    /// Show messages by offset message id (or by unique key with -t).
+    QueryMsgById(QueryMsgByIdArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TopicArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("target").required(true).args(["broker_addr", "cluster_name"])))]
+pub struct UpdateTopicArgs {
+    /// Topic name: `[%|a-zA-Z0-9_-]`, at most 127 characters.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Create the topic on this broker.
+    #[arg(short = 'b', long = "brokerAddr", value_name = "ADDR")]
+    pub broker_addr: Option<String>,
+    /// Create the topic on every master of this cluster.
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Queues consumers read.
+    #[arg(
+        short = 'r',
+        long = "readQueueNums",
+        value_name = "N",
+        default_value_t = 8
+    )]
+    pub read_queue_nums: i32,
+    /// Queues producers write.
+    #[arg(
+        short = 'w',
+        long = "writeQueueNums",
+        value_name = "N",
+        default_value_t = 8
+    )]
+    pub write_queue_nums: i32,
+    /// Permission bits: 2 write, 4 read, 6 both.
+    #[arg(short = 'p', long = "perm", default_value_t = 6)]
+    pub perm: i32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DeleteTopicArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Delete the topic from every master of this cluster.
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: String,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("target").required(true).args(["broker_addr", "cluster_name"])))]
+pub struct BrokerStatusArgs {
+    /// One broker.
+    #[arg(short = 'b', long = "brokerAddr", value_name = "ADDR")]
+    pub broker_addr: Option<String>,
+    /// Every broker of this cluster, masters and slaves.
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ConsumerProgressArgs {
+    /// Consumer group.
+    #[arg(short = 'g', long = "groupName", value_name = "GROUP")]
+    pub group: String,
+    /// Only this topic; needed when no broker can tell the group's topics (the group is
+    /// offline and the broker serves no GET_CONSUME_STATS).
+    #[arg(short = 't', long = "topic")]
+    pub topic: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct QueryMsgByKeyArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// One of the message's keys.
+    #[arg(short = 'k', long = "msgKey", value_name = "KEY")]
+    pub key: String,
+    /// Most messages asked of each broker.
+    #[arg(short = 'c', long = "maxNum", value_name = "N", default_value_t = 64)]
+    pub max_num: i32,
+    /// Earliest store time, in ms since the epoch.
+    #[arg(
+        short = 'b',
+        long = "beginTimestamp",
+        value_name = "MS",
+        default_value_t = 0
+    )]
+    pub begin_timestamp: i64,
+    /// Latest store time, in ms since the epoch.
+    #[arg(short = 'e', long = "endTimestamp", value_name = "MS", default_value_t = i64::MAX)]
+    pub end_timestamp: i64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct QueryMsgByIdArgs {
+    /// Offset message id(s), comma-separated.
+    #[arg(short = 'i', long = "msgId", value_name = "ID")]
+    pub msg_id: String,
+    /// Look ids that are not offset ids up as unique keys (`UNIQ_KEY`) in this topic.
+    #[arg(short = 't', long = "topic")]
+    pub topic: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn rocketmq_names_and_defaults() {
+        let cli = Cli::try_parse_from([
+            "mqadmin",
+            "updateTopic",
+            "-n",
+            "10.0.0.1:9876",
+            "-t",
+            "T",
+            "-c",
+            "DefaultCluster",
+        ])
+        .unwrap();
+        assert_eq!(cli.namesrv, "10.0.0.1:9876");
+        assert_eq!(cli.timeout(), Duration::from_secs(3));
+        let Command::UpdateTopic(args) = cli.command else {
+            panic!("updateTopic parsed as {:?}", cli.command);
+        };
+        assert_eq!(
+            (args.read_queue_nums, args.write_queue_nums, args.perm),
+            (8, 8, 6)
+        );
+        assert!(
+            Cli::try_parse_from(["mqadmin", "updateTopic", "-t", "T"]).is_err(),
+            "-b or -c is required"
+        );
+        let cli =
+            Cli::try_parse_from(["mqadmin", "--timeout-ms", "500", "queryMsgById", "-i", "X"])
+                .unwrap();
+        assert_eq!(cli.timeout(), Duration::from_millis(500));
+        assert!(matches!(cli.command, Command::QueryMsgById(_)));
+    }
+}

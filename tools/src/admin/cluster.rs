@@ -1,0 +1,180 @@
+//! `clusterList` and `brokerStatus`, and the cluster lookups other sub-commands share.
+
+use std::collections::BTreeMap;
+
+use vostok_remoting::protocol::route::ClusterInfo;
+
+use super::args::BrokerStatusArgs;
+use super::rpc::Admin;
+use super::table::Table;
+use super::AdminError;
+
+/// `(broker name, master address)` of every master of `cluster`, by broker name.
+pub fn cluster_masters(
+    info: &ClusterInfo,
+    cluster: &str,
+) -> Result<Vec<(String, String)>, AdminError> {
+    let names = info.cluster_addr_table.get(cluster).ok_or_else(|| {
+        AdminError::NotFound(format!(
+            "cluster {cluster} is unknown to the name server (known: {})",
+            known(info.cluster_addr_table.keys())
+        ))
+    })?;
+    let masters: Vec<(String, String)> = names
+        .iter()
+        .filter_map(|name| {
+            let addr = info.broker_addr_table.get(name)?.master_addr()?;
+            Some((name.clone(), addr.to_owned()))
+        })
+        .collect();
+    if masters.is_empty() {
+        return Err(AdminError::NotFound(format!(
+            "cluster {cluster} has no master broker online"
+        )));
+    }
+    Ok(masters)
+}
+
+/// `(broker name, broker id, address)` of every broker of `cluster`.
+fn cluster_brokers(info: &ClusterInfo, cluster: &str) -> Vec<(String, i64, String)> {
+    let mut out = Vec::new();
+    for name in info.cluster_addr_table.get(cluster).into_iter().flatten() {
+        if let Some(data) = info.broker_addr_table.get(name) {
+            for (id, addr) in &data.broker_addrs {
+                out.push((name.clone(), *id, addr.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn known<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let names: Vec<&str> = names.map(String::as_str).collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The first figure of a runtime-info value (Java brokers write `putTps` as three
+/// space-separated rates: last 10 s, 1 min, 10 min).
+fn first_figure(table: &BTreeMap<String, String>, key: &str) -> String {
+    table
+        .get(key)
+        .and_then(|v| v.split_whitespace().next())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// GET_BROKER_CLUSTER_INFO, then GET_BROKER_RUNTIME_INFO of each broker for its
+/// version and rates (`-` for a broker that does not answer).
+pub async fn cluster_list(admin: &Admin) -> Result<String, AdminError> {
+    let info = admin.cluster_info().await?;
+    let mut table = Table::new(&[
+        "#Cluster Name",
+        "#Broker Name",
+        "#BID",
+        "#Addr",
+        "#Version",
+        "#InTPS",
+        "#OutTPS",
+    ]);
+    for cluster in info.cluster_addr_table.keys() {
+        for (name, id, addr) in cluster_brokers(&info, cluster) {
+            let runtime = admin.runtime_info(&addr).await.unwrap_or_default();
+            table.row(vec![
+                cluster.clone(),
+                name,
+                id.to_string(),
+                addr,
+                runtime
+                    .get("brokerVersionDesc")
+                    .cloned()
+                    .unwrap_or_default(),
+                first_figure(&runtime, "putTps"),
+                first_figure(&runtime, "getTransferedTps"),
+            ]);
+        }
+    }
+    Ok(table.render())
+}
+
+/// GET_BROKER_RUNTIME_INFO of one broker (`key: value` lines, sorted) or of every
+/// broker of a cluster (the address in front of each line).
+pub async fn broker_status(admin: &Admin, args: &BrokerStatusArgs) -> Result<String, AdminError> {
+    let mut out = String::new();
+    if let Some(addr) = &args.broker_addr {
+        for (key, value) in admin.runtime_info(addr).await? {
+            out.push_str(&format!("{key:<32}: {value}\n"));
+        }
+        return Ok(out);
+    }
+    let cluster = args.cluster_name.as_deref().unwrap_or_default();
+    let info = admin.cluster_info().await?;
+    let brokers = cluster_brokers(&info, cluster);
+    if brokers.is_empty() {
+        return Err(AdminError::NotFound(format!(
+            "cluster {cluster} has no broker (known clusters: {})",
+            known(info.cluster_addr_table.keys())
+        )));
+    }
+    for (_, _, addr) in brokers {
+        for (key, value) in admin.runtime_info(&addr).await? {
+            out.push_str(&format!("{addr:<24} {key:<32}: {value}\n"));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vostok_remoting::protocol::route::BrokerData;
+    use vostok_remoting::protocol::topic::MASTER_ID;
+
+    fn info() -> ClusterInfo {
+        let mut info = ClusterInfo::default();
+        info.cluster_addr_table
+            .insert("C".into(), ["a".to_owned(), "b".to_owned()].into());
+        info.broker_addr_table.insert(
+            "a".into(),
+            BrokerData {
+                broker_addrs: [(MASTER_ID, "1:1".to_owned()), (1, "1:2".to_owned())].into(),
+                broker_name: "a".into(),
+                cluster: "C".into(),
+                ..BrokerData::default()
+            },
+        );
+        info.broker_addr_table.insert(
+            "b".into(),
+            BrokerData {
+                broker_addrs: [(1, "2:2".to_owned())].into(),
+                broker_name: "b".into(),
+                cluster: "C".into(),
+                ..BrokerData::default()
+            },
+        );
+        info
+    }
+
+    #[test]
+    fn masters_skip_slave_only_brokers() {
+        let info = info();
+        assert_eq!(
+            cluster_masters(&info, "C").unwrap(),
+            [("a".to_owned(), "1:1".to_owned())]
+        );
+        let err = cluster_masters(&info, "X").unwrap_err().to_string();
+        assert_eq!(err, "cluster X is unknown to the name server (known: C)");
+        assert_eq!(cluster_brokers(&info, "C").len(), 3);
+    }
+
+    #[test]
+    fn tps_takes_the_first_rate() {
+        let t: BTreeMap<String, String> =
+            [("putTps".to_owned(), "12.5 10.0 9.1".to_owned())].into();
+        assert_eq!(first_figure(&t, "putTps"), "12.5");
+        assert_eq!(first_figure(&t, "missing"), "");
+    }
+}

@@ -1,0 +1,219 @@
+//! `queryMsgByKey` and `queryMsgById`: messages found through a broker's index or by
+//! commitlog offset, decoded with the shared record codec.
+
+use vostok_remoting::protocol::header::QueryMessageRequestHeader;
+use vostok_remoting::protocol::message::id::decode_offset_msg_id;
+use vostok_remoting::protocol::message::property::{KEYS, KEY_SEPARATOR};
+use vostok_remoting::protocol::message::sysflag;
+use vostok_remoting::protocol::message::MessageExt;
+
+use super::args::{QueryMsgByIdArgs, QueryMsgByKeyArgs};
+use super::rpc::Admin;
+use super::table::format_millis;
+use super::AdminError;
+
+/// Answers from several brokers arrive in broker order; show them by store time, then
+/// commitlog offset.
+fn sort(messages: &mut [MessageExt]) {
+    messages.sort_by_key(|m| (m.store_timestamp, m.commit_log_offset));
+}
+
+/// QUERY_MESSAGE by key to every broker of the topic's route. The index is a hash, so
+/// messages whose `KEYS` do not hold the key are dropped, as the Java client does.
+pub async fn query_msg_by_key(
+    admin: &Admin,
+    args: &QueryMsgByKeyArgs,
+) -> Result<String, AdminError> {
+    let header = QueryMessageRequestHeader {
+        topic: args.topic.clone(),
+        key: args.key.clone(),
+        max_num: args.max_num,
+        begin_timestamp: args.begin_timestamp,
+        end_timestamp: args.end_timestamp,
+        unique_key_query: None,
+    };
+    let mut found = query_route(admin, &header).await?;
+    found.retain(|m| {
+        m.property(KEYS)
+            .is_some_and(|keys| keys.split(KEY_SEPARATOR).any(|k| k == args.key))
+    });
+    if found.is_empty() {
+        return Err(AdminError::NotFound(format!(
+            "no message with key {} in topic {}",
+            args.key, args.topic
+        )));
+    }
+    sort(&mut found);
+    Ok(describe_all(&found))
+}
+
+/// VIEW_MESSAGE_BY_ID to the store host of each offset message id. Unique keys have
+/// the same 32-hex-digit form as IPv4 offset ids, so with `-t` each id is first looked
+/// up as a unique key in that topic (QUERY_MESSAGE to the route's brokers, which are
+/// known to answer) and read as an offset id only when that finds nothing.
+pub async fn query_msg_by_id(admin: &Admin, args: &QueryMsgByIdArgs) -> Result<String, AdminError> {
+    let mut found = Vec::new();
+    for id in args
+        .msg_id
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        if let Some(topic) = &args.topic {
+            let mut messages = query_unique_key(admin, topic, id).await?;
+            if !messages.is_empty() {
+                sort(&mut messages);
+                found.extend(messages);
+                continue;
+            }
+        }
+        let (store_host, offset) = match (decode_offset_msg_id(id), &args.topic) {
+            (Ok(decoded), _) => decoded,
+            (Err(_), Some(topic)) => {
+                return Err(AdminError::NotFound(format!(
+                    "no message with unique key {id} in topic {topic}"
+                )))
+            }
+            (Err(e), None) => {
+                return Err(AdminError::Invalid(format!(
+                    "{id} is not an offset message id ({e}); pass -t TOPIC to look it up as a unique key"
+                )))
+            }
+        };
+        match admin.view_message(&store_host.to_string(), offset).await {
+            Ok(message) => found.push(message),
+            Err(e) => {
+                return Err(match &args.topic {
+                    Some(topic) => AdminError::NotFound(format!(
+                        "no message with unique key {id} in topic {topic}, nor as an offset id: {e}"
+                    )),
+                    None => e,
+                })
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(AdminError::Invalid("-i holds no message id".into()));
+    }
+    Ok(describe_all(&found))
+}
+
+/// QUERY_MESSAGE by unique key (`UNIQ_KEY`) to the brokers of `topic`.
+async fn query_unique_key(
+    admin: &Admin,
+    topic: &str,
+    id: &str,
+) -> Result<Vec<MessageExt>, AdminError> {
+    let header = QueryMessageRequestHeader {
+        topic: topic.to_owned(),
+        key: id.to_owned(),
+        max_num: 32,
+        begin_timestamp: 0,
+        end_timestamp: i64::MAX,
+        unique_key_query: Some(true),
+    };
+    let mut messages = query_route(admin, &header).await?;
+    messages.retain(|m| m.properties.uniq_key() == Some(id));
+    Ok(messages)
+}
+
+/// QUERY_MESSAGE to one address of each broker name in the topic's route.
+async fn query_route(
+    admin: &Admin,
+    header: &QueryMessageRequestHeader,
+) -> Result<Vec<MessageExt>, AdminError> {
+    let route = admin.topic_route(&header.topic).await?;
+    let mut out = Vec::new();
+    let mut brokers: Vec<_> = route.broker_datas.iter().collect();
+    brokers.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+    for broker in brokers {
+        if let Some(addr) = broker.select_addr() {
+            out.extend(admin.query_message(addr, header).await?);
+        }
+    }
+    Ok(out)
+}
+
+fn describe_all(messages: &[MessageExt]) -> String {
+    messages.iter().map(describe).collect::<Vec<_>>().join("\n")
+}
+
+/// One message as `Name: value` lines (RocketMQ's `queryMsgById` layout).
+pub fn describe(m: &MessageExt) -> String {
+    let mut properties: Vec<(&str, &str)> = m.properties.iter().collect();
+    properties.sort();
+    let properties: Vec<String> = properties.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let body = match sysflag::compression(m.sys_flag) {
+        Some(c) => format!("{} ({c:?} compressed)", m.body.len()),
+        None => m.body.len().to_string(),
+    };
+    let lines = [
+        ("Message ID", m.msg_id()),
+        ("Offset Message ID", m.offset_msg_id()),
+        ("Topic", m.topic.clone()),
+        ("Tags", format!("[{}]", m.tags().unwrap_or(""))),
+        ("Keys", format!("[{}]", m.property(KEYS).unwrap_or(""))),
+        ("Queue ID", m.queue_id.to_string()),
+        ("Queue Offset", m.queue_offset.to_string()),
+        ("CommitLog Offset", m.commit_log_offset.to_string()),
+        ("Reconsume Times", m.reconsume_times.to_string()),
+        ("Born Timestamp", format_millis(m.born_timestamp)),
+        ("Store Timestamp", format_millis(m.store_timestamp)),
+        ("Born Host", m.born_host.to_string()),
+        ("Store Host", m.store_host.to_string()),
+        ("System Flag", m.sys_flag.to_string()),
+        ("Body Length", body),
+        ("Properties", format!("{{{}}}", properties.join(", "))),
+    ];
+    lines
+        .iter()
+        .map(|(name, value)| format!("{name:<20}{value}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use vostok_remoting::protocol::message::Properties;
+
+    #[test]
+    fn describes_every_field() {
+        let mut properties = Properties::new();
+        properties.insert("TAGS", "TagA");
+        properties.insert("KEYS", "k1 k2");
+        properties.insert("UNIQ_KEY", "ABC");
+        let m = MessageExt {
+            topic: "T".into(),
+            flag: 0,
+            properties,
+            body: Bytes::from_static(b"hello"),
+            queue_id: 3,
+            store_size: 0,
+            queue_offset: 7,
+            sys_flag: 0,
+            born_timestamp: 1_700_000_000_000,
+            born_host: "127.0.0.1:5000".parse().unwrap(),
+            store_timestamp: 1_700_000_000_001,
+            store_host: "127.0.0.1:10911".parse().unwrap(),
+            commit_log_offset: 1234,
+            body_crc: 0,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        };
+        let text = describe(&m);
+        for line in [
+            "Message ID          ABC\n",
+            "Topic               T\n",
+            "Tags                [TagA]\n",
+            "Keys                [k1 k2]\n",
+            "Queue ID            3\n",
+            "Queue Offset        7\n",
+            "Store Timestamp     2023-11-14T22:13:20.001Z\n",
+            "Body Length         5\n",
+            "Properties          {KEYS=k1 k2, TAGS=TagA, UNIQ_KEY=ABC}\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from\n{text}");
+        }
+    }
+}

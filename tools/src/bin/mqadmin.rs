@@ -1,0 +1,49 @@
+//! `mqadmin`: parses flags, sets up logging and the runtime, runs one sub-command and
+//! prints its output, or the error on one line with exit code 1.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use vostok_tools::admin::args::Cli;
+use vostok_tools::admin::rpc::Admin;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mqadmin: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let timeout = cli.timeout();
+    let result = runtime.block_on(async move {
+        let admin = Admin::new(&cli.namesrv, timeout)?;
+        let result = vostok_tools::admin::run(&admin, cli.command).await;
+        admin.shutdown().await;
+        result
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            // Broker remarks may span lines (Java appends a FAQ link); keep one line.
+            let message = e.to_string().replace(['\r', '\n'], " ");
+            eprintln!("mqadmin: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

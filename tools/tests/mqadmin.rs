@@ -1,0 +1,367 @@
+//! `mqadmin` against a real broker: the broker runs in this process (standalone, its
+//! embedded name server on an ephemeral port, its store in a temp dir), `mqadmin` as a
+//! child process. Where the broker applies a change asynchronously (registering a new
+//! topic with the name server, dispatching sent messages to the consume queues), the
+//! test re-asks until the change shows, within a deadline.
+
+use std::future::Future;
+use std::process::Output;
+use std::time::Duration;
+
+use tempfile::TempDir;
+use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
+use vostok_client::{Message, Producer, ProducerConfig};
+use vostok_remoting::protocol::header::UpdateConsumerOffsetRequestHeader;
+use vostok_remoting::protocol::{request_code, response_code};
+use vostok_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+
+/// Longest wait for one `mqadmin` run or one asynchronous broker change.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+async fn start_broker(name: &str) -> (BrokerHandle, TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = BrokerConfig {
+        broker_name: name.into(),
+        broker_ip1: "127.0.0.1".into(),
+        broker_ip2: "127.0.0.1".into(),
+        listen_port: 0,
+        fast_listen_enable: false,
+        namesrv_addr: None,
+        embedded_namesrv_port: 0,
+        ..BrokerConfig::default()
+    };
+    config.store.store_path_root_dir = dir.path().join("store");
+    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
+    let broker = Broker::start(config).await.expect("broker starts");
+    (broker, dir)
+}
+
+/// Runs `mqadmin -n NAMESRV ARGS...`, NAMESRV_ADDR unset.
+async fn mqadmin(namesrv: &str, args: &[&str]) -> Output {
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
+        .args(args)
+        .arg("-n")
+        .arg(namesrv)
+        .env_remove("NAMESRV_ADDR")
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(DEADLINE, run)
+        .await
+        .unwrap_or_else(|_| panic!("mqadmin {args:?} did not finish within {DEADLINE:?}"))
+        .expect("mqadmin runs")
+}
+
+/// Stdout of a run that must succeed.
+async fn ok(namesrv: &str, args: &[&str]) -> String {
+    let out = mqadmin(namesrv, args).await;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "mqadmin {args:?} failed ({})\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Stderr of a run that must fail with exit code 1 and a one-line message.
+async fn fails(namesrv: &str, args: &[&str]) -> String {
+    let out = mqadmin(namesrv, args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "mqadmin {args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    assert!(stderr.starts_with("mqadmin: "), "{stderr:?}");
+    stderr
+}
+
+/// Re-runs `check` until it returns `Some`, or fails after [`DEADLINE`].
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {DEADLINE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `(broker, queue, min, max)` rows of `topicStatus` output.
+fn status_rows(text: &str) -> Vec<(String, i32, i64, i64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            (
+                c[0].to_owned(),
+                c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
+                c[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_lifecycle_offsets_and_message_queries() {
+    let (broker, _dir) = start_broker("admin-a").await;
+    let ns_owned = broker.namesrv_addr();
+    let ns = ns_owned.as_str();
+    let broker_addr = broker.addr().to_string();
+    let topic = "AdminTopic";
+
+    // clusterList: the broker, its address and version.
+    let text = ok(ns, &["clusterList"]).await;
+    let row = text
+        .lines()
+        .find(|l| l.contains("admin-a"))
+        .unwrap_or_else(|| panic!("broker missing from\n{text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells[..4],
+        ["DefaultCluster", "admin-a", "0", broker_addr.as_str()],
+        "{text}"
+    );
+    assert!(cells[4].starts_with('V'), "version column: {text}");
+
+    // updateTopic on the cluster's masters, then the route shows the asked queues.
+    let text = ok(
+        ns,
+        &[
+            "updateTopic",
+            "-t",
+            topic,
+            "-c",
+            "DefaultCluster",
+            "-r",
+            "3",
+            "-w",
+            "3",
+        ],
+    )
+    .await;
+    assert!(
+        text.contains(&format!("create topic to {broker_addr} success.")),
+        "{text}"
+    );
+    let route = eventually("route of the new topic", || async move {
+        let out = mqadmin(ns, &["topicRoute", "-t", topic]).await;
+        if !out.status.success() {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON route");
+        (v["queueDatas"][0]["readQueueNums"] == 3).then_some(v)
+    })
+    .await;
+    assert_eq!(route["queueDatas"][0]["writeQueueNums"], 3, "{route}");
+    assert_eq!(route["queueDatas"][0]["perm"], 6, "{route}");
+    assert_eq!(
+        route["brokerDatas"][0]["brokerAddrs"]["0"],
+        broker_addr.as_str()
+    );
+
+    // updateTopic on one broker by address changes the queue counts.
+    ok(
+        ns,
+        &[
+            "updateTopic",
+            "-t",
+            topic,
+            "-b",
+            &broker_addr,
+            "-r",
+            "4",
+            "-w",
+            "4",
+        ],
+    )
+    .await;
+    eventually("route with 4 queues", || async move {
+        let out = mqadmin(ns, &["topicRoute", "-t", topic]).await;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        (v["queueDatas"][0]["writeQueueNums"] == 4).then_some(())
+    })
+    .await;
+
+    let list = ok(ns, &["topicList"]).await;
+    assert!(list.lines().any(|l| l == topic), "{list}");
+
+    // brokerStatus: the runtime table, sorted, with the figures operators look for.
+    let text = ok(ns, &["brokerStatus", "-b", &broker_addr]).await;
+    let keys: Vec<&str> = text
+        .lines()
+        .map(|l| l.split(':').next().unwrap().trim_end())
+        .collect();
+    for key in [
+        "brokerVersionDesc",
+        "commitLogMaxOffset",
+        "msgPutTotalTodayNow",
+        "putTps",
+    ] {
+        assert!(keys.contains(&key), "{key} missing from\n{text}");
+    }
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+
+    // Send with keys through the SDK.
+    let producer = Producer::new(ProducerConfig::new("admin_test_producer", ns));
+    producer.start().await.expect("producer starts");
+    let count = 10;
+    let mut first = None;
+    for i in 0..count {
+        let message = Message::new(topic, format!("body-{i}"))
+            .with_tags("TagA")
+            .with_keys([format!("order-{i}")]);
+        let result = producer.send(message).await.expect("send");
+        first.get_or_insert(result);
+    }
+    producer.shutdown().await;
+    let first = first.expect("a message was sent");
+
+    // topicStatus: max offsets sum to the count once the broker has dispatched them.
+    let rows = eventually("offsets of every sent message", || async move {
+        let rows = status_rows(&ok(ns, &["topicStatus", "-t", topic]).await);
+        (rows.iter().map(|r| r.3).sum::<i64>() == count).then_some(rows)
+    })
+    .await;
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.0 == "admin-a" && r.2 == 0),
+        "{rows:?}"
+    );
+
+    // The index entry of the first message precedes the last one's queue entry.
+    let text = ok(ns, &["queryMsgByKey", "-t", topic, "-k", "order-0"]).await;
+    assert!(text.contains("Keys                [order-0]"), "{text}");
+    assert!(
+        text.contains(&format!("Topic               {topic}")),
+        "{text}"
+    );
+    assert!(text.contains("Tags                [TagA]"), "{text}");
+    assert!(text.contains("Body Length         6"), "{text}");
+    assert!(
+        text.contains(&format!("Message ID          {}", first.msg_id)),
+        "{text}"
+    );
+    assert_eq!(text.matches("Topic ").count(), 1, "{text}");
+    let err = fails(ns, &["queryMsgByKey", "-t", topic, "-k", "no-such-key"]).await;
+    assert!(err.contains("no message with key no-such-key"), "{err}");
+
+    // queryMsgById: by the offset id the broker returned.
+    let text = ok(ns, &["queryMsgById", "-i", &first.offset_msg_id]).await;
+    assert!(text.contains("Keys                [order-0]"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Queue ID            {}",
+            first.message_queue.queue_id
+        )),
+        "{text}"
+    );
+    // ... and by unique key with -t.
+    let text = ok(ns, &["queryMsgById", "-i", &first.msg_id, "-t", topic]).await;
+    assert!(text.contains("Keys                [order-0]"), "{text}");
+
+    // consumerProgress: a group that committed 1 on queue 0; found through the broker's
+    // consume stats (the group is not online), every other message still to consume.
+    let client = RemotingClient::new(ClientConfig::default(), None);
+    let commit = UpdateConsumerOffsetRequestHeader {
+        consumer_group: "admin_test_group".into(),
+        topic: topic.into(),
+        queue_id: 0,
+        commit_offset: 1,
+    };
+    let response = client
+        .invoke_sync(
+            &broker_addr,
+            RemotingCommand::request_with_header(request_code::UPDATE_CONSUMER_OFFSET, &commit),
+            Duration::from_secs(5),
+        )
+        .await
+        .expect("offset commit");
+    assert_eq!(
+        response.code,
+        response_code::SUCCESS,
+        "{}",
+        response.remark()
+    );
+    client.shutdown().await;
+    let text = ok(ns, &["consumerProgress", "-g", "admin_test_group"]).await;
+    assert!(
+        text.contains(&format!("Diff Total: {}", count - 1)),
+        "{text}"
+    );
+    let queue0 = text
+        .lines()
+        .find(|l| l.starts_with(topic) && l.split_whitespace().nth(2) == Some("0"))
+        .unwrap_or_else(|| panic!("queue 0 missing from\n{text}"));
+    assert_eq!(queue0.split_whitespace().nth(4), Some("1"), "{text}");
+    let err = fails(ns, &["consumerProgress", "-g", "admin_nobody"]).await;
+    assert!(err.contains("pass -t TOPIC"), "{err}");
+    let text = ok(ns, &["consumerProgress", "-g", "admin_nobody", "-t", topic]).await;
+    assert!(text.contains(&format!("Diff Total: {count}")), "{text}");
+
+    // deleteTopic: gone from the broker and from the name server's list.
+    let text = ok(ns, &["deleteTopic", "-t", topic, "-c", "DefaultCluster"]).await;
+    assert!(text.contains("from NameServer success."), "{text}");
+    let list = ok(ns, &["topicList"]).await;
+    assert!(!list.lines().any(|l| l == topic), "{list}");
+    let err = fails(ns, &["topicRoute", "-t", topic]).await;
+    assert!(err.contains("GET_ROUTEINFO_BY_TOPIC"), "{err}");
+    assert!(err.contains("TOPIC_NOT_EXIST"), "{err}");
+
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_exit_1_with_one_line_naming_what_failed() {
+    let (broker, _dir) = start_broker("admin-b").await;
+    let ns_owned = broker.namesrv_addr();
+    let ns = ns_owned.as_str();
+
+    let err = fails(ns, &["topicRoute", "-t", "NoSuchTopic"]).await;
+    assert!(
+        err.contains(&format!("GET_ROUTEINFO_BY_TOPIC to {ns}")),
+        "{err}"
+    );
+
+    let err = fails(ns, &["updateTopic", "-t", "T", "-c", "NoSuchCluster"]).await;
+    assert!(err.contains("cluster NoSuchCluster is unknown"), "{err}");
+
+    let err = fails(
+        ns,
+        &["updateTopic", "-t", "bad topic", "-c", "DefaultCluster"],
+    )
+    .await;
+    assert!(err.contains("illegal characters"), "{err}");
+
+    let err = fails(ns, &["queryMsgById", "-i", "not-an-id"]).await;
+    assert!(err.contains("not an offset message id"), "{err}");
+
+    // A broker answer that is an error: the system topic cannot be deleted.
+    let err = fails(ns, &["deleteTopic", "-t", "TBW102", "-c", "DefaultCluster"]).await;
+    assert!(err.contains("DELETE_TOPIC_IN_BROKER"), "{err}");
+    assert!(err.contains("NO_PERMISSION"), "{err}");
+
+    // Nothing listens: a closed port found by binding and dropping a listener.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let err = fails(&closed, &["clusterList", "--timeout-ms", "500"]).await;
+    assert!(
+        err.contains(&format!("GET_BROKER_CLUSTER_INFO to {closed} failed")),
+        "{err}"
+    );
+    let err = fails(ns, &["brokerStatus", "-b", &closed, "--timeout-ms", "500"]).await;
+    assert!(err.contains("GET_BROKER_RUNTIME_INFO"), "{err}");
+
+    broker.shutdown().await;
+}
