@@ -205,9 +205,28 @@ impl ExtFields {
 
     /// Inserts or replaces `key`.
     pub fn insert(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
-        let key = key.as_ref();
-        self.remove(key);
-        self.push_decoded(key, value.as_ref());
+        let value = value.as_ref();
+        self.insert_with(key.as_ref(), |buf| buf.push_str(value));
+    }
+
+    /// Inserts or replaces `key` with the value `render` appends to the buffer, so that
+    /// a typed header's numbers are written in place rather than through a `String`
+    /// each (headers are built for every request and response).
+    pub fn insert_with(&mut self, key: &str, render: impl FnOnce(&mut String)) {
+        if self.get(key).is_some() {
+            self.remove_entries(key);
+        }
+        self.push_with(key, render);
+    }
+
+    /// Appends `key` without looking for an existing entry: for writers that know the
+    /// key is new, such as a typed header written into an empty map.
+    pub fn push_with(&mut self, key: &str, render: impl FnOnce(&mut String)) {
+        let k = self.buf.len() as u32;
+        self.buf.push_str(key);
+        let kv = self.buf.len() as u32;
+        render(&mut self.buf);
+        self.entries.push((k, kv, self.buf.len() as u32));
     }
 
     /// Appends without looking for an existing key, so that decoding stays linear
@@ -226,11 +245,15 @@ impl ExtFields {
     pub fn remove(&mut self, key: &str) -> Option<String> {
         let last = self.get(key).map(str::to_owned);
         if last.is_some() {
-            let buf = &self.buf;
-            self.entries
-                .retain(|(k, kv, _)| &buf[*k as usize..*kv as usize] != key);
+            self.remove_entries(key);
         }
         last
+    }
+
+    fn remove_entries(&mut self, key: &str) {
+        let buf = &self.buf;
+        self.entries
+            .retain(|(k, kv, _)| &buf[*k as usize..*kv as usize] != key);
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -329,6 +352,7 @@ impl RemotingCommand {
     /// A new request carrying a typed header.
     pub fn request_with_header<H: CommandHeader>(code: i32, header: &H) -> Self {
         let mut cmd = Self::request(code);
+        cmd.ext_fields = ExtFields::with_capacity(16);
         header.write_to(&mut cmd.ext_fields);
         cmd
     }
@@ -364,6 +388,9 @@ impl RemotingCommand {
     }
 
     pub fn with_header<H: CommandHeader>(mut self, header: &H) -> Self {
+        if self.ext_fields.is_empty() {
+            self.ext_fields = ExtFields::with_capacity(8);
+        }
         header.write_to(&mut self.ext_fields);
         self
     }

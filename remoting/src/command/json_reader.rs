@@ -237,11 +237,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `extFields`: an object of scalars, or null.
-    fn ext_fields(
-        &mut self,
-        key: &mut String,
-        value: &mut String,
-    ) -> Result<ExtFields, RemotingError> {
+    fn ext_fields(&mut self) -> Result<ExtFields, RemotingError> {
         self.skip_ws();
         if self.peek() == Some(b'n') {
             self.literal(b"null")?;
@@ -252,16 +248,28 @@ impl<'a> Reader<'a> {
         if self.eat(b'}') {
             return Ok(fields);
         }
+        // Keys and values are unescaped straight into the map's buffer (no copy through
+        // a scratch string); a null value takes its key back out.
         loop {
-            key.clear();
             self.skip_ws();
-            self.string_into(key)?;
+            let k = fields.buf.len();
+            self.string_into(&mut fields.buf)?;
+            let kv = fields.buf.len();
             self.expect(b':')?;
-            value.clear();
-            match self.scalar(value)? {
-                Scalar::Str => fields.push_decoded(key, value),
-                Scalar::Literal(s, e) => fields.push_decoded(key, &self.text[s..e]),
-                Scalar::Null => {}
+            let kept = match self.scalar(&mut fields.buf)? {
+                Scalar::Str => true,
+                Scalar::Literal(s, e) => {
+                    fields.buf.push_str(&self.text[s..e]);
+                    true
+                }
+                Scalar::Null => {
+                    fields.buf.truncate(k);
+                    false
+                }
+            };
+            if kept {
+                let end = fields.buf.len() as u32;
+                fields.entries.push((k as u32, kv as u32, end));
             }
             if self.eat(b',') {
                 continue;
@@ -327,12 +335,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
                         Scalar::Literal(..) => return Err(error("`remark` is not a string")),
                     };
                 }
-                "extFields" => {
-                    let mut value = std::mem::take(&mut scratch);
-                    let mut name = String::with_capacity(32);
-                    cmd.ext_fields = r.ext_fields(&mut name, &mut value)?;
-                    scratch = value;
-                }
+                "extFields" => cmd.ext_fields = r.ext_fields()?,
                 _ => r.skip_value(&mut scratch)?,
             }
             if r.eat(b',') {

@@ -48,7 +48,10 @@ impl CommandHeader for () {
 pub trait HeaderField: Sized {
     /// Builds the field from its raw value (`None` when the key is absent).
     fn from_raw(raw: Option<&str>, key: &'static str) -> Result<Self, HeaderError>;
+    /// Sets `key`, replacing an existing entry.
     fn write(&self, ext: &mut ExtFields, key: &'static str);
+    /// Appends `key`, known to be absent.
+    fn append(&self, ext: &mut ExtFields, key: &'static str);
 
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
         Self::from_raw(ext.get(key), key)
@@ -58,15 +61,16 @@ pub trait HeaderField: Sized {
 /// A scalar value type of a header field.
 pub trait HeaderValue: Sized {
     fn parse_value(s: &str) -> Option<Self>;
-    fn render(&self) -> String;
+    /// Appends the wire form to `out`.
+    fn render_into(&self, out: &mut String);
 }
 
 impl HeaderValue for String {
     fn parse_value(s: &str) -> Option<Self> {
         Some(s.to_owned())
     }
-    fn render(&self) -> String {
-        self.clone()
+    fn render_into(&self, out: &mut String) {
+        out.push_str(self);
     }
 }
 
@@ -74,9 +78,29 @@ impl HeaderValue for bool {
     fn parse_value(s: &str) -> Option<Self> {
         Some(s.eq_ignore_ascii_case("true"))
     }
-    fn render(&self) -> String {
-        self.to_string()
+    fn render_into(&self, out: &mut String) {
+        out.push_str(if *self { "true" } else { "false" });
     }
+}
+
+/// Appends `v` in decimal without going through `fmt`.
+fn push_int(out: &mut String, v: i64) {
+    let mut text = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = text.len();
+    loop {
+        i -= 1;
+        text[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&text[i..]).unwrap_or_default());
 }
 
 macro_rules! numeric_value {
@@ -85,8 +109,8 @@ macro_rules! numeric_value {
             fn parse_value(s: &str) -> Option<Self> {
                 s.parse().ok()
             }
-            fn render(&self) -> String {
-                self.to_string()
+            fn render_into(&self, out: &mut String) {
+                push_int(out, *self as i64);
             }
         }
     )*};
@@ -104,7 +128,10 @@ macro_rules! header_field {
                 })
             }
             fn write(&self, ext: &mut ExtFields, key: &'static str) {
-                ext.insert(key, HeaderValue::render(self));
+                ext.insert_with(key, |buf| HeaderValue::render_into(self, buf));
+            }
+            fn append(&self, ext: &mut ExtFields, key: &'static str) {
+                ext.push_with(key, |buf| HeaderValue::render_into(self, buf));
             }
         }
 
@@ -123,7 +150,12 @@ macro_rules! header_field {
             }
             fn write(&self, ext: &mut ExtFields, key: &'static str) {
                 if let Some(v) = self {
-                    ext.insert(key, HeaderValue::render(v));
+                    ext.insert_with(key, |buf| HeaderValue::render_into(v, buf));
+                }
+            }
+            fn append(&self, ext: &mut ExtFields, key: &'static str) {
+                if let Some(v) = self {
+                    ext.push_with(key, |buf| HeaderValue::render_into(v, buf));
                 }
             }
         }
@@ -148,8 +180,14 @@ macro_rules! command_header {
         }
 
         impl $crate::protocol::header::CommandHeader for $name {
+            /// Into an empty map the fields are appended: their keys are distinct (a
+            /// repeated key would be an unreachable pattern in `read_from`).
             fn write_to(&self, ext: &mut $crate::command::ExtFields) {
-                $( $crate::protocol::header::HeaderField::write(&self.$field, ext, $key); )*
+                if ext.is_empty() {
+                    $( $crate::protocol::header::HeaderField::append(&self.$field, ext, $key); )*
+                } else {
+                    $( $crate::protocol::header::HeaderField::write(&self.$field, ext, $key); )*
+                }
             }
 
             /// One pass over the fields (the last of duplicate keys wins), then each
@@ -201,6 +239,28 @@ mod tests {
         assert_eq!(ext.get("count"), Some("-3"));
         assert!(!ext.contains_key("note"));
         assert_eq!(Sample::read_from(&ext).unwrap(), h);
+    }
+
+    #[test]
+    fn numbers_render_as_java_prints_them() {
+        for v in [0, 7, -1, 10, i64::MAX, i64::MIN, -9_000_000_000] {
+            let mut out = String::from("x");
+            push_int(&mut out, v);
+            assert_eq!(out, format!("x{v}"));
+        }
+        let mut ext = ExtFields::new();
+        Sample {
+            count: 1,
+            ..Sample::default()
+        }
+        .write_to(&mut ext);
+        Sample {
+            count: 2,
+            ..Sample::default()
+        }
+        .write_to(&mut ext);
+        assert_eq!(ext.get("count"), Some("2"));
+        assert_eq!(ext.len(), 2, "a second write replaces, not appends");
     }
 
     #[test]
