@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, StreamExt};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
@@ -28,11 +27,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use crate::codec::{FrameLimits, RemotingCodec};
+use crate::codec::{Frame, FrameLimits, RemotingCodec};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::error::{RemotingError, Result};
 use crate::processor::{RequestProcessor, RpcHooks};
 use crate::protocol::{request_code, response_code};
+use crate::writer::WriteBatch;
 
 /// Per-connection settings shared by servers and clients.
 #[derive(Debug, Clone)]
@@ -65,9 +65,6 @@ impl Default for ConnectionConfig {
     }
 }
 
-/// Batches of queued frames are written together up to this size.
-const WRITE_BATCH_BYTES: usize = 256 * 1024;
-
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
 
 fn epoch() -> Instant {
@@ -87,7 +84,7 @@ struct Inner {
     local: SocketAddr,
     codec: RemotingCodec,
     serialize_type: SerializeType,
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<Frame>,
     pending: PendingTable,
     /// Cancelled when the connection is gone: no more reads, writer draining.
     closed: CancellationToken,
@@ -210,12 +207,12 @@ impl Channel {
         }
     }
 
-    fn encode(&self, cmd: &mut RemotingCommand) -> Result<Bytes> {
+    fn encode(&self, cmd: &mut RemotingCommand) -> Result<Frame> {
         cmd.serialize_type = self.inner.serialize_type;
-        self.inner.codec.encode_to_bytes(cmd)
+        self.inner.codec.encode_frame(cmd)
     }
 
-    async fn enqueue(&self, frame: Bytes) -> Result<()> {
+    async fn enqueue(&self, frame: Frame) -> Result<()> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
@@ -486,8 +483,8 @@ impl Channel {
     }
 }
 
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, inner: Arc<Inner>) {
-    let mut batch = BytesMut::new();
+async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Frame>, inner: Arc<Inner>) {
+    let mut batch = WriteBatch::default();
     let closed = inner.closed.clone();
     let closed = closed.cancelled();
     tokio::pin!(closed);
@@ -501,35 +498,23 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, inner
             _ = &mut closed => {
                 // Flush what is already queued (e.g. responses of drained requests).
                 rx.close();
-                let mut rest = BytesMut::new();
                 while let Ok(frame) = rx.try_recv() {
-                    rest.extend_from_slice(&frame);
+                    batch.push(frame);
                 }
-                if !rest.is_empty() {
-                    let _ = wr.write_all(&rest).await;
+                if !batch.is_empty() {
+                    let _ = batch.write_to(&mut wr).await;
                 }
                 break;
             }
         };
-        let result = match rx.try_recv() {
-            Err(_) => wr.write_all(&first).await,
-            Ok(second) => {
-                batch.extend_from_slice(&first);
-                batch.extend_from_slice(&second);
-                while batch.len() < WRITE_BATCH_BYTES {
-                    match rx.try_recv() {
-                        Ok(frame) => batch.extend_from_slice(&frame),
-                        Err(_) => break,
-                    }
-                }
-                let r = wr.write_all(&batch).await;
-                batch.clear();
-                if batch.capacity() > 4 * WRITE_BATCH_BYTES {
-                    batch = BytesMut::new();
-                }
-                r
+        batch.push(first);
+        while batch.has_room() {
+            match rx.try_recv() {
+                Ok(frame) => batch.push(frame),
+                Err(_) => break,
             }
-        };
+        }
+        let result = batch.write_to(&mut wr).await;
         inner.last_activity_ms.store(now_ms(), Ordering::Relaxed);
         if let Err(e) = result {
             debug!(peer = %inner.peer, error = %e, "write failed; closing connection");

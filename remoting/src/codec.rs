@@ -122,8 +122,30 @@ impl RemotingCodec {
         cmd: &RemotingCommand,
         dst: &mut BytesMut,
     ) -> Result<(), RemotingError> {
-        let start = dst.len();
         dst.reserve(8 + 128 + cmd.body.len());
+        self.encode_head_into(cmd, dst)?;
+        dst.put_slice(&cmd.body);
+        Ok(())
+    }
+
+    /// Encodes one frame as its head (length, header word, header) and its body, which
+    /// is shared rather than copied: the writer hands both to the socket.
+    pub fn encode_frame(&self, cmd: &RemotingCommand) -> Result<Frame, RemotingError> {
+        let mut head = BytesMut::with_capacity(8 + 192 + 16 * cmd.ext_fields.len());
+        self.encode_head_into(cmd, &mut head)?;
+        Ok(Frame {
+            head: head.freeze(),
+            body: cmd.body.clone(),
+        })
+    }
+
+    /// Appends everything of a frame but its body (the length counts the body).
+    fn encode_head_into(
+        &self,
+        cmd: &RemotingCommand,
+        dst: &mut BytesMut,
+    ) -> Result<(), RemotingError> {
+        let start = dst.len();
         dst.put_u64(0); // length and header word, patched below
         match cmd.serialize_type {
             SerializeType::Json => json_header::encode(cmd, dst),
@@ -148,7 +170,6 @@ impl RemotingCodec {
         let word = ((cmd.serialize_type.code() as u32) << 24) | header_len as u32;
         dst[start..start + 4].copy_from_slice(&(length as u32).to_be_bytes());
         dst[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());
-        dst.put_slice(&cmd.body);
         Ok(())
     }
 
@@ -157,6 +178,23 @@ impl RemotingCodec {
         let mut buf = BytesMut::new();
         self.encode_into(cmd, &mut buf)?;
         Ok(buf.freeze())
+    }
+}
+
+/// One encoded frame: `head` then `body` on the wire.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub head: Bytes,
+    pub body: Bytes,
+}
+
+impl Frame {
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

@@ -30,10 +30,11 @@ pub mod processor;
 pub mod properties;
 pub mod protocol;
 pub mod server;
+mod writer;
 
 pub use channel::{Channel, ConnectionConfig};
 pub use client::{ClientConfig, RemotingClient, ResponseFuture};
-pub use codec::{FrameLimits, RemotingCodec};
+pub use codec::{Frame, FrameLimits, RemotingCodec};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 pub use error::{DecodeError, HeaderError, RemotingError};
 pub use processor::{BoxFuture, RequestProcessor, RpcHook};
