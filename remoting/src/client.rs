@@ -115,19 +115,25 @@ impl RemotingClient {
             .await
     }
 
+    /// The open connection to `addr`, if there is one (no connect, no clock read).
+    fn live_channel(&self, addr: &str) -> Option<Channel> {
+        if self.shutdown.is_cancelled() {
+            return None;
+        }
+        self.live
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(addr)
+            .filter(|channel| !channel.is_closed())
+            .cloned()
+    }
+
     async fn channel_with_timeout(&self, addr: &str, timeout: Duration) -> Result<Channel> {
         if self.shutdown.is_cancelled() {
             return Err(RemotingError::Shutdown("client"));
         }
-        if let Some(channel) = self
-            .live
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(addr)
-        {
-            if !channel.is_closed() {
-                return Ok(channel.clone());
-            }
+        if let Some(channel) = self.live_channel(addr) {
+            return Ok(channel);
         }
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
@@ -246,8 +252,13 @@ impl RemotingClient {
         deadline: tokio::time::Instant,
         permit: Option<OwnedSemaphorePermit>,
     ) -> Result<ResponseFuture> {
-        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let channel = self.channel_with_timeout(addr, remaining).await?;
+        let channel = match self.live_channel(addr) {
+            Some(channel) => channel,
+            None => {
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.channel_with_timeout(addr, remaining).await?
+            }
+        };
         let hooks = self.hooks();
         let original = if hooks.is_empty() {
             None

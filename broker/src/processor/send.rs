@@ -63,7 +63,7 @@ pub(crate) async fn send_message(
             ),
         );
     }
-    let properties = header.properties.clone().unwrap_or_default();
+    let properties = header.properties.take().unwrap_or_default();
     if properties.len() > property::MAX_PROPERTIES_LEN {
         return error(
             response_code::MESSAGE_ILLEGAL,
@@ -76,7 +76,7 @@ pub(crate) async fn send_message(
     }
     let queue_id = choose_queue(header.queue_id, &topic_config);
     let mut msg = MessageInner {
-        topic: header.topic.clone(),
+        topic: std::mem::take(&mut header.topic),
         queue_id,
         flag: header.flag,
         body: request.body.clone(),

@@ -222,7 +222,9 @@ impl ProducerShared {
         self.instance()?;
         message::validate(&msg, self.config.max_message_size)?;
         message::check_user_properties(&msg)?;
-        msg.topic = self.wrap(&msg.topic);
+        if !self.namespace().is_empty() {
+            msg.topic = self.wrap(&msg.topic);
+        }
         self.stamp_uniq_key(&mut msg)?;
         Ok(Prepared {
             msg,
@@ -252,8 +254,8 @@ impl ProducerShared {
         info: &TopicPublishInfo,
         last_broker: Option<&str>,
     ) -> Option<MessageQueue> {
-        let now = Instant::now();
         if self.config.send_latency_fault_enable {
+            let now = Instant::now();
             info.select_queue(last_broker, |b| self.fault.is_available(b, now))
                 .cloned()
         } else {
