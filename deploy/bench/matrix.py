@@ -51,6 +51,11 @@ ROWS = [
      ["--mode", "async", "--window", "1024", "-w", "1"], (100_000, None, None)),
     ("e2e at 50,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "50000"], (None, None, 5.0)),
+    # The same two rows with the producer sending batches of 32, the cheap way to send.
+    ("produce (batch x32) + consume at once", "ASYNC_FLUSH", "e2e",
+     ["--mode", "batch", "--batch", "32", "-w", "1"], (100_000, None, None)),
+    ("e2e at 50,000 msg/s (batch x32)", "ASYNC_FLUSH", "e2e",
+     ["--mode", "batch", "--batch", "32", "-w", "1", "--rate", "50000"], (None, None, 5.0)),
     # Latency below saturation, to tell queueing from per-message cost.
     ("e2e at 10,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"], None),
