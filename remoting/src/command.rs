@@ -212,7 +212,7 @@ impl ExtFields {
     /// Inserts or replaces `key` with the value `render` appends to the buffer, so that
     /// a typed header's numbers are written in place rather than through a `String`
     /// each (headers are built for every request and response).
-    pub fn insert_with(&mut self, key: &str, render: impl FnOnce(&mut String)) {
+    pub(crate) fn insert_with(&mut self, key: &str, render: impl FnOnce(&mut String)) {
         if self.get(key).is_some() {
             self.remove_entries(key);
         }
@@ -220,8 +220,9 @@ impl ExtFields {
     }
 
     /// Appends `key` without looking for an existing entry: for writers that know the
-    /// key is new, such as a typed header written into an empty map.
-    pub fn push_with(&mut self, key: &str, render: impl FnOnce(&mut String)) {
+    /// key is new, such as a typed header written into an empty map. `render` must
+    /// only append: the map's ranges point into the buffer (hence crate-private).
+    pub(crate) fn push_with(&mut self, key: &str, render: impl FnOnce(&mut String)) {
         let k = self.buf.len() as u32;
         self.buf.push_str(key);
         let kv = self.buf.len() as u32;
