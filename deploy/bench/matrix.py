@@ -121,6 +121,24 @@ def terminate(proc, timeout=15):
         proc.wait()
 
 
+def kill(proc):
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def wait_registered(admin, namesrv, broker_name, timeout):
+    """Waits until the name server lists `broker_name` (its first registration)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = subprocess.run([str(admin), "clusterList", "-n", namesrv, "--timeout-ms", "1000"],
+                           capture_output=True, text=True)
+        if r.returncode == 0 and broker_name in r.stdout:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 class Vostok(Target):
     name = "vostok"
 
@@ -167,8 +185,9 @@ class Peer(Target):
 
     name = "peer"
 
-    def __init__(self, namesrv_bin, broker_bin, work):
+    def __init__(self, namesrv_bin, broker_bin, admin, work):
         self.namesrv_bin, self.broker_bin, self.work = namesrv_bin, broker_bin, work
+        self.admin = admin
         self.ns = self.broker = None
         self.dir = None
 
@@ -202,12 +221,15 @@ class Peer(Target):
             stdout=subprocess.DEVNULL, stderr=open(self.dir / "broker.log", "w"), env=env)
         if not wait_port(port, 60):
             raise RuntimeError(f"peer broker did not start; see {self.dir / 'broker.log'}")
-        time.sleep(2)  # first registration with the name server
-        return f"127.0.0.1:{ns_port}", self.broker.pid
+        namesrv = f"127.0.0.1:{ns_port}"
+        if not wait_registered(self.admin, namesrv, "bench-peer", 30):
+            raise RuntimeError(f"peer broker did not register; see {self.dir / 'broker.log'}")
+        return namesrv, self.broker.pid
 
     def stop(self):
-        terminate(self.broker)
-        terminate(self.ns)
+        # Its store is thrown away, so no graceful shutdown (which takes ~3 s).
+        kill(self.broker)
+        kill(self.ns)
         self.broker = self.ns = None
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -468,13 +490,13 @@ def main():
     opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-matrix-")
     bin_dir = Path(opts.bin_dir)
     bench = bin_dir / "mqbench"
-    for b in (bench, bin_dir / "mqbroker"):
+    for b in (bench, bin_dir / "mqbroker", bin_dir / "mqadmin"):
         if not b.exists():
             sys.exit(f"{b} not found: build with cargo build --release -p vostok-broker -p vostok-tools")
     targets = [Vostok(bin_dir, opts.work)]
     peer = not opts.no_peer and opts.peer_namesrv and opts.peer_broker
     if peer:
-        targets.append(Peer(opts.peer_namesrv, opts.peer_broker, opts.work))
+        targets.append(Peer(opts.peer_namesrv, opts.peer_broker, bin_dir / "mqadmin", opts.work))
         peer_note = "Peer: rocketmq-rust 1.0 (`rocketmq-broker-rust`, commitLogMicroBatchEnabled=false) " \
                     "with the same mqbench, alternating run by run."
     else:
