@@ -237,9 +237,9 @@ class Peer(Target):
 
 def settle():
     """Lets the last broker's dirty pages reach the disk, so that its writeback does not
-    run during the next run (the other broker's, when alternating)."""
+    run during the next run (the other broker's, when alternating). `sync` returns once
+    the writeback is done."""
     os.sync()
-    time.sleep(0.3)
 
 
 def mqbench(bench, kind, namesrv, pid, flags, common, json_path, log):
