@@ -28,6 +28,7 @@ pub mod message;
 mod processor;
 pub mod producer;
 pub mod route;
+mod service_state;
 
 pub use api::{PullResult, PullStatus};
 pub use consumer::{

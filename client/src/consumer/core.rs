@@ -262,6 +262,16 @@ impl ConsumerCore {
             .cloned()
     }
 
+    /// The assigned queues with their process queues, copied out of the lock.
+    pub(crate) fn process_queues(&self) -> Vec<(MessageQueue, Arc<ProcessQueue>)> {
+        self.pqs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(mq, pq)| (mq.clone(), pq.clone()))
+            .collect()
+    }
+
     pub fn assigned_queues(&self) -> Vec<MessageQueue> {
         self.pqs
             .lock()
@@ -507,13 +517,7 @@ impl ConsumerCore {
             .collect();
         let offsets = self.offsets.snapshot();
         let mut mq_table = serde_json::Map::new();
-        let pqs: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
-            .pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let pqs = self.process_queues();
         for (mq, pq) in pqs {
             let (min, max) = pq.cached_range();
             let key = serde_json::to_string(&mq).unwrap_or_default();

@@ -7,7 +7,7 @@
 //! [`LitePullConsumer::commit`].
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,7 @@ use super::{pull, rebalance, AllocateMessageQueueAveragely, AllocateStrategy, Me
 use crate::error::{ClientError, Result};
 use crate::instance::{ClientConfig, ClientInstance, ConsumerInner};
 use crate::route::subscribe_queues;
+use crate::service_state::ServiceState;
 
 /// Lite pull consumer options with RocketMQ's names and defaults.
 #[derive(Clone)]
@@ -95,10 +96,6 @@ struct Batch {
     msgs: Vec<MessageExt>,
 }
 
-const CREATED: u8 = 0;
-const RUNNING: u8 = 1;
-const SHUT_DOWN: u8 = 2;
-
 /// See the module documentation.
 #[derive(Clone)]
 pub struct LitePullConsumer {
@@ -108,7 +105,7 @@ pub struct LitePullConsumer {
 struct LiteShared {
     config: LitePullConsumerConfig,
     group: String,
-    state: AtomicU8,
+    state: ServiceState,
     pending_subs: RwLock<Vec<(String, MessageSelector)>>,
     core: OnceLock<Arc<ConsumerCore>>,
     tx: mpsc::Sender<Batch>,
@@ -130,7 +127,7 @@ impl LitePullConsumer {
             shared: Arc::new(LiteShared {
                 config,
                 group,
-                state: AtomicU8::new(CREATED),
+                state: ServiceState::default(),
                 pending_subs: RwLock::default(),
                 core: OnceLock::new(),
                 tx,
@@ -167,15 +164,7 @@ impl LitePullConsumer {
         let shared = &self.shared;
         let config = &shared.config;
         topic::validate_group(&config.consumer_group).map_err(ClientError::InvalidArgument)?;
-        if shared
-            .state
-            .compare_exchange(CREATED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return Err(ClientError::InvalidArgument(
-                "the consumer was already started or shut down".into(),
-            ));
-        }
+        shared.state.start("consumer")?;
         let instance = ClientInstance::get_or_create(&config.client)?;
         let core = Arc::new(ConsumerCore::new(
             instance.clone(),
@@ -211,7 +200,7 @@ impl LitePullConsumer {
         let _ = core.sink.set(shared.clone());
         let _ = shared.core.set(core.clone());
         if let Err(e) = instance.register_consumer(shared.clone()) {
-            shared.state.store(SHUT_DOWN, Ordering::Release);
+            shared.state.mark_shut_down();
             return Err(e);
         }
         instance.start();
@@ -225,15 +214,11 @@ impl LitePullConsumer {
     }
 
     fn core(&self) -> Result<&Arc<ConsumerCore>> {
-        match self.shared.state.load(Ordering::Acquire) {
-            RUNNING => self
-                .shared
-                .core
-                .get()
-                .ok_or(ClientError::NotStarted("consumer")),
-            SHUT_DOWN => Err(ClientError::ShutDown("consumer")),
-            _ => Err(ClientError::NotStarted("consumer")),
-        }
+        self.shared.state.check_running("consumer")?;
+        self.shared
+            .core
+            .get()
+            .ok_or(ClientError::NotStarted("consumer"))
     }
 
     /// The readable queues of a topic.
@@ -489,13 +474,13 @@ impl LitePullConsumer {
     /// Commits (with auto-commit), stops the pull tasks and unregisters.
     pub async fn shutdown(&self) {
         let shared = &self.shared;
-        if shared.state.load(Ordering::Acquire) != RUNNING {
+        if !shared.state.is_running() {
             return;
         }
         if shared.config.auto_commit {
             let _ = self.commit().await;
         }
-        shared.state.store(SHUT_DOWN, Ordering::Release);
+        shared.state.mark_shut_down();
         let Some(core) = shared.core.get() else {
             return;
         };
@@ -610,7 +595,7 @@ impl ConsumerInner for LiteShared {
     fn do_rebalance(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Some(core) = self.core.get() {
-                if self.state.load(Ordering::Acquire) == RUNNING {
+                if self.state.is_running() {
                     rebalance::do_rebalance(core).await;
                 }
             }

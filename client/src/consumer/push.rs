@@ -7,7 +7,7 @@
 //! one call at a time, under the broker lock of the queue.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
@@ -28,10 +28,7 @@ use super::{
 use crate::error::{ClientError, Result};
 use crate::hook::{ConsumeHooks, ConsumeMessageContext, ConsumeMessageHook};
 use crate::instance::{ClientInstance, ConsumerInner};
-
-const CREATED: u8 = 0;
-const RUNNING: u8 = 1;
-const SHUT_DOWN: u8 = 2;
+use crate::service_state::ServiceState;
 
 /// Receives messages pushed to a listener; see the module documentation.
 ///
@@ -59,7 +56,7 @@ pub struct PushConsumer {
 pub(crate) struct PushShared {
     config: ConsumerConfig,
     group: String,
-    state: AtomicU8,
+    state: ServiceState,
     pending_subs: RwLock<Vec<(String, MessageSelector)>>,
     listener: RwLock<Option<MessageListener>>,
     hooks: RwLock<ConsumeHooks>,
@@ -76,7 +73,7 @@ impl PushConsumer {
                 permits: Arc::new(Semaphore::new(config.consume_thread_max.max(1))),
                 group,
                 config,
-                state: AtomicU8::new(CREATED),
+                state: ServiceState::default(),
                 pending_subs: RwLock::default(),
                 listener: RwLock::default(),
                 hooks: RwLock::default(),
@@ -156,15 +153,7 @@ impl PushConsumer {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .ok_or_else(|| ClientError::InvalidArgument("no message listener registered".into()))?;
-        if shared
-            .state
-            .compare_exchange(CREATED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return Err(ClientError::InvalidArgument(
-                "the consumer was already started or shut down".into(),
-            ));
-        }
+        shared.state.start("consumer")?;
         let instance = ClientInstance::get_or_create(&config.client)?;
         let core = Arc::new(ConsumerCore::new(
             instance.clone(),
@@ -206,7 +195,7 @@ impl PushConsumer {
         let _ = core.sink.set(shared.clone());
         let _ = shared.core.set(core.clone());
         if let Err(e) = instance.register_consumer(shared.clone()) {
-            shared.state.store(SHUT_DOWN, Ordering::Release);
+            shared.state.mark_shut_down();
             return Err(e);
         }
         instance.start();
@@ -225,7 +214,7 @@ impl PushConsumer {
     /// Stops pulling, lets listener calls finish, commits offsets, unregisters.
     pub async fn shutdown(&self) {
         let shared = &self.shared;
-        if shared.state.swap(SHUT_DOWN, Ordering::AcqRel) != RUNNING {
+        if !shared.state.shut_down() {
             return;
         }
         let Some(core) = shared.core.get() else {
@@ -233,13 +222,7 @@ impl PushConsumer {
         };
         let _guard = core.rebalance_lock.lock().await;
         core.shutdown.cancel();
-        let queues: Vec<(MessageQueue, Arc<ProcessQueue>)> = core
-            .pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(m, p)| (m.clone(), p.clone()))
-            .collect();
+        let queues = core.process_queues();
         for (mq, pq) in queues {
             rebalance::remove_queue(core, &mq, &pq).await;
         }
@@ -590,13 +573,7 @@ fn spawn_timeout_sweeper(shared: Arc<PushShared>, core: Arc<ConsumerCore>) {
                 _ = core2.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(period) => {}
             }
-            let pqs: Vec<(MessageQueue, Arc<ProcessQueue>)> = core2
-                .pqs
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .map(|(m, p)| (m.clone(), p.clone()))
-                .collect();
+            let pqs = core2.process_queues();
             for (mq, pq) in pqs {
                 for m in pq.expired(timeout) {
                     warn!(group = %core2.group, msg_id = %m.msg_id(), "consume timeout; sending the message back");
@@ -651,7 +628,7 @@ impl ConsumerInner for PushShared {
     fn do_rebalance(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Some(core) = self.core() {
-                if self.state.load(Ordering::Acquire) == RUNNING {
+                if self.state.is_running() {
                     rebalance::do_rebalance(core).await;
                 }
             }
@@ -712,7 +689,7 @@ impl ConsumerInner for PushShared {
             let Some(core) = self.core() else {
                 return;
             };
-            if self.state.load(Ordering::Acquire) != RUNNING {
+            if !self.state.is_running() {
                 return;
             }
             // Java suspends the consumer around the reset and resumes it after; a

@@ -248,13 +248,7 @@ async fn unlock(core: &ConsumerCore, mq: &MessageQueue) {
 /// Renews the locks of every queue this member holds, per broker.
 pub(crate) async fn lock_all(core: &ConsumerCore) {
     let mut by_broker: BTreeMap<String, BTreeSet<MessageQueue>> = BTreeMap::new();
-    let pqs: Vec<(MessageQueue, Arc<ProcessQueue>)> = core
-        .pqs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .map(|(m, p)| (m.clone(), p.clone()))
-        .collect();
+    let pqs = core.process_queues();
     for (mq, _) in &pqs {
         by_broker
             .entry(mq.broker_name.clone())

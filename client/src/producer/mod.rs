@@ -15,7 +15,6 @@ pub mod send;
 pub mod transaction;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -31,6 +30,7 @@ use crate::error::{ClientError, Result};
 use crate::hook::{CheckForbiddenHook, ForbiddenHooks, SendHooks, SendMessageHook};
 use crate::instance::{ClientConfig, ClientInstance, ProducerInner};
 use crate::route::TopicPublishInfo;
+use crate::service_state::ServiceState;
 
 pub use fault::LatencyFaultTolerance;
 pub use selector::{MessageQueueSelector, SelectMessageQueueByHash, SelectMessageQueueByRandom};
@@ -162,10 +162,6 @@ pub struct SendResult {
     pub trace_on: bool,
 }
 
-const CREATED: u8 = 0;
-const RUNNING: u8 = 1;
-const SHUT_DOWN: u8 = 2;
-
 /// State shared by a producer's handles and registered in the client instance.
 pub(crate) struct ProducerShared {
     pub(crate) config: ProducerConfig,
@@ -177,7 +173,7 @@ pub(crate) struct ProducerShared {
     pub(crate) send_hooks: RwLock<SendHooks>,
     pub(crate) forbidden_hooks: RwLock<ForbiddenHooks>,
     pub(crate) async_permits: Arc<Semaphore>,
-    state: AtomicU8,
+    state: ServiceState,
     pub(crate) transaction_listener: OnceLock<Arc<dyn TransactionListener>>,
 }
 
@@ -214,7 +210,7 @@ impl Producer {
                 fault: LatencyFaultTolerance::default(),
                 send_hooks: RwLock::default(),
                 forbidden_hooks: RwLock::default(),
-                state: AtomicU8::new(CREATED),
+                state: ServiceState::default(),
                 transaction_listener: OnceLock::new(),
             }),
         }
@@ -230,18 +226,10 @@ impl Producer {
         let shared = &self.shared;
         topic::validate_group(&shared.config.producer_group)
             .map_err(ClientError::InvalidArgument)?;
-        if shared
-            .state
-            .compare_exchange(CREATED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return Err(ClientError::InvalidArgument(
-                "the producer was already started or shut down".into(),
-            ));
-        }
+        shared.state.start("producer")?;
         let instance = ClientInstance::get_or_create(&shared.config.client)?;
         if let Err(e) = instance.register_producer(shared.clone()) {
-            shared.state.store(CREATED, Ordering::Release);
+            shared.state.reset();
             return Err(e);
         }
         let _ = shared.instance.set(instance.clone());
@@ -255,7 +243,7 @@ impl Producer {
     /// nothing else uses it. Async sends in flight complete or fail first.
     pub async fn shutdown(&self) {
         let shared = &self.shared;
-        if shared.state.swap(SHUT_DOWN, Ordering::AcqRel) != RUNNING {
+        if !shared.state.shut_down() {
             return;
         }
         // Wait (bounded) for async sends in flight.
@@ -304,14 +292,10 @@ impl Producer {
 
 impl ProducerShared {
     pub(crate) fn instance(&self) -> Result<&Arc<ClientInstance>> {
-        match self.state.load(Ordering::Acquire) {
-            RUNNING => self
-                .instance
-                .get()
-                .ok_or(ClientError::NotStarted("producer")),
-            SHUT_DOWN => Err(ClientError::ShutDown("producer")),
-            _ => Err(ClientError::NotStarted("producer")),
-        }
+        self.state.check_running("producer")?;
+        self.instance
+            .get()
+            .ok_or(ClientError::NotStarted("producer"))
     }
 
     pub(crate) fn namespace(&self) -> &str {
