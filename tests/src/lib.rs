@@ -7,6 +7,7 @@
 //! whenever the tests are built.
 
 pub mod client;
+pub mod sdk;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -6,58 +6,27 @@
 //! restart.
 
 use std::collections::{BTreeMap, HashSet};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use vostok_client::consumer::MessageListenerOrderly;
 use vostok_client::{
-    ClientConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere,
-    ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer,
-    LitePullConsumerConfig, Message, MessageExt, MessageListener, MessageModel, MessageSelector,
-    Producer, ProducerConfig, PushConsumer,
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyContext,
+    ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer, LitePullConsumerConfig, Message,
+    MessageExt, MessageListener, MessageModel, MessageSelector, Producer, ProducerConfig,
+    PushConsumer,
 };
 use vostok_remoting::protocol::{response_code, topic};
 use vostok_tests::client::TestClient;
+use vostok_tests::sdk::{self, client, eventually, wait_until};
 use vostok_tests::{Broker, BrokerOptions};
 
 /// Every delay level 1 s, so retries come quickly.
 const FAST_LEVELS: &str = "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s";
 /// Upper bound of every wait.
-const T: Duration = Duration::from_secs(30);
+const T: Duration = sdk::WAIT;
 
 type Seen = Arc<Mutex<Vec<MessageExt>>>;
-
-/// Polls `check` until it holds, at most [`T`].
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + T;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    eventually(what, || std::future::ready(cond())).await
-}
-
-/// Short timers: offsets reach the broker within 200 ms, rebalancing runs every 2 s
-/// besides the broker's NOTIFY_CONSUMER_IDS_CHANGED.
-fn client(namesrv: &str, instance: &str) -> ClientConfig {
-    ClientConfig {
-        instance_name: instance.to_owned(),
-        persist_consumer_offset_interval: Duration::from_millis(200),
-        rebalance_interval: Duration::from_secs(2),
-        ..ClientConfig::with_namesrv(namesrv)
-    }
-}
 
 async fn create_topic(broker: &Broker, topic: &str, queues: i32) {
     let admin = TestClient::default();

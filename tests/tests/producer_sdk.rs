@@ -4,7 +4,6 @@
 //! check-back).
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use vostok_client::hook::{
     CheckForbiddenContext, CheckForbiddenHook, SendMessageContext, SendMessageHook,
 };
 use vostok_client::{
-    ClientConfig, ClientError, Compression, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+    ClientError, Compression, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
     ConsumeFromWhere, ConsumerConfig, LocalTransactionState, Message, MessageExt, MessageListener,
     MessageQueue, Producer, ProducerConfig, PushConsumer, SendResult, SendStatus,
     TransactionListener, TransactionProducer,
@@ -20,39 +19,11 @@ use vostok_client::{
 use vostok_remoting::protocol::message::{property, sysflag};
 use vostok_remoting::protocol::response_code;
 use vostok_tests::client::TestClient;
+use vostok_tests::sdk::{self, client, wait_until};
 use vostok_tests::{Broker, BrokerOptions, Namesrv};
 
 /// Upper bound of every wait.
-const T: Duration = Duration::from_secs(30);
-
-/// Polls `check` until it holds, at most [`T`].
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + T;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    eventually(what, || std::future::ready(cond())).await
-}
-
-fn client(namesrv: &str, instance: &str) -> ClientConfig {
-    ClientConfig {
-        instance_name: instance.to_owned(),
-        persist_consumer_offset_interval: Duration::from_millis(200),
-        rebalance_interval: Duration::from_secs(2),
-        ..ClientConfig::with_namesrv(namesrv)
-    }
-}
+const T: Duration = sdk::WAIT;
 
 fn producer_config(namesrv: &str, group: &str, instance: &str) -> ProducerConfig {
     ProducerConfig {
