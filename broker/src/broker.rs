@@ -18,8 +18,9 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 use vostok_namesrv::NameServer;
 use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
-use vostok_remoting::protocol::message::id::{now_millis, UniqIdGenerator};
+use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::request_code;
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{
     Channel, ClientConfig, ConnectionConfig, RemotingClient, RemotingCommand, RemotingServer,
     ServerConfig,

@@ -55,11 +55,12 @@ const IMPORTANT: &[&str] = &[
 fn load_config(args: &Args) -> Result<BrokerConfig, BrokerError> {
     let mut config = BrokerConfig::default();
     if let Some(path) = &args.config_file {
-        let pairs =
-            vostok_remoting::properties::load(path).map_err(|source| BrokerError::ConfigFile {
+        let pairs = vostok_remoting::support::properties::load(path).map_err(|source| {
+            BrokerError::ConfigFile {
                 path: path.clone(),
                 source,
-            })?;
+            }
+        })?;
         for (k, v) in pairs {
             config.apply_property(&k, &v)?;
         }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use vostok_remoting::protocol::body::{
     ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData,
 };
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::{Channel, LanguageCode};
 
 /// One client connection in a group.
@@ -72,7 +73,7 @@ impl ClientRegistry {
     /// Registers or refreshes a consumer channel and its subscriptions. Returns true when
     /// the group's set of client ids changed.
     pub fn register_consumer(&self, info: ClientChannelInfo, reg: ConsumerRegistration) -> bool {
-        let mut consumers = self.consumers.write().unwrap_or_else(|e| e.into_inner());
+        let mut consumers = self.consumers.write_locked();
         let group = consumers
             .entry(reg.group.clone())
             .or_insert_with(|| ConsumerGroupInfo {
@@ -106,7 +107,7 @@ impl ClientRegistry {
 
     /// Removes a channel from a consumer group; true when the group's ids changed.
     pub fn unregister_consumer(&self, group: &str, channel: &Channel) -> bool {
-        let mut consumers = self.consumers.write().unwrap_or_else(|e| e.into_inner());
+        let mut consumers = self.consumers.write_locked();
         let Some(info) = consumers.get_mut(group) else {
             return false;
         };
@@ -121,15 +122,14 @@ impl ClientRegistry {
 
     pub fn register_producer(&self, group: &str, info: ClientChannelInfo) {
         self.producers
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+            .write_locked()
             .entry(group.to_owned())
             .or_default()
             .insert(info.channel.id(), info);
     }
 
     pub fn unregister_producer(&self, group: &str, channel: &Channel) {
-        let mut producers = self.producers.write().unwrap_or_else(|e| e.into_inner());
+        let mut producers = self.producers.write_locked();
         if let Some(channels) = producers.get_mut(group) {
             channels.remove(&channel.id());
             if channels.is_empty() {
@@ -139,17 +139,12 @@ impl ClientRegistry {
     }
 
     pub fn consumer_group(&self, group: &str) -> Option<ConsumerGroupInfo> {
-        self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(group)
-            .cloned()
+        self.consumers.read_locked().get(group).cloned()
     }
 
     pub fn consumer_ids(&self, group: &str) -> Vec<String> {
         self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .get(group)
             .map(ConsumerGroupInfo::client_ids)
             .unwrap_or_default()
@@ -157,8 +152,7 @@ impl ClientRegistry {
 
     pub fn consumer_channels(&self, group: &str) -> Vec<Channel> {
         self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .get(group)
             .map(|g| g.channels.values().map(|c| c.channel.clone()).collect())
             .unwrap_or_default()
@@ -166,8 +160,7 @@ impl ClientRegistry {
 
     pub fn producer_connections(&self, group: &str) -> Vec<ClientChannelInfo> {
         self.producers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .get(group)
             .map(|g| g.values().cloned().collect())
             .unwrap_or_default()
@@ -175,7 +168,7 @@ impl ClientRegistry {
 
     /// A live channel of a producer group, for transaction check-backs.
     pub fn producer_channel(&self, group: &str) -> Option<Channel> {
-        let producers = self.producers.read().unwrap_or_else(|e| e.into_inner());
+        let producers = self.producers.read_locked();
         let live: Vec<&ClientChannelInfo> = producers
             .get(group)?
             .values()
@@ -208,7 +201,7 @@ impl ClientRegistry {
     fn remove_channels(&self, mut doomed: impl FnMut(&ClientChannelInfo) -> bool) -> Vec<String> {
         let mut changed = Vec::new();
         {
-            let mut consumers = self.consumers.write().unwrap_or_else(|e| e.into_inner());
+            let mut consumers = self.consumers.write_locked();
             consumers.retain(|name, group| {
                 let before = group.client_ids();
                 group.channels.retain(|_, c| !doomed(c));
@@ -218,7 +211,7 @@ impl ClientRegistry {
                 !group.channels.is_empty()
             });
         }
-        let mut producers = self.producers.write().unwrap_or_else(|e| e.into_inner());
+        let mut producers = self.producers.write_locked();
         producers.retain(|_, channels| {
             channels.retain(|_, c| !doomed(c));
             !channels.is_empty()

@@ -524,7 +524,7 @@ mod tests {
     #[test]
     fn applies_rocketmq_keys_and_rejects_unknown_ones() {
         let mut c = BrokerConfig::default();
-        for (k, v) in vostok_remoting::properties::parse(
+        for (k, v) in vostok_remoting::support::properties::parse(
             "brokerClusterName=C1\nbrokerName=broker-b\nbrokerId=0\nlistenPort=20911\nautoCreateTopicEnable=false\nnamesrvAddr=1.1.1.1:9876;2.2.2.2:9876\nflushDiskType=SYNC_FLUSH\n",
         ) {
             c.apply_property(&k, &v).unwrap();

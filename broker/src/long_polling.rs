@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
+use vostok_remoting::support::sync::MutexExt;
 
 struct Held {
     id: u64,
@@ -63,7 +64,7 @@ impl LongPolling {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
-            let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            let mut table = self.table.locked();
             table
                 .entry(topic.to_owned())
                 .or_default()
@@ -89,7 +90,7 @@ impl LongPolling {
     }
 
     fn forget(&self, topic: &str, queue_id: i32, id: u64) {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         if let Some(queues) = table.get_mut(topic) {
             if let Some(held) = queues.get_mut(&queue_id) {
                 held.retain(|h| h.id != id);
@@ -106,7 +107,7 @@ impl LongPolling {
     /// A message with `tags_code` was dispatched, making the queue's max offset
     /// `max_offset` (its queue offset + 1): wake the pulls it satisfies.
     pub fn notify(&self, topic: &str, queue_id: i32, max_offset: i64, tags_code: i64) {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         let Some(held) = table.get_mut(topic).and_then(|q| q.get_mut(&queue_id)) else {
             return;
         };
@@ -129,7 +130,7 @@ impl LongPolling {
     /// Releases every held pull (shutdown): they answer with what they have.
     pub fn wake_all(&self) {
         self.shut_down.store(true, Ordering::Release);
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         for (_, queues) in table.drain() {
             for (_, held) in queues {
                 for h in held {
@@ -142,8 +143,7 @@ impl LongPolling {
     /// Number of pulls waiting (for runtime info).
     pub fn held_count(&self) -> usize {
         self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .values()
             .flat_map(|q| q.values())
             .map(Vec::len)

@@ -10,7 +10,8 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use tracing::warn;
-use vostok_remoting::config_file::ConfigFile;
+use vostok_remoting::support::config_file::ConfigFile;
+use vostok_remoting::support::sync::MutexExt;
 
 use crate::config::BrokerConfig;
 
@@ -59,7 +60,7 @@ impl ConsumerOffsetManager {
     }
 
     pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         let k = key(topic, group);
         match table.get_mut(&k) {
             Some(queues) => {
@@ -75,8 +76,7 @@ impl ConsumerOffsetManager {
     /// The committed offset, or -1 when the group never committed one for the queue.
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> i64 {
         self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .get(&key(topic, group))
             .and_then(|queues| queues.get(&queue_id).copied())
             .unwrap_or(-1)
@@ -85,8 +85,7 @@ impl ConsumerOffsetManager {
     /// Queue id → offset for one group and topic.
     pub fn query_all(&self, group: &str, topic: &str) -> HashMap<i32, i64> {
         self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .get(&key(topic, group))
             .cloned()
             .unwrap_or_default()
@@ -94,7 +93,7 @@ impl ConsumerOffsetManager {
 
     /// Drops the offsets of a deleted topic.
     pub fn remove_topic(&self, topic: &str) {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         table.retain(|k, _| k.rsplit_once(TOPIC_GROUP_SEPARATOR).map(|(t, _)| t) != Some(topic));
         self.dirty.store(true, Ordering::Relaxed);
     }
@@ -102,7 +101,7 @@ impl ConsumerOffsetManager {
     /// The table as `consumerOffset.json` content.
     pub fn encode(&self, pretty: bool) -> Vec<u8> {
         let persisted = {
-            let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            let table = self.table.locked();
             Persisted {
                 offset_table: table
                     .iter()

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use vostok_remoting::protocol::body::MessageQueue;
+use vostok_remoting::support::sync::MutexExt;
 
 /// `rocketmq.broker.rebalance.lockMaxLiveTime`.
 pub const LOCK_MAX_LIVE_TIME: Duration = Duration::from_secs(60);
@@ -50,7 +51,7 @@ impl RebalanceLockManager {
         client_id: &str,
         now: Instant,
     ) -> BTreeSet<MessageQueue> {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         let locks = table.entry(group.to_owned()).or_default();
         // Expired locks of queues not asked for go, so the table cannot grow without end.
         let ttl = self.ttl;
@@ -84,7 +85,7 @@ impl RebalanceLockManager {
 
     /// Releases the queues `client_id` holds.
     pub fn unlock_batch(&self, group: &str, mqs: &BTreeSet<MessageQueue>, client_id: &str) {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         if let Some(locks) = table.get_mut(group) {
             for mq in mqs {
                 if locks.get(mq).is_some_and(|e| e.client_id == client_id) {
@@ -100,8 +101,7 @@ impl RebalanceLockManager {
     /// True while the group holds any unexpired lock (its retry messages go to the DLQ).
     pub fn group_holds_locks(&self, group: &str, now: Instant) -> bool {
         self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .get(group)
             .is_some_and(|locks| locks.values().any(|e| !e.expired(now, self.ttl)))
     }

@@ -12,6 +12,7 @@ use vostok_remoting::protocol::header::{
 };
 use vostok_remoting::protocol::message::record::crc32;
 use vostok_remoting::protocol::{request_code, response_code};
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::RemotingCommand;
 
 use crate::broker::Broker;
@@ -77,10 +78,7 @@ pub(crate) async fn register_all(broker: &Broker) {
                 debug!(namesrv = %addr, "registered");
                 if let Ok(header) = response.decode_header::<RegisterBrokerResponseHeader>() {
                     if let Some(master) = header.master_addr.filter(|m| !m.is_empty()) {
-                        let mut current = broker
-                            .master_addr
-                            .write()
-                            .unwrap_or_else(|e| e.into_inner());
+                        let mut current = broker.master_addr.write_locked();
                         if current.as_deref() != Some(master.as_str()) {
                             info!(master = %master, "master address from name server");
                             *current = Some(master);

@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
-use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::filter::tags_code;
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
+use vostok_remoting::support::config_file::ConfigFile;
+use vostok_remoting::support::sync::MutexExt;
+use vostok_remoting::support::time::now_millis;
 use vostok_store::{GetMessageStatus, MessageInner};
 
 use crate::broker::Broker;
@@ -61,27 +62,15 @@ impl ScheduleState {
     }
 
     fn get(&self, level: i32) -> i64 {
-        *self
-            .offsets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&level)
-            .unwrap_or(&0)
+        *self.offsets.locked().get(&level).unwrap_or(&0)
     }
 
     fn set(&self, level: i32, offset: i64) {
-        self.offsets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(level, offset);
+        self.offsets.locked().insert(level, offset);
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let offsets = self
-            .offsets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let offsets = self.offsets.locked().clone();
         serde_json::to_vec_pretty(&DelayOffsets {
             offset_table: offsets,
         })

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use vostok_remoting::support::sync::MutexExt;
 
 #[derive(Default)]
 pub struct BrokerStats {
@@ -25,7 +26,7 @@ impl BrokerStats {
     pub fn sample(&self) {
         let put = self.put.load(Ordering::Relaxed);
         let get = self.get.load(Ordering::Relaxed);
-        let mut r = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = self.rates.locked();
         r.put_tps = (put - r.last_put) as f64;
         r.get_tps = (get - r.last_get) as f64;
         r.last_put = put;
@@ -34,7 +35,7 @@ impl BrokerStats {
 
     /// `(putTps, getTransferedTps)` over the last second.
     pub fn tps(&self) -> (f64, f64) {
-        let r = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        let r = self.rates.locked();
         (r.put_tps, r.get_tps)
     }
 }

@@ -6,10 +6,11 @@ use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
-use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::body::DataVersion;
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::topic;
+use vostok_remoting::support::config_file::ConfigFile;
+use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::time::now_millis;
 
 use crate::config::BrokerConfig;
 
@@ -133,8 +134,7 @@ impl SubscriptionGroupManager {
 
     pub fn get(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         self.state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .subscription_group_table
             .get(group)
             .cloned()
@@ -154,7 +154,7 @@ impl SubscriptionGroupManager {
         }
         let config = SubscriptionGroupConfig::new(group);
         {
-            let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.state.write_locked();
             if let Some(raced) = state.subscription_group_table.get(group) {
                 return Some(raced.clone());
             }
@@ -170,7 +170,7 @@ impl SubscriptionGroupManager {
 
     pub fn update(&self, config: SubscriptionGroupConfig) {
         {
-            let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.state.write_locked();
             state
                 .subscription_group_table
                 .insert(config.group_name.clone(), config);
@@ -181,7 +181,7 @@ impl SubscriptionGroupManager {
 
     pub fn delete(&self, group: &str) -> bool {
         let removed = {
-            let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.state.write_locked();
             let removed = state.subscription_group_table.remove(group).is_some();
             if removed {
                 state.data_version.next(now_millis());
@@ -196,13 +196,13 @@ impl SubscriptionGroupManager {
 
     /// The whole table as JSON (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
     pub fn encode(&self) -> Vec<u8> {
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let state = self.state.read_locked();
         serde_json::to_vec(&*state).unwrap_or_default()
     }
 
     pub fn persist(&self) {
         let written = self.file.persist_with(|| {
-            let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let state = self.state.read_locked();
             serde_json::to_vec_pretty(&*state).unwrap_or_default()
         });
         if let Err(e) = written {

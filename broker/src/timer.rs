@@ -22,13 +22,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
-use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::filter::tags_code;
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::RecordView;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::TIMER_TOPIC;
+use vostok_remoting::support::config_file::ConfigFile;
+use vostok_remoting::support::sync::MutexExt;
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 use vostok_store::{GetMessageStatus, MessageInner};
 
@@ -177,7 +178,7 @@ impl TimerService {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Progress> {
-        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+        self.progress.locked()
     }
 
     /// A timer message was dispatched at `offset`, due at `deliver_at`.

@@ -6,10 +6,11 @@ use std::sync::{Mutex, RwLock};
 
 use tokio::sync::Notify;
 use tracing::{info, warn};
-use vostok_remoting::config_file::ConfigFile;
 use vostok_remoting::protocol::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::topic::{self, perm};
+use vostok_remoting::support::config_file::ConfigFile;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
+use vostok_remoting::support::time::now_millis;
 
 use crate::config::BrokerConfig;
 
@@ -47,7 +48,7 @@ impl TopicConfigManager {
     }
 
     fn add_system_topics(&self, config: &BrokerConfig) {
-        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.write_locked();
         let mut put = |t: TopicConfig| {
             table.entry(t.topic_name.clone()).or_insert(t);
         };
@@ -84,27 +85,15 @@ impl TopicConfigManager {
     }
 
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
-        self.table
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(topic)
-            .cloned()
+        self.table.read_locked().get(topic).cloned()
     }
 
     pub fn contains(&self, topic: &str) -> bool {
-        self.table
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(topic)
+        self.table.read_locked().contains_key(topic)
     }
 
     pub fn topic_names(&self) -> Vec<String> {
-        self.table
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        self.table.read_locked().keys().cloned().collect()
     }
 
     /// Auto-creates `topic` on a send, from the template `default_topic` (PROTOCOL.md 3.1
@@ -151,7 +140,7 @@ impl TopicConfigManager {
 
     fn insert_if_absent(&self, config: TopicConfig) -> TopicConfig {
         let inserted = {
-            let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+            let mut table = self.table.write_locked();
             if let Some(existing) = table.get(&config.topic_name) {
                 return existing.clone();
             }
@@ -166,20 +155,14 @@ impl TopicConfigManager {
     pub fn update(&self, config: TopicConfig) {
         info!(topic = %config.topic_name, read = config.read_queue_nums, write = config.write_queue_nums, perm = config.perm, "topic config updated");
         self.table
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+            .write_locked()
             .insert(config.topic_name.clone(), config);
         self.on_change();
     }
 
     /// Removes a topic; true when it existed.
     pub fn delete(&self, topic: &str) -> bool {
-        let removed = self
-            .table
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(topic)
-            .is_some();
+        let removed = self.table.write_locked().remove(topic).is_some();
         if removed {
             info!(topic, "topic deleted");
             self.on_change();
@@ -189,12 +172,8 @@ impl TopicConfigManager {
 
     /// The table and its version, as registered and persisted.
     pub fn wrapper(&self) -> TopicConfigSerializeWrapper {
-        let table = self.table.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let data_version = self
-            .data_version
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let table = self.table.read_locked().clone();
+        let data_version = self.data_version.locked().clone();
         TopicConfigSerializeWrapper {
             data_version,
             topic_config_table: table,
@@ -203,10 +182,7 @@ impl TopicConfigManager {
     }
 
     pub fn data_version(&self) -> DataVersion {
-        self.data_version
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.data_version.locked().clone()
     }
 
     /// Resolves when the table changed since the last call.
@@ -215,10 +191,7 @@ impl TopicConfigManager {
     }
 
     fn on_change(&self) {
-        self.data_version
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .next(now_millis());
+        self.data_version.locked().next(now_millis());
         self.persist();
         self.changed.notify_one();
     }

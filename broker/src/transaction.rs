@@ -25,11 +25,12 @@ use std::time::Duration;
 use tracing::{debug, info, warn};
 use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::header::CheckTransactionStateRequestHeader;
-use vostok_remoting::protocol::message::id::{create_offset_msg_id, now_millis};
+use vostok_remoting::protocol::message::id::create_offset_msg_id;
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::{sysflag, MessageExt, RecordView};
 use vostok_remoting::protocol::request_code;
 use vostok_remoting::protocol::topic::{self, perm};
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 use vostok_store::{GetMessageStatus, MessageInner};
 

@@ -38,6 +38,7 @@ use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::topic::{
     AUTO_CREATE_TOPIC_KEY_TOPIC, CLIENT_INNER_PRODUCER_GROUP, MASTER_ID,
 };
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::{BoxFuture, RemotingClient, RpcHook};
 
 use crate::api;
@@ -239,7 +240,7 @@ impl ClientInstance {
         }
         let client_id = config.client_id();
         let key = format!("{client_id}|{}", config.namesrv_addr.join(";"));
-        let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+        let mut reg = registry().locked();
         if let Some(existing) = reg.get(&key).and_then(Weak::upgrade) {
             if !existing.shutdown.is_cancelled() {
                 return Ok(existing);
@@ -389,25 +390,15 @@ impl ClientInstance {
     }
 
     fn consumers_snapshot(&self) -> Vec<Arc<dyn ConsumerInner>> {
-        self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        self.consumers.read_locked().values().cloned().collect()
     }
 
     fn producers_snapshot(&self) -> Vec<Arc<dyn ProducerInner>> {
-        self.producers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        self.producers.read_locked().values().cloned().collect()
     }
 
     pub(crate) fn register_producer(&self, producer: Arc<dyn ProducerInner>) -> Result<()> {
-        let mut producers = self.producers.write().unwrap_or_else(|e| e.into_inner());
+        let mut producers = self.producers.write_locked();
         let group = producer.group().to_owned();
         if producers.contains_key(&group) {
             return Err(ClientError::DuplicateGroup(group));
@@ -417,7 +408,7 @@ impl ClientInstance {
     }
 
     pub(crate) fn register_consumer(&self, consumer: Arc<dyn ConsumerInner>) -> Result<()> {
-        let mut consumers = self.consumers.write().unwrap_or_else(|e| e.into_inner());
+        let mut consumers = self.consumers.write_locked();
         let group = consumer.group().to_owned();
         if consumers.contains_key(&group) {
             return Err(ClientError::DuplicateGroup(group));
@@ -427,30 +418,17 @@ impl ClientInstance {
     }
 
     pub(crate) fn find_producer(&self, group: &str) -> Option<Arc<dyn ProducerInner>> {
-        self.producers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(group)
-            .cloned()
+        self.producers.read_locked().get(group).cloned()
     }
 
     pub(crate) fn find_consumer(&self, group: &str) -> Option<Arc<dyn ConsumerInner>> {
-        self.consumers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(group)
-            .cloned()
+        self.consumers.read_locked().get(group).cloned()
     }
 
     /// Removes a producer group, tells every broker, and shuts the instance down when
     /// nothing uses it any more.
     pub(crate) async fn unregister_producer(&self, group: &str) {
-        let removed = self
-            .producers
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(group)
-            .is_some();
+        let removed = self.producers.write_locked().remove(group).is_some();
         if removed {
             self.unregister_client(Some(group), None).await;
         }
@@ -458,12 +436,7 @@ impl ClientInstance {
     }
 
     pub(crate) async fn unregister_consumer(&self, group: &str) {
-        let removed = self
-            .consumers
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(group)
-            .is_some();
+        let removed = self.consumers.write_locked().remove(group).is_some();
         if removed {
             self.unregister_client(None, Some(group)).await;
         }
@@ -488,15 +461,10 @@ impl ClientInstance {
     async fn shutdown_if_unused(&self) {
         let unused = self
             .producers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .keys()
             .all(|g| g == CLIENT_INNER_PRODUCER_GROUP)
-            && self
-                .consumers
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty();
+            && self.consumers.read_locked().is_empty();
         if unused {
             self.shutdown().await;
         }
@@ -509,7 +477,7 @@ impl ClientInstance {
         }
         self.shutdown.cancel();
         {
-            let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+            let mut reg = registry().locked();
             if reg
                 .get(&self.key)
                 .is_some_and(|w| w.upgrade().is_none_or(|i| i.shutdown.is_cancelled()))
@@ -579,12 +547,7 @@ impl ClientInstance {
     /// route is not in the cache yet. An unchanged route still re-remembers its brokers,
     /// in case they were forgotten meanwhile.
     fn apply_route(&self, topic: &str, route: TopicRouteData) -> Arc<TopicRouteData> {
-        let old = self
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(topic)
-            .cloned();
+        let old = self.routes.read_locked().get(topic).cloned();
         if let Some(old) = old.filter(|old| **old == route) {
             if self.remember_brokers(&old) {
                 self.heartbeat_now.notify_one();
@@ -594,8 +557,7 @@ impl ClientInstance {
         debug!(topic, "topic route changed");
         let route = Arc::new(route);
         self.routes
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+            .write_locked()
             .insert(topic.to_owned(), route.clone());
         let new_broker = self.remember_brokers(&route);
         let info = Arc::new(TopicPublishInfo::new(topic, route.clone()));
@@ -635,7 +597,7 @@ impl ClientInstance {
 
     /// Adds a route's broker addresses; true if one of them is new.
     fn remember_brokers(&self, route: &TopicRouteData) -> bool {
-        let mut brokers = self.brokers.write().unwrap_or_else(|e| e.into_inner());
+        let mut brokers = self.brokers.write_locked();
         let mut new = false;
         for bd in &route.broker_datas {
             let known = brokers.get(&bd.broker_name);
@@ -649,11 +611,7 @@ impl ClientInstance {
     }
 
     pub(crate) fn cached_route(&self, topic: &str) -> Option<Arc<TopicRouteData>> {
-        self.routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(topic)
-            .cloned()
+        self.routes.read_locked().get(topic).cloned()
     }
 
     async fn update_all_routes(&self) {
@@ -675,8 +633,8 @@ impl ClientInstance {
 
     /// Forgets brokers no cached route mentions any more.
     fn clean_offline_brokers(&self) {
-        let routes = self.routes.read().unwrap_or_else(|e| e.into_inner());
-        let mut brokers = self.brokers.write().unwrap_or_else(|e| e.into_inner());
+        let routes = self.routes.read_locked();
+        let mut brokers = self.brokers.write_locked();
         brokers.retain(|name, _| {
             routes
                 .values()
@@ -687,15 +645,14 @@ impl ClientInstance {
     /// The master address of a broker name (where sends go).
     pub(crate) fn find_broker_addr_in_publish(&self, broker_name: &str) -> Option<String> {
         self.brokers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .get(broker_name)
             .and_then(|addrs| addrs.get(&MASTER_ID).cloned())
     }
 
     /// Where to read from: the master, else any slave.
     pub(crate) fn find_broker_addr_in_subscribe(&self, broker_name: &str) -> Option<String> {
-        let brokers = self.brokers.read().unwrap_or_else(|e| e.into_inner());
+        let brokers = self.brokers.read_locked();
         let addrs = brokers.get(broker_name)?;
         addrs
             .get(&MASTER_ID)
@@ -715,7 +672,7 @@ impl ClientInstance {
     }
 
     fn all_broker_addrs(&self, masters_only: bool) -> Vec<String> {
-        let brokers = self.brokers.read().unwrap_or_else(|e| e.into_inner());
+        let brokers = self.brokers.read_locked();
         let mut out: Vec<String> = brokers
             .values()
             .flat_map(|addrs| {
@@ -792,10 +749,7 @@ impl ClientInstance {
             async move {
                 match api::heartbeat(&self.remoting, addr, body, self.api_timeout()).await {
                     Ok(version) => {
-                        self.broker_versions
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(addr.clone(), version);
+                        self.broker_versions.locked().insert(addr.clone(), version);
                     }
                     Err(e) => debug!(broker = %addr, error = %e, "heartbeat failed"),
                 }
@@ -807,10 +761,7 @@ impl ClientInstance {
     /// The version each broker stamped on its last heartbeat answer (Java keeps it to
     /// refuse SQL92 subscriptions to brokers older than 4.1).
     pub fn broker_versions(&self) -> HashMap<String, i32> {
-        self.broker_versions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.broker_versions.locked().clone()
     }
 
     // ---- request/reply ----
@@ -821,28 +772,20 @@ impl ClientInstance {
     ) -> oneshot::Receiver<MessageExt> {
         let (tx, rx) = oneshot::channel();
         self.reply_waiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .insert(correlation_id.to_owned(), tx);
         rx
     }
 
     pub(crate) fn remove_reply_waiter(&self, correlation_id: &str) {
-        self.reply_waiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(correlation_id);
+        self.reply_waiters.locked().remove(correlation_id);
     }
 
     pub(crate) fn complete_reply(&self, msg: MessageExt) -> bool {
         let Some(id) = msg.property(property::CORRELATION_ID).map(str::to_owned) else {
             return false;
         };
-        let waiter = self
-            .reply_waiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
+        let waiter = self.reply_waiters.locked().remove(&id);
         match waiter {
             Some(tx) => tx.send(msg).is_ok(),
             None => false,

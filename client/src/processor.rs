@@ -261,7 +261,7 @@ fn receive_reply(instance: &ClientInstance, request: RemotingCommand) -> Remotin
     crate::message::decompress_in_place(&mut msg);
     msg.properties.insert(
         property::REPLY_MESSAGE_ARRIVE_TIME,
-        vostok_remoting::protocol::message::id::now_millis().to_string(),
+        vostok_remoting::support::time::now_millis().to_string(),
     );
     if !instance.complete_reply(msg) {
         debug!("reply for an unknown or expired request");

@@ -215,13 +215,13 @@ impl NamesrvConfig {
 
     /// The effective config as `.properties` text (`mqnamesrv -p`, GET_NAMESRV_CONFIG).
     pub fn to_properties_text(&self) -> String {
-        vostok_remoting::properties::render(&self.to_properties())
+        vostok_remoting::support::properties::render(&self.to_properties())
     }
 
     /// Applies every key of a `.properties` file and records it as
     /// `config_store_path`. Returns the keys this name server does not know.
     pub fn load_properties_file(&mut self, path: &Path) -> Result<Vec<String>, NamesrvError> {
-        let pairs = vostok_remoting::properties::load(path)
+        let pairs = vostok_remoting::support::properties::load(path)
             .map_err(|e| NamesrvError::io("read config file", path, e))?;
         let mut unknown = Vec::new();
         for (key, value) in pairs {
@@ -312,7 +312,7 @@ mod tests {
 
         let text = c.to_properties_text();
         let mut parsed = NamesrvConfig::default();
-        for (k, v) in vostok_remoting::properties::parse(&text) {
+        for (k, v) in vostok_remoting::support::properties::parse(&text) {
             parsed.apply_property(&k, &v).unwrap();
         }
         assert_eq!(parsed, c);

@@ -13,8 +13,8 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::clock;
 use crate::route::{ExpiredBroker, RouteInfoManager};
+use vostok_remoting::support::time::monotonic;
 
 /// One sweep at `now`: drops the expired brokers and closes their connections.
 pub fn sweep(route: &RouteInfoManager, now: Instant) -> Vec<ExpiredBroker> {
@@ -41,7 +41,7 @@ pub(crate) async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = ticker.tick() => {
-                let expired = sweep(&route, clock::now());
+                let expired = sweep(&route, monotonic());
                 debug!(expired = expired.len(), "expiry sweep done");
             }
         }
@@ -72,7 +72,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_periodic_sweep_expires_silent_brokers() {
         let route = Arc::new(RouteInfoManager::new(RouteConfig::default()));
-        route.register_broker(registration("a:1"), clock::now());
+        route.register_broker(registration("a:1"), monotonic());
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(run(route.clone(), Duration::from_secs(5), shutdown.clone()));
 
@@ -82,7 +82,7 @@ mod tests {
             "still within 120 s"
         );
         // The broker refreshes its registration; the clock restarts.
-        route.register_broker(registration("a:1"), clock::now());
+        route.register_broker(registration("a:1"), monotonic());
         tokio::time::sleep(Duration::from_secs(119)).await;
         assert!(route.pickup_topic_route_data("T").is_some());
         // Past 120 s of silence, the next sweep (at most 5 s later) drops it.

@@ -11,7 +11,7 @@
 //!
 //! Every change is written through before the request is answered, as Java does, so
 //! an acknowledged PUT survives a crash. Writes go through
-//! `vostok_remoting::config_file` (temp file, fsync, previous version kept as
+//! `vostok_remoting::support::config_file` (temp file, fsync, previous version kept as
 //! `.bak`, rename); loading falls back to the `.bak`. A file that holds data but
 //! cannot be read, with no readable backup either, stops the start rather than
 //! starting with the operator's settings silently gone.
@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use tracing::{debug, info};
 
 use crate::error::NamesrvError;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
 /// KV namespace of ordered-topic configurations (`NamesrvUtil`).
 pub const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
@@ -81,11 +82,11 @@ impl KvConfigManager {
     fn read_table(&self) -> std::sync::RwLockReadGuard<'_, Table> {
         // A panic while holding the lock cannot leave the map half-updated (each
         // change is one map operation), so a poisoned lock is still consistent.
-        self.table.read().unwrap_or_else(|e| e.into_inner())
+        self.table.read_locked()
     }
 
     fn write_table(&self) -> std::sync::RwLockWriteGuard<'_, Table> {
-        self.table.write().unwrap_or_else(|e| e.into_inner())
+        self.table.write_locked()
     }
 
     /// Sets a value in memory; returns the previous one. Call [`Self::persist`] after.
@@ -140,7 +141,7 @@ impl KvConfigManager {
 
     /// Writes the store to its file. Blocking.
     pub fn persist(&self) -> Result<(), NamesrvError> {
-        let _writer = self.persist_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _writer = self.persist_lock.locked();
         let bytes = {
             let table = self.read_table();
             // Cleared under the read lock: a change made after this snapshot sets it
@@ -151,7 +152,7 @@ impl KvConfigManager {
             })
         };
         let result = match bytes {
-            Ok(bytes) => vostok_remoting::config_file::persist(&self.path, &bytes)
+            Ok(bytes) => vostok_remoting::support::config_file::persist(&self.path, &bytes)
                 .map_err(|e| NamesrvError::io("write", &self.path, e)),
             Err(e) => Err(NamesrvError::io(
                 "serialise",
@@ -186,7 +187,7 @@ fn holds_data(bytes: &[u8]) -> bool {
 /// The file, else its backup; `None` on a first start (nothing, or only empty files,
 /// which a crash during the very first write can leave).
 fn load_file(path: &Path) -> Result<Option<KvConfigFile>, NamesrvError> {
-    let parsed = vostok_remoting::config_file::load(path, |bytes| {
+    let parsed = vostok_remoting::support::config_file::load(path, |bytes| {
         holds_data(bytes).then(|| parse_file(bytes).ok()).flatten()
     });
     if parsed.is_some() {

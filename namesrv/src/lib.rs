@@ -14,10 +14,10 @@
 //!   live brokers, behind one `RwLock`; pure operations that take `now`.
 //! * [`housekeeping`]: the periodic expiry sweep.
 //! * [`kv_config`]: the KV store and its file `kvConfig.json`, written atomically
-//!   with a `.bak` of the previous version (`vostok_remoting::config_file`).
+//!   with a `.bak` of the previous version (`vostok_remoting::support::config_file`).
 //! * `processor` (private): the request processor, one function per request code.
 //! * [`config`]: [`NamesrvConfig`], with RocketMQ's key names and defaults, read
-//!   from `.properties` files (`vostok_remoting::properties`).
+//!   from `.properties` files (`vostok_remoting::support::properties`).
 //! * [`mod@error`]: the crate's error type, [`NamesrvError`].
 //!
 //! # Request flow
@@ -46,7 +46,6 @@
 //! ```
 
 pub mod cli;
-mod clock;
 pub mod config;
 pub mod error;
 pub mod housekeeping;
@@ -116,7 +115,7 @@ impl NameServer {
             config,
             route: route.clone(),
             kv: Arc::new(kv),
-            started: clock::now(),
+            started: vostok_remoting::support::time::monotonic(),
             connections: AtomicUsize::new(0),
         });
         let server = RemotingServer::start(

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use vostok_remoting::protocol::body::{DataVersion, TopicConfigSerializeWrapper, TopicList};
 use vostok_remoting::protocol::route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 use vostok_remoting::protocol::topic::{perm, MASTER_ID};
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::Channel;
 
 pub use remove::ExpiredBroker;
@@ -184,11 +185,11 @@ impl RouteInfoManager {
     fn read(&self) -> RwLockReadGuard<'_, RouteTables> {
         // Writers finish every multi-table change before anything can panic (no
         // panicking calls inside), so a poisoned lock still guards consistent tables.
-        self.tables.read().unwrap_or_else(|e| e.into_inner())
+        self.tables.read_locked()
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, RouteTables> {
-        self.tables.write().unwrap_or_else(|e| e.into_inner())
+        self.tables.write_locked()
     }
 
     /// The route of a topic (`pickupTopicRouteData`): its queues per broker name and

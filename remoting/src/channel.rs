@@ -13,9 +13,9 @@ use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt};
 use tokio::io::AsyncWriteExt;
@@ -32,6 +32,8 @@ use crate::command::{RemotingCommand, SerializeType};
 use crate::error::{RemotingError, Result};
 use crate::processor::{RequestProcessor, RpcHooks};
 use crate::protocol::{request_code, response_code};
+use crate::support::sync::MutexExt;
+use crate::support::time::coarse_millis;
 use crate::writer::WriteBatch;
 
 /// Per-connection settings shared by servers and clients.
@@ -66,15 +68,6 @@ impl Default for ConnectionConfig {
 }
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
-
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn now_ms() -> u64 {
-    epoch().elapsed().as_millis() as u64
-}
 
 type PendingTable = Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>;
 
@@ -160,7 +153,7 @@ impl Channel {
                 pending: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
                 closed_flag: std::sync::atomic::AtomicBool::new(false),
-                last_activity_ms: AtomicU64::new(now_ms()),
+                last_activity_ms: AtomicU64::new(coarse_millis()),
             }),
         };
         ctx.tracker.spawn(write_loop(wr, rx, channel.inner.clone()));
@@ -245,11 +238,7 @@ impl Channel {
         let frame = self.encode(&mut cmd)?;
         let (tx, rx) = oneshot::channel();
         let opaque = cmd.opaque;
-        self.inner
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(opaque, tx);
+        self.inner.pending.locked().insert(opaque, tx);
         let pending = PendingResponse {
             channel: self.clone(),
             rx,
@@ -313,12 +302,7 @@ impl Channel {
     }
 
     fn complete(&self, response: RemotingCommand) {
-        let waiter = self
-            .inner
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&response.opaque);
+        let waiter = self.inner.pending.locked().remove(&response.opaque);
         match waiter {
             Some(tx) => {
                 let _ = tx.send(response);
@@ -330,17 +314,13 @@ impl Channel {
     }
 
     fn forget(&self, opaque: i32) {
-        self.inner
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&opaque);
+        self.inner.pending.locked().remove(&opaque);
     }
 
     fn touch(&self) {
         self.inner
             .last_activity_ms
-            .store(now_ms(), Ordering::Relaxed);
+            .store(coarse_millis(), Ordering::Relaxed);
     }
 
     async fn read_loop(
@@ -396,7 +376,7 @@ impl Channel {
                 },
                 _ = &mut idle_sleep, if !idle.is_zero() => {
                     let last = self.inner.last_activity_ms.load(Ordering::Relaxed);
-                    let quiet = Duration::from_millis(now_ms().saturating_sub(last));
+                    let quiet = Duration::from_millis(coarse_millis().saturating_sub(last));
                     if quiet >= idle {
                         info!(peer = %self.inner.peer, idle_secs = idle.as_secs(), "closing idle connection");
                         break;
@@ -416,13 +396,7 @@ impl Channel {
             }
         }
         self.inner.mark_closed();
-        let failed: Vec<_> = self
-            .inner
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .collect();
+        let failed: Vec<_> = self.inner.pending.locked().drain().collect();
         drop(failed); // dropping the senders fails every waiting call at once
         ctx.processor.on_channel_closed(&self);
     }
@@ -515,7 +489,9 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Frame>, inner
             }
         }
         let result = batch.write_to(&mut wr).await;
-        inner.last_activity_ms.store(now_ms(), Ordering::Relaxed);
+        inner
+            .last_activity_ms
+            .store(coarse_millis(), Ordering::Relaxed);
         if let Err(e) = result {
             debug!(peer = %inner.peer, error = %e, "write failed; closing connection");
             inner.mark_closed();

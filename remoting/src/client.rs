@@ -24,6 +24,7 @@ use crate::channel::{Channel, ChannelContext, ConnectionConfig};
 use crate::command::RemotingCommand;
 use crate::error::{RemotingError, Result};
 use crate::processor::{NotSupported, RequestProcessor, RpcHook, RpcHooks};
+use crate::support::sync::{MutexExt, RwLockExt};
 
 /// Client settings (RocketMQ `NettyClientConfig` defaults).
 #[derive(Debug, Clone)]
@@ -99,14 +100,11 @@ impl RemotingClient {
 
     /// Adds a hook run around every call (`before_request` may add ext fields).
     pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
-        self.hooks
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(hook);
+        self.hooks.write_locked().push(hook);
     }
 
     fn hooks(&self) -> RpcHooks {
-        self.hooks.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.hooks.read_locked().clone()
     }
 
     /// The live connection to `addr`, connecting if there is none.
@@ -121,8 +119,7 @@ impl RemotingClient {
             return None;
         }
         self.live
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .get(addr)
             .filter(|channel| !channel.is_closed())
             .cloned()
@@ -136,7 +133,7 @@ impl RemotingClient {
             return Ok(channel);
         }
         let slot = {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slots = self.slots.locked();
             slots.entry(addr.to_owned()).or_default().clone()
         };
         // One connect per address at a time; callers arriving meanwhile wait here.
@@ -176,27 +173,17 @@ impl RemotingClient {
         debug!(addr, local = %channel.local_addr(), "connected");
         *guard = Some(channel.clone());
         self.live
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+            .write_locked()
             .insert(addr.to_owned(), channel.clone());
         Ok(channel)
     }
 
     /// Closes the connection to `addr`, if any; the next call reconnects.
     pub fn close_channel(&self, addr: &str) {
-        if let Some(channel) = self
-            .live
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(addr)
-        {
+        if let Some(channel) = self.live.write_locked().remove(addr) {
             channel.close();
         }
-        let slot = self
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(addr);
+        let slot = self.slots.locked().remove(addr);
         if let Some(slot) = slot {
             if let Ok(guard) = slot.try_lock() {
                 if let Some(channel) = guard.as_ref() {
@@ -318,16 +305,10 @@ impl RemotingClient {
         self.shutdown.cancel();
         self.async_permits.close();
         self.oneway_permits.close();
-        for (_, channel) in self.live.write().unwrap_or_else(|e| e.into_inner()).drain() {
+        for (_, channel) in self.live.write_locked().drain() {
             channel.close();
         }
-        let slots: Vec<Slot> = self
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .map(|(_, slot)| slot)
-            .collect();
+        let slots: Vec<Slot> = self.slots.locked().drain().map(|(_, slot)| slot).collect();
         for slot in slots {
             if let Some(channel) = slot.lock().await.as_ref() {
                 channel.close();

@@ -10,6 +10,8 @@
 //! * [`server`] and [`client`]: [`RemotingServer`] dispatches requests to a
 //!   [`RequestProcessor`]; [`RemotingClient`] keeps one multiplexed connection per
 //!   address and offers sync, async and oneway calls.
+//! * [`support`]: what every Vostok crate shares: clocks and local time, poison-safe
+//!   lock helpers, crash-safe config files, `.properties` parsing.
 //!
 //! Request flow: a frame is read by the connection's reader, decoded by
 //! [`RemotingCodec`]; a response completes the pending call with its opaque. A request
@@ -24,12 +26,11 @@ pub mod channel;
 pub mod client;
 pub mod codec;
 pub mod command;
-pub mod config_file;
 pub mod error;
 pub mod processor;
-pub mod properties;
 pub mod protocol;
 pub mod server;
+pub mod support;
 mod writer;
 
 pub use channel::{Channel, ConnectionConfig};

@@ -18,6 +18,7 @@ use tracing::{debug, info, warn};
 
 use crate::channel::{Channel, ChannelContext, ConnectionConfig};
 use crate::processor::{BoxFuture, RequestProcessor, RpcHook, RpcHooks};
+use crate::support::sync::MutexExt;
 use crate::RemotingCommand;
 
 /// Server settings.
@@ -64,18 +65,12 @@ impl RequestProcessor for Tracking {
     }
 
     fn on_channel_connected(&self, channel: &Channel) {
-        self.channels
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(channel.id(), channel.clone());
+        self.channels.locked().insert(channel.id(), channel.clone());
         self.inner.on_channel_connected(channel);
     }
 
     fn on_channel_closed(&self, channel: &Channel) {
-        self.channels
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&channel.id());
+        self.channels.locked().remove(&channel.id());
         self.inner.on_channel_closed(channel);
     }
 }
@@ -136,12 +131,7 @@ impl RemotingServer {
 
     /// The live connections.
     pub fn channels(&self) -> Vec<Channel> {
-        self.channels
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        self.channels.locked().values().cloned().collect()
     }
 
     /// A token cancelled when the server begins shutting down.

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::{Result, StoreError};
+use vostok_remoting::support::sync::MutexExt;
 
 const FILE_SIZE: u64 = 4096;
 const SAFETY_MARGIN_MS: i64 = 3000;
@@ -105,7 +106,7 @@ impl Checkpoint {
             self.logics_msg_timestamp(),
             self.index_msg_timestamp(),
         ];
-        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        let mut written = self.written.locked();
         if *written == values {
             return Ok(());
         }
@@ -113,7 +114,7 @@ impl Checkpoint {
         for (i, v) in values.iter().enumerate() {
             buf[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
         }
-        let file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let file = self.file.locked();
         file.write_all_at(&buf, 0)
             .and_then(|()| file.sync_data())
             .map_err(|e| StoreError::io("write", &self.path, e))?;

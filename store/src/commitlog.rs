@@ -32,6 +32,7 @@ use bytes::Bytes;
 use vostok_remoting::protocol::message::record::{
     store_timestamp_pos, RecordKind, RecordView, SYS_FLAG_POS,
 };
+use vostok_remoting::support::sync::MutexExt;
 
 use crate::config::StoreConfig;
 use crate::error::Result;
@@ -94,7 +95,7 @@ impl CommitLog {
     pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Writer> {
         // A panic under the lock leaves at most an unpublished partial record,
         // which the next append overwrites.
-        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+        self.writer.locked()
     }
 
     /// Sets every position after recovery: data ends at `end`, all of it on disk,

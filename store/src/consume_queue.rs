@@ -21,6 +21,7 @@ use crate::config::CQ_UNIT_SIZE;
 use crate::error::Result;
 use crate::mapped_file::{MappedFile, Prealloc};
 use crate::mapped_file_queue::MappedFileQueue;
+use vostok_remoting::support::sync::MutexExt;
 
 /// Sparse consume-queue files reserve disk ahead of the writer in chunks of this size.
 const RESERVE_CHUNK: usize = 64 * 1024;
@@ -267,7 +268,7 @@ impl ConsumeQueue {
     /// differs from `entry` is rewritten: an entry straddling a page boundary can be
     /// torn by a crash and still look valid.
     pub(crate) fn put(&self, offset: i64, entry: CqEntry, repair: bool) -> Result<bool> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.write_lock.locked();
         if self.deleted.load(Ordering::Acquire) {
             return Ok(false);
         }
@@ -402,7 +403,7 @@ impl ConsumeQueue {
 
     /// Deletes the queue's files; later puts on this instance are ignored.
     pub(crate) fn destroy(&self) -> Result<()> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.write_lock.locked();
         self.deleted.store(true, Ordering::Release);
         self.files.destroy()
     }

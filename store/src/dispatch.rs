@@ -18,6 +18,7 @@ use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
+use vostok_remoting::support::sync::{CondvarExt, MutexExt, RwLockExt};
 
 use crate::commitlog::append::gets_queue_offset;
 use crate::commitlog::scan::{scan, Scanned};
@@ -55,7 +56,7 @@ impl DispatchState {
     }
 
     pub(crate) fn set_listener(&self, listener: Arc<dyn MessageArrivingListener>) {
-        *self.listener.write().unwrap_or_else(|e| e.into_inner()) = Some(listener);
+        *self.listener.write_locked() = Some(listener);
     }
 
     pub(crate) fn set_thread(&self, t: Thread) -> bool {
@@ -86,7 +87,7 @@ impl DispatchState {
     }
 
     fn announce(&self, reput: i64) {
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = self.progress.locked();
         *p = reput;
         drop(p);
         self.progressed.notify_all();
@@ -95,7 +96,7 @@ impl DispatchState {
     /// Waits until everything below `offset` is dispatched; `false` on timeout.
     pub(crate) fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = self.progress.locked();
         loop {
             if self.reput_from() >= offset {
                 return true;
@@ -104,11 +105,7 @@ impl DispatchState {
             if now >= deadline {
                 return false;
             }
-            p = self
-                .progressed
-                .wait_timeout(p, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            p = self.progressed.wait_timeout_locked(p, deadline - now);
         }
     }
 }
@@ -193,12 +190,7 @@ impl StoreInner {
             )?;
         }
         if notify && counted {
-            let listener = self
-                .dispatch
-                .listener
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
+            let listener = self.dispatch.listener.read_locked().clone();
             if let Some(l) = listener {
                 l.arriving(
                     topic,

@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use vostok_remoting::protocol::message::property::KEY_SEPARATOR;
 use vostok_remoting::protocol::message::sysflag::{transaction_type, TRANSACTION_ROLLBACK_TYPE};
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
+use vostok_remoting::support::time::LocalTime;
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
@@ -45,17 +47,7 @@ pub(crate) struct IndexService {
 
 /// `yyyyMMddHHmmssSSS` in local time.
 pub(crate) fn local_time_name(ms: i64) -> String {
-    let tm = crate::retention::local_tm(ms);
-    format!(
-        "{:04}{:02}{:02}{:02}{:02}{:02}{:03}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        ms.rem_euclid(1000)
-    )
+    LocalTime::of_millis(ms).map_or_else(|| format!("{ms:017}"), |t| t.compact_millis())
 }
 
 impl IndexService {
@@ -110,14 +102,11 @@ impl IndexService {
     }
 
     fn files(&self) -> Vec<Arc<IndexFile>> {
-        self.files.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.files.read_locked().clone()
     }
 
     pub(crate) fn last_indexed_phy(&self) -> Option<i64> {
-        self.writer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .last_indexed_phy
+        self.writer.locked().last_indexed_phy
     }
 
     /// Indexes one record (dispatcher) under its `KEYS` values and `UNIQ_KEY`.
@@ -137,7 +126,7 @@ impl IndexService {
         if uniq.is_none() && keys.is_none_or(|k| k.trim().is_empty()) {
             return Ok(());
         }
-        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut writer = self.writer.locked();
         if writer
             .last_indexed_phy
             .is_some_and(|last| phy_offset <= last)
@@ -155,12 +144,7 @@ impl IndexService {
             .collect();
         // All entries of a record go to one file, so that a file's header always
         // ends between records (recovery relies on it).
-        let current = self
-            .files
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .last()
-            .cloned();
+        let current = self.files.read_locked().last().cloned();
         let file = match current {
             Some(f) if f.index_count() as usize + keys.len() <= self.max_index as usize => f,
             previous => self.roll(previous.as_deref(), store_timestamp)?,
@@ -187,7 +171,7 @@ impl IndexService {
             }
             None => (0, 0),
         };
-        let mut ms = now_ms.max(vostok_remoting::protocol::message::id::now_millis());
+        let mut ms = now_ms.max(vostok_remoting::support::time::now_millis());
         let path = loop {
             let path = self.dir.join(local_time_name(ms));
             if !path.exists() && self.files().last().is_none_or(|l| *l.path() < *path) {
@@ -203,10 +187,7 @@ impl IndexService {
             end_ts,
         )?);
         sync_dir(&self.dir)?;
-        self.files
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::clone(&file));
+        self.files.write_locked().push(Arc::clone(&file));
         Ok(file)
     }
 
@@ -245,7 +226,7 @@ impl IndexService {
     pub(crate) fn flush(&self) -> Result<Option<i64>> {
         let (last, header) = {
             // Holding the writer lock makes the snapshot fall between two records.
-            let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let _writer = self.writer.locked();
             let Some(last) = self.files().last().cloned() else {
                 return Ok(None);
             };
@@ -267,7 +248,7 @@ impl IndexService {
     /// Deletes files whose records all lie before `commitlog_min` (not the newest).
     pub(crate) fn delete_expired(&self, commitlog_min: i64) -> Result<usize> {
         let removed: Vec<Arc<IndexFile>> = {
-            let mut files = self.files.write().unwrap_or_else(|e| e.into_inner());
+            let mut files = self.files.write_locked();
             let keep_from = files
                 .iter()
                 .take(files.len().saturating_sub(1))
@@ -286,6 +267,6 @@ impl IndexService {
     }
 
     pub(crate) fn file_count(&self) -> usize {
-        self.files.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.files.read_locked().len()
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{parse_offset_file_name, sync_dir, MappedFile, Prealloc};
+use vostok_remoting::support::sync::RwLockExt;
 
 pub(crate) struct MappedFileQueue {
     dir: PathBuf,
@@ -70,11 +71,11 @@ impl MappedFileQueue {
 
     fn read(&self) -> RwLockReadGuard<'_, Vec<Arc<MappedFile>>> {
         // A panic while holding the lock cannot leave the Vec inconsistent.
-        self.files.read().unwrap_or_else(|e| e.into_inner())
+        self.files.read_locked()
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Vec<Arc<MappedFile>>> {
-        self.files.write().unwrap_or_else(|e| e.into_inner())
+        self.files.write_locked()
     }
 
     /// A snapshot of the file list.

@@ -23,7 +23,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use vostok_remoting::protocol::message::id::now_millis;
+use vostok_remoting::support::sync::{CondvarExt, MutexExt};
+use vostok_remoting::support::time::now_millis;
 
 use crate::checkpoint::Checkpoint;
 use crate::commitlog::CommitLog;
@@ -59,27 +60,23 @@ impl Stopper {
     /// Sleeps up to `d`; `true` if stopped.
     pub(crate) fn wait(&self, d: Duration) -> bool {
         let deadline = Instant::now() + d;
-        let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stopped = self.stopped.locked();
         while !*stopped {
             let now = Instant::now();
             if now >= deadline {
                 return false;
             }
-            stopped = self
-                .cv
-                .wait_timeout(stopped, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            stopped = self.cv.wait_timeout_locked(stopped, deadline - now);
         }
         true
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
-        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+        *self.stopped.locked()
     }
 
     pub(crate) fn stop(&self) {
-        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *self.stopped.locked() = true;
         self.cv.notify_all();
     }
 }
@@ -251,7 +248,7 @@ impl MessageStore {
                     StoreError::io("spawn thread", &self.inner.config.store_path_root_dir, e)
                 })
         };
-        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut threads = self.threads.locked();
         let dispatcher = spawn("store-dispatch", crate::dispatch::run)?;
         let _ = self.inner.dispatch_thread_set(dispatcher.thread().clone());
         threads.push(dispatcher);
@@ -414,7 +411,7 @@ impl MessageStore {
     /// Stops the threads, flushes everything, writes the checkpoint, removes the
     /// abort file and releases the lock. Idempotent; also run on drop.
     pub fn shutdown(&self) {
-        let mut shut = self.shut.lock().unwrap_or_else(|e| e.into_inner());
+        let mut shut = self.shut.locked();
         if *shut {
             return;
         }
@@ -428,7 +425,7 @@ impl MessageStore {
         i.dispatch.stop();
         i.commitlog.group_commit.notify();
         let me = std::thread::current().id();
-        for t in std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner())) {
+        for t in std::mem::take(&mut *self.threads.locked()) {
             if t.thread().id() == me {
                 continue; // dropped from one of our own threads (e.g. the listener)
             }
@@ -462,7 +459,7 @@ impl MessageStore {
                 "store not shut down cleanly; the next start recovers from the checkpoint"
             );
         }
-        self.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.lock.locked().take();
         tracing::info!(root = %i.config.store_path_root_dir.display(), "store shut down");
     }
 }

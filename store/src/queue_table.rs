@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::consume_queue::ConsumeQueue;
 use crate::error::{Result, StoreError};
+use vostok_remoting::support::sync::RwLockExt;
 
 type Table = HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>;
 
@@ -52,7 +53,7 @@ impl ConsumeQueueTable {
     }
 
     pub(crate) fn find(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        let table = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        let table = self.queues.read_locked();
         table.get(topic)?.get(&queue_id).cloned()
     }
 
@@ -60,7 +61,7 @@ impl ConsumeQueueTable {
         if let Some(cq) = self.find(topic, queue_id) {
             return Ok(cq);
         }
-        let mut table = self.queues.write().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.queues.write_locked();
         if let Some(cq) = table.get(topic).and_then(|t| t.get(&queue_id)) {
             return Ok(Arc::clone(cq));
         }
@@ -74,12 +75,12 @@ impl ConsumeQueueTable {
     }
 
     pub(crate) fn all(&self) -> Vec<Arc<ConsumeQueue>> {
-        let table = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        let table = self.queues.read_locked();
         table.values().flat_map(|q| q.values().cloned()).collect()
     }
 
     pub(crate) fn queue_ids(&self, topic: &str) -> Vec<i32> {
-        let table = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        let table = self.queues.read_locked();
         let mut ids: Vec<i32> = table
             .get(topic)
             .map(|q| q.keys().copied().collect())
@@ -89,14 +90,14 @@ impl ConsumeQueueTable {
     }
 
     pub(crate) fn topics(&self) -> Vec<String> {
-        let table = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        let table = self.queues.read_locked();
         table.keys().cloned().collect()
     }
 
     /// Removes a topic's queues from the table and deletes their files.
     pub(crate) fn delete_topic(&self, topic: &str) -> Result<()> {
         let removed = {
-            let mut table = self.queues.write().unwrap_or_else(|e| e.into_inner());
+            let mut table = self.queues.write_locked();
             table.remove(topic)
         };
         if let Some(queues) = removed {

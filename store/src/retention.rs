@@ -13,24 +13,15 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
+
+use vostok_remoting::support::time::{millis_of, LocalTime};
 
 use crate::error::Result;
 use crate::message_store::StoreInner;
 
 /// Files deleted per pass at most (RocketMQ `DELETE_FILES_BATCH_MAX`).
 const DELETE_FILES_BATCH_MAX: usize = 10;
-
-/// Local broken-down time of `ms` since the epoch.
-pub(crate) fn local_tm(ms: i64) -> libc::tm {
-    let secs = ms.div_euclid(1000) as libc::time_t;
-    // SAFETY: localtime_r only writes the `tm` we own; zeroed `tm` is a valid value.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&secs, &mut tm);
-        tm
-    }
-}
 
 /// Used fraction (0.0–1.0) of the file system holding `path`.
 pub(crate) fn disk_used_ratio(path: &Path) -> Option<f64> {
@@ -47,12 +38,6 @@ pub(crate) fn disk_used_ratio(path: &Path) -> Option<f64> {
     let total = st.f_blocks as f64 * st.f_frsize as f64;
     let free = st.f_bfree as f64 * st.f_frsize as f64;
     (total > 0.0).then(|| (total - free) / total)
-}
-
-fn millis(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// What one pass did.
@@ -100,8 +85,8 @@ impl StoreInner {
         let percent = used_ratio * 100.0;
         let disk_full = self.update_disk_state(used_ratio);
 
-        let now_ms = millis(now);
-        let hour = local_tm(now_ms).tm_hour as u32;
+        let now_ms = millis_of(now);
+        let hour = LocalTime::of_millis(now_ms).map_or(u32::MAX, |t| t.hour);
         let time_up = c.delete_hours().contains(&hour);
         let space_to_delete = percent > c.disk_max_used_space_ratio as f64;
         let forcibly =

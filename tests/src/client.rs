@@ -87,7 +87,7 @@ impl TestClient {
             default_topic_queue_nums: 8,
             queue_id,
             sys_flag: 0,
-            born_timestamp: vostok_remoting::protocol::message::id::now_millis(),
+            born_timestamp: vostok_remoting::support::time::now_millis(),
             flag: 0,
             properties: Some(properties),
             reconsume_times: Some(0),
@@ -245,7 +245,7 @@ impl TestClient {
         topic: &str,
         expression: &str,
     ) -> RemotingCommand {
-        let now = vostok_remoting::protocol::message::id::now_millis();
+        let now = vostok_remoting::support::time::now_millis();
         let heartbeat = HeartbeatData {
             client_id: self.client_id.clone(),
             consumer_data_set: vec![ConsumerData {

@@ -9,10 +9,11 @@ use vostok_remoting::protocol::header::{
     CheckTransactionStateRequestHeader, ConsumerSendMsgBackRequestHeader,
     EndTransactionRequestHeader, QueryMessageRequestHeader,
 };
-use vostok_remoting::protocol::message::id::{decode_offset_msg_id, now_millis};
+use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::{sysflag, MessageExt};
 use vostok_remoting::protocol::{request_code, response_code, topic};
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{BoxFuture, Channel, RemotingCommand, RequestProcessor};
 use vostok_tests::client::TestClient;
 use vostok_tests::{Broker, BrokerOptions};

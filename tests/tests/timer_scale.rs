@@ -8,9 +8,9 @@
 use std::time::{Duration, Instant};
 
 use vostok_remoting::protocol::header::SendMessageRequestHeaderV2;
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::{request_code, response_code};
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 use vostok_tests::client::TestClient;
 use vostok_tests::{Broker, BrokerOptions};

@@ -108,7 +108,7 @@ pub(crate) fn get_topic_config(broker: &Broker, request: RemotingCommand) -> Rem
 pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     let mut table: BTreeMap<String, String> = broker.store.runtime_info();
     let (put_tps, get_tps) = broker.stats.tps();
-    let now = vostok_remoting::protocol::message::id::now_millis();
+    let now = vostok_remoting::support::time::now_millis();
     let mut put = |k: &str, v: String| {
         table.insert(k.to_owned(), v);
     };
@@ -175,7 +175,7 @@ fn format_uptime(ms: i64) -> String {
 }
 
 pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
-    let text = vostok_remoting::properties::render(&broker.config.to_properties());
+    let text = vostok_remoting::support::properties::render(&broker.config.to_properties());
     let version = json::to_vec(&broker.topics.data_version());
     let mut response = RemotingCommand::success().with_body(text.into_bytes());
     response

@@ -13,7 +13,8 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use tracing::warn;
-use vostok_remoting::config_file::ConfigFile;
+use vostok_remoting::support::config_file::ConfigFile;
+use vostok_remoting::support::sync::MutexExt;
 
 use crate::config::BrokerConfig;
 
@@ -136,7 +137,7 @@ impl TransactionState {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 
     pub(crate) fn is_finished(&self, root: i64) -> bool {

@@ -15,9 +15,10 @@ use vostok_remoting::protocol::body::{
 };
 use vostok_remoting::protocol::filter::build_subscription;
 use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::{property, MessageExt};
 use vostok_remoting::protocol::topic::{self, CLIENT_INNER_PRODUCER_GROUP};
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
+use vostok_remoting::support::time::{format_compact, now_millis, parse_compact};
 use vostok_remoting::BoxFuture;
 
 use super::offset_store::OffsetStore;
@@ -204,27 +205,15 @@ impl ConsumerCore {
     pub fn subscribe(&self, topic: &str, selector: &MessageSelector) {
         let topic = self.wrap(topic);
         let sub = Arc::new(Subscription::new(&topic, selector));
-        self.subscriptions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(topic, sub);
+        self.subscriptions.write_locked().insert(topic, sub);
     }
 
     pub fn subscription(&self, topic: &str) -> Option<Arc<Subscription>> {
-        self.subscriptions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(topic)
-            .cloned()
+        self.subscriptions.read_locked().get(topic).cloned()
     }
 
     pub fn subscribed_topics(&self) -> Vec<String> {
-        self.subscriptions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        self.subscriptions.read_locked().keys().cloned().collect()
     }
 
     pub fn consumer_data(&self) -> ConsumerData {
@@ -235,8 +224,7 @@ impl ConsumerCore {
             message_model: self.model,
             subscription_data_set: self
                 .subscriptions
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
+                .read_locked()
                 .values()
                 .map(|s| s.data.clone())
                 .collect(),
@@ -255,30 +243,20 @@ impl ConsumerCore {
     }
 
     pub fn process_queue(&self, mq: &MessageQueue) -> Option<Arc<ProcessQueue>> {
-        self.pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(mq)
-            .cloned()
+        self.pqs.locked().get(mq).cloned()
     }
 
     /// The assigned queues with their process queues, copied out of the lock.
     pub(crate) fn process_queues(&self) -> Vec<(MessageQueue, Arc<ProcessQueue>)> {
         self.pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .iter()
             .map(|(mq, pq)| (mq.clone(), pq.clone()))
             .collect()
     }
 
     pub fn assigned_queues(&self) -> Vec<MessageQueue> {
-        self.pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        self.pqs.locked().keys().cloned().collect()
     }
 
     /// Decompresses, re-filters by tag and pattern, and restores the topic users see:
@@ -313,7 +291,7 @@ impl ConsumerCore {
         let offset = match self.consume_from_where {
             ConsumeFromWhere::ConsumeFromFirstOffset => 0,
             ConsumeFromWhere::ConsumeFromTimestamp if !is_retry => {
-                let ts = parse_timestamp(&self.consume_timestamp).ok_or_else(|| {
+                let ts = parse_compact(&self.consume_timestamp).ok_or_else(|| {
                     ClientError::InvalidArgument(format!(
                         "bad consume timestamp {}",
                         self.consume_timestamp
@@ -510,8 +488,7 @@ impl ConsumerCore {
         }
         let subs: Vec<Value> = self
             .subscriptions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .values()
             .map(|s| serde_json::to_value(&s.data).unwrap_or(Value::Null))
             .collect();
@@ -552,61 +529,12 @@ impl ConsumerCore {
 
 /// `yyyyMMddHHmmss` in local time, half an hour ago (Java's default consumeTimestamp).
 fn half_hour_ago() -> String {
-    format_local(now_millis() - 30 * 60 * 1000)
-}
-
-fn format_local(ms: i64) -> String {
-    // SAFETY: localtime_r only writes the `tm` we own.
-    unsafe {
-        let secs = (ms / 1000) as libc::time_t;
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&secs, &mut tm).is_null() {
-            return "19700101000000".into();
-        }
-        format!(
-            "{:04}{:02}{:02}{:02}{:02}{:02}",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
-    }
-}
-
-/// Parses `yyyyMMddHHmmss` (local time) to ms since the epoch.
-pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
-    if s.len() != 14 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| s[r].parse::<i32>().ok();
-    // SAFETY: mktime only reads and normalises the `tm` we own.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        tm.tm_year = n(0..4)? - 1900;
-        tm.tm_mon = n(4..6)? - 1;
-        tm.tm_mday = n(6..8)?;
-        tm.tm_hour = n(8..10)?;
-        tm.tm_min = n(10..12)?;
-        tm.tm_sec = n(12..14)?;
-        tm.tm_isdst = -1;
-        let t = libc::mktime(&mut tm);
-        (t != -1).then_some(t as i64 * 1000)
-    }
+    format_compact(now_millis() - 30 * 60 * 1000)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_round_trip() {
-        let now = now_millis() / 1000 * 1000;
-        assert_eq!(parse_timestamp(&format_local(now)), Some(now));
-        assert!(parse_timestamp("2024").is_none());
-        assert!(parse_timestamp("2024010100000x").is_none());
-    }
 
     #[test]
     fn subscriptions_filter_on_the_client() {

@@ -18,6 +18,7 @@ use vostok_remoting::protocol::body::{
 };
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::topic;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::BoxFuture;
 
 use super::core::{ConsumerCore, CoreParams, PullSettings, PullSink};
@@ -153,8 +154,7 @@ impl LitePullConsumer {
             None => self
                 .shared
                 .pending_subs
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
+                .write_locked()
                 .push((topic.to_owned(), selector)),
         }
         Ok(())
@@ -188,12 +188,7 @@ impl LitePullConsumer {
                 },
             },
         )?);
-        let subs = std::mem::take(
-            &mut *shared
-                .pending_subs
-                .write()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        let subs = std::mem::take(&mut *shared.pending_subs.write_locked());
         for (t, selector) in &subs {
             core.subscribe(t, selector);
         }
@@ -277,10 +272,7 @@ impl LitePullConsumer {
 
     fn start_queue(&self, core: &Arc<ConsumerCore>, mq: MessageQueue, offset: i64) {
         let pq = Arc::new(ProcessQueue::new());
-        core.pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(mq.clone(), pq.clone());
+        core.pqs.locked().insert(mq.clone(), pq.clone());
         pull::spawn(core.clone(), mq, pq, offset);
     }
 
@@ -289,12 +281,7 @@ impl LitePullConsumer {
         let core = self.core()?.clone();
         let shared = &self.shared;
         if shared.config.auto_commit {
-            let due = shared
-                .last_commit
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .elapsed()
-                >= shared.config.auto_commit_interval;
+            let due = shared.last_commit.locked().elapsed() >= shared.config.auto_commit_interval;
             if due {
                 self.commit().await?;
             }
@@ -303,8 +290,8 @@ impl LitePullConsumer {
         let mut rx = shared.rx.lock().await;
         loop {
             let resumed = {
-                let paused = shared.paused.lock().unwrap_or_else(|e| e.into_inner());
-                let mut parked = shared.parked.lock().unwrap_or_else(|e| e.into_inner());
+                let paused = shared.paused.locked();
+                let mut parked = shared.parked.locked();
                 parked
                     .iter()
                     .position(|b| !paused.contains(&b.mq))
@@ -326,28 +313,15 @@ impl LitePullConsumer {
                     .fetch_sub(batch.msgs.len(), Ordering::AcqRel);
                 continue;
             }
-            if shared
-                .paused
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains(&batch.mq)
-            {
-                shared
-                    .parked
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(batch);
+            if shared.paused.locked().contains(&batch.mq) {
+                shared.parked.locked().push(batch);
                 continue;
             }
             shared
                 .buffered
                 .fetch_sub(batch.msgs.len(), Ordering::AcqRel);
             if let Some(offset) = batch.pq.remove(batch.msgs.iter().map(|m| m.queue_offset)) {
-                shared
-                    .consumed
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(batch.mq.clone(), offset);
+                shared.consumed.locked().insert(batch.mq.clone(), offset);
             }
             return Ok(batch.msgs);
         }
@@ -363,8 +337,7 @@ impl LitePullConsumer {
         let consumed: Vec<(MessageQueue, i64)> = self
             .shared
             .consumed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .iter()
             .map(|(m, o)| (m.clone(), *o))
             .collect();
@@ -372,11 +345,7 @@ impl LitePullConsumer {
             core.offsets.update(&mq, offset, false);
             core.offsets.persist(&mq).await;
         }
-        *self
-            .shared
-            .last_commit
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *self.shared.last_commit.locked() = Instant::now();
         Ok(())
     }
 
@@ -394,16 +363,11 @@ impl LitePullConsumer {
         let mq = MessageQueue::new(core.wrap(&mq.topic), mq.broker_name.clone(), mq.queue_id);
         let old = core
             .pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .remove(&mq)
             .ok_or_else(|| ClientError::InvalidArgument(format!("{mq} is not assigned")))?;
         old.set_dropped();
-        self.shared
-            .consumed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(mq.clone(), offset);
+        self.shared.consumed.locked().insert(mq.clone(), offset);
         self.start_queue(&core, mq, offset);
         Ok(())
     }
@@ -427,7 +391,7 @@ impl LitePullConsumer {
         let Some(core) = self.shared.core.get() else {
             return;
         };
-        let mut paused = self.shared.paused.lock().unwrap_or_else(|e| e.into_inner());
+        let mut paused = self.shared.paused.locked();
         for q in queues {
             paused.insert(MessageQueue::new(
                 core.wrap(&q.topic),
@@ -441,7 +405,7 @@ impl LitePullConsumer {
         let Some(core) = self.shared.core.get() else {
             return;
         };
-        let mut paused = self.shared.paused.lock().unwrap_or_else(|e| e.into_inner());
+        let mut paused = self.shared.paused.locked();
         for q in queues {
             paused.remove(&MessageQueue::new(
                 core.wrap(&q.topic),
@@ -518,12 +482,7 @@ impl PullSink for LiteShared {
     }
 
     fn flow_control(&self, mq: &MessageQueue, pq: &ProcessQueue) -> Option<Duration> {
-        if self
-            .paused
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(mq)
-        {
+        if self.paused.locked().contains(mq) {
             return Some(Duration::from_millis(100));
         }
         let c = &self.config;
@@ -543,11 +502,7 @@ impl PullSink for LiteShared {
         _pq: &'a Arc<ProcessQueue>,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let consumed = self
-                .consumed
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(mq);
+            let consumed = self.consumed.locked().remove(mq);
             if let (true, Some(offset)) = (self.config.auto_commit, consumed) {
                 core.offsets.update(mq, offset, false);
             }
@@ -585,8 +540,7 @@ impl ConsumerInner for LiteShared {
         if let Some(core) = self.core.get() {
             if core.subscription(topic).is_some() {
                 core.topic_queues
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .write_locked()
                     .insert(topic.to_owned(), queues);
             }
         }

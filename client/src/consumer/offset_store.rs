@@ -17,6 +17,8 @@ use vostok_remoting::protocol::body::MessageQueue;
 use vostok_remoting::protocol::header::{
     QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
+use vostok_remoting::support::config_file;
+use vostok_remoting::support::sync::MutexExt;
 
 use crate::api;
 use crate::error::{ClientError, Result};
@@ -79,9 +81,11 @@ impl OffsetStore {
             backend: Backend::Local { path: path.clone() },
             table: Mutex::default(),
         };
-        let loaded = read_file(&path).or_else(|| read_file(&path.with_extension("json.bak")));
+        let loaded = config_file::load(&path, |bytes| {
+            serde_json::from_slice::<OffsetFile>(bytes).ok()
+        });
         if let Some(file) = loaded {
-            let mut table = store.table.lock().unwrap_or_else(|e| e.into_inner());
+            let mut table = store.table.locked();
             for e in file.offset_table {
                 table.insert(
                     MessageQueue::new(e.topic, e.broker_name, e.queue_id),
@@ -94,7 +98,7 @@ impl OffsetStore {
 
     /// Records a new offset; with `increase_only` an older value never replaces a newer.
     pub fn update(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.locked();
         match table.get_mut(mq) {
             Some(current) if increase_only => *current = (*current).max(offset),
             Some(current) => *current = offset,
@@ -105,11 +109,7 @@ impl OffsetStore {
     }
 
     pub fn read_memory(&self, mq: &MessageQueue) -> Option<i64> {
-        self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(mq)
-            .copied()
+        self.table.locked().get(mq).copied()
     }
 
     /// The stored offset: the broker's (remote) or the file's (local); `None` when
@@ -156,7 +156,7 @@ impl OffsetStore {
     /// Persists the offsets of `mqs` (all known offsets when `None`).
     pub async fn persist_all(&self, mqs: Option<&[MessageQueue]>) {
         let snapshot: Vec<(MessageQueue, i64)> = {
-            let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            let table = self.table.locked();
             table
                 .iter()
                 .filter(|(mq, _)| mqs.is_none_or(|set| set.contains(mq)))
@@ -173,7 +173,7 @@ impl OffsetStore {
             }
             Backend::Local { path } => {
                 let all: Vec<(MessageQueue, i64)> = {
-                    let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+                    let table = self.table.locked();
                     table.iter().map(|(mq, o)| (mq.clone(), *o)).collect()
                 };
                 let path = path.clone();
@@ -226,33 +226,16 @@ impl OffsetStore {
     /// listing it.
     pub fn remove(&self, mq: &MessageQueue) {
         if matches!(self.backend, Backend::Remote) {
-            self.table
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(mq);
+            self.table.locked().remove(mq);
         }
     }
 
     pub fn snapshot(&self) -> HashMap<MessageQueue, i64> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-fn read_file(path: &std::path::Path) -> Option<OffsetFile> {
-    let bytes = std::fs::read(path).ok()?;
-    match serde_json::from_slice(&bytes) {
-        Ok(f) => Some(f),
-        Err(e) => {
-            warn!(path = %path.display(), error = %e, "unreadable offset file");
-            None
-        }
+        self.table.locked().clone()
     }
 }
 
 fn write_file(path: &std::path::Path, entries: Vec<(MessageQueue, i64)>) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let mut entries: Vec<FileEntry> = entries
         .into_iter()
         .map(|(mq, offset)| FileEntry {
@@ -269,15 +252,5 @@ fn write_file(path: &std::path::Path, entries: Vec<(MessageQueue, i64)>) -> std:
         offset_table: entries,
     })
     .map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("json.tmp");
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&body)?;
-        f.sync_all()?;
-    }
-    if path.exists() {
-        let _ = std::fs::copy(path, path.with_extension("json.bak"));
-    }
-    std::fs::rename(&tmp, path)
+    config_file::persist(path, &body)
 }

@@ -8,8 +8,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use tokio::sync::Notify;
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::support::sync::MutexExt;
+use vostok_remoting::support::time::now_millis;
 
 #[derive(Default)]
 struct Inner {
@@ -51,7 +52,7 @@ impl ProcessQueue {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.locked()
     }
 
     pub fn is_dropped(&self) -> bool {

@@ -11,8 +11,9 @@ use vostok_remoting::protocol::header::{
     PullMessageRequestHeader, PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_LITE_PULL, PULL_FLAG_SUBSCRIPTION,
     PULL_FLAG_SUSPEND,
 };
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::response_code;
+use vostok_remoting::support::sync::MutexExt;
+use vostok_remoting::support::time::now_millis;
 
 use super::core::ConsumerCore;
 use super::process_queue::ProcessQueue;
@@ -168,10 +169,7 @@ async fn run(
                     pq.set_dropped();
                     core.offsets.update(&mq, r.next_begin_offset, false);
                     core.offsets.persist(&mq).await;
-                    core.pqs
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&mq);
+                    core.pqs.locked().remove(&mq);
                     core.instance.rebalance_immediately();
                     break;
                 }

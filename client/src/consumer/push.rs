@@ -16,6 +16,7 @@ use tracing::{debug, info, warn};
 use vostok_remoting::protocol::body::{ConsumeType, ConsumerData, MessageModel, MessageQueue};
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::topic;
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::BoxFuture;
 
 use super::core::{ConsumerCore, CoreParams, PullSettings, PullSink};
@@ -108,19 +109,14 @@ impl PushConsumer {
             None => self
                 .shared
                 .pending_subs
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
+                .write_locked()
                 .push((topic.to_owned(), selector)),
         }
         Ok(())
     }
 
     pub fn register_message_listener(&self, listener: MessageListener) {
-        *self
-            .shared
-            .listener
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = Some(listener);
+        *self.shared.listener.write_locked() = Some(listener);
     }
 
     pub fn register_message_listener_concurrently(
@@ -135,11 +131,7 @@ impl PushConsumer {
     }
 
     pub fn register_consume_message_hook(&self, hook: Arc<dyn ConsumeMessageHook>) {
-        self.shared
-            .hooks
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(hook);
+        self.shared.hooks.write_locked().push(hook);
     }
 
     /// Starts pulling: joins the client instance, heart-beats, rebalances.
@@ -147,12 +139,10 @@ impl PushConsumer {
         let shared = &self.shared;
         let config = &shared.config;
         topic::validate_group(&config.consumer_group).map_err(ClientError::InvalidArgument)?;
-        let listener = shared
-            .listener
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or_else(|| ClientError::InvalidArgument("no message listener registered".into()))?;
+        let listener =
+            shared.listener.read_locked().clone().ok_or_else(|| {
+                ClientError::InvalidArgument("no message listener registered".into())
+            })?;
         shared.state.start("consumer")?;
         let instance = ClientInstance::get_or_create(&config.client)?;
         let core = Arc::new(ConsumerCore::new(
@@ -177,12 +167,7 @@ impl PushConsumer {
                 },
             },
         )?);
-        let subs = std::mem::take(
-            &mut *shared
-                .pending_subs
-                .write()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        let subs = std::mem::take(&mut *shared.pending_subs.write_locked());
         for (t, selector) in &subs {
             core.subscribe(t, selector);
         }
@@ -262,10 +247,7 @@ impl PushShared {
     }
 
     fn listener(&self) -> Option<MessageListener> {
-        self.listener
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.listener.read_locked().clone()
     }
 
     fn run_hooks(
@@ -274,7 +256,7 @@ impl PushShared {
         msgs: &[MessageExt],
         after: Option<(&'static str, bool)>,
     ) {
-        let hooks = self.hooks.read().unwrap_or_else(|e| e.into_inner());
+        let hooks = self.hooks.read_locked();
         if hooks.is_empty() {
             return;
         }
@@ -618,8 +600,7 @@ impl ConsumerInner for PushShared {
         if let Some(core) = self.core() {
             if core.subscription(topic).is_some() {
                 core.topic_queues
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .write_locked()
                     .insert(topic.to_owned(), queues);
             }
         }

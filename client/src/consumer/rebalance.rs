@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use tracing::{debug, info, warn};
 use vostok_remoting::protocol::body::{LockBatchRequestBody, MessageQueue};
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
 use super::core::ConsumerCore;
 use super::process_queue::ProcessQueue;
@@ -65,20 +66,14 @@ pub(crate) async fn do_rebalance(core: &Arc<ConsumerCore>) {
 }
 
 async fn topic_queues(core: &ConsumerCore, topic: &str) -> Option<Vec<MessageQueue>> {
-    let cached = core
-        .topic_queues
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(topic)
-        .cloned();
+    let cached = core.topic_queues.read_locked().get(topic).cloned();
     if let Some(q) = cached.filter(|q| !q.is_empty()) {
         return Some(q);
     }
     let route = core.instance.update_route(topic).await.ok()??;
     let queues = subscribe_queues(topic, &route);
     core.topic_queues
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
+        .write_locked()
         .insert(topic.to_owned(), queues.clone());
     Some(queues)
 }
@@ -89,7 +84,7 @@ async fn update_process_queues(
     allocated: BTreeSet<MessageQueue>,
 ) {
     let removed: Vec<(MessageQueue, Arc<ProcessQueue>)> = {
-        let pqs = core.pqs.lock().unwrap_or_else(|e| e.into_inner());
+        let pqs = core.pqs.locked();
         pqs.iter()
             .filter(|(mq, _)| mq.topic == topic && !allocated.contains(mq))
             .map(|(mq, pq)| (mq.clone(), pq.clone()))
@@ -120,10 +115,7 @@ async fn update_process_queues(
             }
         };
         info!(group = %core.group, %mq, offset, "queue assigned");
-        core.pqs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(mq.clone(), pq.clone());
+        core.pqs.locked().insert(mq.clone(), pq.clone());
         pull::spawn(core.clone(), mq, pq, offset);
     }
 }
@@ -155,10 +147,7 @@ pub(crate) async fn remove_queue(
         unlock(core, mq).await;
     }
     drop(guard);
-    core.pqs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(mq);
+    core.pqs.locked().remove(mq);
 }
 
 /// RESET_CONSUMER_CLIENT_OFFSET on this member: the assigned queues of `topic` listed
@@ -174,8 +163,7 @@ pub(crate) async fn reset_offsets(
     let _guard = core.rebalance_lock.lock().await;
     let targets: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> = core
         .pqs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .locked()
         .iter()
         .filter(|(mq, _)| mq.topic == topic)
         .filter_map(|(mq, pq)| offsets.get(mq).map(|o| (mq.clone(), pq.clone(), *o)))

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use vostok_remoting::support::sync::MutexExt;
 
 const LATENCY_MAX: [u64; 7] = [50, 100, 550, 1000, 2000, 3000, 15000];
 const NOT_AVAILABLE: [u64; 7] = [0, 0, 30_000, 60_000, 120_000, 180_000, 600_000];
@@ -50,12 +51,12 @@ impl LatencyFaultTolerance {
             latency_ms,
             available_at: now + not_available_duration(latency_ms),
         };
-        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let mut items = self.items.locked();
         items.insert(broker_name.to_owned(), item);
     }
 
     pub fn is_available(&self, broker_name: &str, now: Instant) -> bool {
-        let items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let items = self.items.locked();
         items
             .get(broker_name)
             .is_none_or(|item| now >= item.available_at)
@@ -63,15 +64,12 @@ impl LatencyFaultTolerance {
 
     /// The last latency recorded for a broker.
     pub fn latency_ms(&self, broker_name: &str) -> Option<u64> {
-        let items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let items = self.items.locked();
         items.get(broker_name).map(|i| i.latency_ms)
     }
 
     pub fn remove(&self, broker_name: &str) {
-        self.items
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(broker_name);
+        self.items.locked().remove(broker_name);
     }
 }
 

@@ -25,6 +25,7 @@ use vostok_remoting::protocol::message::sysflag::Compression;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::{self, AUTO_CREATE_TOPIC_KEY_TOPIC};
+use vostok_remoting::support::sync::RwLockExt;
 
 use crate::error::{ClientError, Result};
 use crate::hook::{CheckForbiddenHook, ForbiddenHooks, SendHooks, SendMessageHook};
@@ -261,20 +262,12 @@ impl Producer {
 
     /// Adds a hook called before and after every send attempt.
     pub fn register_send_message_hook(&self, hook: Arc<dyn SendMessageHook>) {
-        self.shared
-            .send_hooks
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(hook);
+        self.shared.send_hooks.write_locked().push(hook);
     }
 
     /// Adds a hook that may refuse a send before it is made.
     pub fn register_check_forbidden_hook(&self, hook: Arc<dyn CheckForbiddenHook>) {
-        self.shared
-            .forbidden_hooks
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(hook);
+        self.shared.forbidden_hooks.write_locked().push(hook);
     }
 
     /// The write queues of a topic (Java `fetchPublishMessageQueues`), without namespace.
@@ -319,8 +312,7 @@ impl ProducerShared {
     pub(crate) async fn publish_info(&self, topic: &str) -> Result<Arc<TopicPublishInfo>> {
         if let Some(info) = self
             .publish
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .read_locked()
             .get(topic)
             .filter(|i| !i.is_empty())
         {
@@ -329,15 +321,13 @@ impl ProducerShared {
         let instance = self.instance()?;
         // Register the topic first so the route update reaches this producer.
         self.publish
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+            .write_locked()
             .entry(topic.to_owned())
             .or_insert_with(|| Arc::new(TopicPublishInfo::new(topic, Arc::default())));
         if instance.update_route(topic).await?.is_some() {
             if let Some(info) = self
                 .publish
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
+                .read_locked()
                 .get(topic)
                 .filter(|i| !i.is_empty())
             {
@@ -372,16 +362,11 @@ impl ProducerInner for ProducerShared {
     }
 
     fn publish_topics(&self) -> Vec<String> {
-        self.publish
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        self.publish.read_locked().keys().cloned().collect()
     }
 
     fn update_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>) {
-        let mut table = self.publish.write().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.publish.write_locked();
         if let Some(slot) = table.get_mut(topic) {
             *slot = info;
         }

@@ -23,9 +23,10 @@ use vostok_remoting::protocol::body::MessageQueue;
 use vostok_remoting::protocol::header::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::{property, sysflag};
 use vostok_remoting::protocol::{request_code, topic};
+use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{RemotingCommand, ResponseFuture};
 
 use super::{Producer, ProducerShared, SendResult, SendStatus};
@@ -534,11 +535,7 @@ impl ProducerShared {
         if msg.properties.is_transaction_prepared() {
             sys_flag |= sysflag::TRANSACTION_PREPARED_TYPE;
         }
-        let hooks = self
-            .send_hooks
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let hooks = self.send_hooks.read_locked().clone();
         if !hooks.is_empty() {
             let ctx = self.hook_context(prepared, mq, addr, mode);
             for hook in &hooks {
@@ -631,11 +628,7 @@ impl ProducerShared {
         addr: &str,
         mode: CommunicationMode,
     ) -> Result<()> {
-        let hooks = self
-            .forbidden_hooks
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let hooks = self.forbidden_hooks.read_locked().clone();
         if hooks.is_empty() {
             return Ok(());
         }
@@ -688,11 +681,7 @@ impl ProducerShared {
         result: Option<&SendResult>,
         error: Option<&ClientError>,
     ) {
-        let hooks = self
-            .send_hooks
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let hooks = self.send_hooks.read_locked().clone();
         if hooks.is_empty() {
             return;
         }

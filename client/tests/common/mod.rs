@@ -26,12 +26,13 @@ use vostok_remoting::protocol::filter::{
 };
 use vostok_remoting::protocol::header::*;
 use vostok_remoting::protocol::message::batch;
-use vostok_remoting::protocol::message::id::{create_offset_msg_id, now_millis};
+use vostok_remoting::protocol::message::id::create_offset_msg_id;
 use vostok_remoting::protocol::message::record::{crc32, RecordFields};
 use vostok_remoting::protocol::message::{property, sysflag, MessageExt, Properties};
 use vostok_remoting::protocol::route::{BrokerData, QueueData, TopicRouteData};
 use vostok_remoting::protocol::topic::{self, AUTO_CREATE_TOPIC_KEY_TOPIC};
 use vostok_remoting::protocol::{json, request_code, response_code};
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{
     BoxFuture, Channel, RemotingCommand, RemotingServer, RequestProcessor, ServerConfig,
 };

@@ -17,9 +17,9 @@ use vostok_remoting::protocol::{json, response_code, version};
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{error, header, non_empty, Reply, Shared};
-use crate::clock;
 use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 use crate::route::BrokerRegistration;
+use vostok_remoting::support::time::monotonic;
 
 /// Ext field of the 5.x zone (`MixAll.ZONE_NAME`), outside the typed header.
 const ZONE_NAME: &str = "__ZONE_NAME";
@@ -92,7 +92,7 @@ pub(super) fn register_broker(s: &Shared, channel: &Channel, request: &RemotingC
         topic_config_wrapper: wrapper,
         channel: Some(channel.clone()),
     };
-    let result = s.route.register_broker(registration, clock::now());
+    let result = s.route.register_broker(registration, monotonic());
     if channel.is_closed() {
         // The connection closed while this registration was being applied, possibly
         // after its close was handled: drop the broker now rather than at expiry.
@@ -121,7 +121,7 @@ pub(super) fn broker_heartbeat(s: &Shared, request: &RemotingCommand) -> Reply {
     let h: BrokerHeartbeatRequestHeader = header(request)?;
     let known =
         s.route
-            .update_broker_info_update_timestamp(&h.cluster_name, &h.broker_addr, clock::now());
+            .update_broker_info_update_timestamp(&h.cluster_name, &h.broker_addr, monotonic());
     if !known {
         debug!(cluster = %h.cluster_name, addr = %h.broker_addr, "heartbeat from a broker that is not registered");
     }
@@ -145,7 +145,7 @@ pub(super) fn query_data_version(s: &Shared, request: &RemotingCommand) -> Reply
             .is_broker_topic_config_changed(&h.cluster_name, &h.broker_addr, &version)
     };
     s.route
-        .update_broker_info_update_timestamp(&h.cluster_name, &h.broker_addr, clock::now());
+        .update_broker_info_update_timestamp(&h.cluster_name, &h.broker_addr, monotonic());
     let mut response =
         RemotingCommand::success().with_header(&QueryDataVersionResponseHeader { changed });
     if let Some(known) = s.route.query_data_version(&h.cluster_name, &h.broker_addr) {

@@ -9,8 +9,8 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::RemotingCommand;
 
 use super::{error, header, json_body, Reply, Shared};
-use crate::clock;
 use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
+use vostok_remoting::support::time::monotonic;
 
 /// The route of one topic. The body is always standard, compact JSON (quoted map
 /// keys, no spaces), whatever the caller's version: Java, C++ and Go clients all
@@ -18,7 +18,7 @@ use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 pub(super) fn get_route_info_by_topic(s: &Shared, request: &RemotingCommand) -> Reply {
     let h: GetRouteInfoRequestHeader = header(request)?;
     if s.config.need_wait_for_service
-        && clock::now().saturating_duration_since(s.started)
+        && monotonic().saturating_duration_since(s.started)
             < Duration::from_secs(s.config.wait_seconds_for_service)
     {
         warn!(topic = %h.topic, "route requested before the wait for brokers ended");

@@ -155,7 +155,7 @@ impl CommitLog {
             return Err(AppendError::TooLarge);
         }
         let mut writer = self.lock_writer();
-        let now = vostok_remoting::protocol::message::id::now_millis();
+        let now = vostok_remoting::support::time::now_millis();
         self.lock_begin_ms.store(now.max(1), Ordering::Relaxed);
         let result = self.append_locked(&mut writer, batch, total, now);
         self.lock_begin_ms.store(0, Ordering::Relaxed);

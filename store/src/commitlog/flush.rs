@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+use vostok_remoting::support::sync::{CondvarExt, MutexExt};
 
 /// Group commit keeps collecting writers while they arrive closer than this.
 const LINGER_GAP: Duration = Duration::from_micros(40);
@@ -42,7 +43,7 @@ impl GroupCommit {
     /// it is, `false` if the flush failed.
     pub(crate) fn register(&self, offset: i64) -> oneshot::Receiver<bool> {
         let (done, rx) = oneshot::channel();
-        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiters = self.waiters.locked();
         waiters.push(Waiter { offset, done });
         drop(waiters);
         // Only an idle flush thread needs waking; a busy one looks again by itself.
@@ -62,15 +63,11 @@ impl GroupCommit {
     /// all. Without the linger, the first writer woken by the previous sync would
     /// start the next sync alone and the others would wait for the one after.
     fn take(&self, timeout: Duration, linger: Duration) -> Vec<Waiter> {
-        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiters = self.waiters.locked();
         if waiters.is_empty() {
             // Set under the lock, so a writer either sees it or is seen here.
             self.idle.store(true, Ordering::Release);
-            waiters = self
-                .wake
-                .wait_timeout(waiters, timeout)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            waiters = self.wake.wait_timeout_locked(waiters, timeout);
             self.idle.store(false, Ordering::Release);
         }
         if !waiters.is_empty() && !linger.is_zero() {
@@ -83,7 +80,7 @@ impl GroupCommit {
                 }
                 drop(waiters);
                 std::thread::sleep(LINGER_GAP.min(deadline - now));
-                waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+                waiters = self.waiters.locked();
                 if waiters.len() == seen {
                     break;
                 }
@@ -160,13 +157,7 @@ impl CommitLog {
 
     /// Answers every waiter with the current flushed offset (shutdown).
     pub(crate) fn release_waiters(&self) {
-        let waiters = std::mem::take(
-            &mut *self
-                .group_commit
-                .waiters
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        let waiters = std::mem::take(&mut *self.group_commit.waiters.locked());
         let flushed = self.flushed_offset();
         for w in waiters {
             let _ = w.done.send(w.offset <= flushed);

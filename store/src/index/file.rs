@@ -27,6 +27,7 @@ use std::sync::Mutex;
 
 use crate::error::Result;
 use crate::mapped_file::{MappedFile, Prealloc};
+use vostok_remoting::support::sync::MutexExt;
 
 pub(crate) const HEADER_SIZE: usize = 40;
 const ENTRY_SIZE: usize = 20;
@@ -252,7 +253,7 @@ impl IndexFile {
     }
 
     fn write_header(&self, header: &Header) -> Result<()> {
-        let mut durable = self.durable_count.lock().unwrap_or_else(|e| e.into_inner());
+        let mut durable = self.durable_count.locked();
         if header.index_count < *durable {
             return Ok(()); // an older snapshot than the one on disk
         }
@@ -267,7 +268,7 @@ impl IndexFile {
     /// Makes `header` durable: first the entries it counts (and the slots), then the
     /// header itself.
     pub(crate) fn flush(&self, header: &Header) -> Result<()> {
-        if *self.durable_count.lock().unwrap_or_else(|e| e.into_inner()) >= header.index_count {
+        if *self.durable_count.locked() >= header.index_count {
             return Ok(()); // nothing new: keep an idle store from writing
         }
         self.file

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-use vostok_remoting::protocol::message::id::now_millis;
 use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::support::time::now_millis;
 
 use super::MessageStore;
 use crate::stats::Stats;

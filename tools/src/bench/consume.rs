@@ -18,6 +18,7 @@ use super::histogram::{self, new_histogram};
 use super::meter::{Meter, Totals};
 use super::sequence::{now_micros, Seen, SeqTracker, Stamp};
 use super::BenchError;
+use vostok_remoting::support::sync::MutexExt;
 
 const SHARDS: usize = 16;
 
@@ -65,7 +66,7 @@ impl ConsumeState {
             }
         });
         for h in self.latency.iter() {
-            h.lock().unwrap_or_else(|e| e.into_inner()).reset();
+            h.locked().reset();
         }
         self.measuring.store(true, Ordering::Release);
         base
@@ -82,11 +83,7 @@ impl ConsumeState {
         let now_us = now_micros();
         let measuring = self.measuring.load(Ordering::Relaxed);
         let mut bytes = 0u64;
-        let mut hist = measuring.then(|| {
-            self.latency[shard]
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-        });
+        let mut hist = measuring.then(|| self.latency[shard].locked());
         for m in msgs {
             bytes += m.body.len() as u64;
             let stamp = Stamp::read(&m.body);
@@ -121,7 +118,7 @@ impl ConsumeState {
     pub fn latency(&self) -> Histogram<u64> {
         let mut all = new_histogram();
         for h in self.latency.iter() {
-            histogram::merge(&mut all, &h.lock().unwrap_or_else(|e| e.into_inner()));
+            histogram::merge(&mut all, &h.locked());
         }
         all
     }

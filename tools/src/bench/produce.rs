@@ -20,6 +20,7 @@ use super::meter::{Meter, RunState};
 use super::rate::Pacer;
 use super::sequence::{now_micros, AckedSet, Stamp};
 use super::{error_kind, BenchError};
+use vostok_remoting::support::sync::MutexExt;
 
 /// What every producer task shares.
 pub struct ProducerSide {
@@ -318,13 +319,7 @@ impl Task {
                     tokio::spawn(async move {
                         let r = pending.await.map(drop);
                         let shard = &shards[seq as usize % ASYNC_SHARDS];
-                        shard.lock().unwrap_or_else(|e| e.into_inner()).record(
-                            &side,
-                            id,
-                            started,
-                            seq..seq + 1,
-                            r,
-                        );
+                        shard.locked().record(&side, id, started, seq..seq + 1, r);
                         drop(permit);
                     });
                 }
@@ -334,8 +329,7 @@ impl Task {
         // Every answer is in once all permits are back.
         let _all = permits.acquire_many(window as u32).await;
         for shard in shards.iter() {
-            self.result
-                .merge(&shard.lock().unwrap_or_else(|e| e.into_inner()));
+            self.result.merge(&shard.locked());
         }
     }
 }

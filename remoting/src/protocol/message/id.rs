@@ -6,10 +6,11 @@
 //!   random int, milliseconds since the start of the current month (local time), and a
 //!   2-byte counter.
 
+use crate::support::sync::MutexExt;
+use crate::support::time::{month_bounds, now_millis};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::DecodeError;
 
@@ -106,7 +107,7 @@ impl UniqIdGenerator {
         let now = now_millis();
         let since_month = {
             // A poisoned lock only means another thread panicked mid-update of two integers.
-            let mut month = self.month.lock().unwrap_or_else(|e| e.into_inner());
+            let mut month = self.month.locked();
             if now >= month.1 {
                 *month = month_bounds(now);
             }
@@ -120,37 +121,6 @@ impl UniqIdGenerator {
             &self.counter.fetch_add(1, Ordering::Relaxed).to_be_bytes(),
         );
         id
-    }
-}
-
-/// Wall-clock milliseconds since the epoch.
-pub fn now_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-/// Start and end (ms since the epoch) of the local-time month containing `now`.
-fn month_bounds(now: i64) -> (i64, i64) {
-    // SAFETY: localtime_r/mktime only read and write the `tm` we own.
-    unsafe {
-        let secs: libc::time_t = (now / 1000) as libc::time_t;
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&secs, &mut tm).is_null() {
-            let start = now - now.rem_euclid(86_400_000);
-            return (start, start + 86_400_000);
-        }
-        tm.tm_mday = 1;
-        tm.tm_hour = 0;
-        tm.tm_min = 0;
-        tm.tm_sec = 0;
-        tm.tm_isdst = -1;
-        let start = libc::mktime(&mut tm) as i64 * 1000;
-        tm.tm_mon += 1;
-        tm.tm_isdst = -1;
-        let end = libc::mktime(&mut tm) as i64 * 1000;
-        (start, end)
     }
 }
 
@@ -187,7 +157,5 @@ mod tests {
         assert!(a
             .bytes()
             .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()));
-        let (start, end) = month_bounds(now_millis());
-        assert!(start <= now_millis() && now_millis() < end);
     }
 }

@@ -2,6 +2,7 @@
 //! kept as RocketMQ keeps them: the previous version survives as `<file>.bak`, and
 //! loading falls back to it when the main file is missing or unreadable.
 
+use crate::support::sync::MutexExt;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -78,7 +79,7 @@ impl ConfigFile {
 
     /// Takes `snapshot()` and writes it, serialised with every other write of this file.
     pub fn persist_with(&self, snapshot: impl FnOnce() -> Vec<u8>) -> io::Result<()> {
-        let _writer = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _writer = self.lock.locked();
         persist(&self.path, &snapshot())
     }
 

@@ -1,0 +1,15 @@
+//! Support code every Vostok crate shares, kept in one place so that each concern has
+//! one implementation:
+//!
+//! * [`time`]: the wall clock (`now_millis`), the monotonic clock that paused Tokio
+//!   tests can drive, and local broken-down time (RocketMQ's `yyyyMMddHHmmss` forms,
+//!   index file names, month bounds of message ids, the retention hour).
+//! * [`sync`]: lock helpers that recover from poisoning, so a panic in one request
+//!   never turns every later lock of the same table into a second panic.
+//! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
+//! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
+
+pub mod config_file;
+pub mod properties;
+pub mod sync;
+pub mod time;
