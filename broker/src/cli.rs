@@ -75,6 +75,7 @@ fn load_config(args: &Args) -> Result<BrokerConfig, BrokerError> {
     if let Some(addr) = &args.namesrv_addr {
         config.apply_property("namesrvAddr", addr)?;
     }
+    config.resolve_addresses();
     config.validate()?;
     Ok(config)
 }

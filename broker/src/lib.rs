@@ -1,39 +1,39 @@
 //! Vostok's broker: RocketMQ's broker requests over the remoting layer and the store.
 //!
-//! Module map:
-//! * [`broker`]: shared state, start-up and shutdown; [`config`]: `broker.conf`.
-//! * [`processor`]: one function per request code (send, pull, consumer management,
-//!   client management, queries, transactions, administration).
-//! * Tables: [`topic`] (topics.json), [`subscription`] (subscriptionGroup.json),
-//!   [`offset`] (consumerOffset.json), [`client_registry`] (connected producers and
-//!   consumers), [`rebalance_lock`] (orderly consumers' queue locks).
-//! * Services: [`long_polling`] (held pulls), [`registration`] (name servers),
-//!   [`schedule`] (delay levels), [`timer`] (arbitrary delays), [`transaction`]
-//!   (half messages and check-back).
+//! Module map, from the top floor down (a module imports only what stands below it):
+//! * [`cli`]: the `mqbroker` command line; [`startup`]: builds the shared state, binds
+//!   the listeners, starts the services, shuts down ([`Broker::start`], [`BrokerHandle`]).
+//! * [`processor`]: one function per request code, in one file per request family;
+//!   [`processor::BrokerProcessor`] is the request table.
+//! * [`service`]: background services (name-server registration, housekeeping,
+//!   delay levels, timers, transaction check-back).
+//! * [`reroute`]: parking messages in system topics (delay, timer, half) and
+//!   restoring them; the one constructor of a message copy from a stored message.
+//! * [`state`]: the shared state every processor and service reads ([`Broker`]) and
+//!   its tables: topics, subscription groups, consumer offsets, clients, queue locks,
+//!   held pulls, delay offsets, timers, transactions, stats.
+//! * [`config`]: `broker.conf`; [`error`]: [`BrokerError`].
 //!
 //! Request flow: the remoting server hands each request to
 //! [`processor::BrokerProcessor`], which decodes the typed header, checks permissions
 //! and names, calls the store and maps the store's status to a RocketMQ response code.
-//! The store's dispatcher reports each new message to [`long_polling`], which wakes the
-//! pulls waiting for that queue.
+//! The store's dispatcher reports each new message to the state's held pulls (and the
+//! timer and delay tables), which wake the pulls and services waiting for that queue.
+//!
+//! Adding a feature: a processor file and a line in the request table, a service file
+//! and a line in [`service`], a field in [`state::Broker`]. Formats and flows are
+//! described in the repository's `docs/`.
 
-pub mod broker;
 pub mod cli;
-pub mod client_registry;
 pub mod config;
 pub mod error;
-pub mod long_polling;
-pub mod offset;
 pub mod processor;
-pub mod rebalance_lock;
-pub mod registration;
-pub mod schedule;
-pub mod stats;
-pub mod subscription;
-pub mod timer;
-pub mod topic;
-pub mod transaction;
+pub(crate) mod reroute;
+pub(crate) mod service;
+pub mod startup;
+pub mod state;
 
-pub use broker::{Broker, BrokerHandle};
 pub use config::{BrokerConfig, BrokerRole};
 pub use error::BrokerError;
+pub use startup::BrokerHandle;
+pub use state::Broker;

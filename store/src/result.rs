@@ -23,6 +23,18 @@ pub enum PutMessageStatus {
 }
 
 impl PutMessageStatus {
+    /// True when the store kept the message, even if flushing or replication timed out:
+    /// writing it again would store it twice.
+    pub fn is_stored(self) -> bool {
+        matches!(
+            self,
+            PutMessageStatus::PutOk
+                | PutMessageStatus::FlushDiskTimeout
+                | PutMessageStatus::FlushSlaveTimeout
+                | PutMessageStatus::SlaveNotAvailable
+        )
+    }
+
     /// RocketMQ's enum constant name (for remarks and logs).
     pub fn as_str(self) -> &'static str {
         match self {

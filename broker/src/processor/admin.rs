@@ -17,9 +17,9 @@ use vostok_remoting::protocol::{json, response_code, version};
 use vostok_remoting::RemotingCommand;
 
 use super::{decode_body, decode_header, error};
-use crate::broker::Broker;
-use crate::client_registry::ClientChannelInfo;
-use crate::subscription::SubscriptionGroupConfig;
+use crate::state::client_registry::ClientChannelInfo;
+use crate::state::subscription::SubscriptionGroupConfig;
+use crate::state::Broker;
 
 /// Largest queue count a topic may be given.
 const MAX_QUEUE_NUMS: i32 = 1024;
@@ -151,7 +151,7 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
         "pullRequestsHeld",
         broker.long_polling.held_count().to_string(),
     );
-    put("timerPendingMessages", broker.timer.pending().to_string());
+    put("timerPendingMessages", broker.timers.pending().to_string());
     put(
         "commitLogMinOffset",
         broker.store.min_phy_offset().to_string(),
@@ -396,5 +396,5 @@ pub(crate) fn get_producer_connection_list(
 
 /// GET_ALL_DELAY_OFFSET: `config/delayOffset.json` content.
 pub(crate) fn get_all_delay_offset(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.schedule.encode())
+    RemotingCommand::success().with_body(broker.delay_offsets.encode())
 }

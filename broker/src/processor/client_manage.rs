@@ -10,8 +10,8 @@ use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error};
-use crate::broker::Broker;
-use crate::client_registry::{ClientChannelInfo, ConsumerRegistration};
+use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
+use crate::state::Broker;
 
 pub(crate) async fn heart_beat(
     broker: &Broker,

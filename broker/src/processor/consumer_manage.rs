@@ -15,7 +15,7 @@ use vostok_remoting::protocol::{json, response_code};
 use vostok_remoting::RemotingCommand;
 
 use super::{decode_body, decode_header, error, success_with};
-use crate::broker::Broker;
+use crate::state::Broker;
 
 pub(crate) fn get_consumer_list_by_group(
     broker: &Broker,

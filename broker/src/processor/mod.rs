@@ -6,9 +6,11 @@ mod admin;
 mod client_manage;
 mod consumer_manage;
 mod pull;
+mod put_response;
 mod query;
 mod send;
 mod send_back;
+mod send_batch;
 mod transaction;
 
 use std::sync::Arc;
@@ -18,9 +20,7 @@ use vostok_remoting::protocol::header::CommandHeader;
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::{BoxFuture, Channel, HeaderError, RemotingCommand, RequestProcessor};
 
-use crate::broker::Broker;
-
-pub(crate) use send::is_stored;
+use crate::state::Broker;
 
 /// Serves every broker request code.
 pub struct BrokerProcessor {

@@ -2,7 +2,7 @@
 //!
 //! The subscription comes from the request when its sysFlag says so, else from the
 //! group's heartbeat. The store's status maps to a response code and the next offset;
-//! an empty result of a suspendable pull waits in [`crate::long_polling`] and is
+//! an empty result of a suspendable pull waits in [`crate::state::long_polling`] and is
 //! re-run once (without suspension, without committing the offset again).
 
 use std::collections::BTreeSet;
@@ -23,7 +23,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::{GetMessageStatus, MessageFilter};
 
 use super::{decode_header, error};
-use crate::broker::Broker;
+use crate::state::Broker;
 
 /// Tag filtering by the consume-queue tag code.
 struct TagFilter(SubscriptionData);

@@ -8,7 +8,7 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::RemotingCommand;
 
 use super::{decode_header, error};
-use crate::broker::Broker;
+use crate::state::Broker;
 
 /// `defaultQueryMaxNum` for lookups by unique key.
 const DEFAULT_QUERY_MAX_NUM: i32 = 32;

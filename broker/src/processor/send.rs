@@ -2,23 +2,24 @@
 //!
 //! Checks in RocketMQ's order (broker and topic permission, topic name, forbidden system
 //! topics, auto-creation, queue id, retry/DLQ rules, sizes), then the message is turned
-//! into a [`MessageInner`]: delayed messages go to `SCHEDULE_TOPIC_XXXX`, timer messages
-//! to the timer topic, prepared transaction messages to the half topic.
+//! into a [`MessageInner`]: delayed messages are parked in `SCHEDULE_TOPIC_XXXX`, timer
+//! messages in the timer topic, prepared transaction messages in the half topic (see
+//! `reroute`). The property string is parsed once: normalised (as Java's decoder
+//! would read it) while the fields the send path needs are picked out.
 
-use std::net::SocketAddr;
-
-use bytes::Bytes;
 use vostok_remoting::protocol::body::TopicConfig;
-use vostok_remoting::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
-use vostok_remoting::protocol::message::property::{self, push_pair};
-use vostok_remoting::protocol::message::{batch, sysflag};
+use vostok_remoting::protocol::header::SendMessageRequestHeader;
+use vostok_remoting::protocol::message::property::{self, Properties};
+use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::protocol::{response_code, version};
 use vostok_remoting::{Channel, RemotingCommand};
-use vostok_store::{MessageInner, PutMessageResult, PutMessageStatus};
+use vostok_store::MessageInner;
 
 use super::error;
-use crate::broker::Broker;
+use super::put_response::{choose_queue, put_response};
+use crate::reroute::{self, Parking};
+use crate::state::Broker;
 
 pub(crate) async fn send_message(
     broker: &Broker,
@@ -48,11 +49,13 @@ pub(crate) async fn send_message(
         Err(response) => return response,
     };
     if header.is_batch() {
-        return send_batch(broker, channel, &request, &header, &topic_config).await;
+        return super::send_batch::send_batch(broker, channel, &request, &header, &topic_config)
+            .await;
     }
-    if let Err(response) = handle_retry_and_dlq(broker, &request, &mut header) {
-        return response;
-    }
+    let dead_letter = match handle_retry_and_dlq(broker, &request, &mut header) {
+        Ok(()) => topic::is_dlq_topic(&header.topic),
+        Err(response) => return response,
+    };
     let max = broker.config.store.max_message_size;
     if request.body.len() > max {
         return error(
@@ -63,24 +66,31 @@ pub(crate) async fn send_message(
             ),
         );
     }
-    let properties = header.properties.take().unwrap_or_default();
-    if properties.len() > property::MAX_PROPERTIES_LEN {
+    let raw = header.properties.take().unwrap_or_default();
+    if raw.len() > property::MAX_PROPERTIES_LEN {
         return error(
             response_code::MESSAGE_ILLEGAL,
             format!(
                 "the message properties size {} over max value, MAX: {}",
-                properties.len(),
+                raw.len(),
                 property::MAX_PROPERTIES_LEN
             ),
         );
     }
+    // The one parse of the property string: normalised, and the fields the send path
+    // needs picked out on the way.
+    let mut scan = SendProperties {
+        dead_letter,
+        ..SendProperties::default()
+    };
+    let mut props = Properties::decode_owned_with(raw, |k, v| scan.visit(k, v));
     let queue_id = choose_queue(header.queue_id, &topic_config);
     let mut msg = MessageInner {
         topic: std::mem::take(&mut header.topic),
         queue_id,
         flag: header.flag,
         body: request.body.clone(),
-        properties,
+        properties: String::new(),
         tags_code: 0,
         sys_flag: header.sys_flag,
         born_timestamp: header.born_timestamp,
@@ -93,26 +103,20 @@ pub(crate) async fn send_message(
     {
         msg.sys_flag |= sysflag::MULTI_TAGS_FLAG;
     }
-    // One pass over the properties for everything the send path looks at. (The
-    // consume-queue tag code is the store's business: it derives it from the record.)
-    let scan = SendProperties::scan(&msg.properties);
+    if scan.dead_letter {
+        // A dead letter is never scheduled.
+        props.remove(property::DELAY_TIME_LEVEL);
+        scan.delay_level = 0;
+    }
     let uniq_key = match scan.uniq_key {
         Some(key) => key,
         None => {
             let key = broker.uniq_ids.next_id();
-            push_pair(
-                &mut msg.properties,
-                property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-                &key,
-            );
+            props.insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &key);
             key
         }
     };
-    push_pair(
-        &mut msg.properties,
-        property::CLUSTER,
-        &broker.config.broker_cluster_name,
-    );
+    props.insert(property::CLUSTER, &broker.config.broker_cluster_name);
     if scan.prepared {
         if broker.config.reject_transaction_message {
             return error(
@@ -123,13 +127,20 @@ pub(crate) async fn send_message(
                 ),
             );
         }
-        crate::transaction::to_half_message(&mut msg);
-    } else if scan.timer {
-        if let Err(response) = crate::timer::to_timer_message(broker, &mut msg) {
-            return response;
-        }
+        reroute::park(&mut msg, props, Parking::Half);
     } else if scan.delay_level > 0 && scheduled_kind(msg.sys_flag) {
-        crate::schedule::to_schedule_message(broker, &mut msg, scan.delay_level);
+        // A delay level wins over timer properties, as in RocketMQ.
+        let props = reroute::without_timer_request(props);
+        let level = scan.delay_level.min(max_delay_level(broker));
+        reroute::park(&mut msg, props, Parking::Delay { level });
+    } else if scan.timer {
+        match timer_parking(broker, &props) {
+            Ok(Some(parking)) => reroute::park(&mut msg, props, parking),
+            Ok(None) => msg.properties = reroute::without_timer_request(props).into_string(),
+            Err(response) => return response,
+        }
+    } else {
+        msg.properties = props.into_string();
     }
     let result = broker.store.put_message(msg).await;
     broker.count_put(1);
@@ -231,15 +242,6 @@ fn check_message(
     Ok(config)
 }
 
-/// A negative queue id means "any writable queue".
-fn choose_queue(requested: i32, config: &TopicConfig) -> i32 {
-    if requested >= 0 {
-        requested
-    } else {
-        rand::random_range(0..config.write_queue_nums.max(1))
-    }
-}
-
 /// Retry-topic sends: an unknown group is refused; past the group's maximum the message
 /// goes to the group's DLQ instead (PROTOCOL.md 3.1 step 4).
 fn handle_retry_and_dlq(
@@ -277,234 +279,74 @@ fn handle_retry_and_dlq(
     tracing::info!(group = %group, reconsume, max_reconsume, "retry message sent to the dead-letter queue");
     header.topic = dlq;
     header.queue_id = 0;
-    // A dead letter is never scheduled.
-    let props = header.properties.take().unwrap_or_default();
-    let mut rebuilt = String::with_capacity(props.len() + 8);
-    for (k, v) in property::pairs(&props) {
-        if k != property::DELAY_TIME_LEVEL {
-            push_pair(&mut rebuilt, k, v);
-        }
-    }
-    header.properties = Some(rebuilt);
     Ok(())
 }
 
-/// Adds a UNIQ_KEY when the producer sent none; returns the message's key.
-pub(crate) fn ensure_uniq_key(broker: &Broker, properties: &mut String) -> String {
-    match property::find(properties, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX) {
-        Some(key) => key.to_owned(),
-        None => {
-            let key = broker.uniq_ids.next_id();
-            push_pair(properties, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &key);
-            key
-        }
-    }
-}
-
 /// What the send path needs from a message's properties, read in one pass.
+#[derive(Default)]
 struct SendProperties {
     uniq_key: Option<String>,
     /// `TRAN_MSG=true`: a transaction's half message.
     prepared: bool,
     /// `DELAY`, 0 when absent or not a number.
     delay_level: i32,
-    /// One of the timer properties is set (PROTOCOL.md 3.1 step 9).
+    /// One of the timer properties is set.
     timer: bool,
+    /// The message goes to a DLQ (its retries are exhausted).
+    dead_letter: bool,
 }
 
 impl SendProperties {
-    fn scan(properties: &str) -> Self {
-        let mut scan = SendProperties {
-            uniq_key: None,
-            prepared: false,
-            delay_level: 0,
-            timer: false,
-        };
-        for (k, v) in property::pairs(properties) {
-            match k {
-                property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX => scan.uniq_key = Some(v.to_owned()),
-                property::TRANSACTION_PREPARED => scan.prepared = v.eq_ignore_ascii_case("true"),
-                property::DELAY_TIME_LEVEL => scan.delay_level = v.trim().parse().unwrap_or(0),
-                property::TIMER_DELIVER_MS
-                | property::TIMER_DELAY_SEC
-                | property::TIMER_DELAY_MS => scan.timer = true,
-                _ => {}
+    fn visit(&mut self, k: &str, v: &str) {
+        match k {
+            property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX => self.uniq_key = Some(v.to_owned()),
+            property::TRANSACTION_PREPARED => self.prepared = v.eq_ignore_ascii_case("true"),
+            property::DELAY_TIME_LEVEL => self.delay_level = v.trim().parse().unwrap_or(0),
+            property::TIMER_DELIVER_MS | property::TIMER_DELAY_SEC | property::TIMER_DELAY_MS => {
+                self.timer = true
             }
+            _ => {}
         }
-        scan
     }
+}
+
+/// The number of delay levels (`messageDelayLevel`).
+pub(super) fn max_delay_level(broker: &Broker) -> i32 {
+    broker
+        .config
+        .store
+        .delay_levels()
+        .map(|l| l.len() as i32)
+        .unwrap_or(18)
+}
+
+/// Timer messages due within this much of now are delivered at once.
+const TIMER_PRECISION_MS: i64 = 1000;
+
+/// Where a timer message waits, `None` when it is due within the timer's precision
+/// (it is then stored at once), or MESSAGE_ILLEGAL.
+fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>, RemotingCommand> {
+    let illegal =
+        |remark: String| RemotingCommand::response(response_code::MESSAGE_ILLEGAL, remark);
+    if !broker.config.timer_wheel_enable {
+        return Err(illegal(
+            "timer messages are disabled on this broker (timerWheelEnable=false)".into(),
+        ));
+    }
+    let now = vostok_remoting::support::time::now_millis();
+    let at = reroute::timer_due_at(props, now).map_err(illegal)?;
+    let max = broker.config.timer_max_delay.as_millis() as i64;
+    let delay = at.saturating_sub(now);
+    if delay > max {
+        return Err(illegal(format!(
+            "timer message delay {delay} ms exceeds the maximum of {max} ms"
+        )));
+    }
+    Ok((delay > TIMER_PRECISION_MS / 10).then_some(Parking::Timer { at }))
 }
 
 /// Delays apply to ordinary and committed messages only (PROTOCOL.md 7.2).
 fn scheduled_kind(sys_flag: i32) -> bool {
     let kind = sysflag::transaction_type(sys_flag);
     kind == sysflag::TRANSACTION_NOT_TYPE || kind == sysflag::TRANSACTION_COMMIT_TYPE
-}
-
-/// True when the store kept the message, even if flushing or replication timed out.
-pub(crate) fn is_stored(status: PutMessageStatus) -> bool {
-    matches!(
-        status,
-        PutMessageStatus::PutOk
-            | PutMessageStatus::FlushDiskTimeout
-            | PutMessageStatus::FlushSlaveTimeout
-            | PutMessageStatus::SlaveNotAvailable
-    )
-}
-
-/// The send response for a put result.
-pub(crate) fn put_response(
-    broker: &Broker,
-    result: PutMessageResult,
-    queue_id: i32,
-    uniq_key: Option<String>,
-) -> RemotingCommand {
-    let code = match result.status {
-        PutMessageStatus::PutOk => response_code::SUCCESS,
-        PutMessageStatus::FlushDiskTimeout => response_code::FLUSH_DISK_TIMEOUT,
-        PutMessageStatus::FlushSlaveTimeout => response_code::FLUSH_SLAVE_TIMEOUT,
-        PutMessageStatus::SlaveNotAvailable => response_code::SLAVE_NOT_AVAILABLE,
-        PutMessageStatus::ServiceNotAvailable => {
-            return error(
-                response_code::SERVICE_NOT_AVAILABLE,
-                "service not available now. It may be caused by one of the following reasons: \
-                 the broker's disk is full, messages are put to the slave, message store has been shut down, etc.",
-            )
-        }
-        PutMessageStatus::DiskFull => {
-            return error(
-                response_code::SERVICE_NOT_AVAILABLE,
-                "the broker's disk is full; writes are refused until retention frees space",
-            )
-        }
-        PutMessageStatus::CreateMappedFileFailed => {
-            return error(
-                response_code::SYSTEM_ERROR,
-                "create mapped file failed, server is busy or broken.",
-            )
-        }
-        PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
-            return error(
-                response_code::MESSAGE_ILLEGAL,
-                format!(
-                    "the message is illegal, maybe msg body or properties length not matched. \
-                     msg body length limit {}, msg properties length limit 32k.",
-                    broker.config.store.max_message_size
-                ),
-            )
-        }
-        PutMessageStatus::OsPageCacheBusy => {
-            return error(
-                response_code::SYSTEM_BUSY,
-                "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
-            )
-        }
-        PutMessageStatus::UnknownError => return error(response_code::SYSTEM_ERROR, "UNKNOWN_ERROR"),
-    };
-    let Some(append) = result.append else {
-        return error(
-            response_code::SYSTEM_ERROR,
-            "store returned no append result",
-        );
-    };
-    let header = SendMessageResponseHeader {
-        msg_id: append.msg_id,
-        queue_id,
-        queue_offset: append.queue_offset,
-        transaction_id: uniq_key,
-        batch_uniq_id: None,
-        msg_region: Some(broker.config.region_id.clone()),
-        trace_on: Some(broker.config.trace_on.to_string()),
-    };
-    RemotingCommand::response(code, None).with_header(&header)
-}
-
-async fn send_batch(
-    broker: &Broker,
-    channel: &Channel,
-    request: &RemotingCommand,
-    header: &SendMessageRequestHeader,
-    topic_config: &TopicConfig,
-) -> RemotingCommand {
-    if header.topic.len() > topic::TOPIC_MAX_LENGTH {
-        return error(
-            response_code::MESSAGE_ILLEGAL,
-            format!("message topic length too long {}", header.topic.len()),
-        );
-    }
-    if topic::is_retry_topic(&header.topic) {
-        return error(
-            response_code::MESSAGE_ILLEGAL,
-            format!(
-                "batch request does not support retry group {}",
-                header.topic
-            ),
-        );
-    }
-    if request.body.len() > broker.config.store.max_message_size {
-        return error(
-            response_code::MESSAGE_ILLEGAL,
-            format!(
-                "the batch size {} over max value, MAX: {}",
-                request.body.len(),
-                broker.config.store.max_message_size
-            ),
-        );
-    }
-    let entries = match batch::decode(&request.body) {
-        Ok(entries) if !entries.is_empty() => entries,
-        Ok(_) => return error(response_code::MESSAGE_ILLEGAL, "empty batch"),
-        Err(e) => {
-            return error(
-                response_code::MESSAGE_ILLEGAL,
-                format!("bad batch body: {e}"),
-            )
-        }
-    };
-    let queue_id = choose_queue(header.queue_id, topic_config);
-    let born_host: SocketAddr = channel.peer_addr();
-    let mut sys_flag = header.sys_flag;
-    if topic_config.topic_filter_type == vostok_remoting::protocol::body::TopicFilterType::MultiTag
-    {
-        sys_flag |= sysflag::MULTI_TAGS_FLAG;
-    }
-    let mut msgs = Vec::with_capacity(entries.len());
-    let mut uniq_keys = Vec::with_capacity(entries.len());
-    for entry in entries {
-        if entry.properties.len() > property::MAX_PROPERTIES_LEN {
-            return error(
-                response_code::MESSAGE_ILLEGAL,
-                "batch message properties too long",
-            );
-        }
-        let mut properties = entry.properties;
-        if property::find(&properties, property::DELAY_TIME_LEVEL)
-            .and_then(|v| v.parse::<i32>().ok())
-            .is_some_and(|l| l > 0)
-        {
-            return error(
-                response_code::MESSAGE_ILLEGAL,
-                "batch messages cannot be delayed",
-            );
-        }
-        uniq_keys.push(ensure_uniq_key(broker, &mut properties));
-        msgs.push(MessageInner {
-            topic: header.topic.clone(),
-            queue_id,
-            flag: entry.flag,
-            body: Bytes::clone(&entry.body),
-            properties,
-            tags_code: 0,
-            sys_flag,
-            born_timestamp: header.born_timestamp,
-            born_host,
-            store_host: broker.broker_addr,
-            reconsume_times: header.reconsume_times.unwrap_or(0),
-            prepared_transaction_offset: 0,
-        });
-    }
-    let n = msgs.len() as u64;
-    let result = broker.store.put_messages(msgs).await;
-    broker.count_put(n);
-    put_response(broker, result, queue_id, None)
 }

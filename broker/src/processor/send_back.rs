@@ -1,18 +1,16 @@
 //! CONSUMER_SEND_MSG_BACK (PROTOCOL.md 3.9, 7.3): a consumer failed a message; store a
 //! copy in the group's retry topic with a delay, or in its DLQ after the maximum.
 
-use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;
-use vostok_remoting::protocol::message::property::{self, push_pair};
+use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::protocol::version;
 use vostok_remoting::{Channel, RemotingCommand};
-use vostok_store::MessageInner;
 
 use super::{decode_header, error};
-use crate::broker::Broker;
-use crate::schedule::props_without;
+use crate::reroute::{self, Parking};
+use crate::state::Broker;
 
 pub(crate) async fn consumer_send_msg_back(
     broker: &Broker,
@@ -55,10 +53,6 @@ pub(crate) async fn consumer_send_msg_back(
             format!("look message by offset failed, {}", header.offset),
         );
     };
-    let mut properties = original.properties.clone();
-    if !properties.contains(property::RETRY_TOPIC) {
-        properties.insert(property::RETRY_TOPIC, original.topic.clone());
-    }
     let mut max_reconsume = group.retry_max_times;
     if request.version >= version::V3_4_9 {
         if let Some(max) = header.max_reconsume_times {
@@ -83,36 +77,30 @@ pub(crate) async fn consumer_send_msg_back(
         let queue = rand::random_range(0..retry_config.write_queue_nums.max(1));
         (retry, queue, level)
     };
+    let mut msg = reroute::copy_of(&original, broker.broker_addr);
+    msg.topic = target;
+    msg.queue_id = queue_id;
+    msg.reconsume_times = original.reconsume_times.saturating_add(1);
+    let mut props = original.properties.clone();
+    if !props.contains(property::RETRY_TOPIC) {
+        props.insert(property::RETRY_TOPIC, &original.topic);
+    }
     // The first delivery's offset id, kept through every retry (RocketMQ ignores the
     // header's originMsgId here: clients put the UNIQ_KEY in it).
-    if !properties.contains(property::ORIGIN_MESSAGE_ID) {
-        properties.insert(property::ORIGIN_MESSAGE_ID, original.offset_msg_id());
+    if !props.contains(property::ORIGIN_MESSAGE_ID) {
+        props.insert(property::ORIGIN_MESSAGE_ID, original.offset_msg_id());
     }
-    properties.insert(property::WAIT_STORE_MSG_OK, "false");
-    let mut props = props_without(&properties.encode(), &[property::DELAY_TIME_LEVEL]);
+    props.insert(property::WAIT_STORE_MSG_OK, "false");
+    props.remove(property::DELAY_TIME_LEVEL);
     if delay > 0 {
-        push_pair(&mut props, property::DELAY_TIME_LEVEL, &delay.to_string());
-    }
-    let mut msg = MessageInner {
-        topic: target,
-        queue_id,
-        flag: original.flag,
-        body: original.body.clone(),
-        tags_code: tags_code(properties.tags()),
-        properties: props,
-        sys_flag: original.sys_flag,
-        born_timestamp: original.born_timestamp,
-        born_host: original.born_host,
-        store_host: broker.broker_addr,
-        reconsume_times: original.reconsume_times.saturating_add(1),
-        prepared_transaction_offset: 0,
-    };
-    if delay > 0 {
-        crate::schedule::to_schedule_message(broker, &mut msg, delay);
+        let level = delay.min(super::send::max_delay_level(broker));
+        reroute::park(&mut msg, props, Parking::Delay { level });
+    } else {
+        msg.properties = props.into_string();
     }
     let result = broker.store.put_message(msg).await;
     if response_code::is_stored(
-        super::send::put_response(broker, result.clone(), queue_id, None).code,
+        super::put_response::put_response(broker, result.clone(), queue_id, None).code,
     ) {
         broker.count_put(1);
         RemotingCommand::success()

@@ -8,8 +8,9 @@ use vostok_remoting::protocol::topic;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_header, error};
-use crate::broker::Broker;
-use crate::transaction::{committed_message, root_of, write_op};
+use crate::reroute;
+use crate::state::transaction::root_of;
+use crate::state::Broker;
 
 pub(crate) async fn end_transaction(
     broker: &Broker,
@@ -49,14 +50,14 @@ pub(crate) async fn end_transaction(
         return RemotingCommand::success();
     };
     if kind == sysflag::TRANSACTION_COMMIT_TYPE {
-        let Some(msg) = committed_message(broker, &half) else {
+        let Some(msg) = reroute::restore_committed(&half, broker.broker_addr) else {
             return error(
                 response_code::SYSTEM_ERROR,
                 "half message lacks its real topic",
             );
         };
         let result = broker.store.put_message(msg).await;
-        let response = super::send::put_response(broker, result, half.queue_id, None);
+        let response = super::put_response::put_response(broker, result, half.queue_id, None);
         if !response_code::is_stored(response.code) {
             warn!(
                 root,
@@ -72,7 +73,11 @@ pub(crate) async fn end_transaction(
         info!(root, msg_id = %header.msg_id, "transaction rolled back");
     }
     claim.finish();
-    if !write_op(broker, root).await {
+    if !broker
+        .transactions
+        .write_op(&broker.store, broker.broker_addr, root)
+        .await
+    {
         return error(
             response_code::SYSTEM_ERROR,
             "cannot record the transaction outcome",

@@ -1,14 +1,15 @@
-//! The put path: validation, the delay-level rewrite, append, group commit.
+//! The put path: validation, append, group commit. (Parking a delayed message in
+//! `SCHEDULE_TOPIC_XXXX` is the broker's business; the store only derives the
+//! delivery time of such a record when it dispatches it.)
 
 use std::sync::atomic::Ordering;
 
 use vostok_remoting::protocol::message::id::create_offset_msg_id;
-use vostok_remoting::protocol::message::property::{self, Properties, MAX_PROPERTIES_LEN};
+use vostok_remoting::protocol::message::property::{self, MAX_PROPERTIES_LEN};
 use vostok_remoting::protocol::message::sysflag::{transaction_type, TRANSACTION_NOT_TYPE};
-use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
 
 use super::MessageStore;
-use crate::commitlog::append::{gets_queue_offset, AppendError, Prepared};
+use crate::commitlog::append::{AppendError, Prepared};
 use crate::config::FlushDiskType;
 use crate::message::MessageInner;
 use crate::result::{AppendResult, PutMessageResult, PutMessageStatus};
@@ -56,33 +57,6 @@ impl MessageStore {
         Ok(())
     }
 
-    /// Parks a delayed message in `SCHEDULE_TOPIC_XXXX` (PROTOCOL.md 7.2) unless the
-    /// broker already did.
-    fn park_delayed(&self, msg: &mut MessageInner) {
-        if !msg.properties.contains(property::DELAY_TIME_LEVEL) {
-            return;
-        }
-        let levels = self.inner().delay_levels_ms.len() as i32;
-        let level = property::find(&msg.properties, property::DELAY_TIME_LEVEL)
-            .and_then(|l| l.parse::<i32>().ok())
-            .unwrap_or(0);
-        if level <= 0
-            || levels == 0
-            || msg.topic == SCHEDULE_TOPIC
-            || !gets_queue_offset(msg.sys_flag)
-        {
-            return;
-        }
-        let level = level.min(levels);
-        let mut props = Properties::decode(&msg.properties);
-        props.insert(property::DELAY_TIME_LEVEL, level.to_string());
-        props.insert(property::REAL_TOPIC, msg.topic.clone());
-        props.insert(property::REAL_QUEUE_ID, msg.queue_id.to_string());
-        msg.properties = props.encode();
-        msg.topic = SCHEDULE_TOPIC.to_owned();
-        msg.queue_id = level - 1;
-    }
-
     fn prepare(
         &self,
         msgs: Vec<MessageInner>,
@@ -124,10 +98,7 @@ impl MessageStore {
             return Err(PutMessageStatus::MessageIllegal);
         }
         let mut out = Vec::with_capacity(msgs.len());
-        for mut msg in msgs {
-            if !batch {
-                self.park_delayed(&mut msg);
-            }
+        for msg in msgs {
             let p = Prepared::new(msg);
             if p.len > max {
                 tracing::warn!(topic = %p.msg.topic, size = p.len, max, "message exceeds maxMessageSize");

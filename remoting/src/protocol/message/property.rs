@@ -192,18 +192,39 @@ impl Properties {
     /// Parses a property string with Java's rules: pairs without a name or a value are
     /// dropped, and a later duplicate wins.
     pub fn decode(text: &str) -> Self {
-        if is_normal(text) {
+        if is_normal(text, |_, _| {}) {
             return Properties {
                 text: text.to_owned(),
             };
         }
+        Self::normalise(text, |_, _| {})
+    }
+
+    /// [`Properties::decode`] of an owned string, without a copy when it is already
+    /// normal (what clients send). `visit` sees the pairs in order so a caller can read
+    /// what it needs in the same pass; on a string that needs normalising it may see a
+    /// pair twice, the later value last, so assignments end with the value that wins.
+    pub fn decode_owned_with(text: String, mut visit: impl FnMut(&str, &str)) -> Self {
+        if is_normal(&text, &mut visit) {
+            return Properties { text };
+        }
+        Self::normalise(&text, visit)
+    }
+
+    fn normalise(text: &str, mut visit: impl FnMut(&str, &str)) -> Self {
         let mut properties = Properties {
             text: String::with_capacity(text.len()),
         };
         for (k, v) in pairs(text) {
+            visit(k, v);
             properties.insert(k, v);
         }
         properties
+    }
+
+    /// The property string, by value.
+    pub fn into_string(self) -> String {
+        self.text
     }
 
     /// The property string, every pair terminated by U+0002.
@@ -252,11 +273,12 @@ impl Properties {
 
 /// True when `text` is already normal: its valid pairs cover it exactly (nothing
 /// dropped, the last one terminated) and no name repeats.
-fn is_normal(text: &str) -> bool {
+fn is_normal(text: &str, mut visit: impl FnMut(&str, &str)) -> bool {
     let mut covered = 0;
     let mut names: Vec<&str> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (k, v) in pairs(text) {
+        visit(k, v);
         covered += k.len() + v.len() + 2;
         // Few names: a scan beats hashing; many (a hostile message): hash.
         let repeated = if names.len() < 16 {

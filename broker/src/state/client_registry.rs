@@ -28,7 +28,6 @@ pub struct ClientChannelInfo {
 /// A consumer group as heartbeats describe it.
 #[derive(Debug, Clone)]
 pub struct ConsumerGroupInfo {
-    pub group: String,
     pub channels: HashMap<u64, ClientChannelInfo>,
     pub subscriptions: HashMap<String, SubscriptionData>,
     pub consume_type: ConsumeType,
@@ -77,7 +76,6 @@ impl ClientRegistry {
         let group = consumers
             .entry(reg.group.clone())
             .or_insert_with(|| ConsumerGroupInfo {
-                group: reg.group.clone(),
                 channels: HashMap::new(),
                 subscriptions: HashMap::new(),
                 consume_type: reg.consume_type,

@@ -15,10 +15,17 @@ use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::RemotingCommand;
 
-use crate::broker::Broker;
+use crate::state::Broker;
 
-/// Registers now, then periodically and on topic changes until shutdown.
-pub(crate) async fn run(broker: Arc<Broker>) {
+/// Starts the periodic registration (the first one is done by start-up, before
+/// the broker reports itself started).
+pub(crate) fn spawn(broker: &Arc<Broker>) {
+    let b = broker.clone();
+    broker.tasks.spawn(async move { run(b).await });
+}
+
+/// Registers periodically and on topic changes until shutdown.
+async fn run(broker: Arc<Broker>) {
     // Clamped like RocketMQ: between 10 s and 60 s.
     let period = broker.config.register_name_server_period.clamp(
         std::time::Duration::from_secs(10),
@@ -49,7 +56,9 @@ fn register_request(broker: &Broker) -> RemotingCommand {
         broker_name: config.broker_name.clone(),
         broker_addr: broker.broker_addr.to_string(),
         cluster_name: config.broker_cluster_name.clone(),
-        ha_server_addr: format!("{}:{}", config.broker_ip2, config.ha_listen_port()),
+        // Nothing listens for replication yet: advertising `brokerIP2:haListenPort`
+        // would send slaves to a closed port.
+        ha_server_addr: String::new(),
         broker_id: config.broker_id,
         heartbeat_timeout_millis: Some(config.channel_expired_timeout.as_millis() as i64),
         enable_acting_master: Some(false),

@@ -1,4 +1,11 @@
-//! Which transactions are finished, kept so that no transaction commits twice.
+//! Which transactions are finished, kept so that no transaction commits twice, and
+//! the op records (`RMQ_SYS_TRANS_OP_HALF_TOPIC`) that say so durably.
+//!
+//! A transaction is identified by its *root*: the queue offset of the original half
+//! message, which every re-appended copy carries in `TRAN_PREPARED_QUEUE_OFFSET`. Op
+//! records name roots, so an END_TRANSACTION for the original or for any copy finishes
+//! the whole chain, and a second END_TRANSACTION for a finished root, or one racing
+//! the first, is ignored.
 //!
 //! Finished roots (queue offsets of original half messages) are held as disjoint
 //! ranges: transactions end roughly in the order they began, so the set stays a handful
@@ -9,14 +16,32 @@
 //! half queue's min offset are dropped: their records are gone, nothing can name them.
 
 use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use tracing::warn;
+use vostok_remoting::protocol::filter::tags_code;
+use vostok_remoting::protocol::message::property::{self, push_pair, Properties};
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::protocol::topic;
 use vostok_remoting::support::config_file::ConfigFile;
 use vostok_remoting::support::sync::MutexExt;
+use vostok_remoting::support::time::now_millis;
+use vostok_store::{GetMessageStatus, MessageInner, MessageStore};
 
 use crate::config::BrokerConfig;
+
+/// Tag of op records.
+const OP_TAG: &str = "d";
+
+/// The root of a half record: its original offset if it is a check copy, else its own.
+pub(crate) fn root_of(properties: &Properties, queue_offset: i64) -> i64 {
+    properties
+        .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(queue_offset)
+}
 
 /// Disjoint half-open ranges `[start, end)` of `i64`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -187,6 +212,79 @@ impl TransactionState {
         if state.finished.len() != before {
             state.dirty = true;
         }
+    }
+
+    /// Records that the transaction with root `root` is finished, in memory and as an
+    /// op record; false when the op record could not be stored.
+    pub(crate) async fn write_op(
+        &self,
+        store: &MessageStore,
+        store_host: SocketAddr,
+        root: i64,
+    ) -> bool {
+        self.mark_finished([root]);
+        let mut properties = String::new();
+        push_pair(&mut properties, property::TAGS, OP_TAG);
+        let msg = MessageInner {
+            topic: topic::TRANS_OP_HALF_TOPIC.to_owned(),
+            queue_id: 0,
+            flag: 0,
+            body: bytes::Bytes::from(root.to_string()),
+            tags_code: tags_code(Some(OP_TAG)),
+            properties,
+            sys_flag: 0,
+            born_timestamp: now_millis(),
+            born_host: store_host,
+            store_host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        };
+        let status = store.put_message(msg).await.status;
+        if !status.is_stored() {
+            warn!(root, ?status, "cannot write transaction op record");
+        }
+        status.is_stored()
+    }
+
+    /// Folds the op records written since the last call into the finished set. The
+    /// broker calls it once before serving, so outcomes recorded before a restart are
+    /// known to the first END_TRANSACTION.
+    pub(crate) fn catch_up(&self, store: &MessageStore) {
+        let mut op_offset = self.op_offset();
+        loop {
+            let result = store.get_message(
+                topic::CID_SYS_RMQ_TRANS,
+                topic::TRANS_OP_HALF_TOPIC,
+                0,
+                op_offset,
+                256,
+                i32::MAX,
+                None,
+            );
+            match result.status {
+                GetMessageStatus::Found => {}
+                GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly => {
+                    op_offset = result.next_begin_offset;
+                    continue;
+                }
+                _ => break,
+            }
+            for record in &result.messages {
+                let Ok(op) = MessageExt::decode(record, false) else {
+                    continue;
+                };
+                let roots = std::str::from_utf8(&op.body)
+                    .unwrap_or("")
+                    .split(',')
+                    .filter_map(|s| s.trim().parse::<i64>().ok());
+                self.mark_finished(roots);
+                op_offset = op.queue_offset + 1;
+            }
+            if result.messages.is_empty() {
+                break;
+            }
+        }
+        self.advance_op_offset(op_offset);
     }
 
     pub(crate) fn persist(&self) {

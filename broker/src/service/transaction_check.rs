@@ -1,143 +1,32 @@
-//! Transactional (half) messages and the check-back service (PROTOCOL.md 8).
+//! The transaction check service (RocketMQ's `TransactionalMessageCheckService`).
 //!
-//! A prepared message is stored in `RMQ_SYS_TRANS_HALF_TOPIC`, invisible to consumers.
-//! END_TRANSACTION commits (stores the real message) or rolls back, and records the
-//! half offset in `RMQ_SYS_TRANS_OP_HALF_TOPIC`. Every `transactionCheckInterval` the
-//! check service walks the half queue: finished offsets are skipped, messages younger
-//! than their immunity time end the round, older ones are re-appended with a higher
-//! check count and checked back with CHECK_TRANSACTION_STATE on a connection of the
-//! producer group; after `transactionCheckMax` checks a message goes to
-//! `TRANS_CHECK_MAX_TIME_TOPIC`. Progress on the half queue is kept as the internal
-//! group's consumer offset and the finished transactions in [`state`], so the state
-//! survives a restart.
-//!
-//! A transaction is identified by its *root*: the queue offset of the original half
-//! message, which every re-appended copy carries in `TRAN_PREPARED_QUEUE_OFFSET`. Op
-//! records name roots, so an END_TRANSACTION for the original or for any copy finishes
-//! the whole chain, and a second END_TRANSACTION for a finished root, or one racing
-//! the first, is ignored.
-
-pub(crate) mod state;
+//! Every `transactionCheckInterval` it walks the half queue: finished transactions are
+//! skipped, messages younger than their immunity time end the round, older ones are
+//! re-appended with a higher check count and checked back with CHECK_TRANSACTION_STATE
+//! on a connection of the producer group; after `transactionCheckMax` checks a message
+//! goes to `TRANS_CHECK_MAX_TIME_TOPIC`. Progress on the half queue is kept as the
+//! internal group's consumer offset and the finished transactions in
+//! [`crate::state::transaction`], so the state survives a restart.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
-use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::header::CheckTransactionStateRequestHeader;
 use vostok_remoting::protocol::message::id::create_offset_msg_id;
-use vostok_remoting::protocol::message::property::{self, push_pair};
-use vostok_remoting::protocol::message::{sysflag, MessageExt, RecordView};
+use vostok_remoting::protocol::message::{property, MessageExt};
 use vostok_remoting::protocol::request_code;
 use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
-use vostok_store::{GetMessageStatus, MessageInner};
+use vostok_store::{AppendResult, GetMessageStatus};
 
-use crate::broker::Broker;
-use crate::processor::is_stored;
+use crate::reroute;
+use crate::state::transaction::root_of;
+use crate::state::Broker;
 
-/// Tag of op records.
-const OP_TAG: &str = "d";
 /// Longest a check round runs (`MAX_PROCESS_TIME_LIMIT`).
 const MAX_ROUND: Duration = Duration::from_secs(60);
-
-/// The root of a half record: its original offset if it is a check copy, else its own.
-pub(crate) fn root_of(
-    properties: &vostok_remoting::protocol::message::Properties,
-    queue_offset: i64,
-) -> i64 {
-    properties
-        .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(queue_offset)
-}
-
-/// Rewrites a prepared message into its half record (`parseHalfMessageInner`). A
-/// delay level is dropped: the store would otherwise park the half record itself in
-/// the schedule topic (Java clients clear it; others may not).
-pub(crate) fn to_half_message(msg: &mut MessageInner) {
-    if property::find(&msg.properties, property::DELAY_TIME_LEVEL).is_some() {
-        msg.properties =
-            crate::schedule::props_without(&msg.properties, &[property::DELAY_TIME_LEVEL]);
-    }
-    let uniq =
-        property::find(&msg.properties, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX).map(str::to_owned);
-    push_pair(&mut msg.properties, property::REAL_TOPIC, &msg.topic);
-    push_pair(
-        &mut msg.properties,
-        property::REAL_QUEUE_ID,
-        &msg.queue_id.to_string(),
-    );
-    if let Some(uniq) = uniq {
-        if property::find(&msg.properties, property::TRANSACTION_ID).is_none() {
-            push_pair(&mut msg.properties, property::TRANSACTION_ID, &uniq);
-        }
-    }
-    msg.sys_flag = sysflag::reset_transaction_type(msg.sys_flag, sysflag::TRANSACTION_NOT_TYPE);
-    msg.topic = topic::TRANS_HALF_TOPIC.to_owned();
-    msg.queue_id = 0;
-    msg.tags_code = 0;
-}
-
-/// The committed message for a half record (`endMessageTransaction`).
-pub(crate) fn committed_message(broker: &Broker, half: &MessageExt) -> Option<MessageInner> {
-    let topic = half.property(property::REAL_TOPIC)?.to_owned();
-    let queue_id = half.property(property::REAL_QUEUE_ID)?.parse().ok()?;
-    let mut properties = half.properties.clone();
-    for name in [
-        property::REAL_TOPIC,
-        property::REAL_QUEUE_ID,
-        property::TRANSACTION_PREPARED,
-        property::TRANSACTION_CHECK_TIMES,
-    ] {
-        properties.remove(name);
-    }
-    Some(MessageInner {
-        topic,
-        queue_id,
-        flag: half.flag,
-        body: half.body.clone(),
-        tags_code: tags_code(properties.tags()),
-        properties: properties.encode(),
-        sys_flag: sysflag::reset_transaction_type(half.sys_flag, sysflag::TRANSACTION_COMMIT_TYPE),
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        store_host: broker.broker_addr,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: half.commit_log_offset,
-    })
-}
-
-/// Records that the transaction with root `half_queue_offset` is finished.
-pub(crate) async fn write_op(broker: &Broker, half_queue_offset: i64) -> bool {
-    broker.transactions.mark_finished([half_queue_offset]);
-    let mut properties = String::new();
-    push_pair(&mut properties, property::TAGS, OP_TAG);
-    let msg = MessageInner {
-        topic: topic::TRANS_OP_HALF_TOPIC.to_owned(),
-        queue_id: 0,
-        flag: 0,
-        body: bytes::Bytes::from(half_queue_offset.to_string()),
-        tags_code: tags_code(Some(OP_TAG)),
-        properties,
-        sys_flag: 0,
-        born_timestamp: now_millis(),
-        born_host: broker.broker_addr,
-        store_host: broker.broker_addr,
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
-    };
-    let status = broker.store.put_message(msg).await.status;
-    if !is_stored(status) {
-        warn!(
-            half_queue_offset,
-            ?status,
-            "cannot write transaction op record"
-        );
-    }
-    is_stored(status)
-}
 
 /// Starts the check service.
 pub(crate) fn spawn(broker: &Arc<Broker>) {
@@ -162,53 +51,12 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
     });
 }
 
-/// Folds the op records written since the last call into the finished set. The broker
-/// calls it once before serving, so outcomes recorded before a restart are known to
-/// the first END_TRANSACTION.
-pub(crate) fn catch_up(broker: &Broker) {
-    let mut op_offset = broker.transactions.op_offset();
-    loop {
-        let result = broker.store.get_message(
-            topic::CID_SYS_RMQ_TRANS,
-            topic::TRANS_OP_HALF_TOPIC,
-            0,
-            op_offset,
-            256,
-            i32::MAX,
-            None,
-        );
-        match result.status {
-            GetMessageStatus::Found => {}
-            GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly => {
-                op_offset = result.next_begin_offset;
-                continue;
-            }
-            _ => break,
-        }
-        for record in &result.messages {
-            let Ok(view) = RecordView::parse_message(record, false) else {
-                continue;
-            };
-            let roots = std::str::from_utf8(view.body())
-                .unwrap_or("")
-                .split(',')
-                .filter_map(|s| s.trim().parse::<i64>().ok());
-            broker.transactions.mark_finished(roots);
-            op_offset = view.queue_offset() + 1;
-        }
-        if result.messages.is_empty() {
-            break;
-        }
-    }
-    broker.transactions.advance_op_offset(op_offset);
-}
-
 /// One pass of the check service.
 pub(crate) async fn check_round(broker: &Broker) {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let round_started_ms = now_millis();
     let group = topic::CID_SYS_RMQ_TRANS;
-    catch_up(broker);
+    broker.transactions.catch_up(&broker.store);
     let half_start = broker
         .offsets
         .query(group, topic::TRANS_HALF_TOPIC, 0)
@@ -240,16 +88,15 @@ pub(crate) async fn check_round(broker: &Broker) {
             if started.elapsed() > MAX_ROUND || broker.shutdown.is_cancelled() {
                 break 'walk;
             }
-            let Ok(view) = RecordView::parse_message(record, false) else {
+            let Ok(half) = MessageExt::decode(record, false) else {
                 break 'walk;
             };
             // Copies appended by this round wait for the next one: walking into them
             // would check the same transaction again at once.
-            if view.store_timestamp() >= round_started_ms {
+            if half.store_timestamp >= round_started_ms {
                 break 'walk;
             }
-            let q = view.queue_offset();
-            let half = MessageExt::from_view(&view, None);
+            let q = half.queue_offset;
             let root = root_of(&half.properties, q);
             if broker.transactions.is_finished(root) {
                 progress = q + 1;
@@ -261,7 +108,10 @@ pub(crate) async fn check_round(broker: &Broker) {
                 .unwrap_or(0);
             if checks >= broker.config.transaction_check_max {
                 discard(broker, &half).await;
-                write_op(broker, root).await;
+                broker
+                    .transactions
+                    .write_op(&broker.store, broker.broker_addr, root)
+                    .await;
                 progress = q + 1;
                 continue;
             }
@@ -320,29 +170,18 @@ async fn reappend(
     half: &MessageExt,
     root: i64,
     checks: i32,
-) -> Option<vostok_store::AppendResult> {
+) -> Option<AppendResult> {
+    let mut copy = reroute::copy_of(half, broker.broker_addr);
+    copy.tags_code = 0;
     let mut props = half.properties.clone();
     props.insert(property::TRANSACTION_CHECK_TIMES, checks.to_string());
     props.insert(
         property::TRANSACTION_PREPARED_QUEUE_OFFSET,
         root.to_string(),
     );
-    let copy = MessageInner {
-        topic: topic::TRANS_HALF_TOPIC.to_owned(),
-        queue_id: 0,
-        flag: half.flag,
-        body: half.body.clone(),
-        tags_code: 0,
-        properties: props.encode(),
-        sys_flag: half.sys_flag,
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        store_host: broker.broker_addr,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: 0,
-    };
+    copy.properties = props.into_string();
     let result = broker.store.put_message(copy).await;
-    let append = result.append.filter(|_| is_stored(result.status));
+    let append = result.append.filter(|_| result.status.is_stored());
     if append.is_none() {
         warn!(offset = half.queue_offset, status = ?result.status, "cannot re-append half message");
     }
@@ -421,19 +260,9 @@ async fn discard(broker: &Broker, half: &MessageExt) {
         msg_id = %half.msg_id(),
         "transaction still unknown after the maximum number of checks; discarded"
     );
-    let msg = MessageInner {
-        topic: topic::TRANS_CHECK_MAX_TIME_TOPIC.to_owned(),
-        queue_id: 0,
-        flag: half.flag,
-        body: half.body.clone(),
-        tags_code: 0,
-        properties: half.properties.encode(),
-        sys_flag: half.sys_flag,
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        store_host: broker.broker_addr,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: 0,
-    };
+    let mut msg = reroute::copy_of(half, broker.broker_addr);
+    msg.topic = topic::TRANS_CHECK_MAX_TIME_TOPIC.to_owned();
+    msg.queue_id = 0;
+    msg.tags_code = 0;
     let _ = broker.store.put_message(msg).await;
 }

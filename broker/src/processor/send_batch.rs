@@ -1,0 +1,114 @@
+//! SEND_BATCH_MESSAGE (docs/commands.md, "Sending"): one body holding several messages
+//! of one topic, stored as one unit in one queue with consecutive offsets. Batches
+//! cannot be delayed, be transactional or go to a retry topic.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use vostok_remoting::protocol::body::{TopicConfig, TopicFilterType};
+use vostok_remoting::protocol::header::SendMessageRequestHeader;
+use vostok_remoting::protocol::message::property::{self, Properties};
+use vostok_remoting::protocol::message::{batch, sysflag};
+use vostok_remoting::protocol::{response_code, topic};
+use vostok_remoting::{Channel, RemotingCommand};
+use vostok_store::MessageInner;
+
+use super::error;
+use super::put_response::{choose_queue, put_response};
+use crate::state::Broker;
+
+pub(super) async fn send_batch(
+    broker: &Broker,
+    channel: &Channel,
+    request: &RemotingCommand,
+    header: &SendMessageRequestHeader,
+    topic_config: &TopicConfig,
+) -> RemotingCommand {
+    if header.topic.len() > topic::TOPIC_MAX_LENGTH {
+        return error(
+            response_code::MESSAGE_ILLEGAL,
+            format!("message topic length too long {}", header.topic.len()),
+        );
+    }
+    if topic::is_retry_topic(&header.topic) {
+        return error(
+            response_code::MESSAGE_ILLEGAL,
+            format!(
+                "batch request does not support retry group {}",
+                header.topic
+            ),
+        );
+    }
+    if request.body.len() > broker.config.store.max_message_size {
+        return error(
+            response_code::MESSAGE_ILLEGAL,
+            format!(
+                "the batch size {} over max value, MAX: {}",
+                request.body.len(),
+                broker.config.store.max_message_size
+            ),
+        );
+    }
+    let entries = match batch::decode(&request.body) {
+        Ok(entries) if !entries.is_empty() => entries,
+        Ok(_) => return error(response_code::MESSAGE_ILLEGAL, "empty batch"),
+        Err(e) => {
+            return error(
+                response_code::MESSAGE_ILLEGAL,
+                format!("bad batch body: {e}"),
+            )
+        }
+    };
+    let queue_id = choose_queue(header.queue_id, topic_config);
+    let born_host: SocketAddr = channel.peer_addr();
+    let mut sys_flag = header.sys_flag;
+    if topic_config.topic_filter_type == TopicFilterType::MultiTag {
+        sys_flag |= sysflag::MULTI_TAGS_FLAG;
+    }
+    let mut msgs = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if entry.properties.len() > property::MAX_PROPERTIES_LEN {
+            return error(
+                response_code::MESSAGE_ILLEGAL,
+                "batch message properties too long",
+            );
+        }
+        let mut delayed = false;
+        let mut uniq_key = None;
+        let mut props = Properties::decode_owned_with(entry.properties, |k, v| match k {
+            property::DELAY_TIME_LEVEL => delayed = v.trim().parse::<i32>().is_ok_and(|l| l > 0),
+            property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX => uniq_key = Some(v.to_owned()),
+            _ => {}
+        });
+        if delayed {
+            return error(
+                response_code::MESSAGE_ILLEGAL,
+                "batch messages cannot be delayed",
+            );
+        }
+        if uniq_key.is_none() {
+            props.insert(
+                property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                broker.uniq_ids.next_id(),
+            );
+        }
+        msgs.push(MessageInner {
+            topic: header.topic.clone(),
+            queue_id,
+            flag: entry.flag,
+            body: Bytes::clone(&entry.body),
+            properties: props.into_string(),
+            tags_code: 0,
+            sys_flag,
+            born_timestamp: header.born_timestamp,
+            born_host,
+            store_host: broker.broker_addr,
+            reconsume_times: header.reconsume_times.unwrap_or(0),
+            prepared_transaction_offset: 0,
+        });
+    }
+    let n = msgs.len() as u64;
+    let result = broker.store.put_messages(msgs).await;
+    broker.count_put(n);
+    put_response(broker, result, queue_id, None)
+}

@@ -1,0 +1,49 @@
+//! Small periodic duties: flushing consumer offsets (`flushConsumerOffsetInterval`),
+//! expiring clients that stopped sending heartbeats (RocketMQ's
+//! `ClientHousekeepingService`, every 10 s, `channelExpiredTimeout`), and turning the
+//! message counters into per-second rates.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::state::Broker;
+
+const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
+const STATS_PERIOD: Duration = Duration::from_secs(1);
+
+pub(crate) fn spawn(broker: &Arc<Broker>) {
+    let b = broker.clone();
+    broker.tasks.spawn(async move {
+        let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => b.offsets.persist(false),
+                _ = b.shutdown.cancelled() => break,
+            }
+        }
+    });
+    let b = broker.clone();
+    broker.tasks.spawn(async move {
+        let mut tick = tokio::time::interval(CLIENT_SCAN_PERIOD);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let changed = b.clients.scan_expired(Instant::now(), b.config.channel_expired_timeout);
+                    b.notify_consumer_ids_changed(changed);
+                }
+                _ = b.shutdown.cancelled() => break,
+            }
+        }
+    });
+    let b = broker.clone();
+    broker.tasks.spawn(async move {
+        let mut tick = tokio::time::interval(STATS_PERIOD);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => b.stats.sample(),
+                _ = b.shutdown.cancelled() => break,
+            }
+        }
+    });
+}

@@ -1,0 +1,28 @@
+//! Background services: each takes the shared [`crate::state::Broker`] and runs until
+//! its shutdown token is cancelled. None calls into a request processor; what both
+//! need is a method on the state they share.
+//!
+//! * [`registration`]: registers with the name servers (RocketMQ's `BrokerOuterAPI`).
+//! * [`housekeeping`]: consumer offsets flush, expiry of silent clients, stats sampling.
+//! * [`schedule`]: delay-level delivery.
+//! * [`timer`]: timer delivery and rolling.
+//! * [`transaction_check`]: checks back transactions left unknown.
+
+pub(crate) mod housekeeping;
+pub(crate) mod registration;
+pub(crate) mod schedule;
+pub(crate) mod timer;
+pub(crate) mod transaction_check;
+
+use std::sync::Arc;
+
+use crate::state::Broker;
+
+/// Starts every background service; one line per service.
+pub(crate) fn spawn_all(broker: &Arc<Broker>) {
+    registration::spawn(broker);
+    housekeeping::spawn(broker);
+    schedule::spawn(broker);
+    transaction_check::spawn(broker);
+    timer::spawn(broker);
+}

@@ -1,0 +1,266 @@
+//! Start-up and shutdown: the top floor, which builds the shared state, binds the
+//! listeners, starts the services and stops them again.
+//!
+//! Start-up order: validate the config, open (and recover) the store, load the tables,
+//! bind the listeners, start the embedded name server in standalone mode, fold in the
+//! transaction outcomes recorded before a restart, register with the name servers,
+//! start the background services. Shutdown runs the reverse, unregistering first so
+//! that clients stop routing here before the listeners close.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+use vostok_namesrv::NameServer;
+use vostok_remoting::protocol::message::id::UniqIdGenerator;
+use vostok_remoting::protocol::message::property;
+use vostok_remoting::protocol::topic::{SCHEDULE_TOPIC, TIMER_TOPIC};
+use vostok_remoting::support::time::now_millis;
+use vostok_remoting::{
+    ClientConfig, ConnectionConfig, FrameLimits, RemotingClient, RemotingServer, ServerConfig,
+};
+use vostok_store::{MessageArrivingListener, MessageStore};
+
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::processor::BrokerProcessor;
+use crate::service::{self, registration};
+use crate::state::client_registry::ClientRegistry;
+use crate::state::long_polling::LongPolling;
+use crate::state::offset::ConsumerOffsetManager;
+use crate::state::rebalance_lock::RebalanceLockManager;
+use crate::state::schedule::DelayOffsetTable;
+use crate::state::stats::BrokerStats;
+use crate::state::subscription::SubscriptionGroupManager;
+use crate::state::timer::TimerTable;
+use crate::state::topic::TopicConfigManager;
+use crate::state::transaction::TransactionState;
+use crate::state::Broker;
+
+/// A running broker.
+pub struct BrokerHandle {
+    broker: Arc<Broker>,
+    servers: Vec<RemotingServer>,
+    namesrv: Option<NameServer>,
+}
+
+/// Feeds store arrivals to held pulls, the timer table and the delay levels.
+struct ArrivalBridge(Arc<Broker>);
+
+impl MessageArrivingListener for ArrivalBridge {
+    /// `max_offset` is the queue's new max offset: the message's queue offset + 1.
+    fn arriving(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        max_offset: i64,
+        tags_code: i64,
+        _store_timestamp: i64,
+        properties: &str,
+    ) {
+        let broker = &self.0;
+        if topic == TIMER_TOPIC {
+            // The consume queue keeps the TAGS hash; the delivery time is a property.
+            let at = property::find(properties, property::TIMER_OUT_MS)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            broker.timers.on_arrival(max_offset - 1, at);
+        } else if topic == SCHEDULE_TOPIC {
+            broker.delay_offsets.on_arrival(queue_id);
+        }
+        broker
+            .long_polling
+            .notify(topic, queue_id, max_offset, tags_code);
+    }
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, BrokerError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| BrokerError::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+impl Broker {
+    /// Starts a broker with `config`.
+    pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
+        config.resolve_addresses();
+        config.validate()?;
+        let store_config = config.store.clone();
+        let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
+            .await
+            .map_err(|e| BrokerError::Config {
+                key: "storePathRootDir".into(),
+                reason: format!("store start-up panicked: {e}"),
+            })??;
+
+        let listener = bind(config.bind_addr(config.listen_port)).await?;
+        let bound_port = listener
+            .local_addr()
+            .map(|a| a.port())
+            .unwrap_or(config.listen_port);
+        config.listen_port = bound_port;
+
+        let mut namesrv = None;
+        if config.is_standalone() {
+            let ns_config = config.embedded_namesrv_config();
+            let ns_listener = bind(config.bind_addr(ns_config.listen_port)).await?;
+            let ns_addr = ns_listener
+                .local_addr()
+                .map_err(|source| BrokerError::Bind {
+                    addr: config.bind_addr(ns_config.listen_port).to_string(),
+                    source,
+                })?;
+            let server = NameServer::start(ns_config, ns_listener).await?;
+            info!(addr = %ns_addr, "embedded name server started (standalone mode)");
+            let reachable = if ns_addr.ip().is_unspecified() {
+                SocketAddr::from(([127, 0, 0, 1], ns_addr.port()))
+            } else {
+                ns_addr
+            };
+            config.namesrv_addr = Some(reachable.to_string());
+            namesrv = Some(server);
+        }
+
+        let broker = Arc::new(build_state(config, store, bound_port));
+        broker
+            .store
+            .set_arrival_listener(Arc::new(ArrivalBridge(broker.clone())));
+        // Outcomes recorded before a restart must be known to the first END_TRANSACTION.
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.store)).await;
+        let servers = serve(&broker, listener).await;
+
+        service::spawn_all(&broker);
+        registration::register_all(&broker).await;
+        info!(
+            broker = %broker.config.broker_name,
+            addr = %broker.broker_addr,
+            namesrv = %broker.namesrv_addrs.join(";"),
+            "broker started"
+        );
+        Ok(BrokerHandle {
+            broker,
+            servers,
+            namesrv,
+        })
+    }
+}
+
+/// The shared state, with every table loaded.
+fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) -> Broker {
+    let broker_addr = config.broker_addr(bound_port);
+    Broker {
+        namesrv_addrs: config.namesrv_list(),
+        send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
+        uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
+        topics: TopicConfigManager::load(&config),
+        subscriptions: SubscriptionGroupManager::load(&config),
+        offsets: ConsumerOffsetManager::load(&config),
+        delay_offsets: DelayOffsetTable::load(&config),
+        timers: TimerTable::load(&config),
+        transactions: TransactionState::load(&config),
+        clients: ClientRegistry::new(),
+        locks: RebalanceLockManager::default(),
+        long_polling: LongPolling::new(),
+        broker_addr,
+        stats: BrokerStats::default(),
+        boot_timestamp: now_millis(),
+        outer: RemotingClient::new(ClientConfig::default(), None),
+        master_addr: RwLock::new(None),
+        registration: tokio::sync::Mutex::new(false),
+        shutdown: CancellationToken::new(),
+        tasks: TaskTracker::new(),
+        config,
+        store,
+    }
+}
+
+/// Serves the broker protocol on `listener`, and on `listenPort - 2` for Java clients
+/// up to 4.4, which send to that "VIP" port (`fastListenEnable`).
+async fn serve(broker: &Arc<Broker>, listener: TcpListener) -> Vec<RemotingServer> {
+    let server_config = ServerConfig {
+        connection: ConnectionConfig {
+            idle_timeout: broker.config.server_channel_max_idle,
+            limits: FrameLimits {
+                max_frame: broker.config.max_frame_size,
+                ..Default::default()
+            },
+            ..ConnectionConfig::default()
+        },
+        ..ServerConfig::default()
+    };
+    let processor = Arc::new(BrokerProcessor::new(broker.clone()));
+    let mut servers = vec![RemotingServer::start(
+        listener,
+        processor.clone(),
+        server_config.clone(),
+        Vec::new(),
+    )];
+    let port = broker.config.listen_port;
+    if broker.config.fast_listen_enable && port > 2 {
+        let fast = broker.config.bind_addr(port - 2);
+        match TcpListener::bind(fast).await {
+            Ok(l) => servers.push(RemotingServer::start(
+                l,
+                processor,
+                server_config,
+                Vec::new(),
+            )),
+            Err(e) => {
+                warn!(addr = %fast, error = %e, "fast listen port unavailable; serving on listenPort only")
+            }
+        }
+    }
+    servers
+}
+
+impl BrokerHandle {
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// The address clients use (`brokerIP1:listenPort`).
+    pub fn addr(&self) -> SocketAddr {
+        self.broker.broker_addr
+    }
+
+    /// Name servers the broker registers with (the embedded one in standalone mode).
+    pub fn namesrv_addr(&self) -> String {
+        self.broker.namesrv_addrs.join(";")
+    }
+
+    /// Unregisters, stops serving, persists state, closes the store.
+    pub async fn shutdown(self) {
+        let broker = self.broker;
+        info!("broker shutting down");
+        registration::unregister_all(&broker).await;
+        broker.shutdown.cancel();
+        broker.long_polling.wake_all();
+        for server in &self.servers {
+            server.shutdown().await;
+        }
+        broker.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(10), broker.tasks.wait()).await;
+        broker.offsets.persist(true);
+        broker.topics.persist();
+        broker.subscriptions.persist();
+        broker.delay_offsets.persist();
+        broker.timers.persist();
+        broker.transactions.persist();
+        broker.outer.shutdown().await;
+        if let Some(ns) = self.namesrv {
+            ns.shutdown().await;
+        }
+        let store = broker.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        info!("broker stopped");
+    }
+}

@@ -1,0 +1,139 @@
+//! The broker's shared state: the low floor every processor and service reads.
+//!
+//! [`Broker`] holds the store, the tables (topics, subscription groups, consumer
+//! offsets, delay offsets, timers, transactions), the client registry, queue locks and
+//! held pulls, plus the config and the shutdown token: RocketMQ's `BrokerController`
+//! fields without its start-up code. Each table is a module here that knows nothing of
+//! the others; what several parts of the broker need from more than one table (telling
+//! consumers that their group changed) is a method on [`Broker`]. Request processors
+//! (`processor`) and background services (`service`) sit above this floor and take
+//! `&Broker`; start-up (`startup`) builds it.
+
+pub(crate) mod client_registry;
+pub(crate) mod long_polling;
+pub(crate) mod offset;
+pub(crate) mod rebalance_lock;
+pub(crate) mod schedule;
+pub(crate) mod stats;
+pub(crate) mod subscription;
+pub(crate) mod timer;
+pub(crate) mod topic;
+pub(crate) mod transaction;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::debug;
+use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
+use vostok_remoting::protocol::message::id::UniqIdGenerator;
+use vostok_remoting::protocol::request_code;
+use vostok_remoting::{Channel, RemotingClient, RemotingCommand};
+use vostok_store::MessageStore;
+
+use crate::config::BrokerConfig;
+use client_registry::ClientRegistry;
+use long_polling::LongPolling;
+use offset::ConsumerOffsetManager;
+use rebalance_lock::RebalanceLockManager;
+use schedule::DelayOffsetTable;
+use stats::BrokerStats;
+use subscription::SubscriptionGroupManager;
+use timer::TimerTable;
+use topic::TopicConfigManager;
+use transaction::TransactionState;
+
+/// State shared by every request of one broker.
+pub struct Broker {
+    pub(crate) config: BrokerConfig,
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) topics: TopicConfigManager,
+    pub(crate) subscriptions: SubscriptionGroupManager,
+    pub(crate) offsets: ConsumerOffsetManager,
+    pub(crate) clients: ClientRegistry,
+    pub(crate) locks: RebalanceLockManager,
+    pub(crate) long_polling: LongPolling,
+    /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
+    pub(crate) broker_addr: SocketAddr,
+    /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
+    pub(crate) send_permits: Semaphore,
+    pub(crate) stats: BrokerStats,
+    pub(crate) uniq_ids: UniqIdGenerator,
+    pub(crate) boot_timestamp: i64,
+    /// Client for the name servers.
+    pub(crate) outer: RemotingClient,
+    pub(crate) namesrv_addrs: Vec<String>,
+    /// For a slave: the master's address as the name server reported it.
+    pub(crate) master_addr: RwLock<Option<String>>,
+    /// Held while registering or unregistering; `true` once unregistered for shutdown,
+    /// so that no registration in flight can land after the unregistration.
+    pub(crate) registration: tokio::sync::Mutex<bool>,
+    pub(crate) delay_offsets: DelayOffsetTable,
+    pub(crate) timers: TimerTable,
+    pub(crate) transactions: TransactionState,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) tasks: TaskTracker,
+}
+
+impl Broker {
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    pub fn store(&self) -> &Arc<MessageStore> {
+        &self.store
+    }
+
+    pub fn broker_addr(&self) -> SocketAddr {
+        self.broker_addr
+    }
+
+    pub(crate) fn on_channel_closed(&self, channel: &Channel) {
+        let changed = self.clients.on_channel_closed(channel);
+        if !changed.is_empty() {
+            debug!(peer = %channel.peer_addr(), groups = ?changed, "client channel closed");
+        }
+        self.notify_consumer_ids_changed(changed);
+    }
+
+    /// Tells every consumer of each group to rebalance (oneway, best effort).
+    pub(crate) fn notify_consumer_ids_changed(&self, groups: Vec<String>) {
+        if !self.config.notify_consumer_ids_changed_enable || self.shutdown.is_cancelled() {
+            return;
+        }
+        for group in groups {
+            if let Some(sub) = self.subscriptions.get(&group) {
+                if !sub.notify_consumer_ids_changed_enable {
+                    continue;
+                }
+            }
+            for channel in self.clients.consumer_channels(&group) {
+                let header = NotifyConsumerIdsChangedRequestHeader {
+                    consumer_group: group.clone(),
+                };
+                let request = RemotingCommand::request_with_header(
+                    request_code::NOTIFY_CONSUMER_IDS_CHANGED,
+                    &header,
+                );
+                tokio::spawn(async move {
+                    if let Err(e) = channel.invoke_oneway(request, Duration::from_secs(3)).await {
+                        debug!(peer = %channel.peer_addr(), error = %e, "notify consumer ids changed failed");
+                    }
+                });
+            }
+        }
+    }
+
+    /// Messages put since start (stats for runtime info).
+    pub(crate) fn count_put(&self, n: u64) {
+        self.stats.put.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_get(&self, n: u64) {
+        self.stats.get.fetch_add(n, Ordering::Relaxed);
+    }
+}
