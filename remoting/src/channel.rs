@@ -365,6 +365,11 @@ impl Channel {
                             self.dispatch(cmd, permit, &ctx).await;
                         }
                     }
+                    Some(Err(RemotingError::Io(e))) => {
+                        // A reset or a read error is the peer going away, not bad input.
+                        debug!(peer = %self.inner.peer, error = %e, "connection lost");
+                        break;
+                    }
                     Some(Err(e)) => {
                         warn!(peer = %self.inner.peer, error = %e, "closing connection: bad frame");
                         break;
