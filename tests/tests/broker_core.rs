@@ -312,7 +312,7 @@ async fn bad_input_gets_error_codes_and_harms_nothing() {
     let mut request = RemotingCommand::request(request_code::SEND_MESSAGE_V2);
     request.ext_fields.insert("a", "pg");
     let response = client.call(&broker.addr, request).await;
-    assert_ne!(response.code, response_code::SUCCESS);
+    assert_eq!(response.code, response_code::INVALID_PARAMETER);
     assert!(
         response.remark().contains("`b`"),
         "names the field: {}",
@@ -324,6 +324,7 @@ async fn bad_input_gets_error_codes_and_harms_nothing() {
     request.ext_fields.insert("topic", "Good");
     request.ext_fields.insert("queueId", "zero");
     let response = client.call(&broker.addr, request).await;
+    assert_eq!(response.code, response_code::INVALID_PARAMETER);
     assert!(
         response.remark().contains("queueId"),
         "{}",
@@ -384,6 +385,34 @@ async fn bad_input_gets_error_codes_and_harms_nothing() {
     let got = client.drain(&broker.addr, "g", "Good", 0, 0).await;
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0].body[..], b"kept");
+
+    // A property string without its trailing separator, with an empty name and a
+    // repeated key: stored normalised, and the UNIQ_KEY the broker added is the one it
+    // answered, not glued onto the last value.
+    let sent = client
+        .send(
+            &broker.addr,
+            "Good",
+            1,
+            "odd properties",
+            "k\u{1}first\u{2}\u{1}nameless\u{2}k\u{1}v".to_owned(),
+        )
+        .await;
+    let got = client.drain(&broker.addr, "g", "Good", 1, 0).await;
+    assert_eq!(got.len(), 1);
+    let stored = &got[0];
+    assert_eq!(stored.property("k"), Some("v"), "the later duplicate wins");
+    assert_eq!(
+        stored.properties.uniq_key(),
+        sent.transaction_id.as_deref(),
+        "the stored UNIQ_KEY is the one the client was told"
+    );
+    assert_eq!(
+        stored.properties.as_str().matches('\u{1}').count(),
+        stored.properties.len(),
+        "every pair well formed: {:?}",
+        stored.properties
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -126,14 +126,16 @@ pub(crate) fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(code, remark.into())
 }
 
-/// The response to a request whose header is missing a field or has a malformed one.
+/// The response to a request whose header is missing a field or has a malformed one:
+/// INVALID_PARAMETER naming the field.
 pub(crate) fn header_error(request: &RemotingCommand, e: HeaderError) -> RemotingCommand {
     debug!(code = request.code, field = e.field(), "bad request header");
-    let code = match e {
-        HeaderError::Missing { .. } => response_code::SYSTEM_ERROR,
-        HeaderError::Malformed { .. } => response_code::INVALID_PARAMETER,
-    };
-    error(code, format!("bad request header: {e}"))
+    // Apache answers SYSTEM_ERROR, which producers retry; a request that lacks a field
+    // will lack it on every retry, so it gets a code clients do not retry.
+    error(
+        response_code::INVALID_PARAMETER,
+        format!("bad request header: {e}"),
+    )
 }
 
 /// Decodes a typed header or answers with [`header_error`].
