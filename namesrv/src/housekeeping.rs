@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
+use vostok_remoting::support::time::monotonic;
 
 use crate::route::{ExpiredBroker, RouteInfoManager};
-use vostok_remoting::support::time::monotonic;
 
 /// One sweep at `now`: drops the expired brokers and closes their connections.
 pub fn sweep(route: &RouteInfoManager, now: Instant) -> Vec<ExpiredBroker> {

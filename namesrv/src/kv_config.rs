@@ -23,9 +23,9 @@ use std::sync::{Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info};
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
 use crate::error::NamesrvError;
-use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
 /// KV namespace of ordered-topic configurations (`NamesrvUtil`).
 pub const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";

@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use crate::error::{Result, StoreError};
 use vostok_remoting::support::sync::MutexExt;
+
+use crate::error::{Result, StoreError};
 
 const FILE_SIZE: u64 = 4096;
 const SAFETY_MARGIN_MS: i64 = 3000;

@@ -17,11 +17,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use vostok_remoting::support::sync::MutexExt;
+
 use crate::config::CQ_UNIT_SIZE;
 use crate::error::Result;
 use crate::mapped_file::{MappedFile, Prealloc};
 use crate::mapped_file_queue::MappedFileQueue;
-use vostok_remoting::support::sync::MutexExt;
 
 /// Sparse consume-queue files reserve disk ahead of the writer in chunks of this size.
 const RESERVE_CHUNK: usize = 64 * 1024;

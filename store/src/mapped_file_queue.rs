@@ -8,9 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use vostok_remoting::support::sync::RwLockExt;
+
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{parse_offset_file_name, sync_dir, MappedFile, Prealloc};
-use vostok_remoting::support::sync::RwLockExt;
 
 pub(crate) struct MappedFileQueue {
     dir: PathBuf,

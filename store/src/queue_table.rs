@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
+use vostok_remoting::support::sync::RwLockExt;
+
 use crate::consume_queue::ConsumeQueue;
 use crate::error::{Result, StoreError};
-use vostok_remoting::support::sync::RwLockExt;
 
 type Table = HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>;
 

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
 use vostok_remoting::support::sync::MutexExt;
 
 #[derive(Default)]

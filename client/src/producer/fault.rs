@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
 use vostok_remoting::support::sync::MutexExt;
 
 const LATENCY_MAX: [u64; 7] = [50, 100, 550, 1000, 2000, 3000, 15000];

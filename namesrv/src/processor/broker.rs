@@ -14,12 +14,12 @@ use vostok_remoting::protocol::header::{
 };
 use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::{json, response_code, version};
+use vostok_remoting::support::time::monotonic;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{error, header, non_empty, Reply, Shared};
 use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 use crate::route::BrokerRegistration;
-use vostok_remoting::support::time::monotonic;
 
 /// Ext field of the 5.x zone (`MixAll.ZONE_NAME`), outside the typed header.
 const ZONE_NAME: &str = "__ZONE_NAME";

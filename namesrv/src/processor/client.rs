@@ -6,11 +6,11 @@ use std::time::Duration;
 use tracing::warn;
 use vostok_remoting::protocol::header::GetRouteInfoRequestHeader;
 use vostok_remoting::protocol::response_code;
+use vostok_remoting::support::time::monotonic;
 use vostok_remoting::RemotingCommand;
 
 use super::{error, header, json_body, Reply, Shared};
 use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
-use vostok_remoting::support::time::monotonic;
 
 /// The route of one topic. The body is always standard, compact JSON (quoted map
 /// keys, no spaces), whatever the caller's version: Java, C++ and Go clients all

@@ -2,12 +2,13 @@
 //! kept as RocketMQ keeps them: the previous version survives as `<file>.bak`, and
 //! loading falls back to it when the main file is missing or unreadable.
 
-use crate::support::sync::MutexExt;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+
+use crate::support::sync::MutexExt;
 
 static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -60,9 +61,14 @@ pub fn persist(path: &Path, content: &[u8]) -> io::Result<()> {
 
 /// One config file with one writer at a time: the snapshot is taken under the same lock
 /// as the write, so a newer snapshot can never be overwritten by an older one.
+///
+/// Tables that change on requests mark the file dirty ([`ConfigFile::mark_dirty`]) and
+/// a writer persists it later ([`ConfigFile::persist_if_dirty`]): any number of changes
+/// cost one write, so a request that changes many entries cannot cause many writes.
 pub struct ConfigFile {
     path: PathBuf,
     lock: Mutex<()>,
+    dirty: AtomicBool,
 }
 
 impl ConfigFile {
@@ -70,7 +76,29 @@ impl ConfigFile {
         ConfigFile {
             path,
             lock: Mutex::new(()),
+            dirty: AtomicBool::new(false),
         }
+    }
+
+    /// Records that the state behind this file changed and needs writing.
+    pub fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.load(Ordering::Acquire)
+    }
+
+    /// Writes `snapshot()` if the file was marked dirty since the last write; true when
+    /// it wrote. The mark is cleared before the snapshot is taken, so a change made
+    /// during the write marks the file again; a failed write leaves it marked.
+    pub fn persist_if_dirty(&self, snapshot: impl FnOnce() -> Vec<u8>) -> io::Result<bool> {
+        let _writer = self.lock.locked();
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        persist(&self.path, &snapshot()).inspect_err(|_| self.mark_dirty())?;
+        Ok(true)
     }
 
     pub fn path(&self) -> &Path {
@@ -80,7 +108,8 @@ impl ConfigFile {
     /// Takes `snapshot()` and writes it, serialised with every other write of this file.
     pub fn persist_with(&self, snapshot: impl FnOnce() -> Vec<u8>) -> io::Result<()> {
         let _writer = self.lock.locked();
-        persist(&self.path, &snapshot())
+        self.dirty.store(false, Ordering::Release);
+        persist(&self.path, &snapshot()).inspect_err(|_| self.mark_dirty())
     }
 
     /// [`load`] of this file.
@@ -162,6 +191,28 @@ mod tests {
                 .contains(".tmp")
         });
         assert_eq!(leftovers.count(), 0);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn many_changes_cost_one_write() {
+        let dir = temp_dir();
+        let file = ConfigFile::new(dir.join("groups.json"));
+        let mut writes = 0;
+        assert!(!file.persist_if_dirty(|| unreachable!()).unwrap());
+        for n in 0..100u32 {
+            file.mark_dirty();
+            let _ = n;
+        }
+        assert!(file
+            .persist_if_dirty(|| {
+                writes += 1;
+                b"100".to_vec()
+            })
+            .unwrap());
+        assert!(!file.persist_if_dirty(|| unreachable!()).unwrap());
+        assert_eq!(writes, 1);
+        assert_eq!(fs::read(file.path()).unwrap(), b"100");
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
 use vostok_remoting::support::sync::{CondvarExt, MutexExt};
 
 /// Group commit keeps collecting writers while they arrive closer than this.

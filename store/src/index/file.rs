@@ -25,9 +25,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::Mutex;
 
+use vostok_remoting::support::sync::MutexExt;
+
 use crate::error::Result;
 use crate::mapped_file::{MappedFile, Prealloc};
-use vostok_remoting::support::sync::MutexExt;
 
 pub(crate) const HEADER_SIZE: usize = 40;
 const ENTRY_SIZE: usize = 20;

@@ -12,13 +12,13 @@ use vostok_client::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
     LitePullConsumer, LitePullConsumerConfig, MessageExt, MessageListener, PushConsumer,
 };
+use vostok_remoting::support::sync::MutexExt;
 
 use super::args::{CommonArgs, ConsumerArgs, From};
 use super::histogram::{self, new_histogram};
 use super::meter::{Meter, Totals};
 use super::sequence::{now_micros, Seen, SeqTracker, Stamp};
 use super::BenchError;
-use vostok_remoting::support::sync::MutexExt;
 
 const SHARDS: usize = 16;
 

@@ -13,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
 use vostok_client::{ClientError, Message, Producer, ProducerConfig};
+use vostok_remoting::support::sync::MutexExt;
 
 use super::args::{CommonArgs, Mode, ProducerArgs};
 use super::histogram::{self, new_histogram};
@@ -20,7 +21,6 @@ use super::meter::{Meter, RunState};
 use super::rate::Pacer;
 use super::sequence::{now_micros, AckedSet, Stamp};
 use super::{error_kind, BenchError};
-use vostok_remoting::support::sync::MutexExt;
 
 /// What every producer task shares.
 pub struct ProducerSide {

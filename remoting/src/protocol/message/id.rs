@@ -6,13 +6,13 @@
 //!   random int, milliseconds since the start of the current month (local time), and a
 //!   2-byte counter.
 
-use crate::support::sync::MutexExt;
-use crate::support::time::{month_bounds, now_millis};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Mutex;
 
 use crate::error::DecodeError;
+use crate::support::sync::MutexExt;
+use crate::support::time::{month_bounds, now_millis};
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
