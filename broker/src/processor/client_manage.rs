@@ -13,6 +13,14 @@ use super::{decode_body, decode_header, error};
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
 use crate::state::Broker;
 
+/// Most groups (consumer plus producer) one heartbeat may list; a larger one is
+/// refused. A Java client lists every group of its process, rarely more than a few
+/// dozen.
+const MAX_GROUPS_PER_HEARTBEAT: usize = 1024;
+/// Most subscription groups (each with its retry topic) one heartbeat may create; the
+/// rest wait for the client's next heartbeats, so one request's work stays bounded.
+const MAX_NEW_GROUPS_PER_HEARTBEAT: usize = 64;
+
 pub(crate) async fn heart_beat(
     broker: &Broker,
     channel: &Channel,
@@ -27,6 +35,16 @@ pub(crate) async fn heart_beat(
             )
         }
     };
+    let listed = heartbeat.consumer_data_set.len() + heartbeat.producer_data_set.len();
+    if listed > MAX_GROUPS_PER_HEARTBEAT {
+        tracing::warn!(client = %heartbeat.client_id, peer = %channel.peer_addr(), listed, "heartbeat with too many groups refused");
+        return error(
+            response_code::INVALID_PARAMETER,
+            format!(
+                "the heartbeat lists {listed} groups; at most {MAX_GROUPS_PER_HEARTBEAT} are accepted"
+            ),
+        );
+    }
     let info = ClientChannelInfo {
         channel: channel.clone(),
         client_id: heartbeat.client_id.clone(),
@@ -35,13 +53,22 @@ pub(crate) async fn heart_beat(
         last_update: Instant::now(),
     };
     let mut changed = Vec::new();
+    let (mut created, mut deferred) = (0usize, 0usize);
     for consumer in heartbeat.consumer_data_set {
+        let exists = broker.subscriptions.get(&consumer.group_name).is_some();
+        if !exists && created >= MAX_NEW_GROUPS_PER_HEARTBEAT {
+            deferred += 1;
+            continue;
+        }
         // A group that does not exist and may not be created (auto-creation off, or an
         // illegal name) is not registered.
         let Some(group_config) = broker.subscriptions.find_or_create(&consumer.group_name) else {
             tracing::warn!(group = %consumer.group_name, client = %heartbeat.client_id, "heartbeat for an unknown or illegal consumer group ignored");
             continue;
         };
+        if !exists {
+            created += 1;
+        }
         let sys_flag = if consumer.unit_mode { 2 } else { 0 };
         broker.topics.get_or_create(
             &topic::retry_topic(&consumer.group_name),
@@ -67,6 +94,16 @@ pub(crate) async fn heart_beat(
             .register_producer(&producer.group_name, info.clone());
     }
     broker.notify_consumer_ids_changed(changed);
+    if deferred > 0 {
+        tracing::warn!(client = %heartbeat.client_id, created, deferred, "heartbeat creates too many groups at once; the rest wait for its next heartbeats");
+        return error(
+            response_code::SYSTEM_BUSY,
+            format!(
+                "created {created} new consumer groups; {deferred} more wait for the next heartbeats \
+                 (at most {MAX_NEW_GROUPS_PER_HEARTBEAT} per heartbeat)"
+            ),
+        );
+    }
     RemotingCommand::success()
 }
 

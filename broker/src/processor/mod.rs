@@ -2,15 +2,17 @@
 //! them. [`BrokerProcessor`] routes each request by code; business outcomes are responses
 //! with RocketMQ codes, never errors.
 
-mod admin;
+mod broker_admin;
 mod client_manage;
 mod consumer_manage;
+mod group_admin;
 mod pull;
 mod put_response;
 mod query;
 mod send;
 mod send_back;
 mod send_batch;
+mod topic_admin;
 mod transaction;
 
 use std::sync::Arc;
@@ -83,30 +85,34 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::END_TRANSACTION => {
                     transaction::end_transaction(b, channel, request).await
                 }
-                request_code::UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(b, request),
-                request_code::DELETE_TOPIC_IN_BROKER => admin::delete_topic(b, request),
-                request_code::GET_ALL_TOPIC_CONFIG => admin::get_all_topic_config(b),
-                request_code::GET_TOPIC_CONFIG => admin::get_topic_config(b, request),
-                request_code::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b),
-                request_code::GET_BROKER_CONFIG => admin::get_broker_config(b),
-                request_code::GET_TOPIC_STATS_INFO => admin::get_topic_stats_info(b, request),
-                request_code::GET_CONSUME_STATS => admin::get_consume_stats(b, request),
+                request_code::UPDATE_AND_CREATE_TOPIC => {
+                    topic_admin::update_and_create_topic(&self.broker, request).await
+                }
+                request_code::DELETE_TOPIC_IN_BROKER => {
+                    topic_admin::delete_topic(&self.broker, request).await
+                }
+                request_code::GET_ALL_TOPIC_CONFIG => topic_admin::get_all_topic_config(b),
+                request_code::GET_TOPIC_CONFIG => topic_admin::get_topic_config(b, request),
+                request_code::GET_BROKER_RUNTIME_INFO => broker_admin::get_broker_runtime_info(b),
+                request_code::GET_BROKER_CONFIG => broker_admin::get_broker_config(b),
+                request_code::GET_TOPIC_STATS_INFO => topic_admin::get_topic_stats_info(b, request),
+                request_code::GET_CONSUME_STATS => group_admin::get_consume_stats(b, request),
                 request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-                    admin::update_and_create_subscription_group(b, request)
+                    group_admin::update_and_create_subscription_group(&self.broker, request).await
                 }
                 request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
-                    admin::get_all_subscription_group_config(b)
+                    group_admin::get_all_subscription_group_config(b)
                 }
                 request_code::DELETE_SUBSCRIPTIONGROUP => {
-                    admin::delete_subscription_group(b, request)
+                    group_admin::delete_subscription_group(&self.broker, request).await
                 }
                 request_code::GET_CONSUMER_CONNECTION_LIST => {
-                    admin::get_consumer_connection_list(b, request)
+                    group_admin::get_consumer_connection_list(b, request)
                 }
                 request_code::GET_PRODUCER_CONNECTION_LIST => {
-                    admin::get_producer_connection_list(b, request)
+                    group_admin::get_producer_connection_list(b, request)
                 }
-                request_code::GET_ALL_DELAY_OFFSET => admin::get_all_delay_offset(b),
+                request_code::GET_ALL_DELAY_OFFSET => broker_admin::get_all_delay_offset(b),
                 _ => {
                     debug!(code = request.code, peer = %channel.peer_addr(), "request code not supported");
                     vostok_remoting::processor::not_supported(&request)

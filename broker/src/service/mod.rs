@@ -3,11 +3,13 @@
 //! need is a method on the state they share.
 //!
 //! * [`registration`]: registers with the name servers (RocketMQ's `BrokerOuterAPI`).
+//! * [`config_flush`]: writes the topic and subscription-group files after changes.
 //! * [`housekeeping`]: consumer offsets flush, expiry of silent clients, stats sampling.
 //! * [`schedule`]: delay-level delivery.
 //! * [`timer`]: timer delivery and rolling.
 //! * [`transaction_check`]: checks back transactions left unknown.
 
+pub(crate) mod config_flush;
 pub(crate) mod housekeeping;
 pub(crate) mod registration;
 pub(crate) mod schedule;
@@ -21,6 +23,7 @@ use crate::state::Broker;
 /// Starts every background service; one line per service.
 pub(crate) fn spawn_all(broker: &Arc<Broker>) {
     registration::spawn(broker);
+    config_flush::spawn(broker);
     housekeeping::spawn(broker);
     schedule::spawn(broker);
     transaction_check::spawn(broker);

@@ -128,6 +128,17 @@ impl Broker {
         }
     }
 
+    /// Writes the topic and subscription-group files if they changed, off the async
+    /// runtime; resolves once they are on disk.
+    pub(crate) async fn persist_configs(self: &Arc<Self>) {
+        let b = self.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            b.topics.persist();
+            b.subscriptions.persist();
+        })
+        .await;
+    }
+
     /// Messages put since start (stats for runtime info).
     pub(crate) fn count_put(&self, n: u64) {
         self.stats.put.fetch_add(n, Ordering::Relaxed);

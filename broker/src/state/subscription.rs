@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
 use tracing::{info, warn};
 use vostok_remoting::protocol::body::DataVersion;
 use vostok_remoting::protocol::topic;
@@ -106,6 +107,8 @@ pub struct SubscriptionGroupManager {
     file: ConfigFile,
     auto_create: bool,
     state: RwLock<Persisted>,
+    /// Signalled on every change, for the config writer (`service::config_flush`).
+    unsaved: Notify,
 }
 
 impl SubscriptionGroupManager {
@@ -129,6 +132,7 @@ impl SubscriptionGroupManager {
             file,
             auto_create: config.auto_create_subscription_group,
             state: RwLock::new(state),
+            unsaved: Notify::new(),
         }
     }
 
@@ -164,7 +168,7 @@ impl SubscriptionGroupManager {
             state.data_version.next(now_millis());
         }
         info!(group, "auto-created subscription group");
-        self.persist();
+        self.on_change();
         Some(config)
     }
 
@@ -176,7 +180,7 @@ impl SubscriptionGroupManager {
                 .insert(config.group_name.clone(), config);
             state.data_version.next(now_millis());
         }
-        self.persist();
+        self.on_change();
     }
 
     pub fn delete(&self, group: &str) -> bool {
@@ -189,7 +193,7 @@ impl SubscriptionGroupManager {
             removed
         };
         if removed {
-            self.persist();
+            self.on_change();
         }
         removed
     }
@@ -200,8 +204,20 @@ impl SubscriptionGroupManager {
         serde_json::to_vec(&*state).unwrap_or_default()
     }
 
+    fn on_change(&self) {
+        self.file.mark_dirty();
+        self.unsaved.notify_one();
+    }
+
+    /// Resolves when the table changed and is not written yet.
+    pub async fn unsaved(&self) {
+        self.unsaved.notified().await
+    }
+
+    /// Writes `config/subscriptionGroup.json` if it changed since the last write.
+    /// Blocking file work: call it off the async runtime.
     pub fn persist(&self) {
-        let written = self.file.persist_with(|| {
+        let written = self.file.persist_if_dirty(|| {
             let state = self.state.read_locked();
             serde_json::to_vec_pretty(&*state).unwrap_or_default()
         });

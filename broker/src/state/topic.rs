@@ -1,5 +1,9 @@
 //! Topic configs (`TopicConfigManager`): the broker's topic table, persisted to
 //! `config/topics.json` with its data version and registered with the name servers.
+//!
+//! A change marks the file dirty and wakes the config writer
+//! (`service::config_flush`), which writes it once for however many changes came
+//! meanwhile; admin requests wait for that write before they answer.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, RwLock};
@@ -25,6 +29,8 @@ pub struct TopicConfigManager {
     data_version: Mutex<DataVersion>,
     /// Signalled on every change, so that the broker registers with the name servers at once.
     changed: Notify,
+    /// Signalled on every change, for the config writer.
+    unsaved: Notify,
 }
 
 impl TopicConfigManager {
@@ -42,6 +48,7 @@ impl TopicConfigManager {
             table: RwLock::new(table),
             data_version: Mutex::new(data_version),
             changed: Notify::new(),
+            unsaved: Notify::new(),
         };
         manager.add_system_topics(config);
         manager
@@ -190,17 +197,24 @@ impl TopicConfigManager {
         self.changed.notified().await
     }
 
-    fn on_change(&self) {
-        self.data_version.locked().next(now_millis());
-        self.persist();
-        self.changed.notify_one();
+    /// Resolves when the table changed and is not written yet.
+    pub async fn unsaved(&self) {
+        self.unsaved.notified().await
     }
 
-    /// Writes `config/topics.json`.
+    fn on_change(&self) {
+        self.data_version.locked().next(now_millis());
+        self.file.mark_dirty();
+        self.changed.notify_one();
+        self.unsaved.notify_one();
+    }
+
+    /// Writes `config/topics.json` if it changed since the last write. Blocking file
+    /// work: call it off the async runtime.
     pub fn persist(&self) {
         let written = self
             .file
-            .persist_with(|| serde_json::to_vec_pretty(&self.wrapper()).unwrap_or_default());
+            .persist_if_dirty(|| serde_json::to_vec_pretty(&self.wrapper()).unwrap_or_default());
         if let Err(e) = written {
             warn!(file = %self.file.path().display(), error = %e, "cannot persist topic configs");
         }
@@ -236,6 +250,7 @@ mod tests {
             "Orders is not inheritable"
         );
 
+        manager.persist();
         let reloaded = TopicConfigManager::load(&c);
         assert_eq!(reloaded.get("Orders"), Some(created));
         assert!(reloaded.contains(topic::SCHEDULE_TOPIC));

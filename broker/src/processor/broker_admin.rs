@@ -1,0 +1,93 @@
+//! Broker administration: runtime info, config, delay offsets.
+
+use std::collections::BTreeMap;
+
+use vostok_remoting::protocol::body::KvTable;
+use vostok_remoting::protocol::{json, version};
+use vostok_remoting::RemotingCommand;
+
+use crate::state::Broker;
+
+pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
+    let mut table: BTreeMap<String, String> = broker.store.runtime_info();
+    let (put_tps, get_tps) = broker.stats.tps();
+    let now = vostok_remoting::support::time::now_millis();
+    let mut put = |k: &str, v: String| {
+        table.insert(k.to_owned(), v);
+    };
+    put("brokerVersionDesc", "V5_3_3".to_owned());
+    put("brokerVersion", version::CURRENT_VERSION.to_string());
+    put(
+        "brokerImpl",
+        format!("vostok {}", env!("CARGO_PKG_VERSION")),
+    );
+    put("bootTimestamp", broker.boot_timestamp.to_string());
+    put("runtime", format_uptime(now - broker.boot_timestamp));
+    put(
+        "msgPutTotalTodayNow",
+        broker
+            .stats
+            .put
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .to_string(),
+    );
+    put(
+        "msgGetTotalTodayNow",
+        broker
+            .stats
+            .get
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .to_string(),
+    );
+    put("putTps", format!("{put_tps:.2}"));
+    put("getTransferedTps", format!("{get_tps:.2}"));
+    put(
+        "sendThreadPoolQueueSize",
+        (broker.config.send_thread_pool_queue_capacity - broker.send_permits.available_permits())
+            .to_string(),
+    );
+    put(
+        "sendThreadPoolQueueCapacity",
+        broker.config.send_thread_pool_queue_capacity.to_string(),
+    );
+    put(
+        "pullRequestsHeld",
+        broker.long_polling.held_count().to_string(),
+    );
+    put("timerPendingMessages", broker.timers.pending().to_string());
+    put(
+        "commitLogMinOffset",
+        broker.store.min_phy_offset().to_string(),
+    );
+    put(
+        "commitLogMaxOffset",
+        broker.store.max_phy_offset().to_string(),
+    );
+    RemotingCommand::success().with_body(json::to_vec(&KvTable { table }))
+}
+
+fn format_uptime(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    format!(
+        "[ {} days, {} hours, {} minutes, {} seconds ]",
+        secs / 86_400,
+        secs / 3600 % 24,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
+    let text = vostok_remoting::support::properties::render(&broker.config.to_properties());
+    let version = json::to_vec(&broker.topics.data_version());
+    let mut response = RemotingCommand::success().with_body(text.into_bytes());
+    response
+        .ext_fields
+        .insert("version", String::from_utf8_lossy(&version));
+    response
+}
+
+/// GET_ALL_DELAY_OFFSET: `config/delayOffset.json` content.
+pub(crate) fn get_all_delay_offset(broker: &Broker) -> RemotingCommand {
+    RemotingCommand::success().with_body(broker.delay_offsets.encode())
+}

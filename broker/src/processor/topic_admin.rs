@@ -1,0 +1,155 @@
+//! Topic administration: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
+//! GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG, GET_TOPIC_STATS_INFO.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use vostok_remoting::protocol::body::{TopicConfig, TopicFilterType};
+use vostok_remoting::protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
+use vostok_remoting::protocol::topic::{self, perm};
+use vostok_remoting::protocol::{json, response_code};
+use vostok_remoting::RemotingCommand;
+
+use super::{decode_header, error};
+use crate::state::Broker;
+
+/// Largest queue count a topic may be given.
+const MAX_QUEUE_NUMS: i32 = 1024;
+
+pub(crate) async fn update_and_create_topic(
+    broker: &Arc<Broker>,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let header = decode_header!(request, CreateTopicRequestHeader);
+    if let Err(reason) = topic::validate_topic(&header.topic) {
+        return error(response_code::INVALID_PARAMETER, reason);
+    }
+    if topic::is_not_allowed_send_topic(&header.topic)
+        || header.topic == topic::AUTO_CREATE_TOPIC_KEY_TOPIC
+    {
+        return error(
+            response_code::SYSTEM_ERROR,
+            format!("The topic[{}] is conflict with system topic.", header.topic),
+        );
+    }
+    for (name, n) in [
+        ("readQueueNums", header.read_queue_nums),
+        ("writeQueueNums", header.write_queue_nums),
+    ] {
+        if !(1..=MAX_QUEUE_NUMS).contains(&n) {
+            return error(
+                response_code::INVALID_PARAMETER,
+                format!("{name} {n} out of range 1..={MAX_QUEUE_NUMS}"),
+            );
+        }
+    }
+    let Ok(filter_type) = header.topic_filter_type.parse::<TopicFilterType>() else {
+        return error(
+            response_code::INVALID_PARAMETER,
+            format!("unknown topicFilterType {:?}", header.topic_filter_type),
+        );
+    };
+    let config = TopicConfig {
+        attributes: BTreeMap::new(),
+        order: header.order.unwrap_or(false),
+        perm: header.perm & (perm::READ | perm::WRITE | perm::INHERIT | perm::PRIORITY),
+        read_queue_nums: header.read_queue_nums,
+        topic_filter_type: filter_type,
+        topic_name: header.topic,
+        topic_sys_flag: header.topic_sys_flag.unwrap_or(0),
+        write_queue_nums: header.write_queue_nums,
+    };
+    broker.topics.update(config);
+    broker.persist_configs().await;
+    RemotingCommand::success()
+}
+
+pub(crate) async fn delete_topic(
+    broker: &Arc<Broker>,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let header = decode_header!(request, TopicRequestHeader);
+    if topic::is_system_topic(&header.topic) {
+        return error(
+            response_code::NO_PERMISSION,
+            format!(
+                "The topic[{}] is a system topic and cannot be deleted.",
+                header.topic
+            ),
+        );
+    }
+    broker.topics.delete(&header.topic);
+    broker
+        .store
+        .delete_topics(std::slice::from_ref(&header.topic));
+    broker.offsets.remove_topic(&header.topic);
+    broker.persist_configs().await;
+    RemotingCommand::success()
+}
+
+pub(crate) fn get_all_topic_config(broker: &Broker) -> RemotingCommand {
+    RemotingCommand::success().with_body(json::to_vec(&broker.topics.wrapper()))
+}
+
+pub(crate) fn get_topic_config(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+    let header = decode_header!(request, TopicRequestHeader);
+    match broker.topics.get(&header.topic) {
+        Some(config) => RemotingCommand::success().with_body(json::to_vec(&config)),
+        None => error(
+            response_code::TOPIC_NOT_EXIST,
+            format!("No topic in this broker. topic: {}", header.topic),
+        ),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TopicOffset {
+    min_offset: i64,
+    max_offset: i64,
+    last_update_timestamp: i64,
+}
+
+/// GET_TOPIC_STATS_INFO: fastjson writes the `MessageQueue` keys of `offsetTable` as
+/// objects, which Java admin tools expect; the same form is written here.
+pub(crate) fn get_topic_stats_info(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+    let header = decode_header!(request, TopicRequestHeader);
+    let Some(config) = broker.topics.get(&header.topic) else {
+        return error(
+            response_code::TOPIC_NOT_EXIST,
+            format!("topic[{}] not exist", header.topic),
+        );
+    };
+    let mut body = String::from("{\"offsetTable\":{");
+    for queue_id in 0..config.write_queue_nums {
+        if queue_id > 0 {
+            body.push(',');
+        }
+        let mq = vostok_remoting::protocol::body::MessageQueue::new(
+            &header.topic,
+            &broker.config.broker_name,
+            queue_id,
+        );
+        let min = broker.store.min_offset_in_queue(&header.topic, queue_id);
+        let max = broker.store.max_offset_in_queue(&header.topic, queue_id);
+        let last = if max > 0 {
+            broker
+                .store
+                .message_store_timestamp(&header.topic, queue_id, max - 1)
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let offset = TopicOffset {
+            min_offset: min,
+            max_offset: max,
+            last_update_timestamp: last,
+        };
+        body.push_str(&String::from_utf8_lossy(&json::to_vec(&mq)));
+        body.push(':');
+        body.push_str(&String::from_utf8_lossy(&json::to_vec(&offset)));
+    }
+    body.push_str("}}");
+    RemotingCommand::success().with_body(body.into_bytes())
+}

@@ -1,0 +1,153 @@
+//! Hostile-but-fair load against a real broker process: requests that try to make the
+//! broker do unbounded work are bounded or refused, and do not disturb anyone else.
+
+use std::time::Duration;
+
+use vostok_remoting::protocol::body::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel,
+};
+use vostok_remoting::protocol::{request_code, response_code};
+use vostok_remoting::RemotingCommand;
+use vostok_tests::client::TestClient;
+use vostok_tests::{Broker, BrokerOptions};
+
+fn heartbeat(client_id: &str, groups: impl IntoIterator<Item = String>) -> RemotingCommand {
+    let heartbeat = HeartbeatData {
+        client_id: client_id.into(),
+        consumer_data_set: groups
+            .into_iter()
+            .map(|group| ConsumerData {
+                consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+                consume_type: ConsumeType::ConsumePassively,
+                group_name: group,
+                message_model: MessageModel::Clustering,
+                subscription_data_set: Vec::new(),
+                unit_mode: false,
+            })
+            .collect(),
+        ..Default::default()
+    };
+    RemotingCommand::request(request_code::HEART_BEAT).with_body(heartbeat.encode())
+}
+
+fn groups(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}_{i}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_creating_many_groups_is_bounded_and_written_once() {
+    let broker = Broker::start(BrokerOptions::default());
+    let client = TestClient::default();
+
+    // Far too many groups in one heartbeat: refused, nothing created.
+    let response = client
+        .call(&broker.addr, heartbeat("flood", groups("huge", 2_000)))
+        .await;
+    assert_eq!(response.code, response_code::INVALID_PARAMETER);
+    assert!(response.remark().contains("2000"), "{}", response.remark());
+
+    // 200 new groups: created 64 per heartbeat, the client's next heartbeats finish it.
+    let wanted = groups("many", 200);
+    let mut answers = Vec::new();
+    for _ in 0..10 {
+        let response = client
+            .call(&broker.addr, heartbeat("flood", wanted.clone()))
+            .await;
+        answers.push(response.code);
+        if response.code == response_code::SUCCESS {
+            break;
+        }
+        assert_eq!(response.code, response_code::SYSTEM_BUSY);
+        assert!(response.remark().contains("64"), "{}", response.remark());
+    }
+    assert_eq!(
+        answers,
+        [
+            response_code::SYSTEM_BUSY,
+            response_code::SYSTEM_BUSY,
+            response_code::SYSTEM_BUSY,
+            response_code::SUCCESS
+        ],
+        "64 + 64 + 64 + 8"
+    );
+    let all = client
+        .call(
+            &broker.addr,
+            RemotingCommand::request(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
+        )
+        .await;
+    let table = String::from_utf8_lossy(&all.body).into_owned();
+    assert!(wanted.iter().all(|g| table.contains(&format!("\"{g}\""))));
+    assert!(!table.contains("huge_0"));
+
+    // The config writer puts every group (and retry topic) on disk without being asked.
+    let file = broker.store_dir.join("config").join("subscriptionGroup.json");
+    let topics = broker.store_dir.join("config").join("topics.json");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let groups = std::fs::read_to_string(&file).unwrap_or_default();
+        let topics = std::fs::read_to_string(&topics).unwrap_or_default();
+        if wanted.iter().all(|g| {
+            groups.contains(&format!("\"{g}\"")) && topics.contains(&format!("%RETRY%{g}"))
+        }) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "groups not written to {}",
+            file.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_flood_does_not_disturb_routes_or_sends() {
+    let broker = Broker::start(BrokerOptions::default());
+    let client = std::sync::Arc::new(TestClient::default());
+    client.create_topic(&broker.addr, "Steady", 2).await;
+    client
+        .wait_for_route(&broker.namesrv, "Steady", |r| !r.queue_datas.is_empty())
+        .await;
+
+    // Four connections each flood heartbeats creating groups as fast as they can.
+    let flood: Vec<_> = (0..4)
+        .map(|task| {
+            let client = std::sync::Arc::new(TestClient::new(&format!("flood{task}")));
+            let addr = broker.addr.clone();
+            tokio::spawn(async move {
+                for round in 0..20 {
+                    let names = groups(&format!("f{task}r{round}"), 500);
+                    let code = client.call(&addr, heartbeat("flood", names)).await.code;
+                    assert!(
+                        code == response_code::SUCCESS || code == response_code::SYSTEM_BUSY,
+                        "unexpected answer {code}"
+                    );
+                }
+            })
+        })
+        .collect();
+
+    // Meanwhile routes keep answering and sends keep being stored.
+    for i in 0..50 {
+        let route = client.route(&broker.namesrv, "Steady").await;
+        assert!(route.is_some(), "route lost during the flood (round {i})");
+        client
+            .send(
+                &broker.addr,
+                "Steady",
+                i % 2,
+                format!("m{i}"),
+                TestClient::properties(None, None),
+            )
+            .await;
+    }
+    for task in flood {
+        task.await.expect("flood task");
+    }
+    let mut stored = 0;
+    for q in 0..2 {
+        stored += client.max_offset(&broker.addr, "Steady", q).await;
+    }
+    assert_eq!(stored, 50);
+}
