@@ -19,6 +19,7 @@
 //! (PULL_MESSAGE, long polling) → process queue → listener → offsets committed to the
 //! broker every 5 s.
 
+pub mod admin;
 mod api;
 pub mod consumer;
 pub mod error;
@@ -30,6 +31,7 @@ pub mod producer;
 pub mod route;
 mod service_state;
 
+pub use admin::AdminClient;
 pub use api::{PullResult, PullStatus};
 pub use consumer::{
     AllocateStrategy, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,

@@ -75,6 +75,19 @@ async fn e2e_then_lite_pull_consume_against_a_real_broker() {
     assert!(v["received"].as_u64().expect("received") > 0, "{v}");
     assert_eq!(v["lost"], 0, "{v}");
     assert_eq!(v["duplicates"], 0, "{v}");
+    // The whole run's figures cover the same deliveries: `received` is its parts, and
+    // holds every message sent in the window that `lost` does not count.
+    let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+    assert_eq!(
+        n("received"),
+        n("acknowledged") - n("lost")
+            + n("received_unacknowledged")
+            + n("duplicates")
+            + n("foreign"),
+        "{v}"
+    );
+    assert!(n("received") + n("lost") >= sent, "{v}");
+    assert!(n("received_in_window") <= n("received"), "{v}");
     for k in ["p50", "p99", "p999", "max"] {
         assert!(v["latency_ms"][k].is_number(), "latency_ms.{k}: {v}");
         assert!(
@@ -108,7 +121,14 @@ async fn e2e_then_lite_pull_consume_against_a_real_broker() {
         &consume_json,
     )
     .await;
-    assert!(v["received"].as_u64().expect("received") >= 100, "{v}");
+    assert!(
+        v["received_in_window"].as_u64().expect("in window") >= 100,
+        "{v}"
+    );
+    assert!(
+        v["received"].as_u64() >= v["received_in_window"].as_u64(),
+        "{v}"
+    );
     assert_eq!(v["sent"], Value::Null);
     assert_eq!(v["settings"]["consumer"], "lite_pull");
 

@@ -2,12 +2,32 @@
 
 use std::collections::BTreeMap;
 
+use vostok_client::AdminClient;
+use vostok_remoting::protocol::request_code::{GET_BROKER_CLUSTER_INFO, GET_BROKER_RUNTIME_INFO};
 use vostok_remoting::protocol::route::ClusterInfo;
 
 use super::args::BrokerStatusArgs;
-use super::rpc::Admin;
 use super::table::Table;
-use super::AdminError;
+use super::{during, AdminError};
+
+/// GET_BROKER_CLUSTER_INFO from the first name server that answers.
+pub async fn cluster_info(admin: &AdminClient) -> Result<ClusterInfo, AdminError> {
+    admin
+        .examine_broker_cluster_info()
+        .await
+        .map_err(during(GET_BROKER_CLUSTER_INFO))
+}
+
+/// GET_BROKER_RUNTIME_INFO of the broker at `addr`.
+async fn runtime_info(
+    admin: &AdminClient,
+    addr: &str,
+) -> Result<BTreeMap<String, String>, AdminError> {
+    admin
+        .fetch_broker_runtime_stats(addr)
+        .await
+        .map_err(during(GET_BROKER_RUNTIME_INFO))
+}
 
 /// `(broker name, master address)` of every master of `cluster`, by broker name.
 pub fn cluster_masters(
@@ -69,8 +89,8 @@ fn first_figure(table: &BTreeMap<String, String>, key: &str) -> String {
 
 /// GET_BROKER_CLUSTER_INFO, then GET_BROKER_RUNTIME_INFO of each broker for its
 /// version and rates (`-` for a broker that does not answer).
-pub async fn cluster_list(admin: &Admin) -> Result<String, AdminError> {
-    let info = admin.cluster_info().await?;
+pub async fn cluster_list(admin: &AdminClient) -> Result<String, AdminError> {
+    let info = cluster_info(admin).await?;
     let mut table = Table::new(&[
         "#Cluster Name",
         "#Broker Name",
@@ -82,7 +102,7 @@ pub async fn cluster_list(admin: &Admin) -> Result<String, AdminError> {
     ]);
     for cluster in info.cluster_addr_table.keys() {
         for (name, id, addr) in cluster_brokers(&info, cluster) {
-            let runtime = admin.runtime_info(&addr).await.unwrap_or_default();
+            let runtime = runtime_info(admin, &addr).await.unwrap_or_default();
             table.row(vec![
                 cluster.clone(),
                 name,
@@ -102,16 +122,19 @@ pub async fn cluster_list(admin: &Admin) -> Result<String, AdminError> {
 
 /// GET_BROKER_RUNTIME_INFO of one broker (`key: value` lines, sorted) or of every
 /// broker of a cluster (the address in front of each line).
-pub async fn broker_status(admin: &Admin, args: &BrokerStatusArgs) -> Result<String, AdminError> {
+pub async fn broker_status(
+    admin: &AdminClient,
+    args: &BrokerStatusArgs,
+) -> Result<String, AdminError> {
     let mut out = String::new();
     if let Some(addr) = &args.broker_addr {
-        for (key, value) in admin.runtime_info(addr).await? {
+        for (key, value) in runtime_info(admin, addr).await? {
             out.push_str(&format!("{key:<32}: {value}\n"));
         }
         return Ok(out);
     }
     let cluster = args.cluster_name.as_deref().unwrap_or_default();
-    let info = admin.cluster_info().await?;
+    let info = cluster_info(admin).await?;
     let brokers = cluster_brokers(&info, cluster);
     if brokers.is_empty() {
         return Err(AdminError::NotFound(format!(
@@ -120,7 +143,7 @@ pub async fn broker_status(admin: &Admin, args: &BrokerStatusArgs) -> Result<Str
         )));
     }
     for (_, _, addr) in brokers {
-        for (key, value) in admin.runtime_info(&addr).await? {
+        for (key, value) in runtime_info(admin, &addr).await? {
             out.push_str(&format!("{addr:<24} {key:<32}: {value}\n"));
         }
     }

@@ -2,19 +2,24 @@
 
 use std::collections::BTreeSet;
 
+use vostok_client::{AdminClient, MessageQueue};
+use vostok_remoting::protocol::request_code::{
+    GET_CONSUMER_CONNECTION_LIST, GET_CONSUME_STATS, QUERY_CONSUMER_OFFSET,
+};
+use vostok_remoting::protocol::response_code::{CONSUMER_NOT_ONLINE, REQUEST_CODE_NOT_SUPPORTED};
 use vostok_remoting::protocol::topic;
 
 use super::args::ConsumerProgressArgs;
-use super::rpc::Admin;
+use super::cluster::cluster_info;
 use super::table::Table;
-use super::topic::broker_queues;
-use super::AdminError;
+use super::topic::{broker_queues, max_offset, route};
+use super::{during, unless_answered, AdminError};
 
 /// Topics from `-t`, else from the brokers: the subscriptions of the online group
 /// (GET_CONSUMER_CONNECTION_LIST), else the topics it has offsets for
 /// (GET_CONSUME_STATS). Then GET_MAX_OFFSET and QUERY_CONSUMER_OFFSET per queue.
 pub async fn consumer_progress(
-    admin: &Admin,
+    admin: &AdminClient,
     args: &ConsumerProgressArgs,
 ) -> Result<String, AdminError> {
     topic::validate_group(&args.group).map_err(AdminError::Invalid)?;
@@ -32,13 +37,15 @@ pub async fn consumer_progress(
     ]);
     let mut diff_total = 0i64;
     for topic in &topics {
-        let route = admin.topic_route(topic).await?;
+        let route = route(admin, topic).await?;
         for (broker_name, addr, queues) in broker_queues(&route) {
             for queue_id in 0..queues {
-                let broker_offset = admin.max_offset(&addr, topic, queue_id).await?;
+                let mq = MessageQueue::new(topic, &broker_name, queue_id);
+                let broker_offset = max_offset(admin, &addr, &mq).await?;
                 let consumer_offset = admin
-                    .consumer_offset(&addr, &args.group, topic, queue_id)
-                    .await?;
+                    .query_consumer_offset(&addr, &args.group, &mq)
+                    .await
+                    .map_err(during(QUERY_CONSUMER_OFFSET))?;
                 // A queue the group never committed counts from 0, as RocketMQ's
                 // consume stats do.
                 let diff = broker_offset - consumer_offset.unwrap_or(0).max(0);
@@ -60,8 +67,8 @@ pub async fn consumer_progress(
 }
 
 /// The non-retry topics of `group`, as the master brokers know them.
-async fn group_topics(admin: &Admin, group: &str) -> Result<BTreeSet<String>, AdminError> {
-    let info = admin.cluster_info().await?;
+async fn group_topics(admin: &AdminClient, group: &str) -> Result<BTreeSet<String>, AdminError> {
+    let info = cluster_info(admin).await?;
     let masters: Vec<String> = info
         .broker_addr_table
         .values()
@@ -69,13 +76,23 @@ async fn group_topics(admin: &Admin, group: &str) -> Result<BTreeSet<String>, Ad
         .collect();
     let mut topics = BTreeSet::new();
     for addr in &masters {
-        if let Some(connection) = admin.consumer_connection(addr, group).await? {
+        let connection = unless_answered(
+            admin.examine_consumer_connection_info(addr, group).await,
+            &[CONSUMER_NOT_ONLINE, REQUEST_CODE_NOT_SUPPORTED],
+        )
+        .map_err(during(GET_CONSUMER_CONNECTION_LIST))?;
+        if let Some(connection) = connection {
             topics.extend(connection.subscription_table.into_keys());
         }
     }
     if topics.is_empty() {
         for addr in &masters {
-            if let Some(stats) = admin.consume_stats(addr, group, None).await? {
+            let stats = unless_answered(
+                admin.examine_consume_stats(addr, group, None).await,
+                &[REQUEST_CODE_NOT_SUPPORTED],
+            )
+            .map_err(during(GET_CONSUME_STATS))?;
+            if let Some(stats) = stats {
                 topics.extend(stats.offset_table.into_keys().map(|mq| mq.topic));
             }
         }

@@ -1,16 +1,18 @@
 //! `queryMsgByKey` and `queryMsgById`: messages found through a broker's index or by
-//! commitlog offset, decoded with the shared record codec.
+//! commitlog offset, through the SDK's admin layer.
 
+use vostok_client::AdminClient;
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::property::{KEYS, KEY_SEPARATOR};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::protocol::request_code::{QUERY_MESSAGE, VIEW_MESSAGE_BY_ID};
 
 use super::args::{QueryMsgByIdArgs, QueryMsgByKeyArgs};
-use super::rpc::Admin;
 use super::table::format_millis;
-use super::AdminError;
+use super::topic::route;
+use super::{during, AdminError};
 
 /// Answers from several brokers arrive in broker order; show them by store time, then
 /// commitlog offset.
@@ -21,7 +23,7 @@ fn sort(messages: &mut [MessageExt]) {
 /// QUERY_MESSAGE by key to every broker of the topic's route. The index is a hash, so
 /// messages whose `KEYS` do not hold the key are dropped, as the Java client does.
 pub async fn query_msg_by_key(
-    admin: &Admin,
+    admin: &AdminClient,
     args: &QueryMsgByKeyArgs,
 ) -> Result<String, AdminError> {
     let header = QueryMessageRequestHeader {
@@ -51,7 +53,10 @@ pub async fn query_msg_by_key(
 /// the same 32-hex-digit form as IPv4 offset ids, so with `-t` each id is first looked
 /// up as a unique key in that topic (QUERY_MESSAGE to the route's brokers, which are
 /// known to answer) and read as an offset id only when that finds nothing.
-pub async fn query_msg_by_id(admin: &Admin, args: &QueryMsgByIdArgs) -> Result<String, AdminError> {
+pub async fn query_msg_by_id(
+    admin: &AdminClient,
+    args: &QueryMsgByIdArgs,
+) -> Result<String, AdminError> {
     let mut found = Vec::new();
     for id in args
         .msg_id
@@ -80,7 +85,11 @@ pub async fn query_msg_by_id(admin: &Admin, args: &QueryMsgByIdArgs) -> Result<S
                 )))
             }
         };
-        match admin.view_message(&store_host.to_string(), offset).await {
+        let viewed = admin
+            .view_message(&store_host.to_string(), offset)
+            .await
+            .map_err(during(VIEW_MESSAGE_BY_ID));
+        match viewed {
             Ok(message) => found.push(message),
             Err(e) => {
                 return Err(match &args.topic {
@@ -100,7 +109,7 @@ pub async fn query_msg_by_id(admin: &Admin, args: &QueryMsgByIdArgs) -> Result<S
 
 /// QUERY_MESSAGE by unique key (`UNIQ_KEY`) to the brokers of `topic`.
 async fn query_unique_key(
-    admin: &Admin,
+    admin: &AdminClient,
     topic: &str,
     id: &str,
 ) -> Result<Vec<MessageExt>, AdminError> {
@@ -119,16 +128,20 @@ async fn query_unique_key(
 
 /// QUERY_MESSAGE to one address of each broker name in the topic's route.
 async fn query_route(
-    admin: &Admin,
+    admin: &AdminClient,
     header: &QueryMessageRequestHeader,
 ) -> Result<Vec<MessageExt>, AdminError> {
-    let route = admin.topic_route(&header.topic).await?;
+    let route = route(admin, &header.topic).await?;
     let mut out = Vec::new();
     let mut brokers: Vec<_> = route.broker_datas.iter().collect();
     brokers.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
     for broker in brokers {
         if let Some(addr) = broker.select_addr() {
-            out.extend(admin.query_message(addr, header).await?);
+            let found = admin
+                .query_message(addr, header)
+                .await
+                .map_err(during(QUERY_MESSAGE))?;
+            out.extend(found);
         }
     }
     Ok(out)

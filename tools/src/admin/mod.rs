@@ -1,64 +1,41 @@
 //! `mqadmin`: RocketMQ's operator CLI over the classic remoting protocol, for Vostok and
-//! any RocketMQ-protocol cluster.
+//! any RocketMQ-protocol cluster, on the SDK's admin layer
+//! ([`AdminClient`](vostok_client::AdminClient), RocketMQ's `MQAdminExt`).
 //!
 //! * [`args`]: the command line (RocketMQ's sub-command names and flags).
-//! * [`rpc`]: [`Admin`](rpc::Admin), one function per request to a name server or a
-//!   broker, with a timeout each; codes, headers and bodies from
-//!   `vostok_remoting::protocol`.
-//! * [`body`]: the admin bodies that key maps by `MessageQueue` objects.
 //! * The sub-commands: [`cluster`] (`clusterList`, `brokerStatus`), [`topic`]
 //!   (`topicList`, `topicRoute`, `updateTopic`, `deleteTopic`, `topicStatus`),
 //!   [`consumer`] (`consumerProgress`), [`message`] (`queryMsgByKey`, `queryMsgById`).
 //! * [`table`]: aligned text tables and timestamps.
 //!
 //! Each sub-command returns its whole output as text; the binary prints it, or the
-//! error on one line with exit code 1.
+//! error on one line with exit code 1. A failed request names its request code and
+//! peer in front of the SDK's error.
 
 pub mod args;
-pub mod body;
 pub mod cluster;
 pub mod consumer;
 pub mod message;
-pub mod rpc;
 pub mod table;
 pub mod topic;
 
-use vostok_remoting::protocol::response_code;
-use vostok_remoting::{DecodeError, HeaderError, RemotingError};
+use std::time::Duration;
+
+use vostok_client::instance::parse_namesrv_addr;
+use vostok_client::{AdminClient, ClientConfig, ClientError};
+use vostok_remoting::protocol::{request_code, response_code};
 
 use args::Command;
-use rpc::Admin;
 
-/// Why a sub-command failed. Every variant names the request (or step) and the peer.
+/// Why a sub-command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    #[error("{what} to {addr} failed: {source}")]
-    Remoting {
-        what: &'static str,
-        addr: String,
+    /// A request failed: `request` is its request code's name.
+    #[error("{}", request_failed(.request, .source))]
+    Request {
+        request: &'static str,
         #[source]
-        source: RemotingError,
-    },
-    #[error("{what} to {addr} answered {}", answer(*.code, .remark))]
-    Response {
-        what: &'static str,
-        addr: String,
-        code: i32,
-        remark: String,
-    },
-    #[error("{what} answer from {addr} has a bad header: {source}")]
-    Header {
-        what: &'static str,
-        addr: String,
-        #[source]
-        source: HeaderError,
-    },
-    #[error("{what} answer from {addr} cannot be decoded: {source}")]
-    Decode {
-        what: &'static str,
-        addr: String,
-        #[source]
-        source: DecodeError,
+        source: ClientError,
     },
     #[error("{0}")]
     Invalid(String),
@@ -66,18 +43,70 @@ pub enum AdminError {
     NotFound(String),
 }
 
-/// `NAME (code): remark`, without the colon when the remark is empty.
-fn answer(code: i32, remark: &str) -> String {
-    let name = response_code::name(code);
-    if remark.is_empty() {
-        format!("{name} ({code})")
-    } else {
-        format!("{name} ({code}): {remark}")
+/// `REQUEST to ADDR failed: ...` or `REQUEST to ADDR answered NAME (code): remark`.
+fn request_failed(request: &str, error: &ClientError) -> String {
+    match error {
+        ClientError::Remoting { addr, source } => format!("{request} to {addr} failed: {source}"),
+        ClientError::Broker { addr, code, remark } => {
+            let name = response_code::name(*code);
+            if remark.is_empty() {
+                format!("{request} to {addr} answered {name} ({code})")
+            } else {
+                format!("{request} to {addr} answered {name} ({code}): {remark}")
+            }
+        }
+        ClientError::Header { addr, source } => {
+            format!("{request} answer from {addr} has a bad header: {source}")
+        }
+        ClientError::Decode(source) => format!("{request} answer cannot be decoded: {source}"),
+        other => format!("{request} failed: {other}"),
     }
 }
 
+/// Names the request a [`ClientError`] comes from: `.map_err(during(CODE))`.
+pub fn during(code: i32) -> impl Fn(ClientError) -> AdminError {
+    move |source| AdminError::Request {
+        request: request_code::name(code),
+        source,
+    }
+}
+
+/// `None` when the broker answered one of `codes`: an expected outcome (a request the
+/// broker does not serve, a group not online there), not a failure.
+pub fn unless_answered<T>(
+    result: Result<T, ClientError>,
+    codes: &[i32],
+) -> Result<Option<T>, ClientError> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.response_code().is_some_and(|c| codes.contains(&c)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The admin client for `namesrv` (`host:port;host:port`), each request bounded by
+/// `timeout`, connecting included.
+pub fn connect(namesrv: &str, timeout: Duration) -> Result<AdminClient, AdminError> {
+    let namesrv_addr = parse_namesrv_addr(namesrv);
+    if namesrv_addr.is_empty() {
+        return Err(AdminError::Invalid(
+            "no name server address (-n or NAMESRV_ADDR)".into(),
+        ));
+    }
+    let config = ClientConfig {
+        namesrv_addr,
+        mq_client_api_timeout: timeout,
+        remoting: vostok_remoting::ClientConfig {
+            connect_timeout: timeout,
+            ..vostok_remoting::ClientConfig::default()
+        },
+        ..ClientConfig::default()
+    };
+    AdminClient::new(&config).map_err(|e| AdminError::Invalid(e.to_string()))
+}
+
 /// Runs one sub-command and returns what it prints.
-pub async fn run(admin: &Admin, command: Command) -> Result<String, AdminError> {
+pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminError> {
     match command {
         Command::ClusterList => cluster::cluster_list(admin).await,
         Command::BrokerStatus(a) => cluster::broker_status(admin, &a).await,
@@ -89,5 +118,51 @@ pub async fn run(admin: &Admin, command: Command) -> Result<String, AdminError> 
         Command::ConsumerProgress(a) => consumer::consumer_progress(admin, &a).await,
         Command::QueryMsgByKey(a) => message::query_msg_by_key(admin, &a).await,
         Command::QueryMsgById(a) => message::query_msg_by_id(admin, &a).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vostok_remoting::DecodeError;
+
+    #[test]
+    fn failed_requests_name_the_request_and_the_peer() {
+        let broker = ClientError::Broker {
+            code: response_code::TOPIC_NOT_EXIST,
+            remark: "no route".into(),
+            addr: "1.2.3.4:9876".into(),
+        };
+        let e = during(request_code::GET_ROUTEINFO_BY_TOPIC)(broker);
+        assert_eq!(
+            e.to_string(),
+            "GET_ROUTEINFO_BY_TOPIC to 1.2.3.4:9876 answered TOPIC_NOT_EXIST (17): no route"
+        );
+        let decode = ClientError::Decode(DecodeError::Invalid {
+            what: "TopicList",
+            reason: "bad".into(),
+        });
+        let e = during(request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)(decode);
+        assert!(
+            e.to_string()
+                .starts_with("GET_ALL_TOPIC_LIST_FROM_NAMESERVER answer cannot be decoded"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn expected_codes_are_outcomes() {
+        let not_online = || ClientError::Broker {
+            code: response_code::CONSUMER_NOT_ONLINE,
+            remark: String::new(),
+            addr: "a".into(),
+        };
+        let codes = [response_code::CONSUMER_NOT_ONLINE];
+        assert!(matches!(
+            unless_answered::<()>(Err(not_online()), &codes),
+            Ok(None)
+        ));
+        assert!(matches!(unless_answered(Ok(1), &codes), Ok(Some(1))));
+        assert!(unless_answered::<()>(Err(not_online()), &[]).is_err());
     }
 }

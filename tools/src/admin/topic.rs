@@ -1,32 +1,64 @@
 //! `topicList`, `topicRoute`, `updateTopic`, `deleteTopic` and `topicStatus`.
 
-use vostok_remoting::protocol::body::TopicFilterType;
-use vostok_remoting::protocol::header::CreateTopicRequestHeader;
+use vostok_client::{AdminClient, MessageQueue};
+use vostok_remoting::protocol::body::TopicConfig;
+use vostok_remoting::protocol::request_code::{
+    DELETE_TOPIC_IN_BROKER, DELETE_TOPIC_IN_NAMESRV, GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+    GET_MAX_OFFSET, GET_MIN_OFFSET, GET_ROUTEINFO_BY_TOPIC, GET_TOPIC_STATS_INFO,
+    UPDATE_AND_CREATE_TOPIC,
+};
+use vostok_remoting::protocol::response_code::REQUEST_CODE_NOT_SUPPORTED;
 use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::topic::{self, perm};
 
 use super::args::{DeleteTopicArgs, UpdateTopicArgs};
-use super::cluster::cluster_masters;
-use super::rpc::Admin;
+use super::cluster::{cluster_info, cluster_masters};
 use super::table::{format_millis, Table};
-use super::AdminError;
+use super::{during, unless_answered, AdminError};
+
+/// GET_ROUTEINFO_BY_TOPIC from the first name server that answers; a topic without
+/// route is an error (TOPIC_NOT_EXIST).
+pub async fn route(admin: &AdminClient, topic: &str) -> Result<TopicRouteData, AdminError> {
+    admin
+        .examine_topic_route_info(topic)
+        .await
+        .map_err(during(GET_ROUTEINFO_BY_TOPIC))
+}
+
+/// GET_MAX_OFFSET of one queue.
+pub async fn max_offset(
+    admin: &AdminClient,
+    addr: &str,
+    mq: &MessageQueue,
+) -> Result<i64, AdminError> {
+    admin
+        .max_offset(addr, mq)
+        .await
+        .map_err(during(GET_MAX_OFFSET))
+}
 
 /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER: one topic a line, sorted.
-pub async fn topic_list(admin: &Admin) -> Result<String, AdminError> {
-    let list = admin.all_topic_list().await?;
+pub async fn topic_list(admin: &AdminClient) -> Result<String, AdminError> {
+    let list = admin
+        .fetch_all_topic_list()
+        .await
+        .map_err(during(GET_ALL_TOPIC_LIST_FROM_NAMESERVER))?;
     Ok(list.topic_list.iter().map(|t| format!("{t}\n")).collect())
 }
 
 /// GET_ROUTEINFO_BY_TOPIC as pretty JSON.
-pub async fn topic_route(admin: &Admin, topic: &str) -> Result<String, AdminError> {
-    let route = admin.topic_route(topic).await?;
+pub async fn topic_route(admin: &AdminClient, topic: &str) -> Result<String, AdminError> {
+    let route = route(admin, topic).await?;
     // Plain data with string and integer map keys always serialises.
     let text = serde_json::to_string_pretty(&route).expect("a route serialises");
     Ok(text + "\n")
 }
 
 /// UPDATE_AND_CREATE_TOPIC to one broker (`-b`) or every master of a cluster (`-c`).
-pub async fn update_topic(admin: &Admin, args: &UpdateTopicArgs) -> Result<String, AdminError> {
+pub async fn update_topic(
+    admin: &AdminClient,
+    args: &UpdateTopicArgs,
+) -> Result<String, AdminError> {
     topic::validate_topic(&args.topic).map_err(AdminError::Invalid)?;
     for (flag, n) in [("-r", args.read_queue_nums), ("-w", args.write_queue_nums)] {
         if n < 1 {
@@ -43,7 +75,7 @@ pub async fn update_topic(admin: &Admin, args: &UpdateTopicArgs) -> Result<Strin
     let targets = match (&args.broker_addr, &args.cluster_name) {
         (Some(addr), _) => vec![addr.clone()],
         (None, Some(cluster)) => {
-            let info = admin.cluster_info().await?;
+            let info = cluster_info(admin).await?;
             cluster_masters(&info, cluster)?
                 .into_iter()
                 .map(|(_, addr)| addr)
@@ -55,41 +87,46 @@ pub async fn update_topic(admin: &Admin, args: &UpdateTopicArgs) -> Result<Strin
             ))
         }
     };
-    let header = CreateTopicRequestHeader {
-        topic: args.topic.clone(),
-        default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
+    // A single-tag topic with no system flag and no attributes, as RocketMQ's
+    // `updateTopic` creates by default.
+    let config = TopicConfig {
         read_queue_nums: args.read_queue_nums,
         write_queue_nums: args.write_queue_nums,
         perm: args.perm,
-        topic_filter_type: TopicFilterType::SingleTag.name().to_owned(),
-        topic_sys_flag: Some(0),
-        order: Some(false),
-        attributes: None,
-        force: None,
+        ..TopicConfig::new(args.topic.clone(), 1)
     };
     let mut out = String::new();
     for addr in targets {
-        admin.create_topic(&addr, &header).await?;
+        admin
+            .create_and_update_topic_config(&addr, &config)
+            .await
+            .map_err(during(UPDATE_AND_CREATE_TOPIC))?;
         out.push_str(&format!("create topic to {addr} success.\n"));
     }
     out.push_str(&format!(
         "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicFilterType={}]\n",
-        header.topic,
-        header.read_queue_nums,
-        header.write_queue_nums,
-        perm::to_text(header.perm),
-        header.topic_filter_type
+        config.topic_name,
+        config.read_queue_nums,
+        config.write_queue_nums,
+        perm::to_text(config.perm),
+        config.topic_filter_type
     ));
     Ok(out)
 }
 
 /// DELETE_TOPIC_IN_BROKER on every master of the cluster, then DELETE_TOPIC_IN_NAMESRV
 /// on every name server, as RocketMQ's `deleteTopic` does.
-pub async fn delete_topic(admin: &Admin, args: &DeleteTopicArgs) -> Result<String, AdminError> {
-    let info = admin.cluster_info().await?;
+pub async fn delete_topic(
+    admin: &AdminClient,
+    args: &DeleteTopicArgs,
+) -> Result<String, AdminError> {
+    let info = cluster_info(admin).await?;
     let masters = cluster_masters(&info, &args.cluster_name)?;
     for (_, addr) in &masters {
-        admin.delete_topic_in_broker(addr, &args.topic).await?;
+        admin
+            .delete_topic_in_broker(addr, &args.topic)
+            .await
+            .map_err(during(DELETE_TOPIC_IN_BROKER))?;
     }
     let mut out = format!(
         "delete topic [{}] from cluster [{}] success.\n",
@@ -97,7 +134,8 @@ pub async fn delete_topic(admin: &Admin, args: &DeleteTopicArgs) -> Result<Strin
     );
     admin
         .delete_topic_in_namesrv(&args.topic, Some(&args.cluster_name))
-        .await?;
+        .await
+        .map_err(during(DELETE_TOPIC_IN_NAMESRV))?;
     out.push_str(&format!(
         "delete topic [{}] from NameServer success.\n",
         args.topic
@@ -107,8 +145,8 @@ pub async fn delete_topic(admin: &Admin, args: &DeleteTopicArgs) -> Result<Strin
 
 /// Offsets of each queue of the topic's route: GET_TOPIC_STATS_INFO where the broker
 /// serves it, else GET_MIN_OFFSET and GET_MAX_OFFSET per queue (no last-updated time).
-pub async fn topic_status(admin: &Admin, topic: &str) -> Result<String, AdminError> {
-    let route = admin.topic_route(topic).await?;
+pub async fn topic_status(admin: &AdminClient, topic: &str) -> Result<String, AdminError> {
+    let route = route(admin, topic).await?;
     let mut table = Table::new(&[
         "#Broker Name",
         "#QID",
@@ -117,7 +155,12 @@ pub async fn topic_status(admin: &Admin, topic: &str) -> Result<String, AdminErr
         "#Last Updated",
     ]);
     for (broker_name, addr, queues) in broker_queues(&route) {
-        match admin.topic_stats(&addr, topic).await? {
+        let stats = unless_answered(
+            admin.examine_topic_stats(&addr, topic).await,
+            &[REQUEST_CODE_NOT_SUPPORTED],
+        )
+        .map_err(during(GET_TOPIC_STATS_INFO))?;
+        match stats {
             Some(stats) => {
                 for (mq, offset) in &stats.offset_table {
                     table.row(vec![
@@ -131,8 +174,12 @@ pub async fn topic_status(admin: &Admin, topic: &str) -> Result<String, AdminErr
             }
             None => {
                 for queue_id in 0..queues {
-                    let min = admin.min_offset(&addr, topic, queue_id).await?;
-                    let max = admin.max_offset(&addr, topic, queue_id).await?;
+                    let mq = MessageQueue::new(topic, &broker_name, queue_id);
+                    let min = admin
+                        .min_offset(&addr, &mq)
+                        .await
+                        .map_err(during(GET_MIN_OFFSET))?;
+                    let max = max_offset(admin, &addr, &mq).await?;
                     table.row(vec![
                         broker_name.clone(),
                         queue_id.to_string(),

@@ -17,10 +17,21 @@ use vostok_remoting::support::sync::MutexExt;
 use super::args::{CommonArgs, ConsumerArgs, From};
 use super::histogram::{self, new_histogram};
 use super::meter::{Meter, Totals};
-use super::sequence::{now_micros, Seen, SeqTracker, Stamp};
+use super::sequence::{now_micros, AckedSet, Seen, SeqTracker, SequenceCheck, Stamp};
 use super::BenchError;
 
 const SHARDS: usize = 16;
+
+/// What the consumer side received (`consume`, `e2e`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Receipts {
+    /// Deliveries in the window: the receive rate.
+    pub in_window: Totals,
+    /// Every delivery from the consumer's start until it stopped.
+    pub whole_run: Totals,
+    /// `e2e`: the sequence check over the same deliveries as `whole_run`.
+    pub sequence: Option<SequenceCheck>,
+}
 
 /// Everything the consumer side records.
 pub struct ConsumeState {
@@ -111,6 +122,18 @@ impl ConsumeState {
                 let now = self.meter.totals();
                 self.count_reached.get_or_init(|| (Instant::now(), now));
             }
+        }
+    }
+
+    /// What was received, read once the consumer has stopped so that nothing arrives
+    /// in between: `in_window` as the caller measured it, every delivery so far, and
+    /// for `e2e` the sequence check against `acked` (task `i` acknowledged `acked[i]`)
+    /// over those same deliveries.
+    pub fn receipts(&self, in_window: Totals, acked: &[AckedSet]) -> Receipts {
+        Receipts {
+            in_window,
+            whole_run: self.meter.totals(),
+            sequence: self.tracker.as_ref().map(|t| t.check(acked)),
         }
     }
 

@@ -210,7 +210,10 @@ impl TaskResult {
             }
             Err(e) => {
                 side.meter.error(task, n);
-                *self.errors.entry(error_kind(&e)).or_insert(0) += n;
+                // The summary's send errors are those of the window, as its sends.
+                if side.state.measuring() {
+                    *self.errors.entry(error_kind(&e)).or_insert(0) += n;
+                }
             }
         }
     }

@@ -269,7 +269,6 @@ pub async fn produce(cmd: ProduceCmd) -> Result<Summary, BenchError> {
         elapsed,
         sent: Some(totals.msgs),
         sent_bytes: totals.bytes,
-        send_errors: totals.errors,
         errors,
         send_latency: LatencySummary::of(&latency),
         figures: Some(figures),
@@ -331,8 +330,8 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
     };
     let elapsed = t_end.duration_since(t0);
     let figures = monitor.finish().await;
-    let totals = end - base;
     consumer.shutdown().await;
+    let receipts = state.receipts(end - base, &[]);
     if nothing_came {
         eprintln!("no message arrived within 60 s");
     }
@@ -351,8 +350,7 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
         command: "consume",
         settings,
         elapsed,
-        received: Some(totals.msgs),
-        received_bytes: totals.bytes,
+        receipts: Some(receipts),
         e2e_latency: LatencySummary::of(&state.latency()),
         figures: Some(figures),
         ..Default::default()
@@ -421,7 +419,7 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
         tokio::time::sleep(POLL).await;
     }
     let elapsed = t0.elapsed();
-    let received = cstate.meter.totals() - recv_base;
+    let received_in_window = cstate.meter.totals() - recv_base;
     let sent = meter.totals() - base;
     let figures = monitor.finish().await;
     let producer = run.side.producer.clone();
@@ -448,10 +446,9 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
             last = (tracker.received(), Instant::now());
         }
     }
-    let lost = tracker.lost(&acked);
-    let duplicates = tracker.duplicates();
-    let foreign = tracker.foreign();
+    // Every whole-run figure is read after the consumer stopped: the same deliveries.
     consumer.shutdown().await;
+    let receipts = cstate.receipts(received_in_window, &acked);
     producer.shutdown().await;
 
     let mut settings = common_settings(common);
@@ -463,13 +460,8 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
         elapsed,
         sent: Some(sent.msgs),
         sent_bytes: sent.bytes,
-        send_errors: sent.errors,
         errors,
-        received: Some(received.msgs),
-        received_bytes: received.bytes,
-        lost: Some(lost),
-        duplicates: Some(duplicates),
-        foreign: Some(foreign),
+        receipts: Some(receipts),
         send_latency: LatencySummary::of(&latency),
         e2e_latency: LatencySummary::of(&cstate.latency()),
         figures: Some(figures),

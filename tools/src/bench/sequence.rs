@@ -1,7 +1,7 @@
 //! Sequence numbers for `e2e`: every message body starts with a [`Stamp`] (run, task,
 //! sequence number, send time), the consumer marks each one in a per-task bitmap, and
-//! at the end `lost` = acknowledged by the broker but never received, `duplicates` =
-//! received more than once.
+//! at the end a [`SequenceCheck`] over the whole run: `lost` = acknowledged by the
+//! broker but never received, `duplicates` = deliveries after the first.
 //!
 //! ```text
 //! offset  size  field
@@ -255,6 +255,53 @@ impl SeqTracker {
             .map(|(a, set)| a.iter().filter(|&seq| !set.contains(seq)).count() as u64)
             .sum()
     }
+
+    /// The figures of every delivery observed so far against every acknowledged send
+    /// (task `i` acknowledged `acked[i]`). Taken once the consumer has stopped, all of
+    /// them cover the same deliveries.
+    pub fn check(&self, acked: &[AckedSet]) -> SequenceCheck {
+        SequenceCheck {
+            acknowledged: acked.iter().map(AckedSet::len).sum(),
+            received: self.received(),
+            lost: self.lost(acked),
+            duplicates: self.duplicates(),
+            foreign: self.foreign(),
+        }
+    }
+}
+
+/// The sequence accounting of a whole `e2e` run: warm-up, window and drain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SequenceCheck {
+    /// Sends the broker acknowledged.
+    pub acknowledged: u64,
+    /// Distinct messages of this run received, acknowledged or not.
+    pub received: u64,
+    /// Acknowledged, never received.
+    pub lost: u64,
+    /// Deliveries of a message of this run after its first.
+    pub duplicates: u64,
+    /// Deliveries not stamped by this run.
+    pub foreign: u64,
+}
+
+impl SequenceCheck {
+    /// Acknowledged messages that were received.
+    pub fn received_acknowledged(&self) -> u64 {
+        self.acknowledged.saturating_sub(self.lost)
+    }
+
+    /// Received messages whose send was not acknowledged (it failed or timed out, yet
+    /// the broker stored the message).
+    pub fn received_unacknowledged(&self) -> u64 {
+        self.received.saturating_sub(self.received_acknowledged())
+    }
+
+    /// Every delivery: `received_acknowledged + received_unacknowledged + duplicates +
+    /// foreign`.
+    pub fn deliveries(&self) -> u64 {
+        self.received + self.duplicates + self.foreign
+    }
 }
 
 #[cfg(test)]
@@ -346,6 +393,19 @@ mod tests {
         assert_eq!(tracker.received(), 13);
         assert_eq!(tracker.duplicates(), 3);
         assert_eq!(tracker.foreign(), 3);
+        let check = tracker.check(&acked);
+        assert_eq!(
+            check,
+            SequenceCheck {
+                acknowledged: 15,
+                received: 13,
+                lost: 2,
+                duplicates: 3,
+                foreign: 3,
+            }
+        );
+        assert_eq!(check.received_unacknowledged(), 0);
+        assert_eq!(check.deliveries(), 13 + 3 + 3);
     }
 
     #[test]
@@ -358,6 +418,14 @@ mod tests {
         tracker.observe(Some(&stamp(1, 0, 1)));
         assert_eq!(tracker.lost(&acked), 0);
         assert_eq!(tracker.duplicates(), 0);
+        let check = tracker.check(&acked);
+        assert_eq!(
+            (
+                check.received_acknowledged(),
+                check.received_unacknowledged()
+            ),
+            (1, 1)
+        );
     }
 
     #[test]

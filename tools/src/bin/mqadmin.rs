@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use vostok_tools::admin::args::Cli;
-use vostok_tools::admin::rpc::Admin;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -28,7 +27,7 @@ fn main() -> ExitCode {
     };
     let timeout = cli.timeout();
     let result = runtime.block_on(async move {
-        let admin = Admin::new(&cli.namesrv, timeout)?;
+        let admin = vostok_tools::admin::connect(&cli.namesrv, timeout)?;
         let result = vostok_tools::admin::run(&admin, cli.command).await;
         admin.shutdown().await;
         result

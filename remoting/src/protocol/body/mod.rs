@@ -1,11 +1,14 @@
 //! JSON bodies (PROTOCOL.md 3.4, 3.6, 3.12, 4.4, 4.5).
 
+mod admin;
 mod heartbeat;
 mod lock;
 mod misc;
+mod queue_table;
 mod register;
 mod topic_config;
 
+pub use admin::*;
 pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;
