@@ -25,7 +25,8 @@ use super::core::{ConsumerCore, CoreParams, PullSettings, PullSink};
 use super::process_queue::ProcessQueue;
 use super::{pull, rebalance, AllocateMessageQueueAveragely, AllocateStrategy, MessageSelector};
 use crate::error::{ClientError, Result};
-use crate::instance::{ClientConfig, ClientInstance, ConsumerInner};
+use crate::instance::registry::ConsumerInner;
+use crate::instance::{ClientConfig, ClientInstance};
 use crate::route::subscribe_queues;
 use crate::service_state::ServiceState;
 

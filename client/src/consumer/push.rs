@@ -28,7 +28,8 @@ use super::{
 };
 use crate::error::{ClientError, Result};
 use crate::hook::{ConsumeHooks, ConsumeMessageContext, ConsumeMessageHook};
-use crate::instance::{ClientInstance, ConsumerInner};
+use crate::instance::registry::ConsumerInner;
+use crate::instance::ClientInstance;
 use crate::service_state::ServiceState;
 
 /// Receives messages pushed to a listener; see the module documentation.

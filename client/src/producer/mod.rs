@@ -29,7 +29,8 @@ use vostok_remoting::support::sync::RwLockExt;
 
 use crate::error::{ClientError, Result};
 use crate::hook::{CheckForbiddenHook, ForbiddenHooks, SendHooks, SendMessageHook};
-use crate::instance::{ClientConfig, ClientInstance, ProducerInner};
+use crate::instance::registry::ProducerInner;
+use crate::instance::{ClientConfig, ClientInstance};
 use crate::route::TopicPublishInfo;
 use crate::service_state::ServiceState;
 
