@@ -32,9 +32,9 @@ mod service_state;
 
 pub use api::{PullResult, PullStatus};
 pub use consumer::{
-    AllocateStrategy, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
-    ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer, LitePullConsumerConfig,
-    MessageListener, MessageSelector, PushConsumer,
+    AllocateStrategy, CommonConsumerConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer,
+    LitePullConsumerConfig, MessageListener, MessageSelector, PushConsumer,
 };
 pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance};

@@ -41,8 +41,9 @@ pub(crate) trait ConsumerInner: Send + Sync {
     fn consumer_data(&self) -> ConsumerData;
     fn subscribed_topics(&self) -> Vec<String>;
     fn update_subscribe_info(&self, topic: &str, queues: Vec<MessageQueue>);
-    /// Takes the queues allocated to this member and drops the others.
-    fn do_rebalance(&self) -> BoxFuture<'_, ()>;
+    /// Takes the queues allocated to this member and drops the others; by `Arc`, as
+    /// the pull tasks it starts keep the consumer.
+    fn do_rebalance(self: Arc<Self>) -> BoxFuture<'static, ()>;
     /// The offset persist timer: UPDATE_CONSUMER_OFFSET (or the local file).
     fn persist_offsets(&self) -> BoxFuture<'_, ()>;
     /// GET_CONSUMER_RUNNING_INFO body.
@@ -55,8 +56,11 @@ pub(crate) trait ConsumerInner: Send + Sync {
     ) -> BoxFuture<'_, serde_json::Value>;
     /// RESET_CONSUMER_CLIENT_OFFSET: restart the listed queues of `topic` (namespaced)
     /// from the given offsets.
-    fn reset_offset(&self, topic: String, offsets: HashMap<MessageQueue, i64>)
-        -> BoxFuture<'_, ()>;
+    fn reset_offset(
+        self: Arc<Self>,
+        topic: String,
+        offsets: HashMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()>;
     /// GET_CONSUMER_STATUS_FROM_CLIENT: the offsets held for `topic` (every topic when
     /// empty).
     fn offset_table(&self, topic: &str) -> BTreeMap<MessageQueue, i64>;
