@@ -36,7 +36,7 @@ async fn main() -> vostok_client::Result<()> {
     let topic = positional.get(1).map_or("TopicTest", |s| s.as_str());
     let mut config = ConsumerConfig::new("example_consumer", namesrv);
     if args.iter().any(|a| a == "--broadcast") {
-        config.message_model = MessageModel::Broadcasting;
+        config.common.message_model = MessageModel::Broadcasting;
     }
     let consumer = PushConsumer::new(config);
     consumer.subscribe(topic, "*")?;

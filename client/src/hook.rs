@@ -11,7 +11,7 @@ use std::sync::Arc;
 use vostok_remoting::protocol::body::MessageQueue;
 
 use crate::message::{Message, MessageExt};
-use crate::producer::SendResult;
+use crate::producer::send_result::SendResult;
 
 /// How a send was issued (Java `CommunicationMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

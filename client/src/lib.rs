@@ -9,9 +9,26 @@
 //!   concurrent or orderly listeners, clustering or broadcasting, retries and DLQ.
 //! * [`LitePullConsumer`] (Java `DefaultLitePullConsumer`): `poll`, `commit`, `seek`.
 //!
-//! Module map: [`instance`] (shared client instance, routes, heartbeats, timers),
-//! `processor` (requests brokers send to the client), `api` (one function per RPC), [`route`], [`message`], [`hook`], [`producer`],
-//! [`consumer`], [`error`].
+//! Module map:
+//!
+//! * [`instance`]: the client instance a process's producers and consumers share (Java
+//!   `MQClientInstance`): [`instance::config`] ([`ClientConfig`]), `registry` (producer
+//!   and consumer groups), `route_table` (topic routes, broker addresses), `heartbeat`,
+//!   `timers` (route poll, heartbeat, offset persist, rebalance), `reply` (requests
+//!   waiting for their reply).
+//! * `processor`: requests brokers send to the client; `api`: one function per RPC.
+//! * [`producer`]: [`producer::send`] (send modes, retries), `attempt` (one attempt of
+//!   a send), [`producer::send_result`], [`producer::batch`], [`producer::selector`],
+//!   [`producer::transaction`], [`producer::fault`], [`producer::request`].
+//! * [`consumer`]: [`consumer::config`], [`consumer::listener`], `subscription`, `core`
+//!   (the consumer core, what the instance registers for either kind) with `inner`,
+//!   `rebalance`, `pull`, `process_queue`, `offset_store`, `offset_table`, `send_back`,
+//!   `running_info`; the kinds [`consumer::push`] (`service`, `concurrently`,
+//!   `orderly`) and [`consumer::lite_pull`] (`cache`, `poll`); [`consumer::allocate`],
+//!   [`consumer::wildcard`].
+//! * [`route`] (publish and subscribe queues of a route), [`message`] (messages,
+//!   compression), [`hook`] (send, check-forbidden and consume hooks), [`error`],
+//!   `service_state` (created, running, shut down).
 //!
 //! A send flows: producer → route lookup (name server, cached 30 s) → queue selection
 //! (round robin, fault avoidance) → SEND_MESSAGE_V2 to the broker's master → SendResult.
@@ -34,9 +51,9 @@ mod service_state;
 pub use admin::AdminClient;
 pub use api::{PullResult, PullStatus};
 pub use consumer::{
-    AllocateStrategy, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
-    ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer, LitePullConsumerConfig,
-    MessageListener, MessageSelector, PushConsumer,
+    AllocateStrategy, CommonConsumerConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer,
+    LitePullConsumerConfig, MessageListener, MessageSelector, PushConsumer,
 };
 pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance};

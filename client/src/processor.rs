@@ -263,7 +263,7 @@ fn receive_reply(instance: &ClientInstance, request: RemotingCommand) -> Remotin
         property::REPLY_MESSAGE_ARRIVE_TIME,
         vostok_remoting::support::time::now_millis().to_string(),
     );
-    if !instance.complete_reply(msg) {
+    if !instance.reply_waiters().complete(msg) {
         debug!("reply for an unknown or expired request");
     }
     RemotingCommand::success()

@@ -13,13 +13,14 @@ use std::time::Duration;
 use common::{wait_until, FakeCluster};
 use vostok_client::consumer::MessageListenerOrderly;
 use vostok_client::{
-    ClientConfig, Compression, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    ConsumeFromWhere, ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumerConfig,
-    LitePullConsumer, LitePullConsumerConfig, Message, MessageExt, MessageListener, MessageModel,
-    MessageSelector, Producer, ProducerConfig, PushConsumer,
+    ClientConfig, CommonConsumerConfig, Compression, ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyContext, ConsumeOrderlyStatus,
+    ConsumerConfig, LitePullConsumer, LitePullConsumerConfig, Message, MessageExt, MessageListener,
+    MessageModel, MessageSelector, Producer, ProducerConfig, PushConsumer,
 };
 use vostok_remoting::protocol::header::{
-    GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader, ResetOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader, ResetOffsetRequestHeader,
 };
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
@@ -48,9 +49,12 @@ async fn producer(cluster: &FakeCluster) -> Producer {
 
 fn consumer_config(cluster: &FakeCluster, group: &str, instance: &str) -> ConsumerConfig {
     ConsumerConfig {
-        client: client(cluster, instance),
-        consumer_group: group.into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        common: CommonConsumerConfig {
+            client: client(cluster, instance),
+            consumer_group: group.into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::push_defaults()
+        },
         ..Default::default()
     }
 }
@@ -295,8 +299,8 @@ async fn groups_are_independent_and_broadcasting_reaches_everyone() {
     .await;
     let broadcast = |instance: &str| {
         let mut c = consumer_config(&cluster, "bc", instance);
-        c.message_model = MessageModel::Broadcasting;
-        c.client.local_offset_store_dir = Some(dir.path().to_owned());
+        c.common.message_model = MessageModel::Broadcasting;
+        c.common.client.local_offset_store_dir = Some(dir.path().to_owned());
         c
     };
     let (b1, bs1) = recording_consumer(broadcast("x"), "Fan", MessageSelector::by_tag("*")).await;
@@ -616,9 +620,12 @@ async fn lite_pull_with_manual_commit_and_seek() {
             .unwrap();
     }
     let mut config = LitePullConsumerConfig {
-        client: client(&cluster, "lite"),
-        consumer_group: "lg".into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        common: CommonConsumerConfig {
+            client: client(&cluster, "lite"),
+            consumer_group: "lg".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::lite_pull_defaults()
+        },
         ..Default::default()
     };
     config.auto_commit = false;
@@ -677,9 +684,12 @@ async fn lite_pull_subscribe_auto_commits() {
     cluster.create_topic("LiteSub", 2);
     let producer = producer(&cluster).await;
     let config = LitePullConsumerConfig {
-        client: client(&cluster, "lite2"),
-        consumer_group: "lsg".into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        common: CommonConsumerConfig {
+            client: client(&cluster, "lite2"),
+            consumer_group: "lsg".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::lite_pull_defaults()
+        },
         auto_commit_interval: Duration::ZERO,
         ..Default::default()
     };
@@ -732,6 +742,10 @@ async fn consumers_answer_running_info_requests() {
     assert_eq!(response.code, response_code::SUCCESS);
     let info: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
     assert_eq!(info["properties"]["PROP_CONSUME_TYPE"], "CONSUME_PASSIVELY");
+    // Shared by both consumer kinds, and the push consumer's own.
+    assert_eq!(info["properties"]["pullBatchSize"], "32");
+    assert_eq!(info["properties"]["consumeThreadMax"], "20");
+    assert_eq!(info["properties"]["suspended"], "false");
     assert!(info["mqTable"].as_object().unwrap().len() >= 2);
     let unknown = GetConsumerRunningInfoRequestHeader {
         consumer_group: "nope".into(),
@@ -747,6 +761,49 @@ async fn consumers_answer_running_info_requests() {
         .unwrap();
     assert_eq!(response.code, response_code::SYSTEM_ERROR);
     c.shutdown().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn push_consumers_consume_a_message_directly() {
+    let cluster = FakeCluster::start(1).await;
+    cluster.create_topic("Direct", 1);
+    let producer = producer(&cluster).await;
+    let (c, seen) = recording_consumer(
+        consumer_config(&cluster, "dg", "d"),
+        "Direct",
+        MessageSelector::by_tag("*"),
+    )
+    .await;
+    producer
+        .send(Message::new("Direct", "again"))
+        .await
+        .unwrap();
+    wait_until("consumed once", || seen.lock().unwrap().len() == 1).await;
+    let (channel, record) = {
+        let state = cluster.broker(0).state();
+        let channel = state.consumers["dg"].values().next().unwrap().clone();
+        let record = state.queues[&("Direct".to_owned(), 0)][0].record.clone();
+        (channel, record)
+    };
+    let header = ConsumeMessageDirectlyResultRequestHeader {
+        consumer_group: "dg".into(),
+        client_id: None,
+        msg_id: None,
+        broker_name: Some(cluster.broker(0).state().name.clone()),
+        topic: Some("Direct".into()),
+    };
+    let request =
+        RemotingCommand::request_with_header(request_code::CONSUME_MESSAGE_DIRECTLY, &header)
+            .with_body(record);
+    let response = channel.invoke(request, common::T).await.unwrap();
+    assert_eq!(response.code, response_code::SUCCESS);
+    let result: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+    assert_eq!(result["consumeResult"], "CR_SUCCESS");
+    assert_eq!(result["order"], false);
+    assert_eq!(bodies(&seen), vec!["again".to_owned(), "again".to_owned()]);
+    c.shutdown().await;
+    producer.shutdown().await;
     cluster.shutdown().await;
 }
 

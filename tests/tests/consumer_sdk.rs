@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use vostok_client::consumer::MessageListenerOrderly;
 use vostok_client::{
-    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyContext,
-    ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer, LitePullConsumerConfig, Message,
-    MessageExt, MessageListener, MessageModel, MessageSelector, Producer, ProducerConfig,
-    PushConsumer,
+    CommonConsumerConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere,
+    ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer,
+    LitePullConsumerConfig, Message, MessageExt, MessageListener, MessageModel, MessageSelector,
+    Producer, ProducerConfig, PushConsumer,
 };
 use vostok_remoting::protocol::{response_code, topic};
 use vostok_tests::client::TestClient;
@@ -56,9 +56,12 @@ async fn producer(namesrv: &str) -> Producer {
 
 fn consumer_config(namesrv: &str, group: &str, instance: &str) -> ConsumerConfig {
     ConsumerConfig {
-        client: client(namesrv, instance),
-        consumer_group: group.into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        common: CommonConsumerConfig {
+            client: client(namesrv, instance),
+            consumer_group: group.into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::push_defaults()
+        },
         ..Default::default()
     }
 }
@@ -132,7 +135,7 @@ async fn three_members_share_eight_queues_across_a_member_leaving_and_joining() 
     // NOTIFY_CONSUMER_IDS_CHANGED when a member registers or unregisters.
     let member = |instance: &str| {
         let mut config = consumer_config(&ns, group, instance);
-        config.client.rebalance_interval = Duration::from_secs(600);
+        config.common.client.rebalance_interval = Duration::from_secs(600);
         config
     };
     let mut members = Vec::new();
@@ -252,8 +255,8 @@ async fn broadcasting_reaches_every_member_and_groups_are_independent() {
     .await;
     let broadcast = |instance: &str| {
         let mut c = consumer_config(&ns, "bc-group", instance);
-        c.message_model = MessageModel::Broadcasting;
-        c.client.local_offset_store_dir = Some(dir.path().to_owned());
+        c.common.message_model = MessageModel::Broadcasting;
+        c.common.client.local_offset_store_dir = Some(dir.path().to_owned());
         c
     };
     let (b1, bs1) = recording_consumer(broadcast("x"), topic, MessageSelector::by_tag("*")).await;
@@ -541,9 +544,10 @@ async fn tag_and_routing_key_filters() {
     // Non-matching arrivals do not wake a parked pull (RocketMQ's long polling checks
     // the tag hash), so a tag-filtered group's offset passes them when its hold ends:
     // a short hold keeps that wait short.
-    let filtered = |group: &str, instance: &str| ConsumerConfig {
-        broker_suspend_max_time: Duration::from_secs(1),
-        ..consumer_config(&ns, group, instance)
+    let filtered = |group: &str, instance: &str| {
+        let mut config = consumer_config(&ns, group, instance);
+        config.common.broker_suspend_max_time = Duration::from_secs(1);
+        config
     };
     let (c1, tags) = recording_consumer(
         filtered("tag-group", "t"),
@@ -615,9 +619,12 @@ async fn lite_pull_with_manual_commit_and_seek() {
     let producer = producer(&ns).await;
     send_all(&producer, topic, "", 10).await;
     let config = LitePullConsumerConfig {
-        client: client(&ns, "lite"),
-        consumer_group: group.into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        common: CommonConsumerConfig {
+            client: client(&ns, "lite"),
+            consumer_group: group.into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::lite_pull_defaults()
+        },
         auto_commit: false,
         ..Default::default()
     };

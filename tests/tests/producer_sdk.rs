@@ -11,10 +11,10 @@ use vostok_client::hook::{
     CheckForbiddenContext, CheckForbiddenHook, SendMessageContext, SendMessageHook,
 };
 use vostok_client::{
-    ClientError, Compression, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    ConsumeFromWhere, ConsumerConfig, LocalTransactionState, Message, MessageExt, MessageListener,
-    MessageQueue, Producer, ProducerConfig, PushConsumer, SendResult, SendStatus,
-    TransactionListener, TransactionProducer,
+    ClientError, CommonConsumerConfig, Compression, ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig, LocalTransactionState, Message,
+    MessageExt, MessageListener, MessageQueue, Producer, ProducerConfig, PushConsumer, SendResult,
+    SendStatus, TransactionListener, TransactionProducer,
 };
 use vostok_remoting::protocol::message::{property, sysflag};
 use vostok_remoting::protocol::response_code;
@@ -258,9 +258,12 @@ async fn compressed_bodies_round_trip_through_a_consumer() {
 
     let seen: Arc<Mutex<Vec<MessageExt>>> = Arc::default();
     let consumer = PushConsumer::new(ConsumerConfig {
-        client: client(&broker.namesrv, "zip-consumer"),
-        consumer_group: "zip-group".into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        common: CommonConsumerConfig {
+            client: client(&broker.namesrv, "zip-consumer"),
+            consumer_group: "zip-group".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::push_defaults()
+        },
         ..Default::default()
     });
     consumer.subscribe(topic, "*").unwrap();
@@ -568,9 +571,12 @@ async fn transactions_commit_roll_back_and_answer_check_backs() {
     // The consumer logs deliveries into the same ledger, so the order of check-backs
     // and deliveries is visible.
     let consumer = PushConsumer::new(ConsumerConfig {
-        client: client(&broker.namesrv, "tx-consumer"),
-        consumer_group: "tx-group".into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        common: CommonConsumerConfig {
+            client: client(&broker.namesrv, "tx-consumer"),
+            consumer_group: "tx-group".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::push_defaults()
+        },
         ..Default::default()
     });
     consumer.subscribe(topic, "*").unwrap();

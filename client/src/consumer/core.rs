@@ -1,91 +1,42 @@
-//! State and operations shared by the push and lite pull consumers: subscriptions,
-//! assigned queues, offsets, start offsets, message fix-up and send-back.
+//! The consumer core: what a push and a lite pull consumer share, and the one thing the
+//! client instance registers for either (`consumer::inner`). It holds the
+//! subscriptions, the assigned queues with their process queues, the offsets and the
+//! start offsets; pulls (`pull`) and rebalancing (`rebalance`) run on it. What differs
+//! between the two kinds sits behind [`ConsumerKind`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, warn};
+use tracing::warn;
 use vostok_remoting::protocol::body::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData,
-    EXPRESSION_TYPE_SQL92, SUB_ALL,
+    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue,
 };
-use vostok_remoting::protocol::filter::build_subscription;
-use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;
 use vostok_remoting::protocol::message::{property, MessageExt};
-use vostok_remoting::protocol::topic::{self, CLIENT_INNER_PRODUCER_GROUP};
+use vostok_remoting::protocol::topic;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::{format_compact, now_millis, parse_compact};
 use vostok_remoting::BoxFuture;
 
+use super::allocate::AllocateStrategy;
+use super::config::CommonConsumerConfig;
 use super::offset_store::OffsetStore;
 use super::process_queue::ProcessQueue;
-use super::wildcard::RoutingPattern;
-use super::{AllocateStrategy, MessageSelector};
+use super::subscription::{MessageSelector, Subscription};
 use crate::api;
 use crate::error::{ClientError, Result};
 use crate::instance::ClientInstance;
-use crate::message::{decompress_in_place, Message};
-use crate::producer::{Producer, ProducerConfig};
+use crate::message::decompress_in_place;
+use crate::producer::Producer;
+use crate::service_state::ServiceState;
 
-/// One subscribed topic: what the broker filters on, and the client-side pattern.
-#[derive(Debug, Clone)]
-pub(crate) struct Subscription {
-    pub data: SubscriptionData,
-    pub pattern: Option<RoutingPattern>,
-}
-
-impl Subscription {
-    /// `topic` is already namespaced.
-    pub fn new(topic: &str, selector: &MessageSelector) -> Self {
-        let version = now_millis();
-        match selector {
-            MessageSelector::Tag(expr) => Subscription {
-                data: build_subscription(topic, expr, version),
-                pattern: None,
-            },
-            MessageSelector::Sql92(expr) => {
-                let mut data = build_subscription(topic, SUB_ALL, version);
-                data.expression_type = EXPRESSION_TYPE_SQL92.to_owned();
-                data.sub_string = expr.clone();
-                Subscription {
-                    data,
-                    pattern: None,
-                }
-            }
-            MessageSelector::RoutingKey(p) => {
-                let pattern = RoutingPattern::new(p);
-                let broker_expr = if pattern.is_literal() {
-                    p.as_str()
-                } else {
-                    SUB_ALL
-                };
-                Subscription {
-                    data: build_subscription(topic, broker_expr, version),
-                    pattern: Some(pattern),
-                }
-            }
-        }
-    }
-
-    /// The client-side re-check: exact tags (hash collisions) and routing patterns.
-    pub fn accepts(&self, msg: &MessageExt) -> bool {
-        let tag = msg.tags().unwrap_or("");
-        if self.data.expression_type != EXPRESSION_TYPE_SQL92
-            && !self.data.tags_set.is_empty()
-            && !self.data.tags_set.contains(tag)
-        {
-            return false;
-        }
-        self.pattern.as_ref().is_none_or(|p| p.matches(tag))
-    }
-}
-
-/// Where messages of a pull go, and how the pull loop is throttled.
-pub(crate) trait PullSink: Send + Sync {
+/// What differs between a push consumer (listeners called on the messages) and a lite
+/// pull consumer (messages buffered until the application polls them).
+pub(crate) trait ConsumerKind: Send + Sync {
+    /// Where the messages of one pull go.
     fn deliver(
         self: Arc<Self>,
         core: Arc<ConsumerCore>,
@@ -96,15 +47,31 @@ pub(crate) trait PullSink: Send + Sync {
     /// How long to wait before pulling this queue again, if it must wait.
     fn flow_control(&self, mq: &MessageQueue, pq: &ProcessQueue) -> Option<Duration>;
     /// Called when rebalancing takes the queue away, before its offset is committed.
-    fn on_removed<'a>(
+    fn on_queue_removed<'a>(
         &'a self,
-        core: &'a Arc<ConsumerCore>,
+        core: &'a ConsumerCore,
         mq: &'a MessageQueue,
-        pq: &'a Arc<ProcessQueue>,
+        pq: &'a ProcessQueue,
     ) -> BoxFuture<'a, ()>;
+    /// RESET_CONSUMER_CLIENT_OFFSET for the listed queues of `topic` (namespaced).
+    fn reset_offset(
+        self: Arc<Self>,
+        core: Arc<ConsumerCore>,
+        topic: String,
+        offsets: HashMap<MessageQueue, i64>,
+    ) -> BoxFuture<'static, ()>;
+    /// CONSUME_MESSAGE_DIRECTLY: the result body.
+    fn consume_message_directly<'a>(
+        &'a self,
+        core: &'a ConsumerCore,
+        msg: MessageExt,
+        broker_name: Option<String>,
+    ) -> BoxFuture<'a, serde_json::Value>;
+    /// The kind's own GET_CONSUMER_RUNNING_INFO properties.
+    fn running_properties(&self, properties: &mut serde_json::Map<String, serde_json::Value>);
 }
 
-/// Pull settings of a consumer kind.
+/// Pull settings of a consumer.
 #[derive(Debug, Clone)]
 pub(crate) struct PullSettings {
     pub batch_size: i32,
@@ -113,6 +80,7 @@ pub(crate) struct PullSettings {
     pub exception_delay: Duration,
     pub interval: Duration,
     pub post_subscription: bool,
+    /// A lite pull consumer: PULL_FLAG_LITE_PULL, offsets committed by the application.
     pub lite: bool,
 }
 
@@ -133,33 +101,40 @@ pub(crate) struct ConsumerCore {
     pub topic_queues: RwLock<HashMap<String, Vec<MessageQueue>>>,
     pub pqs: Mutex<HashMap<MessageQueue, Arc<ProcessQueue>>>,
     pub pull: PullSettings,
-    pub sink: OnceLock<Arc<dyn PullSink>>,
+    pub kind: Arc<dyn ConsumerKind>,
+    /// The lifecycle of the consumer this core belongs to (shared with its handle).
+    pub state: Arc<ServiceState>,
     pub shutdown: CancellationToken,
     pub tracker: TaskTracker,
     pub rebalance_lock: tokio::sync::Mutex<()>,
     /// Lite pull `assign` mode: queues chosen by the user, no rebalance.
     pub assigned: AtomicBool,
     pub start_ms: i64,
-    inner_producer: tokio::sync::OnceCell<Producer>,
+    /// Sends messages back to `%RETRY%` when CONSUMER_SEND_MSG_BACK fails.
+    pub(super) inner_producer: tokio::sync::OnceCell<Producer>,
 }
 
+/// What a consumer kind brings to its core besides the common options.
 pub(crate) struct CoreParams {
-    pub group: String,
-    pub model: MessageModel,
+    pub kind: Arc<dyn ConsumerKind>,
+    pub state: Arc<ServiceState>,
     pub consume_type: ConsumeType,
-    pub consume_from_where: ConsumeFromWhere,
-    pub consume_timestamp: Option<String>,
-    pub strategy: Arc<dyn AllocateStrategy>,
     pub orderly: bool,
+    /// `maxReconsumeTimes` as configured (-1: the default of the listener kind).
     pub max_reconsume_times: i32,
-    pub pull: PullSettings,
+    pub pull_interval: Duration,
+    pub post_subscription: bool,
 }
 
 impl ConsumerCore {
-    pub fn new(instance: Arc<ClientInstance>, p: CoreParams) -> Result<Self> {
-        let namespace = instance.config().namespace.clone();
-        let group = topic::wrap_namespace(&namespace, &p.group);
-        let offsets = match p.model {
+    pub fn new(
+        instance: Arc<ClientInstance>,
+        config: &CommonConsumerConfig,
+        p: CoreParams,
+    ) -> Result<Self> {
+        let namespace = config.client.namespace.clone();
+        let group = topic::wrap_namespace(&namespace, &config.consumer_group);
+        let offsets = match config.message_model {
             MessageModel::Clustering => OffsetStore::remote(group.clone(), instance.clone()),
             MessageModel::Broadcasting => OffsetStore::local(group.clone(), instance.clone())?,
         };
@@ -171,11 +146,14 @@ impl ConsumerCore {
         Ok(ConsumerCore {
             namespace,
             offsets,
-            model: p.model,
+            model: config.message_model,
             consume_type: p.consume_type,
-            consume_from_where: p.consume_from_where,
-            consume_timestamp: p.consume_timestamp.unwrap_or_else(half_hour_ago),
-            strategy: p.strategy,
+            consume_from_where: config.consume_from_where,
+            consume_timestamp: config
+                .consume_timestamp
+                .clone()
+                .unwrap_or_else(half_hour_ago),
+            strategy: config.allocate_strategy.clone(),
             orderly: p.orderly,
             max_reconsume_times,
             instance,
@@ -183,8 +161,17 @@ impl ConsumerCore {
             subscriptions: RwLock::default(),
             topic_queues: RwLock::default(),
             pqs: Mutex::default(),
-            pull: p.pull,
-            sink: OnceLock::new(),
+            pull: PullSettings {
+                batch_size: config.pull_batch_size,
+                suspend: config.broker_suspend_max_time,
+                timeout: config.consumer_timeout_when_suspend,
+                exception_delay: config.pull_time_delay_when_exception,
+                interval: p.pull_interval,
+                post_subscription: p.post_subscription,
+                lite: p.consume_type == ConsumeType::ConsumeActively,
+            },
+            kind: p.kind,
+            state: p.state,
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             rebalance_lock: tokio::sync::Mutex::new(()),
@@ -200,6 +187,20 @@ impl ConsumerCore {
 
     pub fn wrap(&self, resource: &str) -> String {
         topic::wrap_namespace(&self.namespace, resource)
+    }
+
+    /// A queue as the application names it (topic without namespace).
+    pub fn unwrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
+        MessageQueue::new(
+            topic::unwrap_namespace(&self.namespace, &mq.topic),
+            mq.broker_name.clone(),
+            mq.queue_id,
+        )
+    }
+
+    /// A queue as the brokers name it (topic with namespace).
+    pub fn wrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
+        MessageQueue::new(self.wrap(&mq.topic), mq.broker_name.clone(), mq.queue_id)
     }
 
     pub fn subscribe(&self, topic: &str, selector: &MessageSelector) {
@@ -349,179 +350,6 @@ impl ConsumerCore {
             })
     }
 
-    async fn inner_producer(&self) -> Result<&Producer> {
-        self.inner_producer
-            .get_or_try_init(|| async {
-                let mut config = ProducerConfig {
-                    client: self.instance.config().clone(),
-                    producer_group: CLIENT_INNER_PRODUCER_GROUP.to_owned(),
-                    ..Default::default()
-                };
-                // The inner producer sends namespaced names as they are.
-                config.client.namespace = String::new();
-                let producer = Producer::new(config);
-                match producer.start().await {
-                    Ok(()) | Err(ClientError::DuplicateGroup(_)) => Ok(producer),
-                    Err(e) => Err(e),
-                }
-            })
-            .await
-    }
-
-    /// Sends a failed message back for a later retry: CONSUMER_SEND_MSG_BACK, and if
-    /// that fails a plain send to `%RETRY%<group>` (PROTOCOL.md 7.3).
-    pub async fn send_back(
-        &self,
-        msg: &MessageExt,
-        broker_name: &str,
-        delay_level: i32,
-    ) -> Result<()> {
-        let addr = self
-            .instance
-            .find_broker_addr_in_publish(broker_name)
-            .unwrap_or_else(|| msg.store_host.to_string());
-        let header = ConsumerSendMsgBackRequestHeader {
-            offset: msg.commit_log_offset,
-            group: self.group.clone(),
-            delay_level,
-            origin_msg_id: Some(msg.msg_id()),
-            origin_topic: Some(self.wrap(&msg.topic)),
-            unit_mode: Some(false),
-            max_reconsume_times: Some(self.max_reconsume_times),
-        };
-        match api::consumer_send_msg_back(
-            self.instance.remoting(),
-            &addr,
-            &header,
-            self.instance.api_timeout(),
-        )
-        .await
-        {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                debug!(msg_id = %msg.msg_id(), error = %e, "send-back failed; sending to the retry topic");
-                self.send_back_as_new_message(msg, delay_level.max(0)).await
-            }
-        }
-    }
-
-    /// The fallback of [`Self::send_back`], also used by orderly consumers whose
-    /// messages exhausted their retries (the broker then routes them to the DLQ).
-    pub async fn send_back_as_new_message(&self, msg: &MessageExt, delay_level: i32) -> Result<()> {
-        let mut m = Message::new(topic::retry_topic(&self.group), msg.body.clone());
-        m.flag = msg.flag;
-        m.properties = msg.properties.clone();
-        let origin = msg
-            .property(property::ORIGIN_MESSAGE_ID)
-            .map(str::to_owned)
-            .unwrap_or_else(|| msg.msg_id());
-        m.properties.insert(property::ORIGIN_MESSAGE_ID, origin);
-        if !m.properties.contains(property::RETRY_TOPIC) {
-            m.properties
-                .insert(property::RETRY_TOPIC, self.wrap(&msg.topic));
-        }
-        m.properties.insert(
-            property::RECONSUME_TIME,
-            (msg.reconsume_times + 1).to_string(),
-        );
-        m.properties.insert(
-            property::MAX_RECONSUME_TIMES,
-            self.max_reconsume_times.to_string(),
-        );
-        m.properties.remove(property::TRANSACTION_PREPARED);
-        let level = if delay_level > 0 {
-            delay_level
-        } else {
-            3 + msg.reconsume_times
-        };
-        m.set_delay_level(level);
-        let producer = self.inner_producer().await?;
-        producer.send_internal(m).await.map(|_| ())
-    }
-
-    /// Running-info fields common to both consumer kinds.
-    pub fn running_info(
-        &self,
-        extra: serde_json::Map<String, serde_json::Value>,
-    ) -> serde_json::Value {
-        use serde_json::{json, Value};
-        let mut properties = serde_json::Map::new();
-        properties.insert(
-            "PROP_NAMESRV_ADDR".into(),
-            Value::String(self.instance.config().namesrv_addr.join(";")),
-        );
-        properties.insert(
-            "PROP_CONSUME_TYPE".into(),
-            Value::String(self.consume_type.name().into()),
-        );
-        properties.insert(
-            "PROP_CONSUMEORDERLY".into(),
-            Value::String(self.orderly.to_string()),
-        );
-        properties.insert(
-            "PROP_CLIENT_VERSION".into(),
-            Value::String(format!("vostok-client {}", env!("CARGO_PKG_VERSION"))),
-        );
-        properties.insert(
-            "PROP_CONSUMER_START_TIMESTAMP".into(),
-            Value::String(self.start_ms.to_string()),
-        );
-        properties.insert(
-            "messageModel".into(),
-            Value::String(self.model.name().into()),
-        );
-        properties.insert(
-            "consumeFromWhere".into(),
-            Value::String(self.consume_from_where.name().into()),
-        );
-        properties.insert("consumerGroup".into(), Value::String(self.group.clone()));
-        properties.insert(
-            "allocateMessageQueueStrategy".into(),
-            Value::String(self.strategy.name().into()),
-        );
-        properties.insert(
-            "maxReconsumeTimes".into(),
-            Value::String(self.max_reconsume_times.to_string()),
-        );
-        for (k, v) in extra {
-            properties.insert(k, v);
-        }
-        let subs: Vec<Value> = self
-            .subscriptions
-            .read_locked()
-            .values()
-            .map(|s| serde_json::to_value(&s.data).unwrap_or(Value::Null))
-            .collect();
-        let offsets = self.offsets.snapshot();
-        let mut mq_table = serde_json::Map::new();
-        let pqs = self.process_queues();
-        for (mq, pq) in pqs {
-            let (min, max) = pq.cached_range();
-            let key = serde_json::to_string(&mq).unwrap_or_default();
-            mq_table.insert(
-                key,
-                json!({
-                    "commitOffset": offsets.get(&mq).copied().unwrap_or(-1),
-                    "cachedMsgMinOffset": min,
-                    "cachedMsgMaxOffset": max,
-                    "cachedMsgCount": pq.msg_count(),
-                    "cachedMsgSizeInMiB": pq.msg_size() / (1024 * 1024),
-                    "locked": pq.is_locked(),
-                    "lastLockTimestamp": pq.last_lock_ms.load(std::sync::atomic::Ordering::Relaxed),
-                    "droped": pq.is_dropped(),
-                    "lastPullTimestamp": pq.last_pull_ms.load(std::sync::atomic::Ordering::Relaxed),
-                    "lastConsumeTimestamp": pq.last_consume_ms.load(std::sync::atomic::Ordering::Relaxed),
-                }),
-            );
-        }
-        json!({
-            "properties": properties,
-            "subscriptionSet": subs,
-            "mqTable": mq_table,
-            "statusTable": {},
-        })
-    }
-
     pub fn log_pull_error(&self, mq: &MessageQueue, e: &ClientError) {
         warn!(group = %self.group, %mq, error = %e, "pull failed");
     }
@@ -530,54 +358,4 @@ impl ConsumerCore {
 /// `yyyyMMddHHmmss` in local time, half an hour ago (Java's default consumeTimestamp).
 fn half_hour_ago() -> String {
     format_compact(now_millis() - 30 * 60 * 1000)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subscriptions_filter_on_the_client() {
-        let tag = |t: &str| {
-            let mut props = vostok_remoting::protocol::message::Properties::new();
-            props.insert("TAGS", t);
-            props
-        };
-        let make = |t: &str| MessageExt {
-            topic: "T".into(),
-            flag: 0,
-            properties: tag(t),
-            body: bytes::Bytes::new(),
-            queue_id: 0,
-            store_size: 0,
-            queue_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 0,
-            born_host: "127.0.0.1:1".parse().unwrap(),
-            store_timestamp: 0,
-            store_host: "127.0.0.1:1".parse().unwrap(),
-            commit_log_offset: 0,
-            body_crc: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-        };
-        let by_tag = Subscription::new("T", &MessageSelector::by_tag("TagA || TagB"));
-        assert!(by_tag.accepts(&make("TagA")));
-        assert!(!by_tag.accepts(&make("TagC")));
-        let pattern = Subscription::new("T", &MessageSelector::by_routing_key("order.*.paid"));
-        assert_eq!(
-            pattern.data.sub_string, "*",
-            "wildcards are matched on the client"
-        );
-        assert!(pattern.accepts(&make("order.eu.paid")));
-        assert!(!pattern.accepts(&make("order.eu.x.paid")));
-        let literal = Subscription::new("T", &MessageSelector::by_routing_key("a.b"));
-        assert_eq!(
-            literal.data.sub_string, "a.b",
-            "a literal key is filtered by the broker"
-        );
-        let sql = Subscription::new("T", &MessageSelector::by_sql("a > 1"));
-        assert_eq!(sql.data.expression_type, "SQL92");
-        assert!(sql.accepts(&make("anything")));
-    }
 }

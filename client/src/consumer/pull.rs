@@ -45,9 +45,7 @@ async fn run(
     pq: Arc<ProcessQueue>,
     mut next_offset: i64,
 ) {
-    let Some(sink) = core.sink.get().cloned() else {
-        return;
-    };
+    let kind = core.kind.clone();
     let mut previously_locked = false;
     debug!(group = %core.group, %mq, offset = next_offset, "pull task started");
     loop {
@@ -56,7 +54,7 @@ async fn run(
         }
         pq.last_pull_ms
             .store(now_millis(), std::sync::atomic::Ordering::Relaxed);
-        if let Some(delay) = sink.flow_control(&mq, &pq) {
+        if let Some(delay) = kind.flow_control(&mq, &pq) {
             pause(&core, delay).await;
             continue;
         }
@@ -143,7 +141,7 @@ async fn run(
                         }
                         continue;
                     }
-                    sink.clone()
+                    kind.clone()
                         .deliver(core.clone(), mq.clone(), pq.clone(), msgs)
                         .await;
                     // Messages filtered out behind the delivered ones count as consumed

@@ -128,9 +128,7 @@ pub(crate) async fn remove_queue(
     pq: &Arc<ProcessQueue>,
 ) {
     pq.set_dropped();
-    if let Some(sink) = core.sink.get() {
-        sink.on_removed(core, mq, pq).await;
-    }
+    core.kind.on_queue_removed(core, mq, pq).await;
     if !pq.wait_idle(DROP_WAIT).await {
         warn!(group = %core.group, %mq, "listener still running on a dropped queue; committing anyway");
     }

@@ -11,7 +11,8 @@ use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic;
 
 use super::send::Prepared;
-use super::{Producer, SendResult};
+use super::send_result::SendResult;
+use super::Producer;
 use crate::error::{ClientError, Result};
 use crate::hook::CommunicationMode;
 use crate::message::{self, Message};

@@ -1,17 +1,21 @@
 //! The producer (Java `DefaultMQProducer`): see [`Producer`].
 //!
-//! * [`send`]: the send path (queue selection, retries, hooks, compression).
+//! * [`send`]: the send path (the send modes, retries on another broker).
+//! * `attempt`: one attempt of a send (queue choice, request, hooks, response).
+//! * [`send_result`]: what a stored send returns.
 //! * [`batch`]: SEND_BATCH_MESSAGE encoding.
 //! * [`selector`]: queue selectors for orderly sends.
 //! * [`transaction`]: [`TransactionProducer`] and check-back answers.
 //! * [`fault`]: latency-based fault avoidance.
 //! * [`request`]: request/reply (RocketMQ 4.6).
 
+mod attempt;
 pub mod batch;
 pub mod fault;
 pub mod request;
 pub mod selector;
 pub mod send;
+pub mod send_result;
 pub mod transaction;
 
 use std::collections::HashMap;
@@ -29,13 +33,15 @@ use vostok_remoting::support::sync::RwLockExt;
 
 use crate::error::{ClientError, Result};
 use crate::hook::{CheckForbiddenHook, ForbiddenHooks, SendHooks, SendMessageHook};
-use crate::instance::{ClientConfig, ClientInstance, ProducerInner};
+use crate::instance::registry::ProducerInner;
+use crate::instance::{ClientConfig, ClientInstance};
 use crate::route::TopicPublishInfo;
 use crate::service_state::ServiceState;
 
 pub use fault::LatencyFaultTolerance;
 pub use selector::{MessageQueueSelector, SelectMessageQueueByHash, SelectMessageQueueByRandom};
 pub use send::SendFuture;
+pub use send_result::{SendResult, SendStatus};
 pub use transaction::{
     LocalTransactionState, TransactionListener, TransactionProducer, TransactionSendResult,
 };
@@ -115,52 +121,6 @@ impl ProducerConfig {
             ..Default::default()
         }
     }
-}
-
-/// Outcome of a stored send (Java `SendStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SendStatus {
-    SendOk,
-    FlushDiskTimeout,
-    FlushSlaveTimeout,
-    SlaveNotAvailable,
-}
-
-impl SendStatus {
-    pub fn name(self) -> &'static str {
-        match self {
-            SendStatus::SendOk => "SEND_OK",
-            SendStatus::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
-            SendStatus::FlushSlaveTimeout => "FLUSH_SLAVE_TIMEOUT",
-            SendStatus::SlaveNotAvailable => "SLAVE_NOT_AVAILABLE",
-        }
-    }
-
-    pub(crate) fn from_code(code: i32) -> Option<Self> {
-        match code {
-            response_code::SUCCESS => Some(SendStatus::SendOk),
-            response_code::FLUSH_DISK_TIMEOUT => Some(SendStatus::FlushDiskTimeout),
-            response_code::FLUSH_SLAVE_TIMEOUT => Some(SendStatus::FlushSlaveTimeout),
-            response_code::SLAVE_NOT_AVAILABLE => Some(SendStatus::SlaveNotAvailable),
-            _ => None,
-        }
-    }
-}
-
-/// What the broker answered to a stored send (Java `SendResult`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendResult {
-    pub send_status: SendStatus,
-    /// The client id (`UNIQ_KEY`); for a batch, the ids of all its messages joined by `,`.
-    pub msg_id: String,
-    /// The broker's offset message id(s) (store host + commitlog offset).
-    pub offset_msg_id: String,
-    /// The queue written, topic without namespace.
-    pub message_queue: MessageQueue,
-    pub queue_offset: i64,
-    pub transaction_id: Option<String>,
-    pub region_id: Option<String>,
-    pub trace_on: bool,
 }
 
 /// State shared by a producer's handles and registered in the client instance.

@@ -33,7 +33,7 @@ impl Producer {
             .insert(property::MESSAGE_REPLY_TO_CLIENT, instance.client_id());
         msg.properties
             .insert(property::MESSAGE_TTL, timeout.as_millis().to_string());
-        let waiter = instance.register_reply_waiter(&correlation_id);
+        let waiter = instance.reply_waiters().register(&correlation_id);
         let outcome = async {
             self.send_with_timeout(msg, timeout).await?;
             let remaining = timeout.saturating_sub(begin.elapsed());
@@ -47,7 +47,7 @@ impl Producer {
             }
         }
         .await;
-        instance.remove_reply_waiter(&correlation_id);
+        instance.reply_waiters().remove(&correlation_id);
         outcome
     }
 }

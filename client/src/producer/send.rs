@@ -1,4 +1,5 @@
-//! The send path (Java `DefaultMQProducerImpl.sendDefaultImpl` / `sendKernelImpl`).
+//! The send path (Java `DefaultMQProducerImpl.sendDefaultImpl`): the send modes and
+//! their retries; each attempt is made by `attempt` (Java `sendKernelImpl`).
 //!
 //! ```text
 //! validate → publish info (route) → pick a queue (round robin, avoid failed brokers)
@@ -16,23 +17,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::debug;
 use vostok_remoting::protocol::body::MessageQueue;
-use vostok_remoting::protocol::header::{
-    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
-};
-use vostok_remoting::protocol::message::{property, sysflag};
-use vostok_remoting::protocol::{request_code, topic};
-use vostok_remoting::support::sync::RwLockExt;
-use vostok_remoting::support::time::now_millis;
-use vostok_remoting::{RemotingCommand, ResponseFuture};
+use vostok_remoting::protocol::message::property;
+use vostok_remoting::protocol::topic;
+use vostok_remoting::ResponseFuture;
 
-use super::{Producer, ProducerShared, SendResult, SendStatus};
-use crate::api;
+use super::send_result::{SendResult, SendStatus};
+use super::{Producer, ProducerShared};
 use crate::error::{ClientError, Result};
-use crate::hook::{CheckForbiddenContext, CommunicationMode, SendMessageContext};
+use crate::hook::CommunicationMode;
 use crate::message::{self, Message};
 use crate::route::TopicPublishInfo;
 
@@ -44,7 +39,7 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    fn is_batch(&self) -> bool {
+    pub(super) fn is_batch(&self) -> bool {
         self.batch_ids.is_some()
     }
 }
@@ -62,12 +57,13 @@ impl Future for SendFuture {
     }
 }
 
-/// One attempt in flight.
-struct Attempt {
-    mq: MessageQueue,
-    addr: String,
-    started: Instant,
-    response: Option<ResponseFuture>,
+/// One attempt in flight (see `attempt`): the queue chosen, its broker, when the
+/// request left, and its pending response (none for oneway).
+pub(super) struct Attempt {
+    pub(super) mq: MessageQueue,
+    pub(super) addr: String,
+    pub(super) started: Instant,
+    pub(super) response: Option<ResponseFuture>,
 }
 
 impl Producer {
@@ -242,36 +238,11 @@ impl ProducerShared {
         Ok(())
     }
 
-    fn is_retryable(&self, e: &ClientError) -> bool {
+    pub(super) fn is_retryable(&self, e: &ClientError) -> bool {
         match e {
             ClientError::Remoting { .. } | ClientError::NoBroker { .. } => true,
             ClientError::Broker { code, .. } => self.config.retry_response_codes.contains(code),
             _ => false,
-        }
-    }
-
-    fn select_queue(
-        &self,
-        info: &TopicPublishInfo,
-        last_broker: Option<&str>,
-    ) -> Option<MessageQueue> {
-        if self.config.send_latency_fault_enable {
-            let now = Instant::now();
-            info.select_queue(last_broker, |b| self.fault.is_available(b, now))
-                .cloned()
-        } else {
-            info.select_queue(last_broker, |_| true).cloned()
-        }
-    }
-
-    fn record_latency(&self, broker: &str, started: Instant, isolation: bool) {
-        if self.config.send_latency_fault_enable {
-            self.fault.update(
-                broker,
-                started.elapsed().as_millis() as u64,
-                isolation,
-                Instant::now(),
-            );
         }
     }
 
@@ -395,301 +366,6 @@ impl ProducerShared {
                     timeout - elapsed,
                 )
                 .await;
-        }
-    }
-
-    /// Picks a queue and queues the request.
-    async fn start_attempt(
-        &self,
-        prepared: &Prepared,
-        info: &TopicPublishInfo,
-        last_broker: Option<&str>,
-        mode: CommunicationMode,
-        timeout: Duration,
-    ) -> std::result::Result<Attempt, (MessageQueue, ClientError)> {
-        let Some(mq) = self.select_queue(info, last_broker) else {
-            return Err((
-                MessageQueue::new(prepared.msg.topic.clone(), "", -1),
-                ClientError::NoRoute {
-                    topic: prepared.msg.topic.clone(),
-                },
-            ));
-        };
-        self.start_on_queue(prepared, mq, mode, timeout).await
-    }
-
-    /// Builds the request for `mq` and queues it (Java `sendKernelImpl`).
-    async fn start_on_queue(
-        &self,
-        prepared: &Prepared,
-        mq: MessageQueue,
-        mode: CommunicationMode,
-        timeout: Duration,
-    ) -> std::result::Result<Attempt, (MessageQueue, ClientError)> {
-        let instance = match self.instance() {
-            Ok(i) => i,
-            Err(e) => return Err((mq, e)),
-        };
-        let addr = match instance.find_broker_addr_in_publish(&mq.broker_name) {
-            Some(a) => a,
-            None => {
-                let _ = instance.update_route(&mq.topic).await;
-                match instance.find_broker_addr_in_publish(&mq.broker_name) {
-                    Some(a) => a,
-                    None => {
-                        let e = ClientError::NoBroker {
-                            topic: mq.topic.clone(),
-                            broker_name: mq.broker_name.clone(),
-                        };
-                        return Err((mq, e));
-                    }
-                }
-            }
-        };
-        let request = match self.build_request(prepared, &mq, &addr, mode) {
-            Ok(r) => r,
-            Err(e) => return Err((mq, e)),
-        };
-        let started = Instant::now();
-        let attempt = |response| Attempt {
-            mq: mq.clone(),
-            addr: addr.clone(),
-            started,
-            response,
-        };
-        let remoting = instance.remoting();
-        match mode {
-            CommunicationMode::Oneway => {
-                match remoting.invoke_oneway(&addr, request, timeout).await {
-                    Ok(()) => Ok(attempt(None)),
-                    Err(e) => {
-                        let e = ClientError::remoting(&addr, e);
-                        self.after_hooks(prepared, &attempt(None), mode, None, Some(&e));
-                        Err((mq, e))
-                    }
-                }
-            }
-            _ => match remoting.invoke_async(&addr, request, timeout).await {
-                Ok(response) => Ok(attempt(Some(response))),
-                Err(e) => {
-                    let e = ClientError::remoting(&addr, e);
-                    self.record_latency(&mq.broker_name, started, true);
-                    self.after_hooks(prepared, &attempt(None), mode, None, Some(&e));
-                    Err((mq, e))
-                }
-            },
-        }
-    }
-
-    /// Waits for an attempt's response and turns it into a result (hooks after).
-    async fn await_attempt(
-        &self,
-        prepared: &Prepared,
-        mut attempt: Attempt,
-        mode: CommunicationMode,
-    ) -> std::result::Result<SendResult, (MessageQueue, ClientError)> {
-        let Some(response) = attempt.response.take() else {
-            return Err((
-                attempt.mq.clone(),
-                ClientError::InvalidArgument("oneway send has no result".into()),
-            ));
-        };
-        let outcome = match response.await {
-            Ok(response) => self.process_response(prepared, &attempt, response),
-            Err(e) => Err(ClientError::remoting(&attempt.addr, e)),
-        };
-        let isolation = match &outcome {
-            Ok(_) => false,
-            Err(e) => e.is_transport() || self.is_retryable(e),
-        };
-        self.record_latency(&attempt.mq.broker_name, attempt.started, isolation);
-        match outcome {
-            Ok(result) => {
-                self.after_hooks(prepared, &attempt, mode, Some(&result), None);
-                Ok(result)
-            }
-            Err(e) => {
-                self.after_hooks(prepared, &attempt, mode, None, Some(&e));
-                Err((attempt.mq, e))
-            }
-        }
-    }
-
-    fn build_request(
-        &self,
-        prepared: &Prepared,
-        mq: &MessageQueue,
-        addr: &str,
-        mode: CommunicationMode,
-    ) -> Result<RemotingCommand> {
-        let msg = &prepared.msg;
-        self.check_forbidden(prepared, mq, addr, mode)?;
-        let mut sys_flag = 0;
-        let mut body: Bytes = msg.body.clone();
-        if !prepared.is_batch() && body.len() >= self.config.compress_msg_body_over_howmuch {
-            let packed =
-                message::compress(&body, self.config.compress_type, self.config.compress_level)?;
-            body = Bytes::from(packed);
-            sys_flag |= sysflag::compression_bits(self.config.compress_type);
-        }
-        if msg.properties.is_transaction_prepared() {
-            sys_flag |= sysflag::TRANSACTION_PREPARED_TYPE;
-        }
-        let hooks = self.send_hooks.read_locked().clone();
-        if !hooks.is_empty() {
-            let ctx = self.hook_context(prepared, mq, addr, mode);
-            for hook in &hooks {
-                hook.send_message_before(&ctx);
-            }
-        }
-        let mut reconsume_times = None;
-        let mut max_reconsume_times = None;
-        let properties = if topic::is_retry_topic(&msg.topic) {
-            let mut props = msg.properties.clone();
-            reconsume_times = props
-                .remove(property::RECONSUME_TIME)
-                .and_then(|v| v.parse().ok());
-            max_reconsume_times = props
-                .remove(property::MAX_RECONSUME_TIMES)
-                .and_then(|v| v.parse().ok());
-            props.encode()
-        } else {
-            msg.properties.encode()
-        };
-        let header = SendMessageRequestHeader {
-            producer_group: self.group.clone(),
-            topic: msg.topic.clone(),
-            default_topic: self.config.create_topic_key.clone(),
-            default_topic_queue_nums: self.config.default_topic_queue_nums,
-            queue_id: mq.queue_id,
-            sys_flag,
-            born_timestamp: now_millis(),
-            flag: msg.flag,
-            properties: Some(properties),
-            reconsume_times: Some(reconsume_times.unwrap_or(0)),
-            unit_mode: Some(false),
-            batch: Some(prepared.is_batch()),
-            max_reconsume_times,
-            broker_name: Some(mq.broker_name.clone()),
-        };
-        let is_reply = msg.property(property::MESSAGE_TYPE) == Some(property::REPLY_MESSAGE_FLAG);
-        let code = if is_reply {
-            request_code::SEND_REPLY_MESSAGE_V2
-        } else if prepared.is_batch() {
-            request_code::SEND_BATCH_MESSAGE
-        } else {
-            request_code::SEND_MESSAGE_V2
-        };
-        Ok(
-            RemotingCommand::request_with_header(code, &SendMessageRequestHeaderV2::from(header))
-                .with_body(body),
-        )
-    }
-
-    fn process_response(
-        &self,
-        prepared: &Prepared,
-        attempt: &Attempt,
-        response: RemotingCommand,
-    ) -> Result<SendResult> {
-        let Some(send_status) = SendStatus::from_code(response.code) else {
-            return Err(ClientError::broker(
-                &attempt.addr,
-                response.code,
-                response.remark(),
-            ));
-        };
-        let h: SendMessageResponseHeader = api::decode_header(&attempt.addr, &response)?;
-        let msg_id = match &prepared.batch_ids {
-            Some(ids) => ids.clone(),
-            None => prepared.msg.uniq_key().unwrap_or_default().to_owned(),
-        };
-        let mq = MessageQueue::new(
-            topic::unwrap_namespace(self.namespace(), &attempt.mq.topic),
-            attempt.mq.broker_name.clone(),
-            h.queue_id,
-        );
-        Ok(SendResult {
-            send_status,
-            msg_id,
-            offset_msg_id: h.msg_id,
-            message_queue: mq,
-            queue_offset: h.queue_offset,
-            transaction_id: h.transaction_id,
-            region_id: h.msg_region,
-            trace_on: h.trace_on.as_deref() != Some("false"),
-        })
-    }
-
-    fn check_forbidden(
-        &self,
-        prepared: &Prepared,
-        mq: &MessageQueue,
-        addr: &str,
-        mode: CommunicationMode,
-    ) -> Result<()> {
-        let hooks = self.forbidden_hooks.read_locked().clone();
-        if hooks.is_empty() {
-            return Ok(());
-        }
-        let ctx = CheckForbiddenContext {
-            producer_group: &self.group,
-            message: &prepared.msg,
-            mq,
-            broker_addr: addr,
-            communication_mode: mode,
-            namespace: self.namespace(),
-        };
-        for hook in hooks {
-            hook.check_forbidden(&ctx)
-                .map_err(|reason| ClientError::Forbidden {
-                    hook: hook.hook_name().to_owned(),
-                    reason,
-                })?;
-        }
-        Ok(())
-    }
-
-    fn hook_context<'a>(
-        &'a self,
-        prepared: &'a Prepared,
-        mq: &'a MessageQueue,
-        addr: &'a str,
-        mode: CommunicationMode,
-    ) -> SendMessageContext<'a> {
-        SendMessageContext {
-            producer_group: &self.group,
-            message: &prepared.msg,
-            mq,
-            broker_addr: addr,
-            born_host: self
-                .instance
-                .get()
-                .map(|i| i.config().client_ip().to_string()),
-            communication_mode: mode,
-            namespace: self.namespace(),
-            send_result: None,
-            error: None,
-        }
-    }
-
-    fn after_hooks(
-        &self,
-        prepared: &Prepared,
-        attempt: &Attempt,
-        mode: CommunicationMode,
-        result: Option<&SendResult>,
-        error: Option<&ClientError>,
-    ) {
-        let hooks = self.send_hooks.read_locked().clone();
-        if hooks.is_empty() {
-            return;
-        }
-        let mut ctx = self.hook_context(prepared, &attempt.mq, &attempt.addr, mode);
-        ctx.send_result = result;
-        ctx.error = error.map(ToString::to_string);
-        for hook in &hooks {
-            hook.send_message_after(&ctx);
         }
     }
 }

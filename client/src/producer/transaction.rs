@@ -18,7 +18,8 @@ use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::{property, sysflag, MessageExt};
 use vostok_remoting::protocol::topic;
 
-use super::{Producer, ProducerConfig, ProducerShared, SendResult, SendStatus};
+use super::send_result::{SendResult, SendStatus};
+use super::{Producer, ProducerConfig, ProducerShared};
 use crate::api;
 use crate::error::{ClientError, Result};
 use crate::message::Message;

@@ -175,9 +175,9 @@ pub async fn start(
     let client_err = |what| move |source| BenchError::Client { what, source };
     if args.lite_pull {
         let mut config = LitePullConsumerConfig::new(group, &common.namesrv);
-        config.consume_from_where = from_where(from);
+        config.common.consume_from_where = from_where(from);
         if let Some(n) = args.pull_batch {
-            config.pull_batch_size = n;
+            config.common.pull_batch_size = n;
         }
         let consumer = LitePullConsumer::new(config);
         consumer
@@ -206,9 +206,9 @@ pub async fn start(
         });
     }
     let mut config = ConsumerConfig::new(group, &common.namesrv);
-    config.consume_from_where = from_where(from);
+    config.common.consume_from_where = from_where(from);
     if let Some(n) = args.pull_batch {
-        config.pull_batch_size = n;
+        config.common.pull_batch_size = n;
     }
     if let Some(n) = args.consume_batch {
         config.consume_message_batch_max_size = n.max(1);
