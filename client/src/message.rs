@@ -1,7 +1,7 @@
 //! Messages a producer sends ([`Message`]) and their body compression.
 //!
-//! Received messages are [`MessageExt`] records as the broker stored them, with the
-//! body decompressed by the consumer (PROTOCOL.md 5.4).
+//! Received messages are [`MessageExt`] records as the broker stored them, with the body
+//! decompressed by the consumer (docs/message.md#compression).
 
 use std::io::{Read, Write};
 

@@ -1,5 +1,6 @@
-//! Requests brokers send to a client (Java `ClientRemotingProcessor`, PROTOCOL.md 3.11
-//! and 3.15), served on the connections the client opened:
+//! Requests brokers send to a client (Java `ClientRemotingProcessor`,
+//! docs/commands.md#consumer-ids-changed and docs/commands.md#broker-to-client-requests),
+//! served on the connections the client opened:
 //!
 //! | code | answer |
 //! |---|---|

@@ -1,5 +1,5 @@
-//! What a client derives from a topic's `TopicRouteData` (PROTOCOL.md 4.2): the queues
-//! a producer writes to and the queues a consumer reads from.
+//! What a client derives from a topic's `TopicRouteData` (docs/bodies.md#topicroutedata):
+//! the queues a producer writes to and the queues a consumer reads from.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! Errors of the name server crate.
 //!
 //! Requests never fail with these: a bad request is answered with an error response
-//! (PROTOCOL.md 2.2). These errors are for starting up (configuration, the KV store on
-//! disk) and for persisting the KV store.
+//! (docs/wire.md#response-codes). These errors are for starting up (configuration, the KV
+//! store on disk) and for persisting the KV store.
 
 use std::path::PathBuf;
 

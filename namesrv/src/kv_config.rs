@@ -1,5 +1,5 @@
-//! The name server's KV store (`KVConfigManager`): namespace → key → value, persisted
-//! to `kvConfig.json` (PROTOCOL.md 3.14, 10.1).
+//! The name server's KV store (`KVConfigManager`): namespace → key → value, persisted to
+//! `kvConfig.json` (docs/commands.md#name-server-commands, docs/flows.md#route-tables).
 //!
 //! Operators keep settings here that clients and brokers fetch by name; the name
 //! server itself reads namespace [`NAMESPACE_ORDER_TOPIC_CONFIG`] (ordered-topic queue

@@ -1,5 +1,5 @@
-//! The route table (`RouteInfoManager`): which brokers exist, which topics they serve,
-//! and which of them are alive (PROTOCOL.md 10).
+//! The route table (`RouteInfoManager`): which brokers exist, which topics they serve, and
+//! which of them are alive (docs/flows.md#name-server).
 //!
 //! ```text
 //! cluster_addr_table   cluster name  → {broker name}

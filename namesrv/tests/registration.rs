@@ -187,7 +187,7 @@ async fn every_register_body_form_is_accepted() {
 
     // 4.x: no stateVersion, no attributes, no mapping tables.
     let v4 = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":7,"timestamp":1700000000000},"topicConfigTable":{"V4":{"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"V4","topicSysFlag":0,"writeQueueNums":8}}}}"#;
-    // 5.x, as PROTOCOL.md 4.5 shows it.
+    // 5.x, as docs/bodies.md#registerbrokerbody-and-topicconfig shows it.
     let v5 = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1700000000000},"mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":1700000000000},"topicConfigTable":{"V5":{"attributes":{},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"V5","topicSysFlag":0,"writeQueueNums":2}},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#;
     for (topic, body) in [("V4", &v4[..]), ("V5", &v5[..])] {
         let response = call(

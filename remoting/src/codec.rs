@@ -1,4 +1,4 @@
-//! Frame codec (PROTOCOL.md 1.1).
+//! Frame codec (docs/wire.md#frame-layout).
 //!
 //! ```text
 //! +------------+----------------------------+-----------------+------------+

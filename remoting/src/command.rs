@@ -1,4 +1,4 @@
-//! `RemotingCommand`: the unit every request and response travels in (PROTOCOL.md 1.1–1.7).
+//! `RemotingCommand`: the unit every request and response travels in (docs/wire.md).
 //!
 //! A command is a header (code, language, version, opaque, flag, remark, `extFields`)
 //! plus an opaque body. The header is serialised either as JSON or in the binary
@@ -75,8 +75,8 @@ impl std::str::FromStr for SerializeType {
     }
 }
 
-/// The sender's implementation language (`LanguageCode`, PROTOCOL.md 1.5).
-/// JSON carries the name, the binary header the code; unknown values decode as `Other`.
+/// The sender's implementation language (`LanguageCode`, docs/wire.md#language-codes). JSON
+/// carries the name, the binary header the code; unknown values decode as `Other`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum LanguageCode {
     Java,

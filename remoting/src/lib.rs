@@ -20,7 +20,8 @@
 //! answer is queued to the connection's writer with the request's opaque. Processors
 //! must therefore not block before their first `.await`.
 //!
-//! See `PROTOCOL.md` sections 1–5 for the formats this crate implements.
+//! See docs/wire.md, docs/commands.md, docs/bodies.md, docs/message.md for the formats this
+//! crate implements.
 
 pub mod channel;
 pub mod client;

@@ -1,5 +1,5 @@
-//! Frame codec: golden bytes written by hand from PROTOCOL.md 1.1–1.3, round trips,
-//! splitting, and rejection of bad frames.
+//! Frame codec: golden bytes written by hand from docs/wire.md (frame layout, JSON and
+//! binary headers), round trips, splitting, and rejection of bad frames.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::prelude::*;
@@ -8,7 +8,7 @@ use vostok_remoting::codec::{FrameLimits, RemotingCodec};
 use vostok_remoting::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 use vostok_remoting::RemotingError;
 
-/// PROTOCOL.md 1.2's example request, as a Java 5.3.3 client sends it.
+/// docs/wire.md#json-header's example request, as a Java 5.3.3 client sends it.
 const JSON_HEADER: &str = r#"{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":42,"serializeTypeCurrentRPC":"JSON","version":479}"#;
 
 fn sample_request(serialize_type: SerializeType) -> RemotingCommand {

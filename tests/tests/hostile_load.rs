@@ -81,7 +81,10 @@ async fn a_heartbeat_creating_many_groups_is_bounded_and_written_once() {
     assert!(!table.contains("huge_0"));
 
     // The config writer puts every group (and retry topic) on disk without being asked.
-    let file = broker.store_dir.join("config").join("subscriptionGroup.json");
+    let file = broker
+        .store_dir
+        .join("config")
+        .join("subscriptionGroup.json");
     let topics = broker.store_dir.join("config").join("topics.json");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {

@@ -1,4 +1,5 @@
-//! HEART_BEAT, UNREGISTER_CLIENT and CHECK_CLIENT_CONFIG (PROTOCOL.md 3.4, 3.5).
+//! HEART_BEAT, UNREGISTER_CLIENT and CHECK_CLIENT_CONFIG (docs/commands.md, sections
+//! "Heartbeat" and "Unregistering a client").
 
 use std::time::Instant;
 

@@ -1,4 +1,5 @@
-//! Consumer groups, offsets and queue locks (PROTOCOL.md 3.6–3.8, 3.12).
+//! Consumer groups, offsets and queue locks (docs/commands.md, sections "Consumer list",
+//! "Consumer offsets", "Queue offsets and times" and "Queue locks").
 
 use std::time::Instant;
 
@@ -71,7 +72,7 @@ pub(crate) fn query_consumer_offset(broker: &Broker, request: RemotingCommand) -
     }
     // A group that never committed starts at 0 while the queue's first message is still
     // hot, so a new CONSUME_FROM_LAST_OFFSET group still reads a young topic from the start
-    // (PROTOCOL.md 3.7).
+    // (docs/commands.md#consumer-offsets).
     if header.set_zero_if_not_found != Some(false) {
         let min = broker
             .store

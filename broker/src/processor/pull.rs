@@ -1,4 +1,4 @@
-//! PULL_MESSAGE and LITE_PULL_MESSAGE (PROTOCOL.md 3.2), with long polling.
+//! PULL_MESSAGE and LITE_PULL_MESSAGE (docs/commands.md#pulling), with long polling.
 //!
 //! The subscription comes from the request when its sysFlag says so, else from the
 //! group's heartbeat. The store's status maps to a response code and the next offset;

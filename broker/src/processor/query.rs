@@ -1,4 +1,4 @@
-//! QUERY_MESSAGE and VIEW_MESSAGE_BY_ID (PROTOCOL.md 3.3).
+//! QUERY_MESSAGE and VIEW_MESSAGE_BY_ID (docs/commands.md#message-queries).
 
 use bytes::BytesMut;
 use vostok_remoting::protocol::header::{

@@ -1,4 +1,4 @@
-//! SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE (PROTOCOL.md 3.1).
+//! SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE (docs/commands.md#sending).
 //!
 //! Checks in RocketMQ's order (broker and topic permission, topic name, forbidden system
 //! topics, auto-creation, queue id, retry/DLQ rules, sizes), then the message is turned
@@ -243,7 +243,7 @@ fn check_message(
 }
 
 /// Retry-topic sends: an unknown group is refused; past the group's maximum the message
-/// goes to the group's DLQ instead (PROTOCOL.md 3.1 step 4).
+/// goes to the group's DLQ instead (docs/commands.md#sending, step 4).
 fn handle_retry_and_dlq(
     broker: &Broker,
     request: &RemotingCommand,
@@ -345,7 +345,7 @@ fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>,
     Ok((delay > TIMER_PRECISION_MS / 10).then_some(Parking::Timer { at }))
 }
 
-/// Delays apply to ordinary and committed messages only (PROTOCOL.md 7.2).
+/// Delays apply to ordinary and committed messages only (docs/flows.md#delay-levels).
 fn scheduled_kind(sys_flag: i32) -> bool {
     let kind = sysflag::transaction_type(sys_flag);
     kind == sysflag::TRANSACTION_NOT_TYPE || kind == sysflag::TRANSACTION_COMMIT_TYPE

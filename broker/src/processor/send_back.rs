@@ -1,5 +1,6 @@
-//! CONSUMER_SEND_MSG_BACK (PROTOCOL.md 3.9, 7.3): a consumer failed a message; store a
-//! copy in the group's retry topic with a delay, or in its DLQ after the maximum.
+//! CONSUMER_SEND_MSG_BACK (docs/commands.md#send-back, docs/flows.md#send-back-processing):
+//! a consumer failed a message; store a copy in the group's retry topic with a delay, or in
+//! its DLQ after the maximum.
 
 use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;
 use vostok_remoting::protocol::message::property;

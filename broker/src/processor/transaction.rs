@@ -1,4 +1,5 @@
-//! END_TRANSACTION (PROTOCOL.md 3.10, 8.2): commit or roll back a half message.
+//! END_TRANSACTION (docs/commands.md#transactions, docs/flows.md#transaction-flow): commit
+//! or roll back a half message.
 
 use tracing::{debug, info, warn};
 use vostok_remoting::protocol::header::EndTransactionRequestHeader;

@@ -1,6 +1,7 @@
-//! Registration with the name servers (`BrokerOuterAPI`, PROTOCOL.md 10.2): with every name
-//! server in parallel, at start, every `registerNameServerPeriod`, and at once when the
-//! topic table changes; unregistration on clean shutdown.
+//! Registration with the name servers (`BrokerOuterAPI`,
+//! docs/flows.md#broker-registration): with every name server in parallel, at start, every
+//! `registerNameServerPeriod`, and at once when the topic table changes; unregistration on
+//! clean shutdown.
 
 use std::sync::Arc;
 

@@ -1,8 +1,9 @@
 //! Committed consumer offsets (`ConsumerOffsetManager`), persisted to
 //! `config/consumerOffset.json` every `flushConsumerOffsetInterval` and at shutdown.
 //!
-//! Layout (PROTOCOL.md 6.9): `{"offsetTable":{"topic@group":{"0":12,"1":3}}}`. Java
-//! writes the queue ids as bare integers; both forms are read, standard JSON is written.
+//! Layout (docs/store.md#config-files): `{"offsetTable":{"topic@group":{"0":12,"1":3}}}`.
+//! Java writes the queue ids as bare integers; both forms are read, standard JSON is
+//! written.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,6 +1,6 @@
-//! Queue locks of orderly consumers (`RebalanceLockManager`, PROTOCOL.md 3.12): a queue of
-//! a group belongs to one client id until the lock is released or 60 s pass without
-//! renewal.
+//! Queue locks of orderly consumers (`RebalanceLockManager`, docs/commands.md#queue-locks):
+//! a queue of a group belongs to one client id until the lock is released or 60 s pass
+//! without renewal.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;

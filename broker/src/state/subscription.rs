@@ -15,7 +15,7 @@ use vostok_remoting::support::time::now_millis;
 
 use crate::config::BrokerConfig;
 
-/// Per-group settings (`SubscriptionGroupConfig`, PROTOCOL.md 6.9).
+/// Per-group settings (`SubscriptionGroupConfig`, docs/store.md#config-files).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionGroupConfig {

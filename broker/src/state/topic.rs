@@ -103,8 +103,9 @@ impl TopicConfigManager {
         self.table.read_locked().keys().cloned().collect()
     }
 
-    /// Auto-creates `topic` on a send, from the template `default_topic` (PROTOCOL.md 3.1
-    /// step 2). `None` when the template does not exist or may not be inherited.
+    /// Auto-creates `topic` on a send, from the template `default_topic`
+    /// (docs/commands.md#sending, step 2). `None` when the template does not exist or may
+    /// not be inherited.
     pub fn create_in_send(
         &self,
         topic: &str,

@@ -281,7 +281,7 @@ impl ConsumerCore {
             .collect()
     }
 
-    /// The offset a newly assigned queue starts from (PROTOCOL.md 9.3).
+    /// The offset a newly assigned queue starts from (docs/flows.md#start-offset).
     pub async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Result<i64> {
         if let Some(offset) = self.offsets.read_from_store(mq).await? {
             if offset >= 0 {

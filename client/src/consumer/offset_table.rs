@@ -1,6 +1,6 @@
 //! Queue → offset tables as Java's fastjson writes them, for RESET_CONSUMER_CLIENT_OFFSET
 //! (`ResetOffsetBody`) and GET_CONSUMER_STATUS_FROM_CLIENT (`GetConsumerStatusBody`),
-//! PROTOCOL.md 3.15.
+//! docs/commands.md#broker-to-client-requests.
 //!
 //! fastjson writes a `Map<MessageQueue, Long>` with the queue object itself as the key,
 //! which is not JSON:

@@ -34,8 +34,8 @@ impl ConsumerCore {
             .await
     }
 
-    /// Sends a failed message back for a later retry: CONSUMER_SEND_MSG_BACK, and if
-    /// that fails a plain send to `%RETRY%<group>` (PROTOCOL.md 7.3).
+    /// Sends a failed message back for a later retry: CONSUMER_SEND_MSG_BACK, and if that
+    /// fails a plain send to `%RETRY%<group>` (docs/flows.md#send-back-processing).
     pub async fn send_back(
         &self,
         msg: &MessageExt,

@@ -1,7 +1,7 @@
-//! Batch sends (Java `DefaultMQProducer.send(Collection)` / `MessageBatch`): many
-//! messages of one topic in one SEND_BATCH_MESSAGE request, body encoded as in
-//! PROTOCOL.md 5.6. Each message keeps its own properties and gets its own UNIQ_KEY;
-//! the result's `msg_id` lists them joined by `,`.
+//! Batch sends (Java `DefaultMQProducer.send(Collection)` / `MessageBatch`): many messages
+//! of one topic in one SEND_BATCH_MESSAGE request, body encoded as in
+//! docs/message.md#batch-body. Each message keeps its own properties and gets its own
+//! UNIQ_KEY; the result's `msg_id` lists them joined by `,`.
 
 use std::sync::Arc;
 

@@ -1,4 +1,5 @@
-//! Transactional messages (Java `TransactionMQProducer`, PROTOCOL.md 8).
+//! Transactional messages (Java `TransactionMQProducer`,
+//! docs/flows.md#transaction-messages).
 //!
 //! 1. The half message is sent with `TRAN_MSG=true`, `PGROUP` and the PREPARED sysFlag.
 //! 2. Once it is stored, the local transaction runs

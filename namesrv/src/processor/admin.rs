@@ -1,5 +1,6 @@
-//! Requests operator tools send: topic listings and deletion, broker write
-//! permission, the name server's config (PROTOCOL.md 2.1, 3.14).
+//! Requests operator tools send: topic listings and deletion, broker write permission, the
+//! name server's config (docs/wire.md#request-codes,
+//! docs/commands.md#name-server-commands).
 
 use tracing::info;
 use vostok_remoting::protocol::header::{

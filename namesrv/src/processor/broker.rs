@@ -1,5 +1,6 @@
 //! Requests brokers send: REGISTER_BROKER, UNREGISTER_BROKER, BROKER_HEARTBEAT,
-//! QUERY_DATA_VERSION, REGISTER_TOPIC_IN_NAMESRV (PROTOCOL.md 3.14, 4.5, 10.2).
+//! QUERY_DATA_VERSION, REGISTER_TOPIC_IN_NAMESRV (docs/commands.md#name-server-commands,
+//! docs/bodies.md#registerbrokerbody-and-topicconfig, docs/flows.md#broker-registration).
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! Requests clients send: GET_ROUTEINFO_BY_TOPIC and GET_BROKER_CLUSTER_INFO
-//! (PROTOCOL.md 3.14, 4.2, 4.3, 10.4).
+//! (docs/commands.md#name-server-commands, docs/bodies.md#topicroutedata, #clusterinfo,
+//! docs/flows.md#route-lookup).
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! KV store requests: PUT_KV_CONFIG, GET_KV_CONFIG, DELETE_KV_CONFIG,
-//! GET_KVLIST_BY_NAMESPACE (PROTOCOL.md 3.14).
+//! GET_KVLIST_BY_NAMESPACE (docs/commands.md#name-server-commands).
 //!
 //! A change is written to `kvConfig.json` before it is acknowledged; the write runs
 //! on the blocking pool so that the fsync never stalls the reactor.

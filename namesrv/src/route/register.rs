@@ -1,4 +1,4 @@
-//! Adding brokers and topics, and refreshing liveness (PROTOCOL.md 10.2).
+//! Adding brokers and topics, and refreshing liveness (docs/flows.md#broker-registration).
 
 use std::collections::BTreeMap;
 use std::time::Instant;

@@ -1,4 +1,5 @@
-//! Removing brokers and topics, and changing permissions (PROTOCOL.md 10.3).
+//! Removing brokers and topics, and changing permissions
+//! (docs/flows.md#expiry-and-removal).
 //!
 //! A broker leaves by UNREGISTER_BROKER, by its connection closing, or by staying
 //! silent past its heartbeat timeout; all three end in [`unregister_locked`]. When the

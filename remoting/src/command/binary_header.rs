@@ -1,4 +1,4 @@
-//! Binary `ROCKETMQ` header (serialize type 1), PROTOCOL.md 1.3.
+//! Binary `ROCKETMQ` header (serialize type 1), docs/wire.md#binary-header.
 //!
 //! ```text
 //! +--------+----------+---------+--------+------+-----------+--------+-------------+-----------+

@@ -1,4 +1,4 @@
-//! JSON header (serialize type 0), PROTOCOL.md 1.2.
+//! JSON header (serialize type 0), docs/wire.md#json-header.
 //!
 //! Written by hand, keys in fastjson's alphabetical order, compact, nulls omitted:
 //!

@@ -1,4 +1,4 @@
-//! Tag expressions and tag hash codes (PROTOCOL.md 5.5, `FilterAPI`).
+//! Tag expressions and tag hash codes (docs/message.md#tag-hash-code, `FilterAPI`).
 
 use std::collections::BTreeSet;
 

@@ -1,4 +1,5 @@
-//! JSON helpers for bodies written by Java's fastjson (PROTOCOL.md 4.1).
+//! JSON helpers for bodies written by Java's fastjson
+//! (docs/bodies.md#how-java-writes-json).
 //!
 //! fastjson writes maps with integer keys unquoted (`{0:"10.0.0.1:10911"}`), which is
 //! not JSON. [`quote_bare_keys`] rewrites such keys to strings so serde can read them;
@@ -81,8 +82,8 @@ pub fn from_slice<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Resul
         .map_err(|source| DecodeError::Json { what, source })
 }
 
-/// Standard, compact JSON: quoted keys, no spaces (the Go client splits route text on
-/// `,` and `:` without trimming, PROTOCOL.md 4.2).
+/// Standard, compact JSON: quoted keys, no spaces (the Go client splits route text on `,`
+/// and `:` without trimming, docs/bodies.md#topicroutedata).
 pub fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
     // Serialising plain data structures into a Vec cannot fail.
     serde_json::to_vec(value).expect("JSON serialisation of a protocol body")

@@ -1,4 +1,4 @@
-//! Request codes (PROTOCOL.md 2.1, `RequestCode.java`).
+//! Request codes (docs/wire.md#request-codes, `RequestCode.java`).
 //!
 //! Codes outside the classic client path that a broker may still be asked for are
 //! listed too, so that logs name them; [`name`] falls back to `UNKNOWN` for the rest.

@@ -1,5 +1,5 @@
-//! Response codes (PROTOCOL.md 2.2, `ResponseCode.java`). Codes 209–211 mean different
-//! things in 4.x and 5.x; the 5.x names are used.
+//! Response codes (docs/wire.md#response-codes, `ResponseCode.java`). Codes 209–211 mean
+//! different things in 4.x and 5.x; the 5.x names are used.
 
 macro_rules! codes {
     ($($name:ident = $value:expr,)*) => {

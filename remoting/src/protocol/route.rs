@@ -1,4 +1,5 @@
-//! Route data: what the name server answers about topics and clusters (PROTOCOL.md 4.2, 4.3).
+//! Route data: what the name server answers about topics and clusters
+//! (docs/bodies.md#topicroutedata, #clusterinfo).
 //!
 //! Field order follows fastjson's alphabetical order; maps are sorted so that the
 //! output is deterministic. Serialised compactly with quoted keys (see [`super::json`]).

@@ -1,5 +1,6 @@
-//! Topic names, system topics, permissions and name validation (`TopicValidator`,
-//! `MixAll`, `PermName`; PROTOCOL.md 3.1, 4.2, 7, 8).
+//! Topic names, system topics, permissions and name validation (`TopicValidator`, `MixAll`,
+//! `PermName`; docs/commands.md#sending, docs/bodies.md#topicroutedata,
+//! docs/flows.md#retry-dead-letters-and-delays, #transaction-messages).
 
 /// Template topic for auto-creation.
 pub const AUTO_CREATE_TOPIC_KEY_TOPIC: &str = "TBW102";
@@ -73,7 +74,7 @@ pub fn is_dlq_topic(topic: &str) -> bool {
     topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
 }
 
-/// Topics producers may not send to (PROTOCOL.md 3.1 step 1).
+/// Topics producers may not send to (docs/commands.md#sending, step 1).
 pub fn is_not_allowed_send_topic(topic: &str) -> bool {
     matches!(
         topic,

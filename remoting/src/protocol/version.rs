@@ -1,4 +1,4 @@
-//! `MQVersion.Version` ordinals that change behaviour (PROTOCOL.md 1.6).
+//! `MQVersion.Version` ordinals that change behaviour (docs/wire.md#version-ordinals).
 
 /// V5_3_3: stamped on every command Vostok creates. Java clients record the heartbeat
 /// response's version as the broker version, and name servers send standard JSON to

@@ -59,7 +59,8 @@ pub struct Expected {
 pub struct Stored {
     pub queue_id: i32,
     pub queue_offset: i64,
-    /// The broker's offset message id: store host and commitlog offset (PROTOCOL.md 5.8).
+    /// The broker's offset message id: store host and commitlog offset
+    /// (docs/message.md#offset-message-id).
     pub offset_msg_id: String,
 }
 

@@ -146,8 +146,8 @@ pub async fn batch_send(
     match outcome {
         Ok(r) if r.send_status == SendStatus::SendOk => {
             // A batch's ids come joined by commas, in batch order: the client's UNIQ_KEYs
-            // as msgId, the broker's offset ids as offsetMsgId (PROTOCOL.md 3.1). The
-            // records take consecutive offsets of one queue from queueOffset on.
+            // as msgId, the broker's offset ids as offsetMsgId (docs/commands.md#sending).
+            // The records take consecutive offsets of one queue from queueOffset on.
             let split = |ids: Option<&str>| -> Vec<String> {
                 ids.map(|ids| ids.split(',').map(str::to_string).collect())
                     .unwrap_or_default()

@@ -1,4 +1,4 @@
-//! HEART_BEAT body (PROTOCOL.md 3.4).
+//! HEART_BEAT body (docs/commands.md#heartbeat).
 
 use std::collections::BTreeSet;
 

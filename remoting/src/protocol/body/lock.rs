@@ -1,4 +1,4 @@
-//! LOCK_BATCH_MQ and UNLOCK_BATCH_MQ bodies (PROTOCOL.md 3.12).
+//! LOCK_BATCH_MQ and UNLOCK_BATCH_MQ bodies (docs/commands.md#queue-locks).
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Small bodies (PROTOCOL.md 4.4).
+//! Small bodies (docs/bodies.md#small-bodies).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,4 +1,5 @@
-//! JSON bodies (PROTOCOL.md 3.4, 3.6, 3.12, 4.4, 4.5).
+//! JSON bodies (docs/commands.md#heartbeat, #consumer-list, #queue-locks,
+//! docs/bodies.md#small-bodies, #registerbrokerbody-and-topicconfig).
 
 mod admin;
 mod heartbeat;
@@ -15,8 +16,8 @@ pub use misc::*;
 pub use register::*;
 pub use topic_config::*;
 
-/// Declares a Java enum carried in JSON bodies: written by name, read by name or by
-/// ordinal (the C++ client sends ordinals, PROTOCOL.md 1.9).
+/// Declares a Java enum carried in JSON bodies: written by name, read by name or by ordinal
+/// (the C++ client sends ordinals, docs/wire.md#lenient-input).
 macro_rules! java_enum {
     ($(#[$meta:meta])* pub enum $name:ident { $($variant:ident = $text:literal,)* }) => {
         $(#[$meta])*

@@ -1,4 +1,5 @@
-//! REGISTER_BROKER body in its JSON and zlib-compressed forms (PROTOCOL.md 4.5).
+//! REGISTER_BROKER body in its JSON and zlib-compressed forms
+//! (docs/bodies.md#registerbrokerbody-and-topicconfig).
 //!
 //! Compressed layout, inside one zlib stream:
 //!

@@ -1,5 +1,5 @@
 //! `TopicConfig`, `DataVersion` and the topic table a broker persists and registers
-//! (PROTOCOL.md 4.5, `config/topics.json`).
+//! (docs/bodies.md#registerbrokerbody-and-topicconfig, `config/topics.json`).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,5 @@
-//! Requests a broker sends to clients for operators (PROTOCOL.md 3.15).
+//! Requests a broker sends to clients for operators
+//! (docs/commands.md#broker-to-client-requests).
 
 use crate::command_header;
 

@@ -1,4 +1,5 @@
-//! Client management and send-back: PROTOCOL.md 3.5, 3.6, 3.9, 3.11.
+//! Client management and send-back: docs/commands.md, sections "Unregistering a
+//! client", "Consumer list", "Send-back" and "Consumer ids changed".
 
 use crate::command_header;
 

@@ -1,4 +1,4 @@
-//! Typed request and response headers (PROTOCOL.md 3).
+//! Typed request and response headers (docs/commands.md).
 //!
 //! A header is a struct whose fields map 1:1 to `extFields` keys. Every value is a
 //! string on the wire: numbers in decimal, booleans as Java's `Boolean.parseBoolean`

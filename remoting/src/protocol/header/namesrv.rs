@@ -1,4 +1,5 @@
-//! Name-server requests: PROTOCOL.md 3.14 and 10.
+//! Name-server requests: docs/commands.md#name-server-commands and
+//! docs/flows.md#name-server.
 
 use crate::command_header;
 

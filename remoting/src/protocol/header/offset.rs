@@ -1,4 +1,5 @@
-//! Consumer offsets and queue offset queries: PROTOCOL.md 3.7 and 3.8.
+//! Consumer offsets and queue offset queries: docs/commands.md, sections "Consumer
+//! offsets" and "Queue offsets and times".
 
 use crate::command_header;
 

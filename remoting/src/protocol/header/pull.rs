@@ -1,4 +1,4 @@
-//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361): PROTOCOL.md 3.2.
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361): docs/commands.md#pulling.
 
 use crate::command_header;
 

@@ -1,4 +1,4 @@
-//! QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33): PROTOCOL.md 3.3.
+//! QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33): docs/commands.md#message-queries.
 
 use crate::command_header;
 

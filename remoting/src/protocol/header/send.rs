@@ -1,4 +1,5 @@
-//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): PROTOCOL.md 3.1.
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320):
+//! docs/commands.md#sending.
 
 use crate::command::ExtFields;
 use crate::command_header;

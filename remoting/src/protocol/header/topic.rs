@@ -1,4 +1,5 @@
-//! Topic administration: PROTOCOL.md 3.13 and the name-server topic calls.
+//! Topic administration: docs/commands.md#topic-administration and the name-server topic
+//! calls.
 
 use crate::command_header;
 

@@ -1,4 +1,4 @@
-//! END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39): PROTOCOL.md 3.10.
+//! END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39): docs/commands.md#transactions.
 
 use crate::command_header;
 

@@ -1,4 +1,4 @@
-//! SEND_BATCH_MESSAGE body (PROTOCOL.md 5.6): one block per message.
+//! SEND_BATCH_MESSAGE body (docs/message.md#batch-body): one block per message.
 //!
 //! ```text
 //! TOTALSIZE int | MAGICCODE int (0) | BODYCRC int (0) | FLAG int | BODYLEN int | BODY |

@@ -1,4 +1,4 @@
-//! Message ids (PROTOCOL.md 5.7, 5.8).
+//! Message ids (docs/message.md#unique-message-id, #offset-message-id).
 //!
 //! * Offset message id: upper-case hex of store host address, int port, long
 //!   commitlog offset (32 hex characters for IPv4, 56 for IPv6).

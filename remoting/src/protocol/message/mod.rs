@@ -1,4 +1,5 @@
-//! Messages: properties, sysFlag, commitlog records, batches and ids (PROTOCOL.md 5, 6.3).
+//! Messages: properties, sysFlag, commitlog records, batches and ids (docs/message.md,
+//! docs/store.md#commitlog-record-layout).
 //!
 //! The commitlog record format is also the wire format of pull, query and view
 //! responses, so the store and every client share this one codec.

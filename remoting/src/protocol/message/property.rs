@@ -1,4 +1,5 @@
-//! Message properties and their string encoding (PROTOCOL.md 5.1, 5.2).
+//! Message properties and their string encoding (docs/message.md, sections "Property
+//! string" and "Property keys").
 //!
 //! ```text
 //! name1 U+0001 value1 U+0002 name2 U+0001 value2 U+0002 ...

@@ -1,4 +1,5 @@
-//! The commitlog record (PROTOCOL.md 6.3), which is also the pull-response format.
+//! The commitlog record (docs/store.md#commitlog-record-layout), which is also the
+//! pull-response format.
 //!
 //! ```text
 //! off  size  field                       off  size   field
@@ -544,7 +545,8 @@ mod tests {
         }
     }
 
-    /// Golden bytes written field by field from PROTOCOL.md 6.3, not by the encoder.
+    /// Golden bytes written field by field from docs/store.md#commitlog-record-layout, not
+    /// by the encoder.
     #[test]
     fn encodes_the_documented_layout() {
         let props = "TAGS\u{1}A\u{2}";
@@ -576,7 +578,7 @@ mod tests {
         assert_eq!(
             crc32(b"Hello RocketMQ"),
             1774740973,
-            "PROTOCOL.md 5.4 vector"
+            "docs/message.md#compression vector"
         );
     }
 

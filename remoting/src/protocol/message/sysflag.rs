@@ -1,4 +1,4 @@
-//! Message `sysFlag` bits (PROTOCOL.md 5.3).
+//! Message `sysFlag` bits (docs/message.md#message-sysflag).
 
 pub const COMPRESSED_FLAG: i32 = 0x1;
 pub const MULTI_TAGS_FLAG: i32 = 0x2;
