@@ -88,7 +88,10 @@ impl Network {
         if let Err(e) = ip(&["-V"]) {
             return skip(&e);
         }
-        LEFTOVERS.call_once(ip::remove_leftovers_at_start);
+        LEFTOVERS.call_once(|| {
+            ip::remove_leftovers_at_start();
+            warn_if_bridges_are_filtered();
+        });
         let names = Names::new(COUNTER.fetch_add(1, Ordering::Relaxed));
         let seed = std::process::id()
             .wrapping_mul(131)
@@ -166,6 +169,18 @@ impl Network {
     /// The bridge's interface name (for checks of the teardown).
     pub fn bridge(&self) -> &str {
         &self.bridge
+    }
+}
+
+/// With br_netfilter's `bridge-nf-call-iptables` on, traffic between hosts crosses
+/// iptables' FORWARD chain, which a DROP policy (as Docker sets) closes.
+fn warn_if_bridges_are_filtered() {
+    let path = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+    if std::fs::read_to_string(path).is_ok_and(|v| v.trim() == "1") {
+        eprintln!(
+            "netns: {path} is 1: iptables FORWARD rules filter traffic between hosts; \
+             if hosts cannot reach each other, check that chain's policy"
+        );
     }
 }
 
