@@ -196,11 +196,12 @@ fn child_holds_a_network_until_killed() {
     let host = net.host("orphan");
     let namesrv = host.spawn_namesrv();
     println!(
-        "READY {} {} {} {}",
+        "READY {} {} {} {} {}",
         net.bridge(),
         host.veth(),
         host.netns(),
-        namesrv.process.pid()
+        namesrv.process.pid(),
+        net.gateway()
     );
     std::thread::sleep(Duration::from_secs(120));
 }
@@ -232,7 +233,7 @@ fn a_killed_test_process_leaves_what_the_next_one_removes() {
     child.wait().expect("reaped child");
     let line = line.expect("the child built its network");
     let fields: Vec<&str> = line.split_whitespace().skip(1).collect();
-    let [bridge, veth, netns, pid] = fields[..] else {
+    let [bridge, veth, netns, pid, gateway] = fields[..] else {
         panic!("unexpected line {line:?}");
     };
     // SIGKILL ran no destructor: everything is still there, the name server too.
@@ -243,6 +244,10 @@ fn a_killed_test_process_leaves_what_the_next_one_removes() {
             .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").starts_with(" Z"))
     };
     assert!(alive(pid), "the orphaned name server runs on");
+    // The subnet's lock file, which nobody holds now.
+    let subnet = gateway.rsplit_once('.').expect("an IPv4 address").0;
+    let lock = std::env::temp_dir().join(format!("vostok-netns/{subnet}.0.lock"));
+    assert!(lock.exists(), "{} of the child's subnet", lock.display());
 
     netns::remove_leftovers();
     assert!(!link_exists(bridge), "bridge {bridge} left behind");
@@ -252,4 +257,5 @@ fn a_killed_test_process_leaves_what_the_next_one_removes() {
         "namespace {netns} left behind"
     );
     assert!(!alive(pid), "orphaned name server {pid} still running");
+    assert!(!lock.exists(), "{} left behind", lock.display());
 }

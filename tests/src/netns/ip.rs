@@ -17,7 +17,8 @@
 use std::fs::File;
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub(super) const NETNS_PREFIX: &str = "vktest-";
@@ -187,6 +188,24 @@ pub(super) fn remove_owned_by(stale: impl Fn(u32) -> bool) {
 /// process killed with SIGKILL runs no destructor).
 pub fn remove_leftovers() {
     remove_owned_by(|pid| !is_alive(pid));
+    remove_unheld_locks();
+}
+
+/// Subnet lock files nobody holds: a dead process's.
+fn remove_unheld_locks() {
+    let files = std::fs::read_dir(lock_dir())
+        .into_iter()
+        .flatten()
+        .flatten();
+    for path in files.map(|e| e.path()) {
+        if let Ok(Some(_held)) = lock(&path) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+fn lock_dir() -> PathBuf {
+    std::env::temp_dir().join("vostok-netns")
 }
 
 /// What this process left behind, besides dead ones' leftovers: only safe before this
@@ -194,13 +213,38 @@ pub fn remove_leftovers() {
 pub(super) fn remove_leftovers_at_start() {
     let me = std::process::id();
     remove_owned_by(|pid| pid == me || !is_alive(pid));
+    remove_unheld_locks();
 }
 
 /// A `10.a.b.0/24` held for one network: a lock file under the temp dir, locked with
-/// flock(2), which the kernel releases when the process dies however it dies.
+/// flock(2), which the kernel releases when the process dies however it dies. The
+/// holder removes the file when done, so that files do not pile up.
 pub(super) struct Subnet {
     pub(super) prefix: [u8; 3],
+    path: PathBuf,
     _lock: File,
+}
+
+impl Drop for Subnet {
+    fn drop(&mut self) {
+        // Removed while still locked: whoever opened it meanwhile sees a file that is
+        // no longer at `path` once it gets the lock, and tries again.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Locks the file at `path`, created if need be; `None` if another process holds it.
+fn lock(path: &Path) -> Result<Option<File>, String> {
+    let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: flock(2) on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Ok(None);
+    }
+    // The holder before may have removed the file after this one opened it: the lock
+    // counts only on the file that is at `path` now.
+    let held = file.metadata().map(|m| m.ino()).ok();
+    let current = std::fs::metadata(path).map(|m| m.ino()).ok();
+    Ok(Some(file).filter(|_| held.is_some() && held == current))
 }
 
 impl Subnet {
@@ -212,7 +256,7 @@ impl Subnet {
     /// Claims a free subnet, starting the search at `seed`: one no other harness holds
     /// and no route of the root namespace overlaps.
     pub(super) fn claim(seed: u32) -> Result<Subnet, String> {
-        let dir = std::env::temp_dir().join("vostok-netns");
+        let dir = lock_dir();
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let routes = ip(&["-4", "-o", "route", "show", "table", "all"])?;
         let routes: Vec<(u32, u32)> = routes.lines().filter_map(route_prefix).collect();
@@ -224,11 +268,10 @@ impl Subnet {
                 continue;
             }
             let path = dir.join(format!("10.{}.{}.0.lock", prefix[1], prefix[2]));
-            let lock = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            // SAFETY: flock(2) on a descriptor this function owns.
-            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            if let Some(lock) = lock(&path)? {
                 return Ok(Subnet {
                     prefix,
+                    path,
                     _lock: lock,
                 });
             }
