@@ -20,7 +20,7 @@
 //! claimed with a lock file, so tests run in parallel within and across processes;
 //! dropping the [`Network`] (also when the test panics) kills its processes and
 //! removes its namespaces, veths and bridge, and the first network of a process
-//! removes what dead test processes left (see [`ip`]).
+//! removes what dead test processes left (names and locks: `netns/ip.rs`).
 
 mod ip;
 mod process;
