@@ -3,7 +3,7 @@
 # host, waits until each is ready, and stops them all on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --bin mqnamesrv --bin mqbroker
+cargo build --release -p vostok-namesrv -p vostok-broker --bin mqnamesrv --bin mqbroker
 bin=target/release
 logs=data/logs
 mkdir -p "$logs"

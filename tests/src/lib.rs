@@ -7,6 +7,7 @@
 //! whenever the tests are built.
 
 pub mod client;
+pub mod netns;
 pub mod sdk;
 
 use std::io::{BufRead, BufReader};
@@ -45,9 +46,18 @@ pub struct Process {
 
 impl Process {
     fn spawn(program: &Path, args: &[String], log: PathBuf, ready: &str) -> Process {
+        let mut command = Command::new(program);
+        command.args(args);
+        Self::start(command, log, ready)
+    }
+
+    /// Runs `command` with its stderr in `log` and waits for a stdout line containing
+    /// `ready`. `command` may wrap the program (`ip netns exec ns program ...`) as long
+    /// as the wrapper execs it, so that [`Process::pid`] is the program's.
+    pub fn start(mut command: Command, log: PathBuf, ready: &str) -> Process {
+        let program = format!("{:?}", command.get_program());
         let log_file = std::fs::File::create(&log).expect("log file");
-        let mut child = Command::new(program)
-            .args(args)
+        let mut child = command
             .env(
                 "RUST_LOG",
                 std::env::var("VOSTOK_TEST_LOG").unwrap_or_else(|_| "info".into()),
@@ -55,7 +65,7 @@ impl Process {
             .stdout(Stdio::piped())
             .stderr(log_file)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = mpsc::channel();
         let ready = ready.to_owned();
@@ -79,10 +89,7 @@ impl Process {
             Ok(line) => process.boot_line = line,
             Err(_) => {
                 let log = std::fs::read_to_string(&process.log).unwrap_or_default();
-                panic!(
-                    "{} did not boot within {BOOT_TIMEOUT:?}; log:\n{log}",
-                    program.display()
-                );
+                panic!("{program} did not boot within {BOOT_TIMEOUT:?}; log:\n{log}");
             }
         }
         process
