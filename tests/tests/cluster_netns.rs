@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use vostok_client::{
-    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
-    Message, MessageExt, MessageListener, Producer, ProducerConfig, PushConsumer,
+    CommonConsumerConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere,
+    ConsumerConfig, Message, MessageExt, MessageListener, Producer, ProducerConfig, PushConsumer,
 };
 use vostok_remoting::protocol::response_code;
 use vostok_tests::client::TestClient;
@@ -188,10 +188,13 @@ async fn sends_and_consumption_go_on_when_a_name_server_and_a_master_are_killed(
 
     let ledger = Arc::new(Ledger::default());
     let consumer = PushConsumer::new(ConsumerConfig {
-        client: client_config(&namesrv_addr, "cluster-consumer"),
-        consumer_group: "cluster-consumers".into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-        pull_time_delay_when_exception: Duration::from_millis(500),
+        common: CommonConsumerConfig {
+            client: client_config(&namesrv_addr, "cluster-consumer"),
+            consumer_group: "cluster-consumers".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            pull_time_delay_when_exception: Duration::from_millis(500),
+            ..CommonConsumerConfig::push_defaults()
+        },
         ..Default::default()
     });
     consumer.subscribe(TOPIC, "*").unwrap();
