@@ -248,6 +248,12 @@ async fn fifo_pops_block_the_queue_until_acked_and_repeat_for_the_same_attempt()
     create_topic(&broker, "PopFifo", 1).await;
     send(&broker, "PopFifo", 1, &bodies("f", 4)).await;
     let raw = TestClient::default();
+    // A send is answered before its message is dispatched to the queue.
+    let deadline = Instant::now() + WAIT;
+    while raw.max_offset(&broker.addr, "PopFifo", 0).await < 4 {
+        assert!(Instant::now() < deadline, "messages not dispatched");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let (code, first) = fifo_pop(&raw, &broker.addr, "a1").await;
     assert_eq!(code, response_code::SUCCESS);
     assert_eq!(

@@ -11,6 +11,10 @@ use vostok_remoting::protocol::header::{
 use vostok_remoting::protocol::pop::ExtraInfo;
 
 use super::{MessageView, SimpleConsumer};
+
+/// One broker's acks: its name, and per checkpoint (retry flag, queue, start offset,
+/// pop time) the batch ack.
+type BrokerAcks = (String, BTreeMap<(String, i32, i64, i64), BatchAck>);
 use crate::api;
 use crate::error::{ClientError, Result};
 
@@ -36,11 +40,8 @@ impl SimpleConsumer {
     /// Acks several messages with one BATCH_ACK_MESSAGE per broker.
     pub async fn ack_all(&self, views: &[MessageView]) -> Result<()> {
         let config = &self.shared.config;
-        // broker address → (retry, queue, start, pop time) → the batch ack.
-        let mut per_broker: BTreeMap<
-            String,
-            (String, BTreeMap<(String, i32, i64, i64), BatchAck>),
-        > = BTreeMap::new();
+        // broker address → its acks.
+        let mut per_broker: BTreeMap<String, BrokerAcks> = BTreeMap::new();
         for view in views {
             let (addr, extra) = self.target(view).await?;
             let offset = extra.queue_offset.unwrap_or(view.message().queue_offset);
