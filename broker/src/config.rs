@@ -15,6 +15,9 @@ use vostok_store::StoreConfig;
 use crate::error::BrokerError;
 
 mod keys;
+mod pop;
+
+pub use pop::PopConfig;
 
 /// `brokerRole`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +113,8 @@ pub struct BrokerConfig {
     /// Longest delay a timer message may ask for (`timerMaxDelaySec`, 3 days in RocketMQ;
     /// Vostok allows 30 days by default).
     pub timer_max_delay: Duration,
+    /// POP consumption (`reviveQueueNum`, `popPollingSize`, ...).
+    pub pop: PopConfig,
     pub store: StoreConfig,
 }
 
@@ -162,6 +167,7 @@ impl Default for BrokerConfig {
             max_frame_size: vostok_remoting::codec::DEFAULT_MAX_FRAME,
             timer_wheel_enable: true,
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
+            pop: PopConfig::default(),
             store,
         }
     }
@@ -250,6 +256,7 @@ impl BrokerConfig {
                 return bad(key, "must be greater than 0");
             }
         }
+        self.pop.validate()?;
         self.store.delay_levels().map_err(|e| BrokerError::Config {
             key: "messageDelayLevel".to_owned(),
             reason: e.to_string(),

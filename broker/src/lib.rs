@@ -5,8 +5,10 @@
 //!   the listeners, starts the services, shuts down ([`Broker::start`], [`BrokerHandle`]).
 //! * [`processor`]: one function per request code, in one file per request family;
 //!   [`processor::BrokerProcessor`] is the request table.
+//! * [`pop`]: POP consumption operations (pop, ack, change invisible time) that the
+//!   remoting processors, and any other front end, call (docs/pop.md).
 //! * [`service`]: background services (name-server registration, housekeeping,
-//!   delay levels, timers, transaction check-back).
+//!   delay levels, timers, transaction check-back, POP revive).
 //! * [`reroute`]: parking messages in system topics (delay, timer, half) and
 //!   restoring them; the one constructor of a message copy from a stored message.
 //! * [`state`]: the shared state every processor and service reads ([`Broker`]) and
@@ -27,6 +29,7 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub(crate) mod pop;
 pub mod processor;
 pub(crate) mod reroute;
 pub(crate) mod service;

@@ -3,7 +3,7 @@
 //!
 //! Start-up order: validate the config, open (and recover) the store, load the tables,
 //! bind the listeners, start the embedded name server in standalone mode, fold in the
-//! transaction outcomes recorded before a restart, register with the name servers,
+//! transaction outcomes recorded before a restart and the POP checkpoints, register with the name servers,
 //! start the background services. Shutdown runs the reverse, unregistering first so
 //! that clients stop routing here before the listeners close.
 
@@ -19,7 +19,7 @@ use tracing::{info, warn};
 use vostok_namesrv::NameServer;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property;
-use vostok_remoting::protocol::topic::{SCHEDULE_TOPIC, TIMER_TOPIC};
+use vostok_remoting::protocol::topic::{perm, SCHEDULE_TOPIC, TIMER_TOPIC};
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{
     ClientConfig, ConnectionConfig, FrameLimits, RemotingClient, RemotingServer, ServerConfig,
@@ -33,6 +33,7 @@ use crate::service::{self, registration};
 use crate::state::client_registry::ClientRegistry;
 use crate::state::long_polling::LongPolling;
 use crate::state::offset::ConsumerOffsetManager;
+use crate::state::pop::PopState;
 use crate::state::rebalance_lock::RebalanceLockManager;
 use crate::state::schedule::DelayOffsetTable;
 use crate::state::stats::BrokerStats;
@@ -76,6 +77,7 @@ impl MessageArrivingListener for ArrivalBridge {
         broker
             .long_polling
             .notify(topic, queue_id, max_offset, tags_code);
+        broker.pop.polling.notify(topic, queue_id);
     }
 }
 
@@ -136,6 +138,15 @@ impl Broker {
         // Outcomes recorded before a restart must be known to the first END_TRANSACTION.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.store)).await;
+        // Checkpoints popped before a restart must be known to the first ack.
+        broker.topics.get_or_create(
+            &broker.pop.revive_topic,
+            broker.pop.revive_queue_num,
+            perm::READ | perm::WRITE,
+            0,
+        );
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
         let servers = serve(&broker, listener).await;
 
         service::spawn_all(&broker);
@@ -167,6 +178,7 @@ fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) 
         delay_offsets: DelayOffsetTable::load(&config),
         timers: TimerTable::load(&config),
         transactions: TransactionState::load(&config),
+        pop: PopState::new(&config),
         clients: ClientRegistry::new(),
         locks: RebalanceLockManager::default(),
         long_polling: LongPolling::new(),
@@ -244,6 +256,7 @@ impl BrokerHandle {
         registration::unregister_all(&broker).await;
         broker.shutdown.cancel();
         broker.long_polling.wake_all();
+        broker.pop.polling.wake_all();
         for server in &self.servers {
             server.shutdown().await;
         }

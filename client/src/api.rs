@@ -338,3 +338,60 @@ pub(crate) async fn end_transaction(
     request.remark = remark.map(String::into_boxed_str);
     invoke_oneway(client, addr, request, timeout).await
 }
+
+/// POP_MESSAGE: the response as it came (SUCCESS, POLLING_TIMEOUT, POLLING_FULL and
+/// PULL_NOT_FOUND are answers; other codes are errors).
+pub(crate) async fn pop_message(
+    client: &RemotingClient,
+    addr: &str,
+    header: &PopMessageRequestHeader,
+    timeout: Duration,
+) -> Result<RemotingCommand> {
+    let request = RemotingCommand::request_with_header(request_code::POP_MESSAGE, header);
+    let response = invoke(client, addr, request, timeout).await?;
+    match response.code {
+        response_code::SUCCESS
+        | response_code::POLLING_TIMEOUT
+        | response_code::POLLING_FULL
+        | response_code::PULL_NOT_FOUND => Ok(response),
+        code => Err(ClientError::broker(addr, code, response.remark())),
+    }
+}
+
+/// ACK_MESSAGE.
+pub(crate) async fn ack_message(
+    client: &RemotingClient,
+    addr: &str,
+    header: &AckMessageRequestHeader,
+    timeout: Duration,
+) -> Result<()> {
+    let request = RemotingCommand::request_with_header(request_code::ACK_MESSAGE, header);
+    expect_success(addr, invoke(client, addr, request, timeout).await?)?;
+    Ok(())
+}
+
+/// BATCH_ACK_MESSAGE.
+pub(crate) async fn batch_ack_message(
+    client: &RemotingClient,
+    addr: &str,
+    body: &vostok_remoting::protocol::body::BatchAckMessageRequestBody,
+    timeout: Duration,
+) -> Result<()> {
+    let request = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE)
+        .with_body(Bytes::from(json::to_vec(body)));
+    expect_success(addr, invoke(client, addr, request, timeout).await?)?;
+    Ok(())
+}
+
+/// CHANGE_MESSAGE_INVISIBLETIME; returns the handle's new times.
+pub(crate) async fn change_invisible_time(
+    client: &RemotingClient,
+    addr: &str,
+    header: &ChangeInvisibleTimeRequestHeader,
+    timeout: Duration,
+) -> Result<ChangeInvisibleTimeResponseHeader> {
+    let request =
+        RemotingCommand::request_with_header(request_code::CHANGE_MESSAGE_INVISIBLETIME, header);
+    let response = expect_success(addr, invoke(client, addr, request, timeout).await?)?;
+    decode_header(addr, &response)
+}

@@ -8,6 +8,8 @@
 //! * [`PushConsumer`] (Java `DefaultMQPushConsumer`): long-polling pull loop per queue,
 //!   concurrent or orderly listeners, clustering or broadcasting, retries and DLQ.
 //! * [`LitePullConsumer`] (Java `DefaultLitePullConsumer`): `poll`, `commit`, `seek`.
+//! * [`SimpleConsumer`] (the 5.x clients' `SimpleConsumer`) over POP: `receive` with an
+//!   invisible duration, `ack`, `change_invisible_duration`.
 //!
 //! Module map:
 //!
@@ -24,7 +26,8 @@
 //!   (the consumer core, what the instance registers for either kind) with `inner`,
 //!   `rebalance`, `pull`, `process_queue`, `offset_store`, `offset_table`, `send_back`,
 //!   `running_info`; the kinds [`consumer::push`] (`service`, `concurrently`,
-//!   `orderly`) and [`consumer::lite_pull`] (`cache`, `poll`); [`consumer::allocate`],
+//!   `orderly`), [`consumer::lite_pull`] (`cache`, `poll`) and [`consumer::simple`]
+//!   (`receive`, `settle`); [`consumer::allocate`],
 //!   [`consumer::wildcard`].
 //! * [`route`] (publish and subscribe queues of a route), [`message`] (messages,
 //!   compression), [`hook`] (send, check-forbidden and consume hooks), [`error`],
@@ -53,7 +56,8 @@ pub use api::{PullResult, PullStatus};
 pub use consumer::{
     AllocateStrategy, CommonConsumerConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumerConfig, LitePullConsumer,
-    LitePullConsumerConfig, MessageListener, MessageSelector, PushConsumer,
+    LitePullConsumerConfig, MessageListener, MessageSelector, MessageView, PushConsumer,
+    SimpleConsumer, SimpleConsumerConfig,
 };
 pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance};

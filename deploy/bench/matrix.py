@@ -47,6 +47,10 @@ ROWS = [
     ("consume 2M backlog (push)", "ASYNC_FLUSH", "consume", [], (300_000, None, None)),
     ("consume 2M backlog (lite pull, pull batch 32)", "ASYNC_FLUSH", "consume",
      ["--lite-pull", "--pull-batch", "32"], None),
+    # POP over remoting (issue 18): receive 32 with 8 receive loops, one batch ack per
+    # receive; the issue's bar is half the push row.
+    ("consume 2M backlog (POP receive + ack, batch 32)", "ASYNC_FLUSH", "consume",
+     ["--pop", "--pull-batch", "32"], None),
     ("produce + consume at once (async 1,024)", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1"], (100_000, None, None)),
     ("e2e at 50,000 msg/s", "ASYNC_FLUSH", "e2e",

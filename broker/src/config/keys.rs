@@ -88,6 +88,7 @@ impl BrokerConfig {
             "maxFrameSize" => self.max_frame_size = parse(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
+            _ if self.pop.apply_property(key, v)? => {}
             _ => {
                 let known = self
                     .store
@@ -224,6 +225,7 @@ impl BrokerConfig {
                 self.timer_max_delay.as_secs().to_string(),
             ),
         ];
+        out.extend(self.pop.to_properties());
         out.extend(self.store.to_properties());
         out
     }

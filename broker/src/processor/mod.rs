@@ -2,10 +2,13 @@
 //! them. [`BrokerProcessor`] routes each request by code; business outcomes are responses
 //! with RocketMQ codes, never errors.
 
+mod ack;
 mod broker_admin;
 mod client_manage;
 mod consumer_manage;
 mod group_admin;
+mod notification;
+mod pop;
 mod pull;
 mod put_response;
 mod query;
@@ -113,6 +116,28 @@ impl RequestProcessor for BrokerProcessor {
                     group_admin::get_producer_connection_list(b, request)
                 }
                 request_code::GET_ALL_DELAY_OFFSET => broker_admin::get_all_delay_offset(b),
+                request_code::POP_MESSAGE | request_code::POP_MESSAGE_SHORT => {
+                    pop::pop_message(b, channel, request).await
+                }
+                request_code::PEEK_MESSAGE | request_code::PEEK_MESSAGE_SHORT => {
+                    pop::peek_message(b, request)
+                }
+                request_code::ACK_MESSAGE | request_code::ACK_MESSAGE_SHORT => {
+                    ack::ack_message(b, request).await
+                }
+                request_code::BATCH_ACK_MESSAGE | request_code::BATCH_ACK_MESSAGE_SHORT => {
+                    ack::batch_ack_message(b, request).await
+                }
+                request_code::CHANGE_MESSAGE_INVISIBLETIME
+                | request_code::CHANGE_MESSAGE_INVISIBLETIME_SHORT => {
+                    ack::change_message_invisible_time(b, request).await
+                }
+                request_code::NOTIFICATION | request_code::NOTIFICATION_SHORT => {
+                    notification::notification(b, channel, request).await
+                }
+                request_code::POLLING_INFO | request_code::POLLING_INFO_SHORT => {
+                    notification::polling_info(b, request)
+                }
                 _ => {
                     debug!(code = request.code, peer = %channel.peer_addr(), "request code not supported");
                     vostok_remoting::processor::not_supported(&request)

@@ -8,10 +8,12 @@
 //! * [`schedule`]: delay-level delivery.
 //! * [`timer`]: timer delivery and rolling.
 //! * [`transaction_check`]: checks back transactions left unknown.
+//! * [`revive`]: brings back popped messages not acked in time (POP).
 
 pub(crate) mod config_flush;
 pub(crate) mod housekeeping;
 pub(crate) mod registration;
+pub(crate) mod revive;
 pub(crate) mod schedule;
 pub(crate) mod timer;
 pub(crate) mod transaction_check;
@@ -28,4 +30,5 @@ pub(crate) fn spawn_all(broker: &Arc<Broker>) {
     schedule::spawn(broker);
     transaction_check::spawn(broker);
     timer::spawn(broker);
+    revive::spawn(broker);
 }

@@ -2,7 +2,7 @@
 //!
 //! [`Broker`] holds the store, the tables (topics, subscription groups, consumer
 //! offsets, delay offsets, timers, transactions), the client registry, queue locks and
-//! held pulls, plus the config and the shutdown token: RocketMQ's `BrokerController`
+//! held pulls, POP state, plus the config and the shutdown token: RocketMQ's `BrokerController`
 //! fields without its start-up code. Each table is a module here that knows nothing of
 //! the others; what several parts of the broker need from more than one table (telling
 //! consumers that their group changed) is a method on [`Broker`]. Request processors
@@ -12,6 +12,7 @@
 pub(crate) mod client_registry;
 pub(crate) mod long_polling;
 pub(crate) mod offset;
+pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
 pub(crate) mod schedule;
 pub(crate) mod stats;
@@ -39,6 +40,7 @@ use crate::config::BrokerConfig;
 use client_registry::ClientRegistry;
 use long_polling::LongPolling;
 use offset::ConsumerOffsetManager;
+use pop::PopState;
 use rebalance_lock::RebalanceLockManager;
 use schedule::DelayOffsetTable;
 use stats::BrokerStats;
@@ -75,6 +77,8 @@ pub struct Broker {
     pub(crate) delay_offsets: DelayOffsetTable,
     pub(crate) timers: TimerTable,
     pub(crate) transactions: TransactionState,
+    /// POP consumption: checkpoints, FIFO order info, held POP requests.
+    pub(crate) pop: PopState,
     pub(crate) shutdown: CancellationToken,
     pub(crate) tasks: TaskTracker,
 }

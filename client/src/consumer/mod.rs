@@ -1,5 +1,6 @@
 //! Consumers: [`PushConsumer`] (Java `DefaultMQPushConsumer`) and [`LitePullConsumer`]
-//! (Java `DefaultLitePullConsumer`), both built on one consumer core.
+//! (Java `DefaultLitePullConsumer`), both built on one consumer core; and
+//! [`SimpleConsumer`] (the 5.x clients' POP consumer), which is not.
 //!
 //! * [`config`]: [`ConsumerConfig`] and [`LitePullConsumerConfig`], sharing
 //!   [`CommonConsumerConfig`].
@@ -18,6 +19,7 @@
 //! * `send_back`: failed messages back to the broker for a retry.
 //! * `running_info`: GET_CONSUMER_RUNNING_INFO.
 //! * [`push`] and [`lite_pull`]: the two consumer kinds.
+//! * [`simple`]: the simple (POP) consumer: receive, ack, change invisible duration.
 //! * [`wildcard`]: AMQP-style routing-key patterns on tags.
 
 pub mod allocate;
@@ -34,6 +36,7 @@ pub mod push;
 pub(crate) mod rebalance;
 mod running_info;
 mod send_back;
+pub mod simple;
 pub(crate) mod subscription;
 pub mod wildcard;
 
@@ -48,5 +51,6 @@ pub use listener::{
 };
 pub use lite_pull::LitePullConsumer;
 pub use push::PushConsumer;
+pub use simple::{MessageView, SimpleConsumer, SimpleConsumerConfig};
 pub use subscription::MessageSelector;
 pub use wildcard::RoutingPattern;

@@ -6,6 +6,7 @@ pub mod filter;
 pub mod header;
 pub mod json;
 pub mod message;
+pub mod pop;
 pub mod request_code;
 pub mod response_code;
 pub mod route;

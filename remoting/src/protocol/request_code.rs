@@ -132,13 +132,24 @@ codes! {
     EXCHANGE_BROKER_HA_INFO = 906,
     GET_BROKER_HA_STATUS = 907,
     RESET_MASTER_FLUSH_OFFSET = 908,
-    POP_MESSAGE = 3442,
-    ACK_MESSAGE = 3443,
-    PEEK_MESSAGE = 3444,
-    CHANGE_MESSAGE_INVISIBLETIME = 3445,
-    NOTIFICATION = 3446,
-    POLLING_INFO = 3447,
-    BATCH_ACK_MESSAGE = 3543,
+    /// POP codes (docs/pop.md#codes) do not fit the short that a ROCKETMQ binary header
+    /// carries: Java truncates them, so over that header they arrive as the `*_SHORT`
+    /// values below (200050 → 3442). JSON headers carry them whole.
+    POP_MESSAGE = 200050,
+    ACK_MESSAGE = 200051,
+    PEEK_MESSAGE = 200052,
+    CHANGE_MESSAGE_INVISIBLETIME = 200053,
+    NOTIFICATION = 200054,
+    POLLING_INFO = 200055,
+    POP_ROLLBACK = 200056,
+    BATCH_ACK_MESSAGE = 200151,
+    POP_MESSAGE_SHORT = 3442,
+    ACK_MESSAGE_SHORT = 3443,
+    PEEK_MESSAGE_SHORT = 3444,
+    CHANGE_MESSAGE_INVISIBLETIME_SHORT = 3445,
+    NOTIFICATION_SHORT = 3446,
+    POLLING_INFO_SHORT = 3447,
+    BATCH_ACK_MESSAGE_SHORT = 3543,
     UPDATE_AND_CREATE_TOPIC_LIST = 18,
     GET_CLIENT_CONFIG = 47,
     REGISTER_TOPIC_IN_NAMESRV = 217,
@@ -153,5 +164,17 @@ mod tests {
         assert_eq!(super::name(310), "SEND_MESSAGE_V2");
         assert_eq!(super::name(105), "GET_ROUTEINFO_BY_TOPIC");
         assert_eq!(super::name(-7), "UNKNOWN");
+        for code in [
+            super::POP_MESSAGE,
+            super::ACK_MESSAGE,
+            super::PEEK_MESSAGE,
+            super::CHANGE_MESSAGE_INVISIBLETIME,
+            super::NOTIFICATION,
+            super::POLLING_INFO,
+            super::BATCH_ACK_MESSAGE,
+        ] {
+            let short = code as i16 as i32;
+            assert_eq!(super::name(short), format!("{}_SHORT", super::name(code)));
+        }
     }
 }

@@ -85,7 +85,7 @@ pub fn is_not_allowed_send_topic(topic: &str) -> bool {
             | SELF_TEST_TOPIC
             | OFFSET_MOVED_EVENT
             | TIMER_TOPIC
-    )
+    ) || topic.starts_with(crate::protocol::pop::REVIVE_TOPIC_PREFIX)
 }
 
 /// System topics the broker creates itself and hides from ordinary listings.

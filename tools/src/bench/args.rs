@@ -143,8 +143,18 @@ pub enum From {
 #[derive(Args, Debug, Clone)]
 pub struct ConsumerArgs {
     /// Use the lite pull consumer (a poll loop) instead of the push consumer.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pop")]
     pub lite_pull: bool,
+    /// Use the simple consumer (POP receive, then one batch ack per receive) instead of
+    /// the push consumer; `--pull-batch` is the receive batch (default 32).
+    #[arg(long)]
+    pub pop: bool,
+    /// `--pop`: receive loops at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub pop_receivers: usize,
+    /// `--pop`: invisible duration of received messages, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub invisible_ms: u64,
     /// Messages per pull request (SDK default: 32 push, 10 lite pull).
     #[arg(long, value_name = "N")]
     pub pull_batch: Option<i32>,

@@ -1,8 +1,10 @@
-//! The consumer side: the SDK's push consumer (a listener) or lite pull consumer (a
-//! poll loop) feeding one [`ConsumeState`]. Counters and latency histograms are
+//! The consumer side: the SDK's push consumer (a listener), lite pull consumer (a
+//! poll loop) or simple consumer (POP receive loops, each batch acked at once) feeding
+//! one [`ConsumeState`]. Counters and latency histograms are
 //! sharded by queue id, so listener calls on different queues do not contend; `e2e`
 //! sequence checks are lock-free bitmaps.
 
+use std::borrow::Borrow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -11,6 +13,7 @@ use hdrhistogram::Histogram;
 use vostok_client::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
     LitePullConsumer, LitePullConsumerConfig, MessageExt, MessageListener, PushConsumer,
+    SimpleConsumer, SimpleConsumerConfig,
 };
 use vostok_remoting::support::sync::MutexExt;
 
@@ -85,8 +88,8 @@ impl ConsumeState {
 
     /// Records a delivery: counts, latency (stamp's send time, else the born time),
     /// sequence check.
-    pub fn on_messages(&self, msgs: &[MessageExt]) {
-        let Some(first) = msgs.first() else {
+    pub fn on_messages<M: Borrow<MessageExt>>(&self, msgs: &[M]) {
+        let Some(first) = msgs.first().map(Borrow::borrow) else {
             return;
         };
         self.first_at.get_or_init(Instant::now);
@@ -95,7 +98,7 @@ impl ConsumeState {
         let measuring = self.measuring.load(Ordering::Relaxed);
         let mut bytes = 0u64;
         let mut hist = measuring.then(|| self.latency[shard].locked());
-        for m in msgs {
+        for m in msgs.iter().map(Borrow::borrow) {
             bytes += m.body.len() as u64;
             let stamp = Stamp::read(&m.body);
             let seen = self.tracker.as_ref().map(|t| t.observe(stamp.as_ref()));
@@ -155,6 +158,11 @@ pub enum Consumer {
         stop: Arc<AtomicBool>,
         poller: tokio::task::JoinHandle<()>,
     },
+    Pop {
+        consumer: SimpleConsumer,
+        stop: Arc<AtomicBool>,
+        receivers: Vec<tokio::task::JoinHandle<()>>,
+    },
 }
 
 fn from_where(from: From) -> ConsumeFromWhere {
@@ -173,6 +181,9 @@ pub async fn start(
     state: Arc<ConsumeState>,
 ) -> Result<Consumer, BenchError> {
     let client_err = |what| move |source| BenchError::Client { what, source };
+    if args.pop {
+        return start_pop(common, args, group, from, state).await;
+    }
     if args.lite_pull {
         let mut config = LitePullConsumerConfig::new(group, &common.namesrv);
         config.common.consume_from_where = from_where(from);
@@ -233,12 +244,69 @@ pub async fn start(
     Ok(Consumer::Push(consumer))
 }
 
+/// `--pop`: receive loops, each acking what it received with one BATCH_ACK_MESSAGE
+/// before receiving again.
+async fn start_pop(
+    common: &CommonArgs,
+    args: &ConsumerArgs,
+    group: &str,
+    from: From,
+    state: Arc<ConsumeState>,
+) -> Result<Consumer, BenchError> {
+    let client_err = |what| move |source| BenchError::Client { what, source };
+    let consumer = SimpleConsumer::new(SimpleConsumerConfig {
+        client: vostok_client::ClientConfig::with_namesrv(&common.namesrv),
+        consumer_group: group.to_owned(),
+        await_duration: Duration::from_secs(2),
+        consume_from_where: from_where(from),
+        ..Default::default()
+    });
+    consumer
+        .subscribe(&common.topic, "*")
+        .map_err(client_err("subscribing"))?;
+    consumer
+        .start()
+        .await
+        .map_err(client_err("starting the simple consumer"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let batch = args.pull_batch.unwrap_or(32).clamp(1, 32);
+    let invisible = Duration::from_millis(args.invisible_ms);
+    let receivers = (0..args.pop_receivers.max(1))
+        .map(|_| {
+            let (consumer, stop, state) = (consumer.clone(), stop.clone(), state.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let views = match consumer.receive(batch, invisible).await {
+                        Ok(v) => v,
+                        Err(_) => {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                    };
+                    if views.is_empty() {
+                        continue;
+                    }
+                    let msgs: Vec<&MessageExt> = views.iter().map(|v| v.message()).collect();
+                    state.on_messages(&msgs);
+                    let _ = consumer.ack_all(&views).await;
+                }
+            })
+        })
+        .collect();
+    Ok(Consumer::Pop {
+        consumer,
+        stop,
+        receivers,
+    })
+}
+
 impl Consumer {
-    /// Queues assigned to this consumer so far.
+    /// Queues assigned to this consumer so far (a POP consumer reads every queue).
     pub fn assigned(&self) -> usize {
         match self {
             Consumer::Push(c) => c.assigned_queues().len(),
             Consumer::Lite { consumer, .. } => consumer.assignment().len(),
+            Consumer::Pop { .. } => usize::MAX,
         }
     }
 
@@ -264,6 +332,17 @@ impl Consumer {
             } => {
                 stop.store(true, Ordering::Relaxed);
                 let _ = poller.await;
+                consumer.shutdown().await;
+            }
+            Consumer::Pop {
+                consumer,
+                stop,
+                receivers,
+            } => {
+                stop.store(true, Ordering::Relaxed);
+                for r in receivers {
+                    let _ = r.await;
+                }
                 consumer.shutdown().await;
             }
         }

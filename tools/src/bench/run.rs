@@ -144,7 +144,13 @@ fn producer_settings(s: &mut Map<String, Value>, p: &ProducerArgs) {
 fn consumer_settings(s: &mut Map<String, Value>, c: &super::args::ConsumerArgs, group: &str) {
     s.insert(
         "consumer".into(),
-        json!(if c.lite_pull { "lite_pull" } else { "push" }),
+        json!(if c.pop {
+            "pop"
+        } else if c.lite_pull {
+            "lite_pull"
+        } else {
+            "push"
+        }),
     );
     s.insert("group".into(), json!(group));
     s.insert("pull_batch".into(), json!(c.pull_batch));

@@ -2,6 +2,7 @@
 //! docs/bodies.md#small-bodies, #registerbrokerbody-and-topicconfig).
 
 mod admin;
+mod batch_ack;
 mod heartbeat;
 mod lock;
 mod misc;
@@ -10,6 +11,7 @@ mod register;
 mod topic_config;
 
 pub use admin::*;
+pub use batch_ack::*;
 pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;

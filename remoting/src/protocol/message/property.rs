@@ -67,6 +67,12 @@ pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
 pub const BORN_HOST: &str = "__BORNHOST";
 pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
 pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+/// A popped message's checkpoint handle (docs/pop.md#extrainfo): what ACK_MESSAGE and
+/// CHANGE_MESSAGE_INVISIBLETIME send back as `extraInfo`.
+pub const POP_CK: &str = "POP_CK";
+pub const POP_CK_OFFSET: &str = "POP_CK_OFFSET";
+/// When the message was first popped (kept through revives).
+pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
 /// Value of [`MESSAGE_TYPE`] on reply messages.
 pub const REPLY_MESSAGE_FLAG: &str = "reply";
 
@@ -108,6 +114,9 @@ pub const RESERVED: &[&str] = &[
     TIMER_ROLL_TIMES,
     TIMER_OUT_MS,
     TIMER_DEL_UNIQKEY,
+    POP_CK,
+    POP_CK_OFFSET,
+    FIRST_POP_TIME,
     TIMER_DELAY_LEVEL,
     CLUSTER,
     INSTANCE_ID,

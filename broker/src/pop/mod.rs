@@ -1,0 +1,118 @@
+//! POP consumption operations (docs/pop.md): what a POP consumer can do, as functions
+//! of the shared state that any front end calls (the remoting processors in
+//! `processor::pop`, `processor::ack` and `processor::notification` are thin wrappers).
+//!
+//! * [`receive`]: pop messages from a topic (one queue or all), with or without FIFO
+//!   order, holding the request while nothing is there.
+//! * [`ack`]: ack one message or a batch.
+//! * [`invisible`]: change a popped message's invisible time.
+//!
+//! Their state is `state::pop`; messages not acked in time come back through
+//! `service::revive`.
+
+pub(crate) mod ack;
+pub(crate) mod invisible;
+pub(crate) mod receive;
+
+use vostok_remoting::protocol::body::TopicConfig;
+use vostok_remoting::protocol::response_code;
+use vostok_remoting::protocol::topic::perm;
+
+use crate::state::subscription::SubscriptionGroupConfig;
+use crate::state::Broker;
+
+/// A POP operation refused, as a RocketMQ response code and remark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PopError {
+    pub(crate) code: i32,
+    pub(crate) remark: String,
+}
+
+impl PopError {
+    pub(crate) fn new(code: i32, remark: impl Into<String>) -> Self {
+        PopError {
+            code,
+            remark: remark.into(),
+        }
+    }
+}
+
+/// The topic, which must exist and be readable.
+pub(crate) fn readable_topic(broker: &Broker, topic: &str) -> Result<TopicConfig, PopError> {
+    let config = broker.topics.get(topic).ok_or_else(|| {
+        PopError::new(
+            response_code::TOPIC_NOT_EXIST,
+            format!("topic[{topic}] not exist, apply first please!"),
+        )
+    })?;
+    if !perm::is_readable(config.perm) {
+        return Err(PopError::new(
+            response_code::NO_PERMISSION,
+            format!("the topic[{topic}] peeking message is forbidden"),
+        ));
+    }
+    Ok(config)
+}
+
+/// The group, created on first use when allowed, which must be allowed to consume.
+pub(crate) fn consuming_group(
+    broker: &Broker,
+    group: &str,
+) -> Result<SubscriptionGroupConfig, PopError> {
+    let config = broker.subscriptions.find_or_create(group).ok_or_else(|| {
+        PopError::new(
+            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group [{group}] does not exist"),
+        )
+    })?;
+    if !config.consume_enable {
+        return Err(PopError::new(
+            response_code::NO_PERMISSION,
+            format!("subscription group no permission, {group}"),
+        ));
+    }
+    Ok(config)
+}
+
+/// Checks a queue id and offset of an ack or invisible-time change against the store:
+/// MESSAGE_ILLEGAL for a queue the topic does not have, NO_MESSAGE for an offset
+/// outside `[min, max]` (`max_inclusive`) or `[min, max)`.
+pub(crate) fn check_offset(
+    broker: &Broker,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    max_inclusive: bool,
+) -> Result<(), PopError> {
+    let config = broker.topics.get(topic).ok_or_else(|| {
+        PopError::new(
+            response_code::TOPIC_NOT_EXIST,
+            format!("topic[{topic}] not exist, apply first please!"),
+        )
+    })?;
+    if queue_id < 0 || queue_id >= config.read_queue_nums {
+        return Err(PopError::new(
+            response_code::MESSAGE_ILLEGAL,
+            format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}]",
+                config.read_queue_nums
+            ),
+        ));
+    }
+    let min = broker.store.min_offset_in_queue(topic, queue_id);
+    let max = broker.store.max_offset_in_queue(topic, queue_id);
+    let above = if max_inclusive {
+        offset > max
+    } else {
+        offset >= max
+    };
+    if offset < min || above {
+        return Err(PopError::new(
+            response_code::NO_MESSAGE,
+            format!(
+                "offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{min}~{max}"
+            ),
+        ));
+    }
+    Ok(())
+}
