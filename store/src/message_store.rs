@@ -15,21 +15,20 @@ mod get;
 mod info;
 mod put;
 mod query;
-mod threads;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use vostok_remoting::support::sync::{CondvarExt, MutexExt};
+use vostok_remoting::support::sync::MutexExt;
 use vostok_remoting::support::time::now_millis;
 
 use crate::checkpoint::Checkpoint;
 use crate::commitlog::CommitLog;
 use crate::config::{FlushDiskType, StoreConfig};
-use crate::dispatch::DispatchState;
+use crate::dispatch_state::DispatchState;
 use crate::error::{Result, StoreError};
 use crate::index::IndexService;
 use crate::lock::{AbortFile, StoreLock};
@@ -37,125 +36,8 @@ use crate::message::MessageArrivingListener;
 use crate::queue_table::ConsumeQueueTable;
 use crate::retention::RetentionReport;
 use crate::stats::Stats;
-
-/// Flags that gate puts.
-#[derive(Debug, Default)]
-pub(crate) struct RunState {
-    pub(crate) shutdown: AtomicBool,
-    pub(crate) disk_full: AtomicBool,
-    /// A flush failed: durability can no longer be promised, puts are refused.
-    pub(crate) write_error: AtomicBool,
-    pub(crate) disk_ratio_permille: AtomicU32,
-    pub(crate) manual_delete: AtomicU32,
-}
-
-/// Lets periodic threads sleep and still stop at once.
-#[derive(Debug, Default)]
-pub(crate) struct Stopper {
-    stopped: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Stopper {
-    /// Sleeps up to `d`; `true` if stopped.
-    pub(crate) fn wait(&self, d: Duration) -> bool {
-        let deadline = Instant::now() + d;
-        let mut stopped = self.stopped.locked();
-        while !*stopped {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            stopped = self.cv.wait_timeout_locked(stopped, deadline - now);
-        }
-        true
-    }
-
-    pub(crate) fn is_stopped(&self) -> bool {
-        *self.stopped.locked()
-    }
-
-    pub(crate) fn stop(&self) {
-        *self.stopped.locked() = true;
-        self.cv.notify_all();
-    }
-}
-
-/// State shared by the facade and its threads.
-pub(crate) struct StoreInner {
-    pub(crate) config: StoreConfig,
-    pub(crate) commitlog: CommitLog,
-    pub(crate) queues: ConsumeQueueTable,
-    pub(crate) index: Option<IndexService>,
-    pub(crate) checkpoint: Checkpoint,
-    pub(crate) dispatch: DispatchState,
-    pub(crate) delay_levels_ms: Vec<i64>,
-    pub(crate) stats: Stats,
-    pub(crate) state: RunState,
-    pub(crate) stopper: Stopper,
-    pub(crate) total_memory: u64,
-}
-
-/// Physical memory in bytes.
-fn total_memory() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    if pages > 0 && page > 0 {
-        pages as u64 * page as u64
-    } else {
-        8 << 30
-    }
-}
-
-impl StoreInner {
-    /// Newest `accessMessageInMemoryMaxRatio` % of RAM worth of commitlog.
-    pub(crate) fn memory_window(&self) -> i64 {
-        (self.total_memory / 100 * self.config.access_message_in_memory_max_ratio as u64) as i64
-    }
-
-    /// Flushes consume queues and index, then records their progress in the
-    /// checkpoint together with the commitlog's.
-    fn flush_logics(&self) -> Result<()> {
-        let dispatched = self.dispatch.dispatched_timestamp();
-        for cq in self.queues.all() {
-            cq.flush()?;
-        }
-        if let Some(index) = &self.index {
-            index.flush()?;
-        }
-        if dispatched > 0 {
-            self.checkpoint.set_logics_msg_timestamp(dispatched);
-            self.checkpoint.set_index_msg_timestamp(dispatched);
-        }
-        self.checkpoint.flush()
-    }
-
-    fn flush_commit_log(&self) -> Result<()> {
-        match self.commitlog.flush() {
-            Ok(f) => {
-                if f.store_timestamp > 0 {
-                    self.checkpoint.set_physic_msg_timestamp(f.store_timestamp);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.flush_failed(&e);
-                Err(e)
-            }
-        }
-    }
-
-    fn flush_failed(&self, e: &StoreError) {
-        if !self.state.write_error.swap(true, Ordering::AcqRel) {
-            tracing::error!(error = %e, "commitlog flush failed: refusing further puts");
-        }
-    }
-}
+use crate::stopper::Stopper;
+use crate::store_inner::{total_memory, RunState, StoreInner};
 
 /// The message store. Open it once per directory and share it as `Arc<MessageStore>`.
 pub struct MessageStore {
@@ -239,26 +121,34 @@ impl MessageStore {
     }
 
     fn start_threads(&self) -> Result<()> {
-        let spawn = |name: &str, f: fn(Arc<StoreInner>)| {
+        let spawn = |name: &str, f: fn(&StoreInner)| {
             let inner = Arc::clone(&self.inner);
             std::thread::Builder::new()
                 .name(name.to_owned())
-                .spawn(move || f(inner))
+                .spawn(move || f(&inner))
                 .map_err(|e| {
                     StoreError::io("spawn thread", &self.inner.config.store_path_root_dir, e)
                 })
         };
         let mut threads = self.threads.locked();
         let dispatcher = spawn("store-dispatch", crate::dispatch::run)?;
-        let _ = self.inner.dispatch_thread_set(dispatcher.thread().clone());
+        let _ = self.inner.dispatch.set_thread(dispatcher.thread().clone());
         threads.push(dispatcher);
-        let prefaulter = spawn("store-prefault", crate::commitlog::prefault::run)?;
+        let prefaulter = spawn("store-prefault", |i| {
+            crate::commitlog::prefault::run(&i.commitlog, &i.stopper)
+        })?;
         self.inner
             .commitlog
             .set_prefaulter(prefaulter.thread().clone());
         threads.push(prefaulter);
-        threads.push(spawn("store-flush", threads::run_commit_log_flush)?);
-        threads.push(spawn("store-cq-flush", threads::run_logics_flush)?);
+        threads.push(spawn(
+            "store-flush",
+            crate::flush_service::run_commit_log_flush,
+        )?);
+        threads.push(spawn(
+            "store-cq-flush",
+            crate::flush_service::run_logics_flush,
+        )?);
         threads.push(spawn("store-clean", crate::retention::run)?);
         Ok(())
     }
@@ -461,12 +351,6 @@ impl MessageStore {
         }
         self.lock.locked().take();
         tracing::info!(root = %i.config.store_path_root_dir.display(), "store shut down");
-    }
-}
-
-impl StoreInner {
-    fn dispatch_thread_set(&self, t: std::thread::Thread) -> bool {
-        self.dispatch.set_thread(t)
     }
 }
 

@@ -27,7 +27,7 @@ use vostok_remoting::protocol::message::record::{
 use crate::commitlog::scan::{scan, Scanned};
 use crate::error::Result;
 use crate::mapped_file::MappedFile;
-use crate::message_store::StoreInner;
+use crate::store_inner::StoreInner;
 
 impl StoreInner {
     pub(crate) fn recover(&self, last_exit_ok: bool) -> Result<()> {

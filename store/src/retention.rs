@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use vostok_remoting::support::time::{millis_of, LocalTime};
 
 use crate::error::Result;
-use crate::message_store::StoreInner;
+use crate::store_inner::StoreInner;
 
 /// Files deleted per pass at most (RocketMQ `DELETE_FILES_BATCH_MAX`).
 const DELETE_FILES_BATCH_MAX: usize = 10;
@@ -140,7 +140,7 @@ impl StoreInner {
 }
 
 /// The retention thread body: a pass every `cleanResourceInterval`.
-pub(crate) fn run(inner: std::sync::Arc<StoreInner>) {
+pub(crate) fn run(inner: &StoreInner) {
     let interval = inner
         .config
         .clean_resource_interval
