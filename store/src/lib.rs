@@ -52,10 +52,12 @@
 //! them exactly as for local appends, keeping the master's queue offsets. A replica
 //! holding a partial record refuses local puts (SERVICE_NOT_AVAILABLE).
 
+mod allocate;
 mod checkpoint;
 mod commitlog;
 pub mod config;
 mod consume_queue;
+mod disk;
 mod dispatch;
 mod dispatch_state;
 mod error;
@@ -75,8 +77,9 @@ mod stopper;
 mod store_inner;
 
 pub use config::{FlushDiskType, StoreConfig};
+pub use disk::{DiskProbe, DiskSpace};
 pub use error::StoreError;
-pub use message::{MessageArrivingListener, MessageFilter, MessageInner};
+pub use message::{ConsumedOffsets, MessageArrivingListener, MessageFilter, MessageInner};
 pub use message_store::MessageStore;
 pub use result::{
     AppendResult, GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,

@@ -1,4 +1,4 @@
-//! What the broker hands to the store, and the two callbacks it can plug in.
+//! What the broker hands to the store, and the callbacks it can plug in.
 
 use std::net::SocketAddr;
 
@@ -52,4 +52,15 @@ pub trait MessageArrivingListener: Send + Sync {
         store_timestamp: i64,
         properties: &str,
     );
+}
+
+/// What consumer groups have committed, as the broker knows it (RocketMQ's
+/// `ConsumerOffsetManager`). Retention asks it before a forced, space-driven deletion
+/// so that it can refuse to drop messages a group has not consumed (see `retention`).
+/// Called on the retention thread.
+pub trait ConsumedOffsets: Send + Sync {
+    /// The lowest offset committed on the queue by any consumer group that consumes it
+    /// (every message below it is consumed by every such group); `None` when no group
+    /// has committed an offset on it, so that none of its messages counts as consumed.
+    fn min_committed_offset(&self, topic: &str, queue_id: i32) -> Option<i64>;
 }

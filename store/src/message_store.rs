@@ -9,6 +9,7 @@
 //! | `store-prefault` | maps commitlog pages in ahead of the writer |
 //! | `store-dispatch` | builds consume queues and index, notifies arrivals |
 //! | `store-cq-flush` | flushes consume queues, index and the checkpoint |
+//! | `store-allocate` | creates the next commitlog file ahead of the writer |
 //! | `store-clean` | retention and the disk-usage check |
 
 mod get;
@@ -17,22 +18,23 @@ mod put;
 mod query;
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use vostok_remoting::support::sync::MutexExt;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
 use crate::checkpoint::Checkpoint;
 use crate::commitlog::CommitLog;
 use crate::config::{FlushDiskType, StoreConfig};
+use crate::disk::DiskProbe;
 use crate::dispatch_state::DispatchState;
 use crate::error::{Result, StoreError};
 use crate::index::IndexService;
 use crate::lock::{AbortFile, StoreLock};
-use crate::message::MessageArrivingListener;
+use crate::message::{ConsumedOffsets, MessageArrivingListener};
 use crate::queue_table::ConsumeQueueTable;
 use crate::retention::RetentionReport;
 use crate::stats::Stats;
@@ -60,6 +62,12 @@ impl std::fmt::Debug for MessageStore {
 impl MessageStore {
     /// Locks the directory, loads and recovers the files, and starts the threads.
     pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>> {
+        Self::open_with_probe(config, DiskProbe::statvfs())
+    }
+
+    /// As [`MessageStore::open`], reading disk space through `probe` (tests simulate
+    /// a full disk with [`DiskProbe::simulated`]).
+    pub fn open_with_probe(config: StoreConfig, probe: DiskProbe) -> Result<Arc<MessageStore>> {
         config.validate()?;
         let root = config.store_path_root_dir.clone();
         std::fs::create_dir_all(&root).map_err(|e| StoreError::io("create directory", &root, e))?;
@@ -70,7 +78,7 @@ impl MessageStore {
         // From here on a crash, even during recovery, means abnormal recovery next time.
         abort.create()?;
 
-        let commitlog = CommitLog::load(&config)?;
+        let commitlog = CommitLog::load(&config, probe)?;
         let queues = ConsumeQueueTable::load(
             &config.consume_queue_dir(),
             config.mapped_file_size_consume_queue,
@@ -98,8 +106,16 @@ impl MessageStore {
             state: RunState::default(),
             stopper: Stopper::default(),
             total_memory: total_memory(),
+            consumed: RwLock::new(None),
         });
         inner.recover(last_exit_ok)?;
+        // Before the first put: the file the writer continues in has its blocks, and
+        // the next one is ready.
+        if let Err(e) = inner.commitlog.reserve_write_file() {
+            tracing::error!(error = %e, "could not reserve the blocks of the current commitlog file");
+        }
+        let allocator = &inner.commitlog.allocator;
+        allocator.prepare(inner.commitlog.files(), inner.commitlog.next_file_base());
         inner.update_disk_state(inner.measure_disk());
         // Everything recovered is on disk now; record it before accepting puts.
         inner.flush_logics()?;
@@ -149,6 +165,11 @@ impl MessageStore {
             "store-cq-flush",
             crate::flush_service::run_logics_flush,
         )?);
+        threads.push(spawn("store-allocate", |i| {
+            i.commitlog
+                .allocator
+                .run(|| (i.commitlog.files(), i.commitlog.next_file_base()))
+        })?);
         threads.push(spawn("store-clean", crate::retention::run)?);
         Ok(())
     }
@@ -246,6 +267,23 @@ impl MessageStore {
         self.inner.dispatch.set_listener(listener);
     }
 
+    /// Tells retention what consumer groups have committed, so that a forced,
+    /// space-driven deletion never drops unconsumed messages unless
+    /// `cleanFileForciblyEnable` allows it. Without it no message counts as consumed.
+    pub fn set_consumed_offsets(&self, offsets: Arc<dyn ConsumedOffsets>) {
+        *self.inner.consumed.write_locked() = Some(offsets);
+    }
+
+    /// Waits until the next commitlog file exists (created ahead, or the file the
+    /// writer is in has room), so that puts are accepted again after a full disk;
+    /// `false` on timeout. Blocking: for tests and tools, not for async tasks.
+    pub fn wait_next_file_ready(&self, timeout: Duration) -> bool {
+        let c = &self.inner.commitlog;
+        c.allocator.wait_ready(timeout, || {
+            c.files().ready_base() == Some(c.next_file_base())
+        })
+    }
+
     /// The append lock has been held longer than `osPageCacheBusyTimeOutMills`.
     pub fn is_os_page_cache_busy(&self) -> bool {
         let held = self.inner.commitlog.lock_held_ms(now_millis());
@@ -312,6 +350,7 @@ impl MessageStore {
         i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
         i.commitlog.unpark_prefaulter();
+        i.commitlog.allocator.stop();
         i.dispatch.stop();
         i.commitlog.group_commit.notify();
         let me = std::thread::current().id();
@@ -322,6 +361,10 @@ impl MessageStore {
             if t.join().is_err() {
                 tracing::error!("a store thread panicked");
             }
+        }
+        // RocketMQ leaves it; removing it keeps the directory to the data written.
+        if let Err(e) = i.commitlog.files().discard_ready() {
+            tracing::warn!(error = %e, "could not remove the unused next commitlog file");
         }
         let mut clean = true;
         if let Err(e) = i.dispatch_available(true) {

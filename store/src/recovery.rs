@@ -174,10 +174,17 @@ impl StoreInner {
         Ok((end, last_ts, count))
     }
 
-    /// Zeroes everything after `end` in its file and removes later files.
+    /// Zeroes everything after `end` in its file and removes later files. A file
+    /// that would start at `end` holds nothing (a next file created ahead of time
+    /// and never written) and is removed too.
     fn cut_commit_log(&self, end: i64) -> Result<()> {
         let q = self.commitlog.files();
-        q.remove_from(q.file_base(end) + q.file_size() as i64)?;
+        let base = q.file_base(end);
+        q.remove_from(if base == end {
+            end
+        } else {
+            base + q.file_size() as i64
+        })?;
         if let Some(f) = q.find(end) {
             // SAFETY: recovery runs before any reader or writer exists.
             unsafe { f.truncate_to((end - f.base()) as usize)? };

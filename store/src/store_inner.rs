@@ -8,6 +8,9 @@
 //! facade on top builds it, starts the services and serves the broker.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, RwLock};
+
+use vostok_remoting::support::sync::RwLockExt;
 
 use crate::checkpoint::Checkpoint;
 use crate::commitlog::CommitLog;
@@ -15,6 +18,7 @@ use crate::config::StoreConfig;
 use crate::dispatch_state::DispatchState;
 use crate::error::{Result, StoreError};
 use crate::index::IndexService;
+use crate::message::ConsumedOffsets;
 use crate::queue_table::ConsumeQueueTable;
 use crate::stats::Stats;
 use crate::stopper::Stopper;
@@ -43,6 +47,8 @@ pub(crate) struct StoreInner {
     pub(crate) state: RunState,
     pub(crate) stopper: Stopper,
     pub(crate) total_memory: u64,
+    /// What consumer groups committed, from the broker (retention asks it).
+    pub(crate) consumed: RwLock<Option<Arc<dyn ConsumedOffsets>>>,
 }
 
 /// Physical memory in bytes.
@@ -62,6 +68,10 @@ pub(crate) fn total_memory() -> u64 {
 }
 
 impl StoreInner {
+    pub(crate) fn consumed_offsets(&self) -> Option<Arc<dyn ConsumedOffsets>> {
+        self.consumed.read_locked().clone()
+    }
+
     /// Newest `accessMessageInMemoryMaxRatio` % of RAM worth of commitlog.
     pub(crate) fn memory_window(&self) -> i64 {
         (self.total_memory / 100 * self.config.access_message_in_memory_max_ratio as u64) as i64

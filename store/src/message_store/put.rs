@@ -160,6 +160,10 @@ impl MessageStore {
             Err(AppendError::PartialRawRecord) | Err(AppendError::Closed) => {
                 return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable)
             }
+            Err(AppendError::NoSpace(e)) => {
+                tracing::debug!(error = %e, "put refused: no room for the next commitlog file");
+                return PutMessageResult::failed(PutMessageStatus::DiskFull);
+            }
             Err(AppendError::CreateFile(e)) => {
                 tracing::error!(error = %e, "could not create a commitlog file");
                 return PutMessageResult::failed(PutMessageStatus::CreateMappedFileFailed);
