@@ -25,7 +25,7 @@ use vostok_remoting::{
     Channel, ClientConfig, ConnectionConfig, RemotingClient, RemotingCommand, RemotingServer,
     ServerConfig,
 };
-use vostok_store::{MessageArrivingListener, MessageStore};
+use vostok_store::{ConsumedOffsets, MessageArrivingListener, MessageStore};
 
 use crate::client_registry::ClientRegistry;
 use crate::config::BrokerConfig;
@@ -98,6 +98,16 @@ impl MessageArrivingListener for ArrivalBridge {
         self.0
             .long_polling
             .notify(topic, queue_id, max_offset, tags_code);
+    }
+}
+
+/// Lets the store's retention see what consumer groups committed, so that a forced
+/// deletion never drops unconsumed messages unless `cleanFileForciblyEnable`.
+struct ConsumedBridge(Arc<Broker>);
+
+impl ConsumedOffsets for ConsumedBridge {
+    fn min_committed_offset(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        self.0.offsets.min_committed(topic, queue_id)
     }
 }
 
@@ -192,6 +202,9 @@ impl Broker {
         broker
             .store
             .set_arrival_listener(Arc::new(ArrivalBridge(broker.clone())));
+        broker
+            .store
+            .set_consumed_offsets(Arc::new(ConsumedBridge(broker.clone())));
 
         let server_config = ServerConfig {
             connection: ConnectionConfig {
