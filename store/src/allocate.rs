@@ -293,3 +293,81 @@ impl AllocateService {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::DiskSpace;
+    use crate::mapped_file::Prealloc;
+
+    const SIZE: usize = 64 * 1024;
+
+    fn space(available: u64) -> DiskSpace {
+        DiskSpace {
+            total: 1 << 30,
+            free: available,
+            available,
+        }
+    }
+
+    #[test]
+    fn the_writer_takes_the_ready_file_and_no_room_refuses_without_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = MappedFileQueue::load(dir.path(), SIZE, Prealloc::Full).unwrap();
+        let probe = DiskProbe::simulated(space(1 << 29));
+        let alloc = AllocateService::new(probe.clone());
+
+        alloc.prepare(&queue, 0);
+        assert_eq!(queue.ready_base(), Some(0));
+        assert!(queue.is_empty(), "a ready file is not in the list");
+        let first = alloc.take(&queue, 0).unwrap();
+        assert_eq!((first.base(), queue.len()), (0, 1));
+        assert_eq!(alloc.fallbacks.load(Ordering::Relaxed), 0);
+
+        // No room for the next file: nothing is created, the writer is refused at once.
+        probe.set(space(SIZE as u64 - 1));
+        alloc.prepare(&queue, SIZE as i64);
+        assert!(alloc.is_blocked());
+        assert_eq!(queue.ready_base(), None);
+        assert!(matches!(
+            alloc.take(&queue, SIZE as i64),
+            Err(TakeError::NoSpace(_))
+        ));
+        assert_eq!(alloc.fallbacks.load(Ordering::Relaxed), 0);
+        let on_disk = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(on_disk, 1, "no file was created for lack of room");
+        assert!(alloc.used_ratio(&[dir.path()]) > 0.99);
+
+        // Room again: the next attempt creates it.
+        probe.set(space(1 << 29));
+        alloc.prepare(&queue, SIZE as i64);
+        assert!(!alloc.is_blocked());
+        assert_eq!(alloc.take(&queue, SIZE as i64).unwrap().base(), SIZE as i64);
+        assert_eq!(alloc.ahead.load(Ordering::Relaxed), 2);
+
+        // Not ready: the writer creates the file itself, and that is counted.
+        assert_eq!(
+            alloc.take(&queue, 2 * SIZE as i64).unwrap().base(),
+            2 * SIZE as i64
+        );
+        assert_eq!(alloc.fallbacks.load(Ordering::Relaxed), 1);
+        assert_eq!(queue.len(), 3);
+    }
+
+    #[test]
+    fn a_ready_file_that_no_longer_follows_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = MappedFileQueue::load(dir.path(), SIZE, Prealloc::Full).unwrap();
+        let alloc = AllocateService::new(DiskProbe::simulated(space(1 << 29)));
+        alloc.prepare(&queue, 0);
+        // A replica starting further on: the file at 0 must not stay on disk.
+        let file = alloc.take(&queue, 4 * SIZE as i64).unwrap();
+        assert_eq!(file.base(), 4 * SIZE as i64);
+        assert_eq!(queue.ready_base(), None);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+}
