@@ -4,23 +4,25 @@
 //!
 //! # Module map
 //!
-//! Arrows run one way: a module uses only modules of a lower floor.
+//! Arrows run one way: a module uses only modules of its own row or rows below it.
 //!
 //! | floor | module | RocketMQ | role |
 //! |---|---|---|---|
 //! | facade | [`message_store`] (+ `get`, `put`, `query`, `info`) | `DefaultMessageStore` | open, start, shutdown; the operations the broker calls |
-//! | services | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |
 //! | services | `recovery` | `recoverNormally` / `recoverAbnormally` | start-up repair |
+//! | services | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |
 //! | services | `retention` | `CleanCommitLogService`, `CleanConsumeQueueService` | deleting expired files, disk-full guard |
 //! | services | `flush_service` | `FlushRealTimeService`, `GroupCommitService`, `FlushConsumeQueueService` | the flush threads |
 //! | state | `store_inner` | `DefaultMessageStore`'s fields | what the services and the facade share |
 //! | parts | `commitlog` (+ `append`, `flush`, `prefault`, `raw`, `scan`) | `CommitLog` | the record log, group commit, page prefaulting, replication seam |
+//! | parts | `allocate` | `AllocateMappedFileService` | the next commitlog file created ahead (thread `store-allocate`), the no-room guard |
 //! | parts | `consume_queue`, `queue_table` | `ConsumeQueue` | per-queue 20-byte entries into the commitlog |
 //! | parts | `index` (+ `file`) | `IndexService`, `IndexFile` | lookup by key |
 //! | parts | `dispatch_state` | `ReputMessageService`'s fields | dispatch progress, arrival listener, wake-ups |
 //! | parts | `checkpoint`, `lock` | `StoreCheckpoint`, abort/lock files | crash bookkeeping |
 //! | parts | `stopper`, `stats` | `ServiceThread`, `StoreStatsService` | stopping the threads; counters |
 //! | base | `mapped_file`, `mapped_file_queue` | `MappedFile(Queue)` | fixed-size mapped files |
+//! | base | `disk` | `UtilAll.getDiskPartitionSpaceUsedPercent` | free-space readings (simulated in tests) |
 //! | base | [`config`], `error`, `message`, `result` | `MessageStoreConfig`, `PutMessageStatus`, ... | keys and defaults; errors; message and result types |
 //!
 //! # Request flow
