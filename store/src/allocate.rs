@@ -32,12 +32,12 @@ use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::MappedFileQueue;
 
 /// How often the thread tries again while the disk has no room for the next file.
-pub(crate) const RETRY_INTERVAL: Duration = Duration::from_millis(200);
+const RETRY_INTERVAL: Duration = Duration::from_millis(200);
 /// How often the thread checks that the next file is ready when nobody asks.
 const IDLE_INTERVAL: Duration = Duration::from_secs(1);
 /// How much of a new file is mapped in ahead of its first writer.
 const WARM_BYTES: usize = 16 << 20;
-/// No next file is wanted (`blocked_base`).
+/// `blocked_base` when the last attempt found room.
 const NONE: i64 = -1;
 
 #[derive(Default)]
@@ -186,16 +186,24 @@ impl AllocateService {
             return;
         }
         let result = self.create_locked(queue, base).and_then(|file| {
-            file.prefault(0, WARM_BYTES);
-            queue.set_ready(file).map_err(TakeError::Failed)
+            queue
+                .set_ready(Arc::clone(&file))
+                .map_err(TakeError::Failed)?;
+            Ok(file)
         });
-        if result.is_ok() {
-            self.ahead.fetch_add(1, Ordering::Relaxed);
-        }
         self.note(base, result.as_ref().err());
         drop(space);
-        let _signal = self.signal.locked();
-        self.attempted.notify_all();
+        {
+            let _signal = self.signal.locked();
+            self.attempted.notify_all();
+        }
+        if let Ok(file) = result {
+            self.ahead.fetch_add(1, Ordering::Relaxed);
+            // After the lock: a writer that came for the file early waits only for its
+            // creation. Mapping pages in does not touch their contents, so it may
+            // overlap the writer's first appends.
+            file.prefault(0, WARM_BYTES);
+        }
     }
 
     /// Waits until `ready()` holds, checking after every attempt; `false` on timeout.
