@@ -24,7 +24,7 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{
     ClientConfig, ConnectionConfig, FrameLimits, RemotingClient, RemotingServer, ServerConfig,
 };
-use vostok_store::{MessageArrivingListener, MessageStore};
+use vostok_store::{ConsumedOffsets, MessageArrivingListener, MessageStore};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
@@ -78,6 +78,16 @@ impl MessageArrivingListener for ArrivalBridge {
             .long_polling
             .notify(topic, queue_id, max_offset, tags_code);
         broker.pop.polling.notify(topic, queue_id);
+    }
+}
+
+/// Lets the store's retention see what consumer groups committed, so that a forced deletion
+/// never drops unconsumed messages unless `cleanFileForciblyEnable`.
+struct ConsumedBridge(Arc<Broker>);
+
+impl ConsumedOffsets for ConsumedBridge {
+    fn min_committed_offset(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        self.0.offsets.min_committed(topic, queue_id)
     }
 }
 
@@ -135,6 +145,9 @@ impl Broker {
         broker
             .store
             .set_arrival_listener(Arc::new(ArrivalBridge(broker.clone())));
+        broker
+            .store
+            .set_consumed_offsets(Arc::new(ConsumedBridge(broker.clone())));
         // Outcomes recorded before a restart must be known to the first END_TRANSACTION.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.store)).await;

@@ -1,4 +1,4 @@
-//! The checkpoint file (RocketMQ `StoreCheckpoint`, PROTOCOL.md 6.7).
+//! The checkpoint file (RocketMQ `StoreCheckpoint`, docs/store.md#checkpoint).
 //!
 //! ```text
 //! 4 KiB file:  0 physicMsgTimestamp   8 logicsMsgTimestamp   16 indexMsgTimestamp

@@ -1,5 +1,6 @@
-//! The commitlog: every message of every topic, appended in arrival order to a run
-//! of fixed-size files (PROTOCOL.md 6.2–6.4).
+//! The commitlog: every message of every topic, appended in arrival order to a run of
+//! fixed-size files (docs/store.md, sections "Commitlog files", "Commitlog record
+//! layout" and "End-of-file blank").
 //!
 //! ```text
 //! commitlog/00000000000000000000   records ... | blank (int remaining, int 0xCBD43194)
@@ -14,8 +15,9 @@
 //!   replica holds the first part of a record received with [`CommitLog::append_raw`].
 //! * `flushed_offset`: end of the bytes known to be on disk.
 //!
-//! Appends ([`append`]) run under the append lock; flushing ([`flush`]) runs on its
-//! own thread; [`raw`] is the replication seam.
+//! Appends ([`append`]) run under the append lock and take new files from the
+//! allocation thread (`allocate`); flushing ([`flush`]) runs on its own thread;
+//! [`raw`] is the replication seam.
 
 pub(crate) mod append;
 pub(crate) mod flush;
@@ -34,7 +36,9 @@ use vostok_remoting::protocol::message::record::{
 };
 use vostok_remoting::support::sync::MutexExt;
 
+use crate::allocate::AllocateService;
 use crate::config::StoreConfig;
+use crate::disk::DiskProbe;
 use crate::error::Result;
 use crate::mapped_file::{MappedFile, Prealloc};
 use crate::mapped_file_queue::MappedFileQueue;
@@ -62,11 +66,13 @@ pub(crate) struct CommitLog {
     prefaulted: AtomicI64,
     prefaulter: OnceLock<Thread>,
     pub(crate) group_commit: GroupCommit,
+    /// Creates the next file ahead of the writer.
+    pub(crate) allocator: AllocateService,
 }
 
 impl CommitLog {
     /// Maps the commitlog files; positions stay unknown until [`CommitLog::set_recovered_end`].
-    pub(crate) fn load(config: &StoreConfig) -> Result<Self> {
+    pub(crate) fn load(config: &StoreConfig, probe: DiskProbe) -> Result<Self> {
         let files = MappedFileQueue::load(
             &config.commit_log_dir(),
             config.mapped_file_size_commit_log,
@@ -85,6 +91,7 @@ impl CommitLog {
             prefaulted: AtomicI64::new(0),
             prefaulter: OnceLock::new(),
             group_commit: GroupCommit::default(),
+            allocator: AllocateService::new(probe),
         })
     }
 

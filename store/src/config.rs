@@ -32,7 +32,7 @@ impl FlushDiskType {
 /// RocketMQ's default `messageDelayLevel`.
 pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 
-/// Size of one consume-queue entry (PROTOCOL.md 6.5).
+/// Size of one consume-queue entry (docs/store.md#consume-queue).
 pub const CQ_UNIT_SIZE: usize = 20;
 
 #[derive(Debug, Clone)]
@@ -65,11 +65,14 @@ pub struct StoreConfig {
     pub delete_when: String,
     /// `diskMaxUsedSpaceRatio` (%): above it expired files are deleted at once.
     pub disk_max_used_space_ratio: u32,
-    /// `diskSpaceCleanForciblyRatio` (%): above it the oldest files go even if not expired.
+    /// `diskSpaceCleanForciblyRatio` (%): above it the oldest files go even if not
+    /// expired, as far as every consumer group has consumed them.
     pub disk_space_clean_forcibly_ratio: u32,
     /// `diskSpaceWarningLevelRatio` (%): above it puts are refused with DISK_FULL.
     pub disk_space_warning_level_ratio: u32,
-    /// `cleanFileForciblyEnable`.
+    /// `cleanFileForciblyEnable`: let a forced, space-driven deletion drop messages
+    /// that a consumer group has not consumed. Off by default (RocketMQ: on): without
+    /// it a full disk refuses sends instead of deleting unconsumed messages.
     pub clean_file_forcibly_enable: bool,
     /// `cleanResourceInterval`: how often retention runs.
     pub clean_resource_interval: Duration,
@@ -123,7 +126,7 @@ impl Default for StoreConfig {
             disk_max_used_space_ratio: 75,
             disk_space_clean_forcibly_ratio: 85,
             disk_space_warning_level_ratio: 90,
-            clean_file_forcibly_enable: true,
+            clean_file_forcibly_enable: false,
             clean_resource_interval: Duration::from_millis(10_000),
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,

@@ -1,5 +1,5 @@
 //! One consume queue: the index of one (topic, queue id) into the commitlog
-//! (PROTOCOL.md 6.5).
+//! (docs/store.md#consume-queue).
 //!
 //! ```text
 //! consumequeue/<topic>/<queueId>/<20-digit logical byte offset>
@@ -352,20 +352,27 @@ impl ConsumeQueue {
         Ok(())
     }
 
-    /// Moves the min offset to the first entry whose record is at or after
-    /// `commitlog_min` (RocketMQ `correctMinOffset`).
-    pub(crate) fn correct_min_offset(&self, commitlog_min: i64) {
+    /// The first queue offset whose record is at or after commitlog offset `phy`
+    /// (the max offset if there is none).
+    pub(crate) fn offset_of_phy(&self, phy: i64) -> i64 {
         let first_file_offset = self.files.min_offset() / CQ_UNIT_SIZE as i64;
         let (mut lo, mut hi) = (self.min_offset().max(first_file_offset), self.max_offset());
         // Entries are in commitlog order (blanks, at offset 0, only come first).
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.entry_unchecked(mid) {
-                Some(e) if e.is_blank() || e.phy < commitlog_min => lo = mid + 1,
+                Some(e) if e.is_blank() || e.phy < phy => lo = mid + 1,
                 Some(_) => hi = mid,
                 None => lo = mid + 1,
             }
         }
+        lo
+    }
+
+    /// Moves the min offset to the first entry whose record is at or after
+    /// `commitlog_min` (RocketMQ `correctMinOffset`).
+    pub(crate) fn correct_min_offset(&self, commitlog_min: i64) {
+        let lo = self.offset_of_phy(commitlog_min);
         if lo != self.min_offset() {
             tracing::debug!(topic = %self.topic, queue_id = self.queue_id, min = lo, "consume-queue min offset moved");
         }

@@ -1,4 +1,4 @@
-//! The dispatcher ("reput", PROTOCOL.md 6.10): follows the commitlog and builds the
+//! The dispatcher ("reput", docs/store.md#dispatch): follows the commitlog and builds the
 //! consume queues and the index from the records, then tells the arrival listener.
 //!
 //! Everything the consume queues and the index hold is derived from the commitlog
@@ -9,106 +9,20 @@
 //! is already running), so a new message is visible and announced within
 //! microseconds, not after a polling period.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
-use std::thread::Thread;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
-use vostok_remoting::support::sync::{CondvarExt, MutexExt, RwLockExt};
+use vostok_remoting::support::sync::RwLockExt;
 
 use crate::commitlog::append::gets_queue_offset;
 use crate::commitlog::scan::{scan, Scanned};
 use crate::consume_queue::CqEntry;
 use crate::error::{Result, StoreError};
-use crate::message::MessageArrivingListener;
-use crate::message_store::StoreInner;
-
-#[derive(Default)]
-pub(crate) struct DispatchState {
-    /// Commitlog offset up to which records are dispatched.
-    reput_from: AtomicI64,
-    /// Store timestamp of the newest dispatched record.
-    dispatched_timestamp: AtomicI64,
-    thread: OnceLock<Thread>,
-    /// Set while the dispatcher sleeps until woken: only then do appenders unpark it.
-    idle: AtomicBool,
-    stop: AtomicBool,
-    listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
-    progress: Mutex<i64>,
-    progressed: Condvar,
-}
-
-impl DispatchState {
-    pub(crate) fn reput_from(&self) -> i64 {
-        self.reput_from.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn set_reput_from(&self, offset: i64) {
-        self.reput_from.store(offset, Ordering::Release);
-    }
-
-    pub(crate) fn dispatched_timestamp(&self) -> i64 {
-        self.dispatched_timestamp.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn set_listener(&self, listener: Arc<dyn MessageArrivingListener>) {
-        *self.listener.write_locked() = Some(listener);
-    }
-
-    pub(crate) fn set_thread(&self, t: Thread) -> bool {
-        self.thread.set(t).is_ok()
-    }
-
-    /// Wakes the dispatcher thread (called after every append).
-    /// Called after every append. Under a stream the dispatcher polls on its own, so an
-    /// append pays for a wake-up only when the dispatcher went idle.
-    pub(crate) fn wake(&self) {
-        // Pairs with the fence in `run`: either the dispatcher sees the new records after
-        // announcing it is idle, or this sees `idle` and unparks it.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.idle.load(Ordering::SeqCst) {
-            self.unpark();
-        }
-    }
-
-    fn unpark(&self) {
-        if let Some(t) = self.thread.get() {
-            t.unpark();
-        }
-    }
-
-    pub(crate) fn stop(&self) {
-        self.stop.store(true, Ordering::Release);
-        self.unpark();
-    }
-
-    fn announce(&self, reput: i64) {
-        let mut p = self.progress.locked();
-        *p = reput;
-        drop(p);
-        self.progressed.notify_all();
-    }
-
-    /// Waits until everything below `offset` is dispatched; `false` on timeout.
-    pub(crate) fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut p = self.progress.locked();
-        loop {
-            if self.reput_from() >= offset {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            p = self.progressed.wait_timeout_locked(p, deadline - now);
-        }
-    }
-}
+use crate::store_inner::StoreInner;
 
 /// The properties the dispatcher needs, found in one pass (the last occurrence
 /// wins, as with `property::find`).
@@ -272,8 +186,8 @@ const POLL_INTERVAL: Duration = Duration::from_micros(200);
 const IDLE_AFTER: Duration = Duration::from_millis(10);
 
 /// The dispatcher thread body.
-pub(crate) fn run(inner: Arc<StoreInner>) {
-    let _ = inner.dispatch.thread.set(std::thread::current());
+pub(crate) fn run(inner: &StoreInner) {
+    let _ = inner.dispatch.set_thread(std::thread::current());
     let mut failing = false;
     let mut last_record = Instant::now();
     loop {

@@ -41,6 +41,12 @@ pub enum StoreError {
     Corrupt { offset: i64, reason: String },
     #[error("the store is shut down")]
     Shutdown,
+    #[error("no room in {path} for a {needed}-byte file: {available} bytes available")]
+    NoSpace {
+        path: PathBuf,
+        needed: u64,
+        available: u64,
+    },
 }
 
 impl StoreError {
@@ -50,6 +56,18 @@ impl StoreError {
             op,
             path: path.to_path_buf(),
             source,
+        }
+    }
+
+    /// The file system is full: `NoSpace`, or an I/O error with ENOSPC or EDQUOT.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            StoreError::NoSpace { .. } => true,
+            StoreError::Io { source, .. } => matches!(
+                source.raw_os_error(),
+                Some(libc::ENOSPC) | Some(libc::EDQUOT)
+            ),
+            _ => false,
         }
     }
 

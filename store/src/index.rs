@@ -1,4 +1,4 @@
-//! Index files: find messages by key (RocketMQ `IndexService`, PROTOCOL.md 6.6).
+//! Index files: find messages by key (RocketMQ `IndexService`, docs/store.md#index-file).
 //!
 //! Files live in `index/`, named by their creation time `yyyyMMddHHmmssSSS` (local
 //! time). The dispatcher adds `topic#UNIQ_KEY` and `topic#key` for every

@@ -1,21 +1,28 @@
-//! Vostok's message store: RocketMQ's on-disk layout (PROTOCOL.md 6), so that a
-//! RocketMQ operator recognises the files, and every acknowledged message survives a
-//! crash.
+//! Vostok's message store: RocketMQ's on-disk layout (docs/store.md), so that a RocketMQ
+//! operator recognises the files, and every acknowledged message survives a crash.
 //!
 //! # Module map
 //!
-//! | module | RocketMQ | role |
-//! |---|---|---|
-//! | [`message_store`] | `DefaultMessageStore` | the facade the broker calls; threads |
-//! | `commitlog` (+ `append`, `flush`, `prefault`, `raw`, `scan`) | `CommitLog` | the record log, group commit, page prefaulting, replication seam |
-//! | `consume_queue`, `queue_table` | `ConsumeQueue` | per-queue 20-byte entries into the commitlog |
-//! | `index` | `IndexService`, `IndexFile` | lookup by key |
-//! | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |
-//! | `recovery` | `recoverNormally` / `recoverAbnormally` | start-up repair |
-//! | `retention` | `CleanCommitLogService` | deleting expired files, disk-full guard |
-//! | `checkpoint`, `lock` | `StoreCheckpoint`, abort/lock files | crash bookkeeping |
-//! | `mapped_file`, `mapped_file_queue` | `MappedFile(Queue)` | fixed-size mapped files |
-//! | [`config`] | `MessageStoreConfig` | keys and defaults |
+//! Arrows run one way: a module uses only modules of its own row or rows below it.
+//!
+//! | floor | module | RocketMQ | role |
+//! |---|---|---|---|
+//! | facade | [`message_store`] (+ `get`, `put`, `query`, `info`) | `DefaultMessageStore` | open, start, shutdown; the operations the broker calls |
+//! | services | `recovery` | `recoverNormally` / `recoverAbnormally` | start-up repair |
+//! | services | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |
+//! | services | `retention` | `CleanCommitLogService`, `CleanConsumeQueueService` | deleting expired files, disk-full guard |
+//! | services | `flush_service` | `FlushRealTimeService`, `GroupCommitService`, `FlushConsumeQueueService` | the flush threads |
+//! | state | `store_inner` | `DefaultMessageStore`'s fields | what the services and the facade share |
+//! | parts | `commitlog` (+ `append`, `flush`, `prefault`, `raw`, `scan`) | `CommitLog` | the record log, group commit, page prefaulting, replication seam |
+//! | parts | `allocate` | `AllocateMappedFileService` | the next commitlog file created ahead (thread `store-allocate`), the no-room guard |
+//! | parts | `consume_queue`, `queue_table` | `ConsumeQueue` | per-queue 20-byte entries into the commitlog |
+//! | parts | `index` (+ `file`) | `IndexService`, `IndexFile` | lookup by key |
+//! | parts | `dispatch_state` | `ReputMessageService`'s fields | dispatch progress, arrival listener, wake-ups |
+//! | parts | `checkpoint`, `lock` | `StoreCheckpoint`, abort/lock files | crash bookkeeping |
+//! | parts | `stopper`, `stats` | `ServiceThread`, `StoreStatsService` | stopping the threads; counters |
+//! | base | `mapped_file`, `mapped_file_queue` | `MappedFile(Queue)` | fixed-size mapped files |
+//! | base | `disk` | `UtilAll.getDiskPartitionSpaceUsedPercent` | free-space readings (simulated in tests) |
+//! | base | [`config`], `error`, `message`, `result` | `MessageStoreConfig`, `PutMessageStatus`, ... | keys and defaults; errors; message and result types |
 //!
 //! # Request flow
 //!
@@ -46,12 +53,16 @@
 //! them exactly as for local appends, keeping the master's queue offsets. A replica
 //! holding a partial record refuses local puts (SERVICE_NOT_AVAILABLE).
 
+mod allocate;
 mod checkpoint;
 mod commitlog;
 pub mod config;
 mod consume_queue;
+mod disk;
 mod dispatch;
+mod dispatch_state;
 mod error;
+mod flush_service;
 mod index;
 mod lock;
 mod mapped_file;
@@ -63,10 +74,13 @@ mod recovery;
 mod result;
 mod retention;
 mod stats;
+mod stopper;
+mod store_inner;
 
 pub use config::{FlushDiskType, StoreConfig};
+pub use disk::{DiskProbe, DiskSpace};
 pub use error::StoreError;
-pub use message::{MessageArrivingListener, MessageFilter, MessageInner};
+pub use message::{ConsumedOffsets, MessageArrivingListener, MessageFilter, MessageInner};
 pub use message_store::MessageStore;
 pub use result::{
     AppendResult, GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,

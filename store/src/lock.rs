@@ -1,4 +1,5 @@
-//! The `lock` file (one store per directory) and the `abort` marker (PROTOCOL.md 6.8).
+//! The `lock` file (one store per directory) and the `abort` marker
+//! (docs/store.md#abort-and-lock-files).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

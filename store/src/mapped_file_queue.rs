@@ -4,11 +4,16 @@
 //! Files are contiguous: file *k* starts where file *k − 1* ends. Old files are
 //! removed from the front, new ones appended at the back; the list sits behind a
 //! `RwLock` held only to clone an `Arc`, so readers never wait for I/O.
+//!
+//! The next file may be created ahead of time (RocketMQ `AllocateMappedFileService`)
+//! and kept aside as the *ready* file: on disk, but not in the list, so readers,
+//! retention and recovery bookkeeping do not see it. The writer that reaches its
+//! start takes it with [`MappedFileQueue::take_ready`], which does no I/O.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{parse_offset_file_name, sync_dir, MappedFile, Prealloc};
@@ -18,6 +23,9 @@ pub(crate) struct MappedFileQueue {
     file_size: usize,
     prealloc: Prealloc,
     files: RwLock<Vec<Arc<MappedFile>>>,
+    /// The next file, created ahead of the writer and not yet in `files`. Locked
+    /// before `files` when both are taken.
+    ready: Mutex<Option<Arc<MappedFile>>>,
 }
 
 impl MappedFileQueue {
@@ -63,11 +71,16 @@ impl MappedFileQueue {
             file_size,
             prealloc,
             files: RwLock::new(files),
+            ready: Mutex::new(None),
         })
     }
 
     pub(crate) fn file_size(&self) -> usize {
         self.file_size
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Vec<Arc<MappedFile>>> {
@@ -123,27 +136,85 @@ impl MappedFileQueue {
 
     /// Creates and appends the file starting at `base`, which must follow the last
     /// file (or be aligned, for the first one).
+    /// The file is created before the list is locked, so that readers never wait
+    /// for its I/O; each queue has one writer, which is the only one to call this.
     pub(crate) fn create(&self, base: i64) -> Result<Arc<MappedFile>> {
-        let mut files = self.write();
-        if let Some(last) = files.last() {
+        if let Some(last) = self.last() {
             assert_eq!(base, last.end(), "new store file must follow the last one");
         }
+        let file = self.create_file(base)?;
+        if let Err(e) = sync_dir(&self.dir) {
+            let _ = file.remove();
+            return Err(e);
+        }
+        self.write().push(Arc::clone(&file));
+        Ok(file)
+    }
+
+    fn create_file(&self, base: i64) -> Result<Arc<MappedFile>> {
         debug_assert_eq!(base % self.file_size as i64, 0);
         let path = self.dir.join(crate::mapped_file::offset_file_name(base));
         if path.exists() {
             // A leftover from a crash between creation and recovery bookkeeping.
             std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
         }
-        let file = Arc::new(MappedFile::create_at(
+        Ok(Arc::new(MappedFile::create_at(
             path,
             base,
             self.file_size,
             self.prealloc,
-        )?);
-        files.push(Arc::clone(&file));
-        drop(files);
-        sync_dir(&self.dir)?;
+        )?))
+    }
+
+    /// Creates the file starting at `base` on disk, durably, without adding it to
+    /// the list: the allocation thread's half of [`MappedFileQueue::take_ready`].
+    pub(crate) fn create_ready(&self, base: i64) -> Result<Arc<MappedFile>> {
+        let file = self.create_file(base)?;
+        if let Err(e) = sync_dir(&self.dir) {
+            let _ = file.remove();
+            return Err(e);
+        }
         Ok(file)
+    }
+
+    /// Start of the ready file, if there is one.
+    pub(crate) fn ready_base(&self) -> Option<i64> {
+        self.ready.locked().as_ref().map(|f| f.base())
+    }
+
+    /// Keeps `file` (from [`MappedFileQueue::create_ready`]) as the ready file; one
+    /// kept before is removed from disk.
+    pub(crate) fn set_ready(&self, file: Arc<MappedFile>) -> Result<()> {
+        let old = self.ready.locked().replace(file);
+        match old {
+            Some(old) => old.remove(),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends the ready file if it starts at `base` and follows the last file. No
+    /// I/O: this is what the writer does under its lock.
+    pub(crate) fn take_ready(&self, base: i64) -> Option<Arc<MappedFile>> {
+        let mut ready = self.ready.locked();
+        if ready.as_ref().map(|f| f.base()) != Some(base) {
+            return None;
+        }
+        let mut files = self.write();
+        if files.last().is_some_and(|last| last.end() != base) {
+            return None;
+        }
+        let file = ready.take()?;
+        files.push(Arc::clone(&file));
+        Some(file)
+    }
+
+    /// Removes the ready file from disk (shutdown, or one that no longer follows).
+    pub(crate) fn discard_ready(&self) -> Result<()> {
+        let old = self.ready.locked().take();
+        match old {
+            Some(old) => old.remove(),
+            None => Ok(()),
+        }
     }
 
     /// Removes every file starting at or after `offset` (recovery of a torn tail).
@@ -197,6 +268,7 @@ impl MappedFileQueue {
 
     /// Removes every file and the directory itself.
     pub(crate) fn destroy(&self) -> Result<()> {
+        self.discard_ready()?;
         let n = self.len();
         self.remove_first(n)?;
         match std::fs::remove_dir(&self.dir) {

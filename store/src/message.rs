@@ -1,4 +1,4 @@
-//! What the broker hands to the store, and the two callbacks it can plug in.
+//! What the broker hands to the store, and the callbacks it can plug in.
 
 use std::net::SocketAddr;
 
@@ -12,7 +12,7 @@ pub struct MessageInner {
     pub queue_id: i32,
     pub flag: i32,
     pub body: Bytes,
-    /// Encoded property string (PROTOCOL.md 5.1).
+    /// Encoded property string (docs/message.md#property-string).
     pub properties: String,
     /// The tag hash code the broker computed. The dispatcher derives the consume-queue
     /// tag field from the stored record (hash of `TAGS`, or the delivery time for
@@ -29,7 +29,7 @@ pub struct MessageInner {
 
 /// Server-side filtering of a pull.
 pub trait MessageFilter: Send + Sync {
-    /// Checks a consume-queue entry's tag code (PROTOCOL.md 5.5).
+    /// Checks a consume-queue entry's tag code (docs/message.md#tag-hash-code).
     fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool;
     /// Checks the record's encoded property string (e.g. for SQL92 filters).
     fn is_matched_by_commit_log(&self, properties: &str) -> bool {
@@ -52,4 +52,15 @@ pub trait MessageArrivingListener: Send + Sync {
         store_timestamp: i64,
         properties: &str,
     );
+}
+
+/// What consumer groups have committed, as the broker knows it (RocketMQ's
+/// `ConsumerOffsetManager`). Retention asks it before a forced, space-driven deletion
+/// so that it can refuse to drop messages a group has not consumed (see `retention`).
+/// Called on the retention thread.
+pub trait ConsumedOffsets: Send + Sync {
+    /// The lowest offset committed on the queue by any consumer group that consumes it
+    /// (every message below it is consumed by every such group); `None` when no group
+    /// has committed an offset on it, so that none of its messages counts as consumed.
+    fn min_committed_offset(&self, topic: &str, queue_id: i32) -> Option<i64>;
 }

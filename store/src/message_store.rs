@@ -9,153 +9,37 @@
 //! | `store-prefault` | maps commitlog pages in ahead of the writer |
 //! | `store-dispatch` | builds consume queues and index, notifies arrivals |
 //! | `store-cq-flush` | flushes consume queues, index and the checkpoint |
+//! | `store-allocate` | creates the next commitlog file ahead of the writer |
 //! | `store-clean` | retention and the disk-usage check |
 
 mod get;
 mod info;
 mod put;
 mod query;
-mod threads;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use vostok_remoting::support::sync::{CondvarExt, MutexExt};
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
 use crate::checkpoint::Checkpoint;
 use crate::commitlog::CommitLog;
 use crate::config::{FlushDiskType, StoreConfig};
-use crate::dispatch::DispatchState;
+use crate::disk::DiskProbe;
+use crate::dispatch_state::DispatchState;
 use crate::error::{Result, StoreError};
 use crate::index::IndexService;
 use crate::lock::{AbortFile, StoreLock};
-use crate::message::MessageArrivingListener;
+use crate::message::{ConsumedOffsets, MessageArrivingListener};
 use crate::queue_table::ConsumeQueueTable;
 use crate::retention::RetentionReport;
 use crate::stats::Stats;
-
-/// Flags that gate puts.
-#[derive(Debug, Default)]
-pub(crate) struct RunState {
-    pub(crate) shutdown: AtomicBool,
-    pub(crate) disk_full: AtomicBool,
-    /// A flush failed: durability can no longer be promised, puts are refused.
-    pub(crate) write_error: AtomicBool,
-    pub(crate) disk_ratio_permille: AtomicU32,
-    pub(crate) manual_delete: AtomicU32,
-}
-
-/// Lets periodic threads sleep and still stop at once.
-#[derive(Debug, Default)]
-pub(crate) struct Stopper {
-    stopped: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Stopper {
-    /// Sleeps up to `d`; `true` if stopped.
-    pub(crate) fn wait(&self, d: Duration) -> bool {
-        let deadline = Instant::now() + d;
-        let mut stopped = self.stopped.locked();
-        while !*stopped {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            stopped = self.cv.wait_timeout_locked(stopped, deadline - now);
-        }
-        true
-    }
-
-    pub(crate) fn is_stopped(&self) -> bool {
-        *self.stopped.locked()
-    }
-
-    pub(crate) fn stop(&self) {
-        *self.stopped.locked() = true;
-        self.cv.notify_all();
-    }
-}
-
-/// State shared by the facade and its threads.
-pub(crate) struct StoreInner {
-    pub(crate) config: StoreConfig,
-    pub(crate) commitlog: CommitLog,
-    pub(crate) queues: ConsumeQueueTable,
-    pub(crate) index: Option<IndexService>,
-    pub(crate) checkpoint: Checkpoint,
-    pub(crate) dispatch: DispatchState,
-    pub(crate) delay_levels_ms: Vec<i64>,
-    pub(crate) stats: Stats,
-    pub(crate) state: RunState,
-    pub(crate) stopper: Stopper,
-    pub(crate) total_memory: u64,
-}
-
-/// Physical memory in bytes.
-fn total_memory() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    if pages > 0 && page > 0 {
-        pages as u64 * page as u64
-    } else {
-        8 << 30
-    }
-}
-
-impl StoreInner {
-    /// Newest `accessMessageInMemoryMaxRatio` % of RAM worth of commitlog.
-    pub(crate) fn memory_window(&self) -> i64 {
-        (self.total_memory / 100 * self.config.access_message_in_memory_max_ratio as u64) as i64
-    }
-
-    /// Flushes consume queues and index, then records their progress in the
-    /// checkpoint together with the commitlog's.
-    fn flush_logics(&self) -> Result<()> {
-        let dispatched = self.dispatch.dispatched_timestamp();
-        for cq in self.queues.all() {
-            cq.flush()?;
-        }
-        if let Some(index) = &self.index {
-            index.flush()?;
-        }
-        if dispatched > 0 {
-            self.checkpoint.set_logics_msg_timestamp(dispatched);
-            self.checkpoint.set_index_msg_timestamp(dispatched);
-        }
-        self.checkpoint.flush()
-    }
-
-    fn flush_commit_log(&self) -> Result<()> {
-        match self.commitlog.flush() {
-            Ok(f) => {
-                if f.store_timestamp > 0 {
-                    self.checkpoint.set_physic_msg_timestamp(f.store_timestamp);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.flush_failed(&e);
-                Err(e)
-            }
-        }
-    }
-
-    fn flush_failed(&self, e: &StoreError) {
-        if !self.state.write_error.swap(true, Ordering::AcqRel) {
-            tracing::error!(error = %e, "commitlog flush failed: refusing further puts");
-        }
-    }
-}
+use crate::stopper::Stopper;
+use crate::store_inner::{total_memory, RunState, StoreInner};
 
 /// The message store. Open it once per directory and share it as `Arc<MessageStore>`.
 pub struct MessageStore {
@@ -178,6 +62,12 @@ impl std::fmt::Debug for MessageStore {
 impl MessageStore {
     /// Locks the directory, loads and recovers the files, and starts the threads.
     pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>> {
+        Self::open_with_probe(config, DiskProbe::statvfs())
+    }
+
+    /// As [`MessageStore::open`], reading disk space through `probe` (tests simulate
+    /// a full disk with [`DiskProbe::simulated`]).
+    pub fn open_with_probe(config: StoreConfig, probe: DiskProbe) -> Result<Arc<MessageStore>> {
         config.validate()?;
         let root = config.store_path_root_dir.clone();
         std::fs::create_dir_all(&root).map_err(|e| StoreError::io("create directory", &root, e))?;
@@ -188,7 +78,7 @@ impl MessageStore {
         // From here on a crash, even during recovery, means abnormal recovery next time.
         abort.create()?;
 
-        let commitlog = CommitLog::load(&config)?;
+        let commitlog = CommitLog::load(&config, probe)?;
         let queues = ConsumeQueueTable::load(
             &config.consume_queue_dir(),
             config.mapped_file_size_consume_queue,
@@ -216,8 +106,16 @@ impl MessageStore {
             state: RunState::default(),
             stopper: Stopper::default(),
             total_memory: total_memory(),
+            consumed: RwLock::new(None),
         });
         inner.recover(last_exit_ok)?;
+        // Before the first put: the file the writer continues in has its blocks, and
+        // the next one is ready.
+        if let Err(e) = inner.commitlog.reserve_write_file() {
+            tracing::error!(error = %e, "could not reserve the blocks of the current commitlog file");
+        }
+        let allocator = &inner.commitlog.allocator;
+        allocator.prepare(inner.commitlog.files(), inner.commitlog.next_file_base());
         inner.update_disk_state(inner.measure_disk());
         // Everything recovered is on disk now; record it before accepting puts.
         inner.flush_logics()?;
@@ -239,26 +137,39 @@ impl MessageStore {
     }
 
     fn start_threads(&self) -> Result<()> {
-        let spawn = |name: &str, f: fn(Arc<StoreInner>)| {
+        let spawn = |name: &str, f: fn(&StoreInner)| {
             let inner = Arc::clone(&self.inner);
             std::thread::Builder::new()
                 .name(name.to_owned())
-                .spawn(move || f(inner))
+                .spawn(move || f(&inner))
                 .map_err(|e| {
                     StoreError::io("spawn thread", &self.inner.config.store_path_root_dir, e)
                 })
         };
         let mut threads = self.threads.locked();
         let dispatcher = spawn("store-dispatch", crate::dispatch::run)?;
-        let _ = self.inner.dispatch_thread_set(dispatcher.thread().clone());
+        let _ = self.inner.dispatch.set_thread(dispatcher.thread().clone());
         threads.push(dispatcher);
-        let prefaulter = spawn("store-prefault", crate::commitlog::prefault::run)?;
+        let prefaulter = spawn("store-prefault", |i| {
+            crate::commitlog::prefault::run(&i.commitlog, &i.stopper)
+        })?;
         self.inner
             .commitlog
             .set_prefaulter(prefaulter.thread().clone());
         threads.push(prefaulter);
-        threads.push(spawn("store-flush", threads::run_commit_log_flush)?);
-        threads.push(spawn("store-cq-flush", threads::run_logics_flush)?);
+        threads.push(spawn(
+            "store-flush",
+            crate::flush_service::run_commit_log_flush,
+        )?);
+        threads.push(spawn(
+            "store-cq-flush",
+            crate::flush_service::run_logics_flush,
+        )?);
+        threads.push(spawn("store-allocate", |i| {
+            i.commitlog
+                .allocator
+                .run(|| (i.commitlog.files(), i.commitlog.next_file_base()))
+        })?);
         threads.push(spawn("store-clean", crate::retention::run)?);
         Ok(())
     }
@@ -356,6 +267,23 @@ impl MessageStore {
         self.inner.dispatch.set_listener(listener);
     }
 
+    /// Tells retention what consumer groups have committed, so that a forced,
+    /// space-driven deletion never drops unconsumed messages unless
+    /// `cleanFileForciblyEnable` allows it. Without it no message counts as consumed.
+    pub fn set_consumed_offsets(&self, offsets: Arc<dyn ConsumedOffsets>) {
+        *self.inner.consumed.write_locked() = Some(offsets);
+    }
+
+    /// Waits until the next commitlog file exists (created ahead, or the file the
+    /// writer is in has room), so that puts are accepted again after a full disk;
+    /// `false` on timeout. Blocking: for tests and tools, not for async tasks.
+    pub fn wait_next_file_ready(&self, timeout: Duration) -> bool {
+        let c = &self.inner.commitlog;
+        c.allocator.wait_ready(timeout, || {
+            c.files().ready_base() == Some(c.next_file_base())
+        })
+    }
+
     /// The append lock has been held longer than `osPageCacheBusyTimeOutMills`.
     pub fn is_os_page_cache_busy(&self) -> bool {
         let held = self.inner.commitlog.lock_held_ms(now_millis());
@@ -422,6 +350,7 @@ impl MessageStore {
         i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
         i.commitlog.unpark_prefaulter();
+        i.commitlog.allocator.stop();
         i.dispatch.stop();
         i.commitlog.group_commit.notify();
         let me = std::thread::current().id();
@@ -432,6 +361,10 @@ impl MessageStore {
             if t.join().is_err() {
                 tracing::error!("a store thread panicked");
             }
+        }
+        // RocketMQ leaves it; removing it keeps the directory to the data written.
+        if let Err(e) = i.commitlog.files().discard_ready() {
+            tracing::warn!(error = %e, "could not remove the unused next commitlog file");
         }
         let mut clean = true;
         if let Err(e) = i.dispatch_available(true) {
@@ -461,12 +394,6 @@ impl MessageStore {
         }
         self.lock.locked().take();
         tracing::info!(root = %i.config.store_path_root_dir.display(), "store shut down");
-    }
-}
-
-impl StoreInner {
-    fn dispatch_thread_set(&self, t: std::thread::Thread) -> bool {
-        self.dispatch.set_thread(t)
     }
 }
 

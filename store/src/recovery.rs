@@ -1,4 +1,4 @@
-//! Start-up recovery (PROTOCOL.md 6.11).
+//! Start-up recovery (docs/store.md#recovery).
 //!
 //! 1. Consume queues: each is scanned from its third-last file; the first invalid
 //!    entry ends it and everything after is zeroed.
@@ -27,7 +27,7 @@ use vostok_remoting::protocol::message::record::{
 use crate::commitlog::scan::{scan, Scanned};
 use crate::error::Result;
 use crate::mapped_file::MappedFile;
-use crate::message_store::StoreInner;
+use crate::store_inner::StoreInner;
 
 impl StoreInner {
     pub(crate) fn recover(&self, last_exit_ok: bool) -> Result<()> {
@@ -174,10 +174,17 @@ impl StoreInner {
         Ok((end, last_ts, count))
     }
 
-    /// Zeroes everything after `end` in its file and removes later files.
+    /// Zeroes everything after `end` in its file and removes later files. A file
+    /// that would start at `end` holds nothing (a next file created ahead of time
+    /// and never written) and is removed too.
     fn cut_commit_log(&self, end: i64) -> Result<()> {
         let q = self.commitlog.files();
-        q.remove_from(q.file_base(end) + q.file_size() as i64)?;
+        let base = q.file_base(end);
+        q.remove_from(if base == end {
+            end
+        } else {
+            base + q.file_size() as i64
+        })?;
         if let Some(f) = q.find(end) {
             // SAFETY: recovery runs before any reader or writer exists.
             unsafe { f.truncate_to((end - f.base()) as usize)? };

@@ -60,7 +60,7 @@ pub struct AppendResult {
     pub wrote_offset: i64,
     /// Bytes of all records written (blank excluded).
     pub wrote_bytes: usize,
-    /// Offset message id(s) (PROTOCOL.md 5.8), comma-joined for a batch.
+    /// Offset message id(s) (docs/message.md#offset-message-id), comma-joined for a batch.
     pub msg_id: String,
     pub store_timestamp: i64,
     /// Queue offset of the first record (0 for prepared/rollback records).
@@ -88,7 +88,7 @@ impl PutMessageResult {
     }
 }
 
-/// RocketMQ `GetMessageStatus`; PROTOCOL.md 3.2 maps each to a response.
+/// RocketMQ `GetMessageStatus`; docs/commands.md#pulling maps each to a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GetMessageStatus {
     Found,

@@ -4,41 +4,36 @@
 //!
 //! A pass deletes, from the oldest, commitlog files last modified more than
 //! `fileReservedTime` ago when it is the `deleteWhen` hour, or right away when disk
-//! usage is above `diskMaxUsedSpaceRatio`; above `diskSpaceCleanForciblyRatio` the
-//! oldest files go even if they are not expired. The newest file and files the
-//! dispatcher has not finished are never deleted; at most 10 files go per pass.
-//! Above `diskSpaceWarningLevelRatio` puts are refused with DISK_FULL until usage
-//! drops. Passes take the time and the disk usage as arguments so tests can drive
-//! them.
+//! usage is above `diskMaxUsedSpaceRatio`: time retention, the operator's choice,
+//! whether or not the messages were consumed (as RocketMQ does).
+//!
+//! Under space pressure (usage above `diskSpaceCleanForciblyRatio`, or no room for the
+//! next commitlog file) the oldest files go even if they are not expired: a *forced*
+//! deletion. It takes files whose messages every consumer group has consumed (the
+//! broker tells, through [`crate::ConsumedOffsets`]); a file holding messages some
+//! group has not consumed goes only when `cleanFileForciblyEnable` is set. Otherwise
+//! the pass stops there, logs how many unconsumed messages that deletion would drop
+//! and exposes the count (`forcedDeleteUnconsumedRefused`); with the key set, the
+//! messages dropped are logged and counted (`forcedDeleteUnconsumedDropped`). Without
+//! a [`crate::ConsumedOffsets`], no message counts as consumed.
+//!
+//! The newest file and files the dispatcher has not finished are never deleted; at
+//! most 10 files go per pass. Above `diskSpaceWarningLevelRatio` puts are refused
+//! with DISK_FULL until usage drops. Passes take the time and the disk usage as
+//! arguments so tests can drive them; the thread reads the usage from the file system
+//! (`allocate` says why a failed allocation cannot distort it).
 
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use vostok_remoting::support::time::{millis_of, LocalTime};
 
 use crate::error::Result;
-use crate::message_store::StoreInner;
+use crate::stats::Stats;
+use crate::store_inner::StoreInner;
 
 /// Files deleted per pass at most (RocketMQ `DELETE_FILES_BATCH_MAX`).
 const DELETE_FILES_BATCH_MAX: usize = 10;
-
-/// Used fraction (0.0–1.0) of the file system holding `path`.
-pub(crate) fn disk_used_ratio(path: &Path) -> Option<f64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs writes only the struct we own; `c` is a valid C string.
-    let st = unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
-            return None;
-        }
-        st
-    };
-    let total = st.f_blocks as f64 * st.f_frsize as f64;
-    let free = st.f_bfree as f64 * st.f_frsize as f64;
-    (total > 0.0).then(|| (total - free) / total)
-}
 
 /// What one pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,6 +43,20 @@ pub struct RetentionReport {
     pub index_files_deleted: usize,
     /// Puts are refused with DISK_FULL after this pass.
     pub disk_full: bool,
+    /// Messages no longer stored that some consumer group had not consumed: dropped
+    /// by a forced deletion allowed by `cleanFileForciblyEnable`.
+    pub unconsumed_dropped: u64,
+    /// Unconsumed messages the next forced deletion would drop, which this pass
+    /// refused (`cleanFileForciblyEnable` off).
+    pub unconsumed_refused: u64,
+}
+
+/// What deleting commitlog files did.
+#[derive(Debug, Default)]
+struct Deleted {
+    files: usize,
+    unconsumed_dropped: u64,
+    unconsumed_refused: u64,
 }
 
 impl StoreInner {
@@ -71,12 +80,13 @@ impl StoreInner {
         disk_full
     }
 
-    /// The used fraction of the disks holding the commitlog and the root directory.
+    /// The used fraction of the disks holding the commitlog and the root directory,
+    /// read from the file system while no allocation is in flight.
     pub(crate) fn measure_disk(&self) -> f64 {
-        disk_used_ratio(&self.config.commit_log_dir())
-            .into_iter()
-            .chain(disk_used_ratio(&self.config.store_path_root_dir))
-            .fold(0.0f64, f64::max)
+        let commit_log_dir = self.config.commit_log_dir();
+        self.commitlog
+            .allocator
+            .used_ratio(&[&commit_log_dir, &self.config.store_path_root_dir])
     }
 
     /// One retention pass at `now` with the disk `used_ratio` (0.0–1.0).
@@ -89,8 +99,8 @@ impl StoreInner {
         let hour = LocalTime::of_millis(now_ms).map_or(u32::MAX, |t| t.hour);
         let time_up = c.delete_hours().contains(&hour);
         let space_to_delete = percent > c.disk_max_used_space_ratio as f64;
-        let forcibly =
-            c.clean_file_forcibly_enable && percent > c.disk_space_clean_forcibly_ratio as f64;
+        let pressure = percent > c.disk_space_clean_forcibly_ratio as f64
+            || self.commitlog.allocator.is_blocked();
         let manual = self
             .state
             .manual_delete
@@ -101,9 +111,14 @@ impl StoreInner {
             disk_full,
             ..Default::default()
         };
-        if time_up || space_to_delete || manual || forcibly {
-            report.commit_log_files_deleted = self.delete_commit_log_files(now, forcibly)?;
+        let mut deleted = Deleted::default();
+        if time_up || space_to_delete || manual || pressure {
+            deleted = self.delete_commit_log_files(now, pressure)?;
         }
+        self.note_forced(&deleted);
+        report.commit_log_files_deleted = deleted.files;
+        report.unconsumed_dropped = deleted.unconsumed_dropped;
+        report.unconsumed_refused = deleted.unconsumed_refused;
         let min = self.commitlog.min_offset();
         for cq in self.queues.all() {
             report.consume_queue_files_deleted += cq.delete_expired_files(min)?;
@@ -112,35 +127,93 @@ impl StoreInner {
         if let Some(index) = &self.index {
             report.index_files_deleted = index.delete_expired(min)?;
         }
+        if deleted.files > 0 {
+            // Room may exist now for a next file that could not be allocated.
+            self.commitlog.allocator.request();
+        }
         Ok(report)
     }
 
-    fn delete_commit_log_files(&self, now: SystemTime, forcibly: bool) -> Result<usize> {
+    fn delete_commit_log_files(&self, now: SystemTime, pressure: bool) -> Result<Deleted> {
         let reserved = self.config.file_reserved_time;
         let dispatched = self.dispatch.reput_from();
         let files = self.commitlog.files().files();
-        let mut n = 0;
+        let mut d = Deleted::default();
+        let mut forced_from = None;
         for f in files.iter().take(files.len().saturating_sub(1)) {
-            if n >= DELETE_FILES_BATCH_MAX || f.end() > dispatched {
+            if d.files >= DELETE_FILES_BATCH_MAX || f.end() > dispatched {
                 break;
             }
             let expired = f.modified().map(|m| now >= m + reserved).unwrap_or(false);
-            if !(expired || forcibly) {
+            if expired {
+                d.files += 1;
+                continue;
+            }
+            if !pressure {
                 break;
             }
-            n += 1;
+            // Forced: the unconsumed messages from the first forced file to this one's
+            // end (those in expired files go by time retention, whatever their state).
+            let before = *forced_from.get_or_insert_with(|| self.unconsumed_below(f.base()));
+            let unconsumed = self.unconsumed_below(f.end()).saturating_sub(before);
+            if unconsumed > 0 && !self.config.clean_file_forcibly_enable {
+                d.unconsumed_refused = unconsumed;
+                break;
+            }
+            d.unconsumed_dropped = unconsumed;
+            d.files += 1;
         }
-        if n > 0 {
-            for f in self.commitlog.files().remove_first(n)? {
-                tracing::info!(path = %f.path().display(), forcibly, "deleted a commitlog file");
+        if d.files > 0 {
+            for f in self.commitlog.files().remove_first(d.files)? {
+                tracing::info!(path = %f.path().display(), forced = pressure, "deleted a commitlog file");
             }
         }
-        Ok(n)
+        Ok(d)
+    }
+
+    /// Messages with a consume-queue entry whose record lies below commitlog offset
+    /// `end` and that some consumer group has not consumed.
+    pub(crate) fn unconsumed_below(&self, end: i64) -> u64 {
+        let consumed = self.consumed_offsets();
+        self.queues
+            .all()
+            .iter()
+            .map(|cq| {
+                let (min, max) = (cq.min_offset(), cq.max_offset());
+                let from = consumed
+                    .as_ref()
+                    .and_then(|c| c.min_committed_offset(cq.topic(), cq.queue_id()))
+                    .unwrap_or(min)
+                    .clamp(min, max);
+                (cq.offset_of_phy(end) - from).max(0) as u64
+            })
+            .sum()
+    }
+
+    /// Logs and counts what a forced deletion dropped or was refused.
+    fn note_forced(&self, d: &Deleted) {
+        let s = &self.stats;
+        if d.unconsumed_dropped > 0 {
+            Stats::add(&s.forced_unconsumed_dropped, d.unconsumed_dropped);
+            tracing::warn!(
+                messages = d.unconsumed_dropped,
+                "forced deletion (cleanFileForciblyEnable) dropped messages that a consumer group had not consumed"
+            );
+        }
+        let before = s
+            .forced_unconsumed_refused
+            .swap(d.unconsumed_refused, Ordering::Relaxed);
+        if d.unconsumed_refused > 0 && before == 0 {
+            tracing::warn!(
+                messages = d.unconsumed_refused,
+                "disk space is short, but deleting the oldest commitlog file would drop messages that a consumer group has not consumed: refused (set cleanFileForciblyEnable=true to allow it)"
+            );
+        }
     }
 }
 
 /// The retention thread body: a pass every `cleanResourceInterval`.
-pub(crate) fn run(inner: std::sync::Arc<StoreInner>) {
+pub(crate) fn run(inner: &StoreInner) {
     let interval = inner
         .config
         .clean_resource_interval

@@ -11,6 +11,10 @@ pub(crate) struct Stats {
     pub(crate) get_miss: AtomicU64,
     pub(crate) get_transferred: AtomicU64,
     pub(crate) flush_timeouts: AtomicU64,
+    /// Unconsumed messages dropped by forced deletions (`cleanFileForciblyEnable`).
+    pub(crate) forced_unconsumed_dropped: AtomicU64,
+    /// Unconsumed messages the last retention pass refused to drop (a gauge).
+    pub(crate) forced_unconsumed_refused: AtomicU64,
 }
 
 impl Stats {

@@ -1,12 +1,17 @@
 //! Retention: expired commitlog files go at the delete hour or when the disk is
-//! full enough; consume queues and index follow; puts stop when the disk is full.
+//! full enough; forced deletion stops at what consumers have not consumed unless
+//! `cleanFileForciblyEnable`; consume queues and index follow; puts stop when the
+//! disk is full.
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use common::{message, props, settle, small_config};
-use vostok_store::{GetMessageStatus, MessageStore, PutMessageStatus, StoreConfig};
+use vostok_store::{
+    ConsumedOffsets, GetMessageStatus, MessageStore, PutMessageStatus, StoreConfig,
+};
 
 const FILE: usize = 4096;
 
@@ -88,6 +93,15 @@ async fn expired_files_go_at_the_delete_hour_and_queues_follow() {
     assert!(store.min_offset_in_queue("Ret", 0) > 0);
 }
 
+/// Every group has consumed everything below `next` on every queue.
+struct ConsumedUpTo(i64);
+
+impl ConsumedOffsets for ConsumedUpTo {
+    fn min_committed_offset(&self, _topic: &str, _queue_id: i32) -> Option<i64> {
+        Some(self.0)
+    }
+}
+
 #[tokio::test]
 async fn disk_pressure_deletes_early_and_refuses_puts_when_full() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,10 +114,27 @@ async fn disk_pressure_deletes_early_and_refuses_puts_when_full() {
     // Above diskMaxUsedSpaceRatio only expired files may go: none are.
     let r = store.run_retention(now, 0.80).unwrap();
     assert_eq!(r.commit_log_files_deleted, 0);
-    // Above diskSpaceCleanForciblyRatio the oldest go even unexpired (10 per pass).
+    // Above diskSpaceCleanForciblyRatio the oldest go even unexpired, but only as far
+    // as consumers have consumed them: without consumer offsets, nothing counts as
+    // consumed, and the refused loss is reported.
+    let r = store.run_retention(now, 0.86).unwrap();
+    assert_eq!(r.commit_log_files_deleted, 0);
+    assert_eq!(store.min_phy_offset(), 0);
+    assert!(r.unconsumed_refused > 0, "{r:?}");
+    assert_eq!(
+        store.runtime_info()["forcedDeleteUnconsumedRefused"],
+        r.unconsumed_refused.to_string()
+    );
+    // Consumed up to queue offset 10 on both queues: the files holding only those go.
+    store.set_consumed_offsets(Arc::new(ConsumedUpTo(10)));
     let r = store.run_retention(now, 0.86).unwrap();
     assert!(r.commit_log_files_deleted > 0 && r.commit_log_files_deleted <= 10);
+    assert_eq!(r.unconsumed_dropped, 0);
+    assert!(r.unconsumed_refused > 0);
     assert!(store.min_phy_offset() > 0);
+    for q in 0..2 {
+        assert!(store.min_offset_in_queue("Ret", q) <= 10);
+    }
     assert!(!r.disk_full);
 
     // Above diskSpaceWarningLevelRatio puts are refused, cleanly.
@@ -122,6 +153,28 @@ async fn disk_pressure_deletes_early_and_refuses_puts_when_full() {
         .put_message(message("Ret", 0, "x", String::new()))
         .await
         .is_ok());
+}
+
+#[tokio::test]
+async fn clean_file_forcibly_enable_drops_unconsumed_messages_and_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        clean_file_forcibly_enable: true,
+        ..config(dir.path(), "04")
+    };
+    let store = MessageStore::open(config).unwrap();
+    fill(&store, 60).await;
+    settle(&store);
+    let r = store.run_retention(SystemTime::now(), 0.86).unwrap();
+    assert!(r.commit_log_files_deleted > 0);
+    assert_eq!(r.unconsumed_refused, 0);
+    // Every message below the new start was unconsumed (no consumer offsets).
+    let dropped: i64 = (0..2).map(|q| store.min_offset_in_queue("Ret", q)).sum();
+    assert_eq!(r.unconsumed_dropped, dropped as u64);
+    assert_eq!(
+        store.runtime_info()["forcedDeleteUnconsumedDropped"],
+        dropped.to_string()
+    );
 }
 
 #[tokio::test]

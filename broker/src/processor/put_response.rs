@@ -40,9 +40,12 @@ pub(crate) fn put_response(
             )
         }
         PutMessageStatus::DiskFull => {
+            // Retriable for clients (they try another broker); nothing was stored.
             return error(
                 response_code::SERVICE_NOT_AVAILABLE,
-                "the broker's disk is full; writes are refused until retention frees space",
+                "service not available now: the broker's disk is full (no room for the next \
+                 commitlog file, or usage above diskSpaceWarningLevelRatio); sends are refused \
+                 until space is freed, and nothing was stored",
             )
         }
         PutMessageStatus::CreateMappedFileFailed => {

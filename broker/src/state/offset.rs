@@ -83,6 +83,17 @@ impl ConsumerOffsetManager {
             .unwrap_or(-1)
     }
 
+    /// The lowest offset any group has committed on a queue; `None` when no group
+    /// has (the store's retention asks this before a forced deletion).
+    pub fn min_committed(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        self.table
+            .locked()
+            .iter()
+            .filter(|(k, _)| k.rsplit_once(TOPIC_GROUP_SEPARATOR).map(|(t, _)| t) == Some(topic))
+            .filter_map(|(_, queues)| queues.get(&queue_id).copied())
+            .min()
+    }
+
     /// Queue id → offset for one group and topic.
     pub fn query_all(&self, group: &str, topic: &str) -> HashMap<i32, i64> {
         self.table
@@ -144,6 +155,11 @@ mod tests {
         m.commit("g", "T", 0, 12);
         m.commit("g", "T", 1, 3);
         m.commit("g", "T@x", 0, 1);
+        m.commit("g2", "T", 0, 7);
+        assert_eq!(m.min_committed("T", 0), Some(7), "the slowest group");
+        assert_eq!(m.min_committed("T", 1), Some(3));
+        assert_eq!(m.min_committed("T", 2), None);
+        assert_eq!(m.min_committed("U", 0), None);
         m.persist(false);
         let again = ConsumerOffsetManager::load(&c);
         assert_eq!(again.query("g", "T", 1), 3);

@@ -1,6 +1,8 @@
 //! Store throughput bench: appends of 1 KiB messages (ASYNC_FLUSH from 1 and 8
 //! tasks, SYNC_FLUSH from 64 concurrent writers) and a sequential read through the
-//! consume queue. Prints the median of several runs.
+//! consume queue. Prints the median of several runs. `ROLL` measures the latency of
+//! each put (100,000 puts/s, 16 MiB commitlog files), and apart that of the puts that
+//! opened a new file (what creating a file costs the put path).
 //!
 //! ```text
 //! cargo run --release -p vostok-store --bin store_bench -- [messages] [runs] [dir] [only]
@@ -76,6 +78,77 @@ async fn append(store: &Arc<MessageStore>, total: u64, tasks: u64) -> f64 {
         h.await.expect("task");
     }
     total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Commitlog file size of the `ROLL` scenario: a new file every ~14,000 puts.
+const ROLL_FILE: usize = 16 << 20;
+
+/// Puts per second in the `ROLL` scenario: about what a broker takes from one
+/// producer, so that a file lasts ~140 ms, as a 1 GiB file lasts seconds in production.
+const ROLL_RATE: u32 = 100_000;
+
+/// Puts `total` messages one after the other at [`ROLL_RATE`]; returns the latency
+/// of every put and, apart, of those that landed at the start of a new commitlog file.
+async fn put_latencies(store: &MessageStore, total: u64) -> (Vec<Duration>, Vec<Duration>) {
+    let body = Bytes::from(vec![b'x'; 1024]);
+    let (mut all, mut rolls) = (Vec::with_capacity(total as usize), Vec::new());
+    let mut file = 0;
+    let begin = Instant::now();
+    let interval = Duration::from_secs(1) / ROLL_RATE;
+    for n in 0..total {
+        let due = begin + interval * n as u32;
+        while Instant::now() < due {
+            std::hint::spin_loop();
+        }
+        let start = Instant::now();
+        let r = store.put_message(message(n, &body)).await;
+        let took = start.elapsed();
+        let offset = r.append.expect("put failed").wrote_offset;
+        all.push(took);
+        if offset / ROLL_FILE as i64 != file {
+            file = offset / ROLL_FILE as i64;
+            rolls.push(took);
+        }
+    }
+    (all, rolls)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(i).copied().unwrap_or_default()
+}
+
+/// The `ROLL` scenario: put latency percentiles, and those of the puts that rolled.
+fn roll_scenario(rt: &tokio::runtime::Runtime, base: &Path, messages: u64, runs: usize) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for run in 0..runs {
+        let dir = fresh_dir(base, "roll", run);
+        let config = StoreConfig {
+            mapped_file_size_commit_log: ROLL_FILE,
+            ..config(&dir, FlushDiskType::AsyncFlush)
+        };
+        let store = MessageStore::open(config).expect("open store");
+        let (mut all, mut rolls) = rt.block_on(put_latencies(&store, messages));
+        let info = store.runtime_info();
+        let on_append = info.get("commitLogFilesAllocatedOnAppend").cloned();
+        store.shutdown();
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+        all.sort();
+        rolls.sort();
+        println!(
+            "ROLL run {run}: all puts p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.0} us; \
+             {} puts opening a file: median {:.0} max {:.0} us (files created on the put path: {})",
+            us(percentile(&all, 0.5)),
+            us(percentile(&all, 0.99)),
+            us(percentile(&all, 0.999)),
+            us(all.last().copied().unwrap_or_default()),
+            rolls.len(),
+            us(percentile(&rolls, 0.5)),
+            us(rolls.last().copied().unwrap_or_default()),
+            on_append.as_deref().unwrap_or("all"),
+        );
+    }
 }
 
 /// Reads every queue from offset 0 in pulls of 32; returns messages/s.
@@ -185,6 +258,9 @@ fn main() {
     ];
     let mut reads = Vec::new();
     let only = args.get(4).cloned().unwrap_or_default();
+    if "ROLL".starts_with(only.as_str()) {
+        roll_scenario(&rt, &base, messages, runs);
+    }
     for (name, flush, tasks) in scenarios {
         if !name.starts_with(only.as_str()) {
             continue;

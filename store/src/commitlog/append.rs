@@ -17,6 +17,7 @@ use vostok_remoting::protocol::message::sysflag::{
 };
 
 use super::{CommitLog, END_FILE_MIN_BLANK_LEN};
+use crate::allocate::TakeError;
 use crate::error::StoreError;
 use crate::mapped_file::MappedFile;
 use crate::message::MessageInner;
@@ -140,10 +141,21 @@ pub(crate) enum AppendError {
     TooLarge,
     /// A new file could not be created.
     CreateFile(StoreError),
+    /// The file system has no room for the next file.
+    NoSpace(StoreError),
     /// A replica holds part of a record received from its master.
     PartialRawRecord,
     /// The store is shutting down.
     Closed,
+}
+
+impl From<TakeError> for AppendError {
+    fn from(e: TakeError) -> Self {
+        match e {
+            TakeError::NoSpace(e) => AppendError::NoSpace(e),
+            TakeError::Failed(e) => AppendError::CreateFile(e),
+        }
+    }
 }
 
 impl CommitLog {
@@ -162,25 +174,50 @@ impl CommitLog {
         result
     }
 
-    /// The file to append to, creating it at the write position if needed.
-    pub(crate) fn writable_file(&self, writer: &mut Writer) -> Result<Arc<MappedFile>, StoreError> {
+    /// The file to append to: the current one, or the one at the write position.
+    pub(crate) fn writable_file(&self, writer: &mut Writer) -> Result<Arc<MappedFile>, TakeError> {
         if let Some(f) = &writer.current {
             if writer.write_pos < f.end() && writer.write_pos >= f.base() {
                 return Ok(Arc::clone(f));
             }
         }
-        let base = self.files.file_base(writer.write_pos);
-        let file = match self.files.last() {
-            Some(last) if last.base() == base => {
-                // A file from before the restart (perhaps sparse, as RocketMQ
-                // creates them): reserve its blocks before writing into the mapping.
-                last.reserve(last.size())?;
-                last
-            }
-            _ => self.files.create(base)?,
-        };
+        let file = self.file_at(self.files.file_base(writer.write_pos))?;
         writer.current = Some(Arc::clone(&file));
         Ok(file)
+    }
+
+    /// The file starting at `base`: the last one, or the next one from the
+    /// allocation thread (see `allocate`).
+    fn file_at(&self, base: i64) -> Result<Arc<MappedFile>, TakeError> {
+        match self.files.last() {
+            Some(last) if last.base() == base => {
+                // A file from before the restart (perhaps sparse, as RocketMQ creates
+                // them): its blocks are reserved at open (`reserve_write_file`); this
+                // is a no-op then.
+                last.reserve(last.size()).map_err(TakeError::classify)?;
+                Ok(last)
+            }
+            _ => self.allocator.take(&self.files, base),
+        }
+    }
+
+    /// Reserves the blocks of the file holding the write position, if it exists, so
+    /// that the first append after a restart does not (called at open).
+    pub(crate) fn reserve_write_file(&self) -> Result<(), StoreError> {
+        let base = self.files.file_base(self.write_end());
+        match self.files.last() {
+            Some(last) if last.base() == base => last.reserve(last.size()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Start of the file the writer needs after the current one (the first one for
+    /// an empty commitlog): what the allocation thread keeps ready.
+    pub(crate) fn next_file_base(&self) -> i64 {
+        match self.files.last() {
+            Some(last) => last.end(),
+            None => self.files.file_base(self.write_end()),
+        }
     }
 
     /// Publishes `end` as the end of complete data.
@@ -210,11 +247,11 @@ impl CommitLog {
         if writer.write_pos != self.max_offset() {
             return Err(AppendError::PartialRawRecord);
         }
-        let mut file = self
-            .writable_file(writer)
-            .map_err(AppendError::CreateFile)?;
+        let mut file = self.writable_file(writer)?;
         let mut pos = (writer.write_pos - file.base()) as usize;
         if total + END_FILE_MIN_BLANK_LEN > file.size() - pos {
+            // The next file first: without it this file stays open for smaller puts.
+            let next = self.file_at(file.end())?;
             let remaining = file.size() - pos;
             if remaining >= END_FILE_MIN_BLANK_LEN {
                 let mut blank = [0u8; END_FILE_MIN_BLANK_LEN];
@@ -226,9 +263,8 @@ impl CommitLog {
             }
             file.set_wrote(file.size());
             self.publish(writer, file.end(), 0);
-            file = self
-                .writable_file(writer)
-                .map_err(AppendError::CreateFile)?;
+            writer.current = Some(Arc::clone(&next));
+            file = next;
             pos = 0;
         }
 

@@ -7,11 +7,10 @@
 //! [`AHEAD`] bytes past the write position, so that the writer only copies.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::CommitLog;
-use crate::message_store::StoreInner;
+use crate::stopper::Stopper;
 
 /// How far ahead of the writer pages are mapped in.
 pub(crate) const AHEAD: i64 = 16 << 20;
@@ -61,9 +60,9 @@ impl CommitLog {
 }
 
 /// The helper thread body.
-pub(crate) fn run(inner: Arc<StoreInner>) {
-    while !inner.stopper.is_stopped() {
-        if !inner.commitlog.prefault_step() {
+pub(crate) fn run(commitlog: &CommitLog, stopper: &Stopper) {
+    while !stopper.is_stopped() {
+        if !commitlog.prefault_step() {
             std::thread::park_timeout(Duration::from_millis(200));
         }
     }

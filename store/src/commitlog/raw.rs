@@ -18,6 +18,7 @@ use vostok_remoting::protocol::message::record::RecordView;
 use super::append::gets_queue_offset;
 use super::scan::{scan, Scanned};
 use super::CommitLog;
+use crate::allocate::TakeError;
 use crate::error::{Result, StoreError};
 
 impl CommitLog {
@@ -121,7 +122,9 @@ impl CommitLog {
         let mut cur = at;
         let mut rest = data;
         while !rest.is_empty() {
-            let file = self.writable_file(&mut writer)?;
+            let file = self
+                .writable_file(&mut writer)
+                .map_err(TakeError::into_error)?;
             let pos = (cur - file.base()) as usize;
             let n = rest.len().min(file.size() - pos);
             // SAFETY: single writer under the append lock, writing past the

@@ -1,4 +1,4 @@
-//! One index file (RocketMQ `IndexFile`, PROTOCOL.md 6.6).
+//! One index file (RocketMQ `IndexFile`, docs/store.md#index-file).
 //!
 //! ```text
 //! header (40 bytes)

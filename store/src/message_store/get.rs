@@ -1,4 +1,5 @@
-//! The pull path (RocketMQ `DefaultMessageStore.getMessage`, PROTOCOL.md 3.2, 6.12).
+//! The pull path (RocketMQ `DefaultMessageStore.getMessage`, docs/commands.md#pulling,
+//! docs/store.md#read-path).
 
 use vostok_remoting::protocol::message::record::{RecordView, MAGIC_V1, MAGIC_V2};
 
@@ -47,9 +48,9 @@ fn looks_like_record(bytes: &[u8], size: usize) -> bool {
 }
 
 impl MessageStore {
-    /// Reads up to `max_count` records (and `max_bytes`, ≤ 0 = no byte limit) of a
-    /// queue from `offset`, skipping those `filter` rejects. Statuses and
-    /// `next_begin_offset` follow PROTOCOL.md 3.2.
+    /// Reads up to `max_count` records (and `max_bytes`, ≤ 0 = no byte limit) of a queue
+    /// from `offset`, skipping those `filter` rejects. Statuses and `next_begin_offset`
+    /// follow docs/commands.md#pulling.
     #[allow(clippy::too_many_arguments)] // the broker's call shape (RocketMQ getMessage)
     pub fn get_message(
         &self,

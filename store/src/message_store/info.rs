@@ -67,6 +67,28 @@ impl MessageStore {
             "diskFull",
             i.state.disk_full.load(Ordering::Relaxed).to_string(),
         );
+        let alloc = &i.commitlog.allocator;
+        put(
+            "commitLogNextFileReady",
+            (i.commitlog.files().ready_base() == Some(i.commitlog.next_file_base())).to_string(),
+        );
+        put(
+            "commitLogFilesAllocatedAhead",
+            alloc.ahead.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "commitLogFilesAllocatedOnAppend",
+            alloc.fallbacks.load(Ordering::Relaxed).to_string(),
+        );
+        put("commitLogNoRoomForNextFile", alloc.is_blocked().to_string());
+        put(
+            "forcedDeleteUnconsumedRefused",
+            Stats::get(&s.forced_unconsumed_refused).to_string(),
+        );
+        put(
+            "forcedDeleteUnconsumedDropped",
+            Stats::get(&s.forced_unconsumed_dropped).to_string(),
+        );
         put(
             "writeError",
             i.state.write_error.load(Ordering::Relaxed).to_string(),

@@ -24,7 +24,7 @@ fn valid_topic(topic: &str) -> bool {
         && !topic.contains(['/', '\\', '\0'])
 }
 
-/// Bytes of one message in a SEND_BATCH_MESSAGE body (PROTOCOL.md 5.6).
+/// Bytes of one message in a SEND_BATCH_MESSAGE body (docs/message.md#batch-body).
 fn batch_block_len(m: &MessageInner) -> usize {
     22 + m.body.len() + m.properties.len()
 }
@@ -130,6 +130,10 @@ impl MessageStore {
             }
             Err(AppendError::PartialRawRecord) | Err(AppendError::Closed) => {
                 return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable)
+            }
+            Err(AppendError::NoSpace(e)) => {
+                tracing::debug!(error = %e, "put refused: no room for the next commitlog file");
+                return PutMessageResult::failed(PutMessageStatus::DiskFull);
             }
             Err(AppendError::CreateFile(e)) => {
                 tracing::error!(error = %e, "could not create a commitlog file");

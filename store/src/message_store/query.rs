@@ -15,8 +15,8 @@ impl MessageStore {
         MessageExt::decode(&raw, false).ok()
     }
 
-    /// The decoded record an offset message id (PROTOCOL.md 5.8) points to; the id's
-    /// store host is not checked (a broker serves only its own store).
+    /// The decoded record an offset message id (docs/message.md#offset-message-id) points
+    /// to; the id's store host is not checked (a broker serves only its own store).
     pub fn look_message_by_msg_id(&self, offset_msg_id: &str) -> Option<MessageExt> {
         let (_, offset) = decode_offset_msg_id(offset_msg_id).ok()?;
         self.look_message_by_offset(offset)

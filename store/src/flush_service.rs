@@ -1,14 +1,14 @@
-//! Bodies of the flush threads (the dispatcher's is in `dispatch`, retention's in
-//! `retention`).
+//! The flush threads (RocketMQ `FlushRealTimeService`, `GroupCommitService` and
+//! `FlushConsumeQueueService`): the commitlog's periodic flush or group commit, and the
+//! periodic flush of consume queues, index and checkpoint.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::StoreInner;
 use crate::config::FlushDiskType;
+use crate::store_inner::StoreInner;
 
 /// The commitlog flush thread body.
-pub(super) fn run_commit_log_flush(inner: Arc<StoreInner>) {
+pub(crate) fn run_commit_log_flush(inner: &StoreInner) {
     let c = &inner.config;
     match c.flush_disk_type {
         FlushDiskType::SyncFlush => {
@@ -51,7 +51,7 @@ pub(super) fn run_commit_log_flush(inner: Arc<StoreInner>) {
 }
 
 /// The consume-queue / index / checkpoint flush thread body.
-pub(super) fn run_logics_flush(inner: Arc<StoreInner>) {
+pub(crate) fn run_logics_flush(inner: &StoreInner) {
     while !inner
         .stopper
         .wait(inner.config.flush_interval_consume_queue)

@@ -1,0 +1,97 @@
+//! What the dispatcher publishes and how it is woken (RocketMQ `ReputMessageService`'s
+//! fields): how far consume queues and index are built, the arrival listener, and the
+//! handshake that lets an append skip the wake-up while the dispatcher is busy.
+//!
+//! The dispatcher itself is `dispatch`; this state sits a floor below it so that the
+//! shared store state can own it.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use vostok_remoting::support::sync::{CondvarExt, MutexExt, RwLockExt};
+
+use crate::message::MessageArrivingListener;
+
+#[derive(Default)]
+pub(crate) struct DispatchState {
+    /// Commitlog offset up to which records are dispatched.
+    reput_from: AtomicI64,
+    /// Store timestamp of the newest dispatched record.
+    pub(crate) dispatched_timestamp: AtomicI64,
+    thread: OnceLock<Thread>,
+    /// Set while the dispatcher sleeps until woken: only then do appenders unpark it.
+    pub(crate) idle: AtomicBool,
+    pub(crate) stop: AtomicBool,
+    pub(crate) listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
+    progress: Mutex<i64>,
+    progressed: Condvar,
+}
+
+impl DispatchState {
+    pub(crate) fn reput_from(&self) -> i64 {
+        self.reput_from.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_reput_from(&self, offset: i64) {
+        self.reput_from.store(offset, Ordering::Release);
+    }
+
+    pub(crate) fn dispatched_timestamp(&self) -> i64 {
+        self.dispatched_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_listener(&self, listener: Arc<dyn MessageArrivingListener>) {
+        *self.listener.write_locked() = Some(listener);
+    }
+
+    pub(crate) fn set_thread(&self, t: Thread) -> bool {
+        self.thread.set(t).is_ok()
+    }
+
+    /// Wakes the dispatcher thread; called after every append. Under a stream the dispatcher polls on its own, so an
+    /// append pays for a wake-up only when the dispatcher went idle.
+    pub(crate) fn wake(&self) {
+        // Pairs with the fence in `dispatch::run`: either the dispatcher sees the new records after
+        // announcing it is idle, or this sees `idle` and unparks it.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.idle.load(Ordering::SeqCst) {
+            self.unpark();
+        }
+    }
+
+    fn unpark(&self) {
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.unpark();
+    }
+
+    pub(crate) fn announce(&self, reput: i64) {
+        let mut p = self.progress.locked();
+        *p = reput;
+        drop(p);
+        self.progressed.notify_all();
+    }
+
+    /// Waits until everything below `offset` is dispatched; `false` on timeout.
+    pub(crate) fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut p = self.progress.locked();
+        loop {
+            if self.reput_from() >= offset {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            p = self.progressed.wait_timeout_locked(p, deadline - now);
+        }
+    }
+}
