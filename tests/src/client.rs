@@ -420,9 +420,31 @@ impl TestClient {
             .offset
     }
 
-    /// Pulls every message of a queue from `offset` until PULL_NOT_FOUND. Messages become
-    /// visible once the store has dispatched them, a moment after the send is
-    /// acknowledged, so an empty answer is confirmed by a short long-poll.
+    /// Waits until the broker's store has dispatched every record it holds, so that a
+    /// message whose send was acknowledged is visible to pulls.
+    pub async fn wait_dispatched(&self, addr: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let response = self
+                .call(
+                    addr,
+                    RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO),
+                )
+                .await;
+            let info = String::from_utf8_lossy(&response.body).into_owned();
+            if info.contains("\"dispatchBehindBytes\":\"0\"") {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{addr} did not dispatch in time: {info}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Pulls every message of a queue from `offset` until PULL_NOT_FOUND, after the
+    /// broker has dispatched everything acknowledged so far.
     pub async fn drain(
         &self,
         addr: &str,
@@ -431,6 +453,7 @@ impl TestClient {
         queue_id: i32,
         mut offset: i64,
     ) -> Vec<MessageExt> {
+        self.wait_dispatched(addr).await;
         let mut out = Vec::new();
         loop {
             let pulled = self
@@ -441,7 +464,7 @@ impl TestClient {
                     queue_id,
                     offset,
                     32,
-                    Some(Duration::from_millis(200)),
+                    None,
                     "*",
                 )
                 .await;
