@@ -75,6 +75,11 @@ impl StoreInner {
     ) -> Result<()> {
         let sys_flag = view.sys_flag();
         let topic = view.topic();
+        if self.tombstones.hides(topic, phy) {
+            // A record of a deleted topic: it stays in the commitlog until retention
+            // removes its file, but no queue or index shows it again.
+            return Ok(());
+        }
         let properties = view.properties();
         let store_timestamp = view.store_timestamp();
         let counted = gets_queue_offset(sys_flag);

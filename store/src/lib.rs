@@ -19,6 +19,7 @@
 //! | parts | `index` (+ `file`) | `IndexService`, `IndexFile` | lookup by key |
 //! | parts | `dispatch_state` | `ReputMessageService`'s fields | dispatch progress, arrival listener, wake-ups |
 //! | parts | `checkpoint`, `lock` | `StoreCheckpoint`, abort/lock files | crash bookkeeping |
+//! | parts | `tombstone` | — (Vostok) | deleted topics stay deleted across crashes and re-creation |
 //! | parts | `stopper`, `stats` | `ServiceThread`, `StoreStatsService` | stopping the threads; counters |
 //! | base | `mapped_file`, `mapped_file_queue` | `MappedFile(Queue)` | fixed-size mapped files |
 //! | base | `disk` | `UtilAll.getDiskPartitionSpaceUsedPercent` | free-space readings (simulated in tests) |
@@ -76,6 +77,7 @@ mod retention;
 mod stats;
 mod stopper;
 mod store_inner;
+mod tombstone;
 
 pub use config::{FlushDiskType, StoreConfig};
 pub use disk::{DiskProbe, DiskSpace};

@@ -40,6 +40,7 @@ use crate::retention::RetentionReport;
 use crate::stats::Stats;
 use crate::stopper::Stopper;
 use crate::store_inner::{total_memory, RunState, StoreInner};
+use crate::tombstone::Tombstones;
 
 /// The message store. Open it once per directory and share it as `Arc<MessageStore>`.
 pub struct MessageStore {
@@ -107,6 +108,7 @@ impl MessageStore {
             stopper: Stopper::default(),
             total_memory: total_memory(),
             consumed: RwLock::new(None),
+            tombstones: Tombstones::load(&root),
         });
         inner.recover(last_exit_ok)?;
         // Before the first put: the file the writer continues in has its blocks, and
@@ -238,20 +240,28 @@ impl MessageStore {
         self.inner.commitlog.max_offset() - commit_log_offset < self.inner.memory_window()
     }
 
-    /// Drops the consume queues of `topics` (their commitlog records stay until
-    /// retention removes them).
-    pub fn delete_topics(&self, topics: &[String]) {
+    /// Deletes `topics` for good: a durable tombstone first (so neither a crash
+    /// recovery nor a re-created topic of the same name brings their messages back),
+    /// then their consume queues. Their commitlog records stay until retention removes
+    /// their files. Blocking file I/O: call it off the async runtime.
+    pub fn delete_topics(&self, topics: &[String]) -> Result<()> {
         for topic in topics {
+            let end = {
+                // Under the writer lock: no record of the topic can land between the
+                // tombstone's offset and the queue offsets being forgotten.
+                let mut writer = self.inner.commitlog.lock_writer();
+                let end = self.inner.commitlog.max_offset();
+                self.inner.tombstones.record(topic, end)?;
+                writer.queue_offsets.remove(topic);
+                end
+            };
+            // Records the dispatcher has not reached yet are hidden by the tombstone.
             if let Err(e) = self.inner.queues.delete_topic(topic) {
                 tracing::warn!(topic = %topic, error = %e, "could not delete a topic's consume queues");
             }
-            self.inner
-                .commitlog
-                .lock_writer()
-                .queue_offsets
-                .remove(topic);
-            tracing::info!(topic = %topic, "deleted topic from the store");
+            tracing::info!(topic = %topic, end, "deleted topic from the store");
         }
+        Ok(())
     }
 
     pub fn queue_ids(&self, topic: &str) -> Vec<i32> {

@@ -127,6 +127,8 @@ impl StoreInner {
         if let Some(index) = &self.index {
             report.index_files_deleted = index.delete_expired(min)?;
         }
+        // A deleted topic's tombstone is needed only while its old records exist.
+        self.tombstones.prune(min)?;
         if deleted.files > 0 {
             // Room may exist now for a next file that could not be allocated.
             self.commitlog.allocator.request();

@@ -22,6 +22,7 @@ use crate::message::ConsumedOffsets;
 use crate::queue_table::ConsumeQueueTable;
 use crate::stats::Stats;
 use crate::stopper::Stopper;
+use crate::tombstone::Tombstones;
 
 /// Flags that gate puts.
 #[derive(Debug, Default)]
@@ -49,6 +50,8 @@ pub(crate) struct StoreInner {
     pub(crate) total_memory: u64,
     /// What consumer groups committed, from the broker (retention asks it).
     pub(crate) consumed: RwLock<Option<Arc<dyn ConsumedOffsets>>>,
+    /// Deleted topics whose old records must not be dispatched again.
+    pub(crate) tombstones: Tombstones,
 }
 
 /// Physical memory in bytes.

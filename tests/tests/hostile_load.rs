@@ -154,3 +154,65 @@ async fn a_heartbeat_flood_does_not_disturb_routes_or_sends() {
     }
     assert_eq!(stored, 50);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topic_stays_deleted_after_kill9() {
+    let broker = Broker::start(BrokerOptions::default());
+    let client = TestClient::default();
+    client.create_topic(&broker.addr, "Doomed", 1).await;
+    for i in 0..5 {
+        client
+            .send(
+                &broker.addr,
+                "Doomed",
+                0,
+                format!("old-{i}"),
+                TestClient::properties(None, None),
+            )
+            .await;
+    }
+    let header = vostok_remoting::protocol::header::TopicRequestHeader {
+        topic: "Doomed".into(),
+    };
+    let deleted = client
+        .call(
+            &broker.addr,
+            RemotingCommand::request_with_header(request_code::DELETE_TOPIC_IN_BROKER, &header),
+        )
+        .await;
+    assert_eq!(deleted.code, response_code::SUCCESS, "{}", deleted.remark());
+
+    // Killed right after the answer: the deletion was durable before it.
+    let broker = broker.restart(true);
+    let config = client
+        .call(
+            &broker.addr,
+            RemotingCommand::request_with_header(request_code::GET_TOPIC_CONFIG, &header),
+        )
+        .await;
+    assert_eq!(
+        config.code,
+        response_code::TOPIC_NOT_EXIST,
+        "the topic stays deleted"
+    );
+
+    // Re-created with the same name: it starts empty.
+    client.create_topic(&broker.addr, "Doomed", 1).await;
+    assert!(client
+        .drain(&broker.addr, "reader", "Doomed", 0, 0)
+        .await
+        .is_empty());
+    let sent = client
+        .send(
+            &broker.addr,
+            "Doomed",
+            0,
+            "new",
+            TestClient::properties(None, None),
+        )
+        .await;
+    assert_eq!(sent.queue_offset, 0);
+    let got = client.drain(&broker.addr, "reader", "Doomed", 0, 0).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0].body[..], b"new");
+}

@@ -80,12 +80,32 @@ pub(crate) async fn delete_topic(
         );
     }
     broker.topics.delete(&header.topic);
-    broker
-        .store
-        .delete_topics(std::slice::from_ref(&header.topic));
     broker.offsets.remove_topic(&header.topic);
+    // Durable before the answer: the store's tombstone, the topic table and the
+    // offsets, so that a crash right after cannot bring the topic back.
+    let b = broker.clone();
+    let topic = header.topic.clone();
+    let stored = tokio::task::spawn_blocking(move || {
+        let deleted = b.store.delete_topics(std::slice::from_ref(&topic));
+        b.offsets.persist(false);
+        deleted
+    })
+    .await;
     broker.persist_configs().await;
-    RemotingCommand::success()
+    match stored {
+        Ok(Ok(())) => RemotingCommand::success(),
+        Ok(Err(e)) => error(
+            response_code::SYSTEM_ERROR,
+            format!(
+                "could not delete topic {} from the store: {e}",
+                header.topic
+            ),
+        ),
+        Err(e) => error(
+            response_code::SYSTEM_ERROR,
+            format!("topic deletion failed: {e}"),
+        ),
+    }
 }
 
 pub(crate) fn get_all_topic_config(broker: &Broker) -> RemotingCommand {

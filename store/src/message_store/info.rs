@@ -55,6 +55,7 @@ impl MessageStore {
                 .to_string(),
         );
         put("consumeQueueCount", i.queues.all().len().to_string());
+        put("deletedTopicTombstones", i.tombstones.len().to_string());
         put(
             "indexFileCount",
             i.index.as_ref().map_or(0, |x| x.file_count()).to_string(),
