@@ -63,7 +63,7 @@ fn decrypt(path: &Path, text: &str, password: &str) -> Result<PrivateKeyDer<'sta
         .find(end_marker)
         .map(|i| start + i + end_marker.len())
         .ok_or_else(|| invalid(path, "unterminated ENCRYPTED PRIVATE KEY section"))?;
-    let (_, der) = pkcs8::der::pem::decode_vec(text[start..end].as_bytes())
+    let (_, der) = pkcs8::der::pem::decode_vec(&text.as_bytes()[start..end])
         .map_err(|e| invalid(path, format!("bad PEM: {e}")))?;
     let info = pkcs8::EncryptedPrivateKeyInfo::from_der(&der)
         .map_err(|e| invalid(path, format!("bad encrypted key: {e}")))?;
