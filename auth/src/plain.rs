@@ -67,6 +67,28 @@ impl PlainAccount {
         }
     }
 
+    /// An admin account known without a file: a server's own peer (the broker an
+    /// embedded name server serves), allowed the broker names given.
+    pub fn internal(
+        credentials: &vostok_remoting::auth::SessionCredentials,
+        broker_names: Vec<String>,
+    ) -> PlainAccount {
+        PlainAccount {
+            access_key: credentials.access_key.clone(),
+            secret_key: credentials.secret_key.clone(),
+            white_remote_address: AddressPattern::Never,
+            admin: true,
+            default_topic_perm: permission::DENY,
+            default_group_perm: permission::DENY,
+            perms: HashMap::new(),
+            broker_names,
+            topic_perms: Vec::new(),
+            group_perms: Vec::new(),
+            default_topic_word: None,
+            default_group_word: None,
+        }
+    }
+
     /// Whether this account may register or unregister `broker_name` with a name server.
     pub fn may_use_broker_name(&self, broker_name: &str) -> bool {
         self.admin

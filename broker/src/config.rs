@@ -15,6 +15,9 @@ use vostok_store::StoreConfig;
 use crate::error::BrokerError;
 
 mod keys;
+mod security;
+
+pub use security::SecurityConfig;
 
 /// `brokerRole`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +114,8 @@ pub struct BrokerConfig {
     /// Vostok allows 30 days by default).
     pub timer_max_delay: Duration,
     pub store: StoreConfig,
+    /// ACL and TLS keys.
+    pub security: SecurityConfig,
 }
 
 impl Default for BrokerConfig {
@@ -163,6 +168,7 @@ impl Default for BrokerConfig {
             timer_wheel_enable: true,
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
             store,
+            security: SecurityConfig::default(),
         }
     }
 }

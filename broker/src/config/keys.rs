@@ -88,6 +88,7 @@ impl BrokerConfig {
             "maxFrameSize" => self.max_frame_size = parse(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
+            _ if self.security.apply(key, v)? => {}
             _ => {
                 let known = self
                     .store
@@ -225,6 +226,7 @@ impl BrokerConfig {
             ),
         ];
         out.extend(self.store.to_properties());
+        out.extend(self.security.to_properties());
         out
     }
 }

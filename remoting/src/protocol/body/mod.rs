@@ -2,6 +2,7 @@
 //! docs/bodies.md#small-bodies, #registerbrokerbody-and-topicconfig).
 
 mod admin;
+mod auth;
 mod heartbeat;
 mod lock;
 mod misc;
@@ -10,6 +11,7 @@ mod register;
 mod topic_config;
 
 pub use admin::*;
+pub use auth::*;
 pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;

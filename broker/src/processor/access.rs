@@ -1,0 +1,96 @@
+//! What each broker request needs from its account when ACL is on
+//! (docs/security.md#request-table): the topics and groups it touches and the
+//! permission on each, or an admin account.
+//!
+//! The rows of Apache's ACL 1.0 table (`PlainAccessResource.parse`) plus those its ACL
+//! 2.0 adds (offset queries, queue locks, END_TRANSACTION); requests clients make
+//! that touch no named resource need only a valid signature. **Every other code is
+//! admin-only**, including every administrative request the broker serves (topic and
+//! group changes, config, offsets of all groups, runtime figures) and codes this table
+//! does not know: a request code added to the broker stays admin-only until it gets a
+//! row here.
+
+use vostok_auth::{Access, Need, Resource};
+use vostok_remoting::protocol::body::{HeartbeatData, LockBatchRequestBody};
+use vostok_remoting::protocol::request_code as code;
+use vostok_remoting::RemotingCommand;
+
+fn field<'a>(request: &'a RemotingCommand, key: &str) -> &'a str {
+    request.ext_fields.get(key).unwrap_or("")
+}
+
+/// A send to `topic`: PUB, or SUB when it is a group's retry topic.
+fn send(topic: &str) -> Access {
+    let resource = Resource::topic(topic);
+    Access::Needs(vec![if resource.is_group() {
+        Need::subscribe(resource)
+    } else {
+        Need::publish(resource)
+    }])
+}
+
+fn sub(resources: impl IntoIterator<Item = Resource>) -> Access {
+    Access::Needs(resources.into_iter().map(Need::subscribe).collect())
+}
+
+/// The needs of `request`; bodies are read only for the requests that name their
+/// resources there (HEART_BEAT, queue locks). An unreadable body needs nothing more
+/// here: the processor refuses it anyway.
+pub(crate) fn access(request: &RemotingCommand) -> Access {
+    let f = |key| field(request, key);
+    match request.code {
+        code::SEND_MESSAGE | code::SEND_REPLY_MESSAGE => send(f("topic")),
+        code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE | code::SEND_REPLY_MESSAGE_V2 => {
+            send(f("b"))
+        }
+        code::RECALL_MESSAGE => Access::Needs(vec![Need::publish(Resource::topic(f("topic")))]),
+        code::CONSUMER_SEND_MSG_BACK => sub([Resource::group(f("group"))]),
+        code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => sub([
+            Resource::topic(f("topic")),
+            Resource::group(f("consumerGroup")),
+        ]),
+        code::QUERY_MESSAGE => sub([Resource::topic(f("topic"))]),
+        code::HEART_BEAT => match HeartbeatData::decode(&request.body) {
+            Ok(data) => sub(data.consumer_data_set.iter().flat_map(|c| {
+                std::iter::once(Resource::group(&c.group_name)).chain(
+                    c.subscription_data_set
+                        .iter()
+                        .map(|s| Resource::topic(&s.topic)),
+                )
+            })),
+            Err(_) => Access::Open,
+        },
+        code::UNREGISTER_CLIENT => match f("consumerGroup") {
+            "" => Access::Open,
+            group => sub([Resource::group(group)]),
+        },
+        code::GET_CONSUMER_LIST_BY_GROUP => sub([Resource::group(f("consumerGroup"))]),
+        code::UPDATE_CONSUMER_OFFSET | code::QUERY_CONSUMER_OFFSET => sub([
+            Resource::group(f("consumerGroup")),
+            Resource::topic(f("topic")),
+        ]),
+        code::LOCK_BATCH_MQ | code::UNLOCK_BATCH_MQ => {
+            match vostok_remoting::protocol::json::from_slice::<LockBatchRequestBody>(
+                "LockBatchRequestBody",
+                &request.body,
+            ) {
+                Ok(body) => sub(std::iter::once(Resource::group(&body.consumer_group))
+                    .chain(body.mq_set.iter().map(|mq| Resource::topic(&mq.topic)))),
+                Err(_) => Access::Open,
+            }
+        }
+        code::END_TRANSACTION => match f("topic") {
+            "" => Access::Open,
+            topic => Access::Needs(vec![Need::publish(Resource::topic(topic))]),
+        },
+        // Client requests that name no resource of their own: a signature is enough.
+        code::CHECK_CLIENT_CONFIG
+        | code::GET_MAX_OFFSET
+        | code::GET_MIN_OFFSET
+        | code::SEARCH_OFFSET_BY_TIMESTAMP
+        | code::GET_EARLIEST_MSG_STORETIME
+        | code::VIEW_MESSAGE_BY_ID
+        | code::GET_TOPIC_CONFIG => Access::Open,
+        _ => Access::Admin,
+    }
+}
