@@ -60,7 +60,12 @@ impl fmt::Debug for PlainAccount {
 impl PlainAccount {
     /// The bits this account owns on `resource` (its own entry, else the default).
     pub fn owned(&self, resource: &Resource) -> u8 {
-        match self.perms.get(&resource.plain_key()) {
+        let entry = match resource {
+            // The common case (every send) looks up without building a key.
+            Resource::Topic(t) => self.perms.get(t.as_str()),
+            Resource::Group(_) => self.perms.get(&resource.plain_key()),
+        };
+        match entry {
             Some(bits) => *bits,
             None if resource.is_group() => self.default_group_perm,
             None => self.default_topic_perm,

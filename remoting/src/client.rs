@@ -264,7 +264,7 @@ impl RemotingClient {
             None
         } else {
             hooks.before(addr, &mut request);
-            Some(request.clone())
+            hooks.wants_response().then(|| request.clone())
         };
         let pending = match channel.send_request(request, deadline).await {
             Ok(p) => p,

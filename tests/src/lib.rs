@@ -6,6 +6,7 @@
 //! builds of `mqbroker`'s and `mqnamesrv`'s command lines, so cargo rebuilds them
 //! whenever the tests are built.
 
+pub mod acl;
 pub mod client;
 pub mod sdk;
 

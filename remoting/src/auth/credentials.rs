@@ -73,6 +73,10 @@ impl RpcHook for AclClientHook {
     }
 
     fn after_response(&self, _: &str, _: &RemotingCommand, _: &mut RemotingCommand) {}
+
+    fn wants_response(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

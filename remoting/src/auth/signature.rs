@@ -40,13 +40,15 @@ pub fn signed_fields(ext: &ExtFields, skip_unique_key_query: bool) -> Vec<(&str,
     // Stable: among equal keys the order sent is kept, so the last of a run is the
     // value Java's map holds.
     fields.sort_by(|a, b| a.0.cmp(b.0));
-    let mut out = Vec::with_capacity(fields.len());
-    for (i, field) in fields.iter().enumerate() {
-        if fields.get(i + 1).is_none_or(|next| next.0 != field.0) {
-            out.push(*field);
+    let mut keep = 0;
+    for i in 0..fields.len() {
+        if fields.get(i + 1).is_none_or(|next| next.0 != fields[i].0) {
+            fields[keep] = fields[i];
+            keep += 1;
         }
     }
-    out
+    fields.truncate(keep);
+    fields
 }
 
 /// The signed content as one byte string (for tests and diagnostics; signing and
@@ -90,11 +92,13 @@ pub fn sign(secret: &str, ext: &ExtFields, body: &[u8]) -> String {
 /// Whether `signature` (as received) signs these fields and body with `secret`.
 /// The comparison takes the same time wherever the first difference lies.
 pub fn verify(secret: &str, ext: &ExtFields, body: &[u8], version: i32, signature: &str) -> bool {
-    let Ok(received) = STANDARD.decode(signature.trim()) else {
+    // A SHA-1 HMAC is 20 bytes: decoded on the stack, anything longer is no match.
+    let mut received = [0u8; 32];
+    let Ok(len) = STANDARD.decode_slice(signature.trim(), &mut received) else {
         return false;
     };
     keyed(secret, ext, body, version <= V4_9_3)
-        .verify_slice(&received)
+        .verify_slice(&received[..len])
         .is_ok()
 }
 

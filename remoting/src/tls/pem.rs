@@ -88,3 +88,35 @@ pub fn load_roots(path: &Path) -> Result<rustls::RootCertStore, TlsError> {
     }
     Ok(roots)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pkcs8::der::pem::LineEnding;
+    use pkcs8::pkcs5::pbes2;
+    use pkcs8::PrivateKeyInfo;
+
+    /// A key encrypted as `openssl pkcs8 -topk8 -v2 aes-256-cbc` encrypts it.
+    #[test]
+    fn an_encrypted_key_needs_its_password() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let der = key.serialize_der();
+        let info = PrivateKeyInfo::try_from(der.as_slice()).unwrap();
+        let params = pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, &[7; 16], &[9; 16]).unwrap();
+        let encrypted = info.encrypt_with_params(params, "hunter22").unwrap();
+        let pem = encrypted
+            .to_pem("ENCRYPTED PRIVATE KEY", LineEnding::LF)
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        std::fs::write(&path, pem.as_bytes()).unwrap();
+        let loaded = load_key(&path, Some("hunter22")).unwrap();
+        assert_eq!(loaded.secret_der(), der.as_slice());
+        assert!(load_key(&path, Some("wrong")).is_err());
+        let e = load_key(&path, None).unwrap_err();
+        assert!(e.to_string().contains("keyPassword"), "{e}");
+        // The plain key loads without a password.
+        std::fs::write(&path, key.serialize_pem()).unwrap();
+        assert!(load_key(&path, None).is_ok());
+    }
+}
