@@ -16,15 +16,13 @@ use vostok_remoting::tls::ServerTls;
 use crate::config::NamesrvConfig;
 use crate::error::NamesrvError;
 
-fn blocking<T: Send + 'static>(
+async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> impl std::future::Future<Output = Result<T, NamesrvError>> {
-    async move {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| NamesrvError::Security(e.to_string()))?
-            .map_err(NamesrvError::Security)
-    }
+) -> Result<T, NamesrvError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| NamesrvError::Security(e.to_string()))?
+        .map_err(NamesrvError::Security)
 }
 
 /// The guard (`None` when ACL is off) and the listener's TLS (`None` when plain).
