@@ -94,3 +94,51 @@ pub(crate) fn access(request: &RemotingCommand) -> Access {
         _ => Access::Admin,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
+        let mut r = RemotingCommand::request(code);
+        for (k, v) in fields {
+            r.ext_fields.insert(k, v);
+        }
+        r
+    }
+
+    #[test]
+    fn sends_pulls_and_unknown_codes() {
+        assert_eq!(
+            access(&with(code::SEND_MESSAGE_V2, &[("b", "T")])),
+            Access::Needs(vec![Need::publish(Resource::topic("T"))])
+        );
+        assert_eq!(
+            access(&with(code::SEND_MESSAGE, &[("topic", "%RETRY%G")])),
+            Access::Needs(vec![Need::subscribe(Resource::group("G"))])
+        );
+        assert_eq!(
+            access(&with(
+                code::PULL_MESSAGE,
+                &[("topic", "T"), ("consumerGroup", "G")]
+            )),
+            Access::Needs(vec![
+                Need::subscribe(Resource::topic("T")),
+                Need::subscribe(Resource::group("G"))
+            ])
+        );
+        assert_eq!(access(&with(code::GET_MAX_OFFSET, &[])), Access::Open);
+        assert_eq!(
+            access(&with(code::UNREGISTER_CLIENT, &[("producerGroup", "P")])),
+            Access::Open
+        );
+        for admin in [
+            code::UPDATE_AND_CREATE_TOPIC,
+            code::GET_BROKER_CONFIG,
+            code::POP_MESSAGE,
+            4242,
+        ] {
+            assert_eq!(access(&with(admin, &[])), Access::Admin, "code {admin}");
+        }
+    }
+}

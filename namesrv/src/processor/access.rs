@@ -74,3 +74,33 @@ pub(super) fn check(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_need_an_admin_and_queries_are_open_unless_configured() {
+        let mut config = NamesrvConfig::default();
+        assert_eq!(access(code::REGISTER_BROKER, &config), Some(Access::Admin));
+        assert_eq!(access(code::PUT_KV_CONFIG, &config), Some(Access::Admin));
+        assert_eq!(
+            access(code::DELETE_TOPIC_IN_NAMESRV, &config),
+            Some(Access::Admin)
+        );
+        assert_eq!(
+            access(99_999, &config),
+            Some(Access::Admin),
+            "unknown codes"
+        );
+        assert_eq!(access(code::GET_ROUTEINFO_BY_TOPIC, &config), None);
+        config.route_query_acl_enable = true;
+        assert_eq!(
+            access(code::GET_ROUTEINFO_BY_TOPIC, &config),
+            Some(Access::Open)
+        );
+        assert!(
+            claims_broker_name(code::REGISTER_BROKER) && !claims_broker_name(code::PUT_KV_CONFIG)
+        );
+    }
+}
