@@ -374,7 +374,9 @@ def run_matrix(opts, targets, bench, log):
         print("== " + " / ".join(r[0] for r in group), flush=True)
         duration = ["-d", str(opts.duration)]
         for i in range(opts.runs):
-            for name, flush, kind, flags, _ in group:
+            # Each round starts with the next row of the group: no row always runs first.
+            shift = i % len(group)
+            for name, flush, kind, flags, _ in group[shift:] + group[:shift]:
                 profile = PROFILE.get(name)
                 row_targets = [t for t in targets if profile is None or t.name == "vostok"]
                 for t in row_targets:
