@@ -16,8 +16,10 @@ use crate::error::BrokerError;
 
 mod keys;
 mod pop;
+mod security;
 
 pub use pop::PopConfig;
+pub use security::SecurityConfig;
 
 /// `brokerRole`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +118,8 @@ pub struct BrokerConfig {
     /// POP consumption (`reviveQueueNum`, `popPollingSize`, ...).
     pub pop: PopConfig,
     pub store: StoreConfig,
+    /// ACL and TLS keys.
+    pub security: SecurityConfig,
 }
 
 impl Default for BrokerConfig {
@@ -169,6 +173,7 @@ impl Default for BrokerConfig {
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
             pop: PopConfig::default(),
             store,
+            security: SecurityConfig::default(),
         }
     }
 }

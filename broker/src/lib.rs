@@ -16,8 +16,10 @@
 //!   held pulls, delay offsets, timers, transactions, stats.
 //! * [`config`]: `broker.conf`; [`error`]: [`BrokerError`].
 //!
-//! Request flow: the remoting server hands each request to
-//! [`processor::BrokerProcessor`], which decodes the typed header, checks permissions
+//! Request flow: the remoting server (plain or TLS, `tls.*` keys) hands each request to
+//! [`processor::BrokerProcessor`], which first passes it through the ACL guard when
+//! ACL is on (`vostok_auth::Guard`, with the broker's request table in
+//! `processor::access`), then decodes the typed header, checks permissions
 //! and names, calls the store and maps the store's status to a RocketMQ response code.
 //! The store's dispatcher reports each new message to the state's held pulls (and the
 //! timer and delay tables), which wake the pulls and services waiting for that queue.

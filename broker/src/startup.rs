@@ -21,9 +21,7 @@ use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::{perm, SCHEDULE_TOPIC, TIMER_TOPIC};
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::{
-    ClientConfig, ConnectionConfig, FrameLimits, RemotingClient, RemotingServer, ServerConfig,
-};
+use vostok_remoting::{ConnectionConfig, FrameLimits, RemotingServer, ServerConfig};
 use vostok_store::{ConsumedOffsets, MessageArrivingListener, MessageStore};
 
 use crate::config::BrokerConfig;
@@ -42,6 +40,8 @@ use crate::state::timer::TimerTable;
 use crate::state::topic::TopicConfigManager;
 use crate::state::transaction::TransactionState;
 use crate::state::Broker;
+
+mod security;
 
 /// A running broker.
 pub struct BrokerHandle {
@@ -105,6 +105,14 @@ impl Broker {
     pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
         config.resolve_addresses();
         config.validate()?;
+        let (mut config, security) = tokio::task::spawn_blocking(move || {
+            security::open(&mut config).map(|security| (config, security))
+        })
+        .await
+        .map_err(|e| BrokerError::Config {
+            key: "aclEnable".into(),
+            reason: format!("security start-up panicked: {e}"),
+        })??;
         let store_config = config.store.clone();
         let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
             .await
@@ -122,7 +130,14 @@ impl Broker {
 
         let mut namesrv = None;
         if config.is_standalone() {
-            let ns_config = config.embedded_namesrv_config();
+            let mut ns_config = config.embedded_namesrv_config();
+            ns_config.acl_enable = config.security.is_on();
+            ns_config.rocketmq_home = config.security.rocketmq_home.clone();
+            ns_config.tls = config.security.tls.clone();
+            ns_config.embedded_broker = security
+                .credentials
+                .clone()
+                .map(|c| (config.broker_name.clone(), c));
             let ns_listener = bind(config.bind_addr(ns_config.listen_port)).await?;
             let ns_addr = ns_listener
                 .local_addr()
@@ -141,7 +156,11 @@ impl Broker {
             namesrv = Some(server);
         }
 
-        let broker = Arc::new(build_state(config, store, bound_port));
+        let server_tls = security.server_tls.clone();
+        let broker = Arc::new(build_state(config, store, bound_port, security));
+        if let Some(guard) = &broker.guard {
+            guard.watch(broker.shutdown.clone());
+        }
         broker
             .store
             .set_arrival_listener(Arc::new(ArrivalBridge(broker.clone())));
@@ -160,7 +179,7 @@ impl Broker {
         );
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
-        let servers = serve(&broker, listener).await;
+        let servers = serve(&broker, listener, server_tls).await;
 
         service::spawn_all(&broker);
         registration::register_all(&broker).await;
@@ -179,9 +198,16 @@ impl Broker {
 }
 
 /// The shared state, with every table loaded.
-fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) -> Broker {
+fn build_state(
+    config: BrokerConfig,
+    store: Arc<MessageStore>,
+    bound_port: u16,
+    security: security::Security,
+) -> Broker {
     let broker_addr = config.broker_addr(bound_port);
     Broker {
+        outer: security::outer_client(&security),
+        guard: security.guard,
         namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
@@ -198,7 +224,6 @@ fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) 
         broker_addr,
         stats: BrokerStats::default(),
         boot_timestamp: now_millis(),
-        outer: RemotingClient::new(ClientConfig::default(), None),
         master_addr: RwLock::new(None),
         registration: tokio::sync::Mutex::new(false),
         shutdown: CancellationToken::new(),
@@ -210,7 +235,11 @@ fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) 
 
 /// Serves the broker protocol on `listener`, and on `listenPort - 2` for Java clients
 /// up to 4.4, which send to that "VIP" port (`fastListenEnable`).
-async fn serve(broker: &Arc<Broker>, listener: TcpListener) -> Vec<RemotingServer> {
+async fn serve(
+    broker: &Arc<Broker>,
+    listener: TcpListener,
+    tls: Option<Arc<vostok_remoting::tls::ServerTls>>,
+) -> Vec<RemotingServer> {
     let server_config = ServerConfig {
         connection: ConnectionConfig {
             idle_timeout: broker.config.server_channel_max_idle,
@@ -220,6 +249,7 @@ async fn serve(broker: &Arc<Broker>, listener: TcpListener) -> Vec<RemotingServe
             },
             ..ConnectionConfig::default()
         },
+        tls,
         ..ServerConfig::default()
     };
     let processor = Arc::new(BrokerProcessor::new(broker.clone()));

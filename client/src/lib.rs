@@ -66,5 +66,7 @@ pub use producer::{
     LocalTransactionState, MessageQueueSelector, Producer, ProducerConfig, SendResult, SendStatus,
     TransactionListener, TransactionProducer, TransactionSendResult,
 };
+pub use vostok_remoting::auth::SessionCredentials;
 pub use vostok_remoting::protocol::body::{ConsumeFromWhere, MessageModel, MessageQueue};
 pub use vostok_remoting::protocol::message::sysflag::Compression;
+pub use vostok_remoting::tls::{ClientTls, ClientTlsOptions};

@@ -65,6 +65,43 @@ ROWS = [
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"], None),
 ]
 
+# The sync and async rows again with ACL (plain_acl.yml, a non-admin account with PUB|SUB,
+# every request signed and checked) and with TLS (enforcing, ECDSA P-256 certificates made
+# with openssl), Vostok only: the cost of signing and of encryption beside the plain rows.
+SECURE_BASE = ["sync, 1 task", "sync, 8 tasks", "async window 1,024, 1 task",
+               "async window 1,024, 8 tasks"]
+PROFILE = {}
+for _profile, _label in (("acl", "ACL on"), ("tls", "TLS on")):
+    for _row in [r for r in ROWS if r[0] in SECURE_BASE]:
+        _name = f"{_row[0]}, {_label}"
+        PROFILE[_name] = _profile
+        ROWS.append((_name, _row[1], _row[2], _row[3], None))
+
+BENCH_ACL = """accounts:
+  - accessKey: bench-user
+    secretKey: bench-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - BenchTopic=PUB|SUB
+"""
+
+
+def make_certs(dir):
+    """A CA and a certificate for 127.0.0.1 signed by it (what README.md shows)."""
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=dir, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bench-ca",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    (Path(dir) / "server.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "server.ext")
+
+
 # Peer reference figures quoted in the issue (its own client on this machine).
 PEER_OWN_CLIENT = {
     "sync, 1 task": 2_385,
@@ -106,8 +143,10 @@ class Target:
     """A broker kind: how to start one fresh, standalone, on loopback and a temp dir."""
 
     name = ""
+    # mqbench flags the last start needs (credentials, TLS).
+    client_flags = []
 
-    def start(self, flush):
+    def start(self, flush, profile=None):
         raise NotImplementedError
 
     def stop(self):
@@ -152,16 +191,30 @@ class Vostok(Target):
         self.proc = None
         self.dir = None
 
-    def start(self, flush):
+    def start(self, flush, profile=None):
         self.dir = Path(tempfile.mkdtemp(prefix="vostok-bench-", dir=self.work))
         port, ns_port = free_port(), free_port()
         args = [str(self.binary)]
-        for k, v in [
+        settings = [
             ("brokerName", "bench-a"), ("brokerIP1", "127.0.0.1"), ("brokerIP2", "127.0.0.1"),
             ("listenPort", port), ("fastListenEnable", "false"),
             ("embeddedNamesrvPort", ns_port), ("storePathRootDir", self.dir / "store"),
             ("flushDiskType", flush),
-        ]:
+        ]
+        self.client_flags = []
+        if profile == "acl":
+            (self.dir / "conf").mkdir()
+            (self.dir / "conf" / "plain_acl.yml").write_text(BENCH_ACL)
+            settings += [("aclEnable", "true"), ("rocketmqHome", self.dir)]
+            self.client_flags = ["--access-key", "bench-user", "--secret-key", "bench-secret"]
+        elif profile == "tls":
+            make_certs(self.dir)
+            settings += [("tls.server.mode", "enforcing"),
+                         ("tls.server.certPath", self.dir / "server.pem"),
+                         ("tls.server.keyPath", self.dir / "server.key"),
+                         ("tls.enable", "true"), ("tls.client.trustCertPath", self.dir / "ca.pem")]
+            self.client_flags = ["--tls", "--tls-trust-cert", str(self.dir / "ca.pem")]
+        for k, v in settings:
             args += ["-o", f"{k}={v}"]
         log = open(self.dir / "broker.log", "w")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True,
@@ -195,7 +248,7 @@ class Peer(Target):
         self.ns = self.broker = None
         self.dir = None
 
-    def start(self, flush):
+    def start(self, flush, profile=None):
         self.dir = Path(tempfile.mkdtemp(prefix="peer-bench-", dir=self.work))
         home = self.dir / "home"
         (home / "conf").mkdir(parents=True)
@@ -304,31 +357,50 @@ def run_matrix(opts, targets, bench, log):
     rows = [r for r in ROWS if not opts.rows or any(s in r[0] for s in opts.rows)]
     json_path = Path(opts.work) / "run.json"
     backlog_rows = [(name, flags) for name, _, kind, flags, _ in rows if kind == "consume"]
-    for name, flush, kind, flags, _ in rows:
+    # A plain row and its ACL/TLS variants run interleaved, run by run, so that they
+    # meet the same load on the shared machine.
+    variants = {}
+    for r in rows:
+        if r[0] in PROFILE:
+            variants.setdefault(r[0].rsplit(", ", 1)[0], []).append(r)
+    groups = []
+    for r in rows:
+        if r[0] in PROFILE and any(b[0] == r[0].rsplit(", ", 1)[0] for b in rows):
+            continue  # runs with its plain row
+        groups.append([r] + variants.get(r[0], []))
+    for group in groups:
+        name, flush, kind, flags, _ = group[0]
         if kind == "consume":
             if backlog_rows:
                 run_backlog_rows(opts, targets, bench, log, backlog_rows, results)
                 backlog_rows = []
             continue
-        print(f"== {name}", flush=True)
+        print("== " + " / ".join(r[0] for r in group), flush=True)
         duration = ["-d", str(opts.duration)]
         for i in range(opts.runs):
-            for t in targets:
-                ns, pid = t.start(flush)
-                try:
-                    if json_path.exists():
-                        json_path.unlink()
-                    v = mqbench(bench, kind, ns, pid, flags, common + duration, json_path, log)
-                finally:
-                    t.stop()
-                    settle()
-                if v is None:
-                    print(f"   {t.name} run {i + 1}: mqbench failed (see {log.name})", flush=True)
-                    continue
-                f = figures(v, kind)
-                results.setdefault((name, t.name), []).append(f)
-                print(f"   {t.name} run {i + 1}: {f['rate']:,.0f} msg/s p50 {f['p50']} p99 {f['p99']} ms",
-                      flush=True)
+            # Each round starts with the next row of the group: no row always runs first.
+            shift = i % len(group)
+            for name, flush, kind, flags, _ in group[shift:] + group[:shift]:
+                profile = PROFILE.get(name)
+                row_targets = [t for t in targets if profile is None or t.name == "vostok"]
+                for t in row_targets:
+                    ns, pid = t.start(flush, profile)
+                    try:
+                        if json_path.exists():
+                            json_path.unlink()
+                        v = mqbench(bench, kind, ns, pid, flags + t.client_flags,
+                                    common + duration, json_path, log)
+                    finally:
+                        t.stop()
+                        settle()
+                    if v is None:
+                        print(f"   {name}: {t.name} run {i + 1}: mqbench failed (see {log.name})",
+                              flush=True)
+                        continue
+                    f = figures(v, kind)
+                    results.setdefault((name, t.name), []).append(f)
+                    print(f"   {name}: {t.name} run {i + 1}: {f['rate']:,.0f} msg/s "
+                          f"p50 {f['p50']} p99 {f['p99']} ms", flush=True)
     return rows, results
 
 
@@ -460,7 +532,9 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         p50, p99 = (None, None) if kind == "consume" else (s["p50"], s["p99"])
         line = (f"| {name}{note} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(p50, 3)} | "
                 f"{fmt(p99, 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
-        if peer:
+        if peer and name in PROFILE:
+            line += " – | |"
+        elif peer:
             p = summarise(results.get((name, "peer"), []))
             if p and p["rate"]:
                 line += f" {fmt(p['rate'])} | {s['rate'] / p['rate']:.1f}× |"
@@ -468,6 +542,21 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
                 line += " failed | |"
         out.append(line)
     out.append("")
+    costs = []
+    for name in [r[0] for r in rows if r[0] in PROFILE]:
+        plain = name.rsplit(", ", 1)[0]
+        secure = results.get((name, "vostok"), [])
+        base = results.get((plain, "vostok"), [])
+        # Runs were interleaved: run i of the variant met the load of run i of its plain row.
+        ratios = [a["rate"] / b["rate"] for a, b in zip(secure, base) if b["rate"]]
+        if ratios and len(secure) == len(base):
+            r = median(ratios)
+            costs.append(f"| {name} | {r:.2f} | {(1 - r) * 100:+.0f} % | "
+                         f"{' '.join(f'{x:.2f}' for x in ratios)} |")
+    if costs:
+        out += ["Security rows against their plain row: the median over runs of the variant's "
+                "rate divided by the plain row's in the same round (runs interleaved).", "",
+                "| row | rate / plain | cost | per run |", "|---|---:|---:|---|", *costs, ""]
     if peer_note:
         out += [peer_note, ""]
     own = ", ".join(f"{k} {v:,}" for k, v in PEER_OWN_CLIENT.items())

@@ -59,6 +59,18 @@ pub struct NamesrvConfig {
     /// `serverChannelMaxIdleTimeSeconds`: connections silent this long are closed;
     /// 0 disables it.
     pub server_channel_max_idle_time_seconds: u64,
+    /// `aclEnable` (or `authenticationEnabled`): broker registration, topic deletion
+    /// and KV writes need a signed admin account from `conf/plain_acl.yml`
+    /// (docs/security.md#name-server). Vostok's: Apache's name server checks nothing.
+    pub acl_enable: bool,
+    /// `routeQueryAclEnable` (Vostok's): route and topic-list queries need a signed
+    /// account too; they are open by default, as on Apache's name server.
+    pub route_query_acl_enable: bool,
+    /// `tls.*` keys.
+    pub tls: vostok_remoting::tls::TlsConfig,
+    /// The embedding broker's own name and credentials (standalone mode): an admin
+    /// account allowed to register that one broker name, known without a file.
+    pub embedded_broker: Option<(String, vostok_remoting::auth::SessionCredentials)>,
 }
 
 fn home_dir() -> PathBuf {
@@ -90,6 +102,10 @@ impl Default for NamesrvConfig {
             listen_port: 9876,
             bind_address: "0.0.0.0".to_owned(),
             server_channel_max_idle_time_seconds: 120,
+            acl_enable: false,
+            route_query_acl_enable: false,
+            tls: vostok_remoting::tls::TlsConfig::default(),
+            embedded_broker: None,
         }
     }
 }
@@ -155,7 +171,17 @@ impl NamesrvConfig {
             "serverChannelMaxIdleTimeSeconds" => {
                 self.server_channel_max_idle_time_seconds = parse_num(key, value)?
             }
-            _ => return Ok(false),
+            "aclEnable" | "authenticationEnabled" => {
+                // Either switch turns the check on; `false` never turns off the other.
+                self.acl_enable |= parse_bool(key, value)?
+            }
+            "routeQueryAclEnable" => self.route_query_acl_enable = parse_bool(key, value)?,
+            _ => {
+                return self
+                    .tls
+                    .apply(key, value)
+                    .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))
+            }
         }
         Ok(true)
     }
@@ -207,10 +233,17 @@ impl NamesrvConfig {
                 self.server_channel_max_idle_time_seconds.to_string(),
             ),
         ];
-        entries
+        let mut out: Vec<(String, String)> = entries
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))
-            .collect()
+            .collect();
+        out.push(("aclEnable".into(), self.acl_enable.to_string()));
+        out.push((
+            "routeQueryAclEnable".into(),
+            self.route_query_acl_enable.to_string(),
+        ));
+        out.extend(self.tls.to_properties());
+        out
     }
 
     /// The effective config as `.properties` text (`mqnamesrv -p`, GET_NAMESRV_CONFIG).

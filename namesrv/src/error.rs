@@ -32,6 +32,8 @@ pub enum NamesrvError {
         source: vostok_remoting::DecodeError,
     },
     /// The listen address cannot be bound (in use, not local, no permission).
+    #[error("security settings: {0}")]
+    Security(String),
     #[error("cannot bind {addr}: {source}")]
     Bind {
         addr: String,

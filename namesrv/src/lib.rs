@@ -16,6 +16,7 @@
 //! * [`kv_config`]: the KV store and its file `kvConfig.json`, written atomically
 //!   with a `.bak` of the previous version (`vostok_remoting::support::config_file`).
 //! * `processor` (private): the request processor, one function per request code.
+//! * `security` (private): the ACL guard and TLS of the listener, from the config.
 //! * [`config`]: [`NamesrvConfig`], with RocketMQ's key names and defaults, read
 //!   from `.properties` files (`vostok_remoting::support::properties`).
 //! * [`mod@error`]: the crate's error type, [`NamesrvError`].
@@ -52,6 +53,7 @@ pub mod housekeeping;
 pub mod kv_config;
 mod processor;
 pub mod route;
+mod security;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -98,11 +100,13 @@ impl NameServer {
                 source,
             })??;
         let route = Arc::new(RouteInfoManager::new((&config).into()));
+        let (guard, tls) = security::open(&config).await?;
         let server_config = ServerConfig {
             connection: ConnectionConfig {
                 idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
                 ..ConnectionConfig::default()
             },
+            tls,
             ..ServerConfig::default()
         };
         let scan_interval = config.scan_not_active_broker_interval;
@@ -117,6 +121,7 @@ impl NameServer {
             kv: Arc::new(kv),
             started: vostok_remoting::support::time::monotonic(),
             connections: AtomicUsize::new(0),
+            guard,
         });
         let server = RemotingServer::start(
             listener,
@@ -126,6 +131,9 @@ impl NameServer {
         );
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
+        if let Some(guard) = &shared.guard {
+            guard.watch(stop.clone());
+        }
         tasks.spawn(housekeeping::run(route, scan_interval, stop.clone()));
         tasks.close();
         info!(addr = %local_addr, "name server started");

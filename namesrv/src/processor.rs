@@ -7,6 +7,7 @@
 //! `RemotingCommandException`), never with a dropped connection or a panic. Unknown
 //! codes get REQUEST_CODE_NOT_SUPPORTED.
 
+mod access;
 mod admin;
 mod broker;
 mod client;
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     pub started: Instant,
     /// Open connections; a closed one is uncounted only after its brokers are gone.
     pub connections: AtomicUsize,
+    /// ACL, when `aclEnable` is on: every request passes it first.
+    pub guard: Option<vostok_auth::Guard>,
 }
 
 pub(crate) struct NamesrvProcessor {
@@ -54,6 +57,11 @@ impl NamesrvProcessor {
 
     async fn dispatch(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
         let s = &*self.shared;
+        if let Some(guard) = &s.guard {
+            if let Err(refusal) = access::check(guard, &s.config, channel, request) {
+                return refusal;
+            }
+        }
         let reply = match request.code {
             code::REGISTER_BROKER => broker::register_broker(s, channel, request),
             code::UNREGISTER_BROKER => broker::unregister_broker(s, request),

@@ -18,9 +18,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +32,7 @@ use crate::processor::{RequestProcessor, RpcHooks};
 use crate::protocol::{request_code, response_code};
 use crate::support::sync::MutexExt;
 use crate::support::time::coarse_millis;
+use crate::tls::Stream;
 use crate::writer::WriteBatch;
 
 /// Per-connection settings shared by servers and clients.
@@ -134,13 +133,36 @@ impl Inner {
 }
 
 impl Channel {
-    /// Starts the reader and writer tasks of a new connection.
-    pub(crate) fn spawn(stream: TcpStream, ctx: ChannelContext) -> Result<Channel> {
+    /// Starts the reader and writer tasks of a new connection, plain or TLS.
+    pub(crate) fn spawn(stream: Stream, ctx: ChannelContext) -> Result<Channel> {
         let peer = stream.peer_addr()?;
         let local = stream.local_addr()?;
         // Request/response traffic: latency matters more than packet count.
-        stream.set_nodelay(true)?;
-        let (rd, wr) = stream.into_split();
+        stream.tcp().set_nodelay(true)?;
+        Ok(match stream {
+            // The owned halves of a socket need no lock between reader and writer.
+            Stream::Plain(tcp) => {
+                let (rd, wr) = tcp.into_split();
+                Self::start(rd, wr, peer, local, ctx)
+            }
+            tls => {
+                let (rd, wr) = tokio::io::split(tls);
+                Self::start(rd, wr, peer, local, ctx)
+            }
+        })
+    }
+
+    fn start<R, W>(
+        rd: R,
+        wr: W,
+        peer: SocketAddr,
+        local: SocketAddr,
+        ctx: ChannelContext,
+    ) -> Channel
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (tx, rx) = mpsc::channel(ctx.config.write_queue_capacity.max(1));
         let channel = Channel {
             inner: Arc::new(Inner {
@@ -164,7 +186,7 @@ impl Channel {
                 FramedRead::with_capacity(rd, RemotingCodec::new(ctx.config.limits), 64 * 1024);
             reader.read_loop(framed, ctx).await;
         });
-        Ok(channel)
+        channel
     }
 
     /// Process-unique id of this connection.
@@ -323,9 +345,9 @@ impl Channel {
             .store(coarse_millis(), Ordering::Relaxed);
     }
 
-    async fn read_loop(
+    async fn read_loop<R: AsyncRead + Unpin>(
         self,
-        mut framed: FramedRead<tokio::net::tcp::OwnedReadHalf, RemotingCodec>,
+        mut framed: FramedRead<R, RemotingCodec>,
         ctx: ChannelContext,
     ) {
         let permits = Arc::new(Semaphore::new(ctx.config.max_inflight_requests.max(1)));
@@ -462,7 +484,11 @@ impl Channel {
     }
 }
 
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Frame>, inner: Arc<Inner>) {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
+    mut rx: mpsc::Receiver<Frame>,
+    inner: Arc<Inner>,
+) {
     let mut batch = WriteBatch::default();
     let closed = inner.closed.clone();
     let closed = closed.cancelled();
@@ -480,8 +506,8 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Frame>, inner
                 while let Ok(frame) = rx.try_recv() {
                     batch.push(frame);
                 }
-                if !batch.is_empty() {
-                    let _ = batch.write_to(&mut wr).await;
+                if !batch.is_empty() && batch.write_to(&mut wr).await.is_ok() {
+                    let _ = wr.flush().await;
                 }
                 break;
             }
@@ -493,7 +519,11 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Frame>, inner
                 Err(_) => break,
             }
         }
-        let result = batch.write_to(&mut wr).await;
+        // TLS holds records back until flushed; a socket's flush does nothing.
+        let result = match batch.write_to(&mut wr).await {
+            Ok(()) => wr.flush().await,
+            Err(e) => Err(e),
+        };
         inner
             .last_activity_ms
             .store(coarse_millis(), Ordering::Relaxed);

@@ -25,6 +25,7 @@ use crate::command::RemotingCommand;
 use crate::error::{RemotingError, Result};
 use crate::processor::{NotSupported, RequestProcessor, RpcHook, RpcHooks};
 use crate::support::sync::{MutexExt, RwLockExt};
+use crate::tls::{ClientTls, Stream};
 
 /// Client settings (RocketMQ `NettyClientConfig` defaults).
 #[derive(Debug, Clone)]
@@ -36,6 +37,8 @@ pub struct ClientConfig {
     pub async_permits: usize,
     /// `clientOnewaySemaphoreValue`: oneway calls not yet queued.
     pub oneway_permits: usize,
+    /// Wrap every connection in TLS (`tls.enable`); `None` connects in plain TCP.
+    pub tls: Option<Arc<ClientTls>>,
 }
 
 impl Default for ClientConfig {
@@ -45,6 +48,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(3),
             async_permits: 65_535,
             oneway_permits: 65_535,
+            tls: None,
         }
     }
 }
@@ -145,7 +149,7 @@ impl RemotingClient {
             debug!(addr, "connection lost earlier; reconnecting");
         }
         let connect_timeout = timeout.min(self.config.connect_timeout);
-        let stream = match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
+        let stream = match tokio::time::timeout(connect_timeout, self.connect(addr)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(source)) => {
                 return Err(RemotingError::Connect {
@@ -176,6 +180,15 @@ impl RemotingClient {
             .write_locked()
             .insert(addr.to_owned(), channel.clone());
         Ok(channel)
+    }
+
+    /// A TCP connection to `addr`, with the TLS handshake when configured.
+    async fn connect(&self, addr: &str) -> std::io::Result<Stream> {
+        let tcp = TcpStream::connect(addr).await?;
+        match &self.config.tls {
+            None => Ok(Stream::Plain(tcp)),
+            Some(tls) => tls.connect(addr, tcp).await,
+        }
     }
 
     /// Closes the connection to `addr`, if any; the next call reconnects.
@@ -251,7 +264,7 @@ impl RemotingClient {
             None
         } else {
             hooks.before(addr, &mut request);
-            Some(request.clone())
+            hooks.wants_response().then(|| request.clone())
         };
         let pending = match channel.send_request(request, deadline).await {
             Ok(p) => p,

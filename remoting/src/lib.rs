@@ -10,6 +10,9 @@
 //! * [`server`] and [`client`]: [`RemotingServer`] dispatches requests to a
 //!   [`RequestProcessor`]; [`RemotingClient`] keeps one multiplexed connection per
 //!   address and offers sync, async and oneway calls.
+//! * [`auth`]: request signatures (`AccessKey`, `Signature`), signing and verifying.
+//! * [`tls`]: TLS on connections (rustls): `tls.*` keys, the server's first-byte
+//!   detection, the client's handshake.
 //! * [`support`]: what every Vostok crate shares: clocks and local time, poison-safe
 //!   lock helpers, crash-safe config files, `.properties` parsing.
 //!
@@ -23,6 +26,7 @@
 //! See docs/wire.md, docs/commands.md, docs/bodies.md, docs/message.md for the formats this
 //! crate implements.
 
+pub mod auth;
 pub mod channel;
 pub mod client;
 pub mod codec;
@@ -32,6 +36,7 @@ pub mod processor;
 pub mod protocol;
 pub mod server;
 pub mod support;
+pub mod tls;
 mod writer;
 
 pub use channel::{Channel, ConnectionConfig};

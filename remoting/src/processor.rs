@@ -63,6 +63,12 @@ pub trait RpcHook: Send + Sync + 'static {
         request: &RemotingCommand,
         response: &mut RemotingCommand,
     );
+
+    /// Whether `after_response` does anything: when no hook needs it, a call keeps no
+    /// copy of its request for it (signing hooks do not).
+    fn wants_response(&self) -> bool {
+        true
+    }
 }
 
 /// A list of hooks run in order.
@@ -76,6 +82,11 @@ impl RpcHooks {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Whether any hook looks at responses.
+    pub fn wants_response(&self) -> bool {
+        self.0.iter().any(|h| h.wants_response())
     }
 
     pub fn before(&self, addr: &str, request: &mut RemotingCommand) {

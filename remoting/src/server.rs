@@ -19,6 +19,7 @@ use tracing::{debug, info, warn};
 use crate::channel::{Channel, ChannelContext, ConnectionConfig};
 use crate::processor::{BoxFuture, RequestProcessor, RpcHook, RpcHooks};
 use crate::support::sync::MutexExt;
+use crate::tls::{ServerTls, Stream};
 use crate::RemotingCommand;
 
 /// Server settings.
@@ -27,6 +28,8 @@ pub struct ServerConfig {
     pub connection: ConnectionConfig,
     /// Upper bound on a graceful shutdown.
     pub shutdown_timeout: Duration,
+    /// TLS per `tls.server.mode`; `None` serves plain connections only.
+    pub tls: Option<Arc<ServerTls>>,
 }
 
 impl Default for ServerConfig {
@@ -34,6 +37,7 @@ impl Default for ServerConfig {
         ServerConfig {
             connection: ConnectionConfig::default(),
             shutdown_timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -112,6 +116,7 @@ impl RemotingServer {
             processor,
             rpc_hooks,
             config.connection.clone(),
+            config.tls.clone(),
             tracker.clone(),
             shutdown.clone(),
         ));
@@ -167,6 +172,7 @@ async fn accept_loop(
     processor: Arc<dyn RequestProcessor>,
     hooks: RpcHooks,
     config: ConnectionConfig,
+    tls: Option<Arc<ServerTls>>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
 ) {
@@ -185,8 +191,17 @@ async fn accept_loop(
                     tracker: tracker.clone(),
                     shutdown: shutdown.clone(),
                 };
-                if let Err(e) = Channel::spawn(stream, ctx) {
-                    warn!(%peer, error = %e, "could not set up connection");
+                match &tls {
+                    None => start_channel(Stream::Plain(stream), ctx),
+                    // The first byte and the handshake are awaited off the accept loop.
+                    Some(tls) => {
+                        let tls = tls.clone();
+                        tracker.spawn(async move {
+                            if let Some(stream) = tls.accept(stream).await {
+                                start_channel(stream, ctx);
+                            }
+                        });
+                    }
                 }
             }
             Err(e) => {
@@ -195,5 +210,12 @@ async fn accept_loop(
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
+    }
+}
+
+fn start_channel(stream: Stream, ctx: ChannelContext) {
+    let peer = stream.peer_addr().ok();
+    if let Err(e) = Channel::spawn(stream, ctx) {
+        warn!(?peer, error = %e, "could not set up connection");
     }
 }

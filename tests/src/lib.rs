@@ -6,6 +6,7 @@
 //! builds of `mqbroker`'s and `mqnamesrv`'s command lines, so cargo rebuilds them
 //! whenever the tests are built.
 
+pub mod acl;
 pub mod client;
 pub mod netns;
 pub mod sdk;
@@ -46,8 +47,20 @@ pub struct Process {
 
 impl Process {
     fn spawn(program: &Path, args: &[String], log: PathBuf, ready: &str) -> Process {
+        Self::spawn_with_env(program, args, &[], log, ready)
+    }
+
+    fn spawn_with_env(
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        log: PathBuf,
+        ready: &str,
+    ) -> Process {
         let mut command = Command::new(program);
-        command.args(args);
+        command
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         Self::start(command, log, ready)
     }
 
@@ -151,8 +164,13 @@ pub struct Namesrv {
 
 impl Namesrv {
     pub fn start() -> Namesrv {
+        Self::start_with(&[])
+    }
+
+    /// A name server with extra `namesrv.conf` keys (`-o key=value`).
+    pub fn start_with(settings: &[(&str, &str)]) -> Namesrv {
         let dir = tempfile::tempdir().expect("temp dir");
-        let args = vec![
+        let mut args = vec![
             "--listen-port".to_owned(),
             "0".to_owned(),
             "--bind-address".to_owned(),
@@ -160,6 +178,10 @@ impl Namesrv {
             "--kv-config-path".to_owned(),
             dir.path().join("kvConfig.json").display().to_string(),
         ];
+        for (k, v) in settings {
+            args.push("-o".to_owned());
+            args.push(format!("{k}={v}"));
+        }
         let process = Process::spawn(
             &binary("vostok-test-namesrv"),
             &args,
@@ -189,6 +211,8 @@ pub struct BrokerOptions {
     pub cluster: String,
     /// Extra `broker.conf` entries.
     pub settings: Vec<(String, String)>,
+    /// Extra environment variables of the process (e.g. `ROCKETMQ_HOME`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for BrokerOptions {
@@ -198,6 +222,7 @@ impl Default for BrokerOptions {
             broker_name: "broker-a".to_owned(),
             cluster: "DefaultCluster".to_owned(),
             settings: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -259,7 +284,13 @@ impl Broker {
         let log = dir
             .path()
             .join(format!("broker-{}.log", rand::random::<u32>()));
-        let process = Process::spawn(&binary("vostok-test-broker"), &args, log, "boot success");
+        let process = Process::spawn_with_env(
+            &binary("vostok-test-broker"),
+            &args,
+            &options.env,
+            log,
+            "boot success",
+        );
         let line = process.boot_line.clone();
         let addr = line
             .split_once(", ")

@@ -148,6 +148,7 @@ async fn a_heartbeat_flood_does_not_disturb_routes_or_sends() {
     for task in flood {
         task.await.expect("flood task");
     }
+    client.wait_dispatched(&broker.addr).await;
     let mut stored = 0;
     for q in 0..2 {
         stored += client.max_offset(&broker.addr, "Steady", q).await;

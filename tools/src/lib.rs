@@ -7,7 +7,10 @@
 //!   the same way every time (throughput, send and end-to-end latency percentiles,
 //!   lost and duplicate messages, the broker's memory and CPU).
 //!
+//! * [`security`]: ACL credentials and TLS settings both tools take.
+//!
 //! The binaries in `src/bin/` parse flags and call these modules.
 
 pub mod admin;
 pub mod bench;
+pub mod security;

@@ -2,7 +2,9 @@
 //! them. [`BrokerProcessor`] routes each request by code; business outcomes are responses
 //! with RocketMQ codes, never errors.
 
+mod access;
 mod ack;
+mod auth_admin;
 mod broker_admin;
 mod client_manage;
 mod consumer_manage;
@@ -46,6 +48,13 @@ impl RequestProcessor for BrokerProcessor {
     ) -> BoxFuture<'a, Option<RemotingCommand>> {
         Box::pin(async move {
             let b = &*self.broker;
+            if let Some(guard) = &b.guard {
+                if let Err(denied) = guard.check(channel.peer_addr().ip(), &request, || {
+                    access::access(&request)
+                }) {
+                    return refuse(channel, &request, denied);
+                }
+            }
             let response = match request.code {
                 request_code::SEND_MESSAGE
                 | request_code::SEND_MESSAGE_V2
@@ -138,6 +147,9 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::POLLING_INFO | request_code::POLLING_INFO_SHORT => {
                     notification::polling_info(b, request)
                 }
+                request_code::AUTH_CREATE_USER..=request_code::AUTH_LIST_ACL => {
+                    auth_admin::process(&self.broker, request).await
+                }
                 _ => {
                     debug!(code = request.code, peer = %channel.peer_addr(), "request code not supported");
                     vostok_remoting::processor::not_supported(&request)
@@ -150,6 +162,21 @@ impl RequestProcessor for BrokerProcessor {
     fn on_channel_closed(&self, channel: &Channel) {
         self.broker.on_channel_closed(channel);
     }
+}
+
+/// The answer to a request the guard refused: NO_PERMISSION, which Java producers do
+/// not retry (Apache answers ACL 1.0 refusals with SYSTEM_ERROR, which they do), with
+/// the guard's remark. A oneway request gets nothing; the connection stays open.
+fn refuse(
+    channel: &Channel,
+    request: &RemotingCommand,
+    denied: vostok_auth::Denied,
+) -> Option<RemotingCommand> {
+    debug!(code = request.code, peer = %channel.peer_addr(), reason = %denied, "request refused by ACL");
+    if request.is_oneway() {
+        return None;
+    }
+    Some(error(response_code::NO_PERMISSION, denied.reason))
 }
 
 /// A response with `code` and `remark`.

@@ -81,6 +81,8 @@ pub struct Broker {
     pub(crate) pop: PopState,
     pub(crate) shutdown: CancellationToken,
     pub(crate) tasks: TaskTracker,
+    /// ACL (1.0 or 2.0) when switched on: every request passes it first.
+    pub(crate) guard: Option<vostok_auth::Guard>,
 }
 
 impl Broker {

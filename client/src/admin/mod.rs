@@ -10,6 +10,7 @@
 //!   `queryConsumerOffset`.
 //! * [`message`]: `queryMessage` (by key or unique key), `viewMessage` (by commitlog
 //!   offset).
+//! * [`auth`]: ACL 2.0 users and ACLs (`createUser` … `listAcl`, codes 3001–3010).
 //!
 //! Calls the producers and consumers also make (routes, offsets) go through the same
 //! `api` functions they use; records are decoded by the one record codec of
@@ -22,6 +23,7 @@
 //! shared client instance: it owns its connections and closes them on
 //! [`AdminClient::shutdown`]. Every call is bounded by `mq_client_api_timeout`.
 
+pub mod auth;
 pub mod cluster;
 pub mod consumer;
 pub mod message;
@@ -51,9 +53,7 @@ impl AdminClient {
             return Err(ClientError::NoNameServer);
         }
         let remoting = RemotingClient::new(config.remoting.clone(), None);
-        if let Some(hook) = &config.rpc_hook {
-            remoting.register_rpc_hook(hook.clone());
-        }
+        config.install_hooks(&remoting);
         Ok(AdminClient {
             remoting,
             namesrv: config.namesrv_addr.clone(),

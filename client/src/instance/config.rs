@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use vostok_remoting::RpcHook;
+use vostok_remoting::auth::{AclClientHook, SessionCredentials};
+use vostok_remoting::{RemotingClient, RpcHook};
 
 /// Settings shared by producers and consumers (Java `ClientConfig`).
 #[derive(Clone)]
@@ -34,8 +35,13 @@ pub struct ClientConfig {
     /// Root of broadcasting consumers' offset files
     /// (`rocketmq.client.localOffsetStoreDir`, default `~/.rocketmq_offsets`).
     pub local_offset_store_dir: Option<PathBuf>,
-    /// Adds ext fields to every request (ACL signatures and the like).
+    /// Adds ext fields to every request (trace ids and the like).
     pub rpc_hook: Option<Arc<dyn RpcHook>>,
+    /// ACL credentials: every request is signed with them, as Java's
+    /// `AclClientRPCHook` signs (docs/security.md#signature).
+    pub credentials: Option<SessionCredentials>,
+    /// Connection settings; `remoting.tls` wraps every connection in TLS
+    /// ([`vostok_remoting::tls::ClientTls`]).
     pub remoting: vostok_remoting::ClientConfig,
 }
 
@@ -56,6 +62,7 @@ impl Default for ClientConfig {
             mq_client_api_timeout: Duration::from_secs(3),
             local_offset_store_dir: None,
             rpc_hook: None,
+            credentials: None,
             remoting: vostok_remoting::ClientConfig::default(),
         }
     }
@@ -68,6 +75,8 @@ impl std::fmt::Debug for ClientConfig {
             .field("instance_name", &self.instance_name)
             .field("client_ip", &self.client_ip)
             .field("namespace", &self.namespace)
+            .field("credentials", &self.credentials)
+            .field("tls", &self.remoting.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -82,6 +91,17 @@ pub fn parse_namesrv_addr(s: &str) -> Vec<String> {
 }
 
 impl ClientConfig {
+    /// Registers the hooks this config asks for on `remoting`: the RPC hook, then the
+    /// signature (last, so that it covers every field the other hooks add).
+    pub(crate) fn install_hooks(&self, remoting: &RemotingClient) {
+        if let Some(hook) = &self.rpc_hook {
+            remoting.register_rpc_hook(hook.clone());
+        }
+        if let Some(credentials) = &self.credentials {
+            remoting.register_rpc_hook(Arc::new(AclClientHook::new(credentials.clone())));
+        }
+    }
+
     pub fn with_namesrv(addr: &str) -> Self {
         ClientConfig {
             namesrv_addr: parse_namesrv_addr(addr),

@@ -84,7 +84,12 @@ impl ClientInstance {
             return Err(ClientError::NoNameServer);
         }
         let client_id = config.client_id();
-        let key = format!("{client_id}|{}", config.namesrv_addr.join(";"));
+        // Clients signing with different keys must not share connections.
+        let access_key = config
+            .credentials
+            .as_ref()
+            .map_or("", |c| c.access_key.as_str());
+        let key = format!("{client_id}|{}|{access_key}", config.namesrv_addr.join(";"));
         let mut instances = instances().locked();
         if let Some(existing) = instances.get(&key).and_then(Weak::upgrade) {
             if !existing.shutdown.is_cancelled() {
@@ -94,9 +99,7 @@ impl ClientInstance {
         let instance = Arc::new_cyclic(|weak: &Weak<ClientInstance>| {
             let processor = Arc::new(ClientProcessor::new(weak.clone()));
             let remoting = RemotingClient::new(config.remoting.clone(), Some(processor));
-            if let Some(hook) = &config.rpc_hook {
-                remoting.register_rpc_hook(hook.clone());
-            }
+            config.install_hooks(&remoting);
             ClientInstance {
                 key: key.clone(),
                 client_id: client_id.clone(),

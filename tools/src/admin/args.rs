@@ -31,6 +31,9 @@ pub struct Cli {
         global = true
     )]
     pub timeout_ms: u64,
+    /// ACL credentials and TLS.
+    #[command(flatten)]
+    pub security: crate::security::SecurityArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -64,6 +67,22 @@ pub enum Command {
     QueryMsgByKey(QueryMsgByKeyArgs),
     /// Show messages by offset message id (or by unique key with -t).
     QueryMsgById(QueryMsgByIdArgs),
+    /// ACL 2.0: create a user.
+    CreateUser(super::auth::UserArgs),
+    /// ACL 2.0: change a user's password, type or status.
+    UpdateUser(super::auth::UserArgs),
+    /// ACL 2.0: delete a user (and its ACL).
+    DeleteUser(super::auth::DeleteUserArgs),
+    /// ACL 2.0: list users (passwords are not shown).
+    ListUser(super::auth::ListUserArgs),
+    /// ACL 2.0: add policy entries to a subject's ACL.
+    CreateAcl(super::auth::AclArgs),
+    /// ACL 2.0: add or replace policy entries of a subject's ACL.
+    UpdateAcl(super::auth::AclArgs),
+    /// ACL 2.0: delete a subject's ACL, or one resource's entry.
+    DeleteAcl(super::auth::DeleteAclArgs),
+    /// ACL 2.0: list ACLs.
+    ListAcl(super::auth::ListAclArgs),
 }
 
 #[derive(Args, Debug, Clone)]

@@ -5,7 +5,8 @@
 //! * [`args`]: the command line (RocketMQ's sub-command names and flags).
 //! * The sub-commands: [`cluster`] (`clusterList`, `brokerStatus`), [`topic`]
 //!   (`topicList`, `topicRoute`, `updateTopic`, `deleteTopic`, `topicStatus`),
-//!   [`consumer`] (`consumerProgress`), [`message`] (`queryMsgByKey`, `queryMsgById`).
+//!   [`consumer`] (`consumerProgress`), [`message`] (`queryMsgByKey`, `queryMsgById`),
+//!   [`auth`] (ACL 2.0: `createUser` … `listAcl`).
 //! * [`table`]: aligned text tables and timestamps.
 //!
 //! Each sub-command returns its whole output as text; the binary prints it, or the
@@ -13,6 +14,7 @@
 //! peer in front of the SDK's error.
 
 pub mod args;
+pub mod auth;
 pub mod cluster;
 pub mod consumer;
 pub mod message;
@@ -86,14 +88,18 @@ pub fn unless_answered<T>(
 
 /// The admin client for `namesrv` (`host:port;host:port`), each request bounded by
 /// `timeout`, connecting included.
-pub fn connect(namesrv: &str, timeout: Duration) -> Result<AdminClient, AdminError> {
+pub fn connect(
+    namesrv: &str,
+    timeout: Duration,
+    security: &crate::security::SecurityArgs,
+) -> Result<AdminClient, AdminError> {
     let namesrv_addr = parse_namesrv_addr(namesrv);
     if namesrv_addr.is_empty() {
         return Err(AdminError::Invalid(
             "no name server address (-n or NAMESRV_ADDR)".into(),
         ));
     }
-    let config = ClientConfig {
+    let mut config = ClientConfig {
         namesrv_addr,
         mq_client_api_timeout: timeout,
         remoting: vostok_remoting::ClientConfig {
@@ -102,6 +108,7 @@ pub fn connect(namesrv: &str, timeout: Duration) -> Result<AdminClient, AdminErr
         },
         ..ClientConfig::default()
     };
+    security.apply(&mut config).map_err(AdminError::Invalid)?;
     AdminClient::new(&config).map_err(|e| AdminError::Invalid(e.to_string()))
 }
 
@@ -118,6 +125,14 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::ConsumerProgress(a) => consumer::consumer_progress(admin, &a).await,
         Command::QueryMsgByKey(a) => message::query_msg_by_key(admin, &a).await,
         Command::QueryMsgById(a) => message::query_msg_by_id(admin, &a).await,
+        Command::CreateUser(a) => auth::create_user(admin, &a, false).await,
+        Command::UpdateUser(a) => auth::create_user(admin, &a, true).await,
+        Command::DeleteUser(a) => auth::delete_user(admin, &a).await,
+        Command::ListUser(a) => auth::list_users(admin, &a).await,
+        Command::CreateAcl(a) => auth::create_acl(admin, &a, false).await,
+        Command::UpdateAcl(a) => auth::create_acl(admin, &a, true).await,
+        Command::DeleteAcl(a) => auth::delete_acl(admin, &a).await,
+        Command::ListAcl(a) => auth::list_acls(admin, &a).await,
     }
 }
 

@@ -40,6 +40,9 @@ pub struct CommonArgs {
         default_value = "127.0.0.1:9876"
     )]
     pub namesrv: String,
+    /// ACL credentials and TLS.
+    #[command(flatten)]
+    pub security: crate::security::SecurityArgs,
     #[arg(short = 't', long, default_value = "BenchmarkTest")]
     pub topic: String,
     /// Message body size in bytes.

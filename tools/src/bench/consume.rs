@@ -186,6 +186,10 @@ pub async fn start(
     }
     if args.lite_pull {
         let mut config = LitePullConsumerConfig::new(group, &common.namesrv);
+        common
+            .security
+            .apply(&mut config.common.client)
+            .map_err(BenchError::Args)?;
         config.common.consume_from_where = from_where(from);
         if let Some(n) = args.pull_batch {
             config.common.pull_batch_size = n;
@@ -217,6 +221,10 @@ pub async fn start(
         });
     }
     let mut config = ConsumerConfig::new(group, &common.namesrv);
+    common
+        .security
+        .apply(&mut config.common.client)
+        .map_err(BenchError::Args)?;
     config.common.consume_from_where = from_where(from);
     if let Some(n) = args.pull_batch {
         config.common.pull_batch_size = n;

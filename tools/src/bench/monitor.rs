@@ -15,7 +15,9 @@ use vostok_remoting::protocol::body::KvTable;
 use vostok_remoting::protocol::header::GetRouteInfoRequestHeader;
 use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::{json as wire_json, request_code, response_code};
-use vostok_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+use vostok_remoting::{RemotingClient, RemotingCommand};
+
+use crate::security::SecurityArgs;
 
 use super::procfs::{self, ProcSample};
 
@@ -31,8 +33,12 @@ pub struct BrokerProbe {
 
 impl BrokerProbe {
     /// Looks the topic's brokers up on the first name server that answers.
-    pub async fn locate(namesrv: &str, topic: &str) -> Option<BrokerProbe> {
-        let client = RemotingClient::new(ClientConfig::default(), None);
+    pub async fn locate(
+        namesrv: &str,
+        topic: &str,
+        security: &SecurityArgs,
+    ) -> Option<BrokerProbe> {
+        let client = security.remoting_client().ok()?;
         for ns in namesrv.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             let header = GetRouteInfoRequestHeader {
                 topic: topic.to_owned(),
@@ -180,8 +186,13 @@ pub struct Monitor {
 
 impl Monitor {
     /// Finds the broker (its route, and its pid unless given) before the window.
-    pub async fn prepare(namesrv: &str, topic: &str, pid: Option<u32>) -> Monitor {
-        let probe = BrokerProbe::locate(namesrv, topic).await;
+    pub async fn prepare(
+        namesrv: &str,
+        topic: &str,
+        pid: Option<u32>,
+        security: &SecurityArgs,
+    ) -> Monitor {
+        let probe = BrokerProbe::locate(namesrv, topic, security).await;
         let pid = pid.or_else(|| probe.as_ref().and_then(BrokerProbe::local_pid));
         Monitor {
             probe,

@@ -225,7 +225,13 @@ pub async fn produce(cmd: ProduceCmd) -> Result<Summary, BenchError> {
     watch_ctrl_c();
     let common = &cmd.common;
     let (mut run, meter, state) = start_producers(common, &cmd.producer, &cmd.group, None).await?;
-    let mut monitor = Monitor::prepare(&common.namesrv, &common.topic, common.broker_pid).await;
+    let mut monitor = Monitor::prepare(
+        &common.namesrv,
+        &common.topic,
+        common.broker_pid,
+        &common.security,
+    )
+    .await;
     let mut ticker = Ticker::new(common.quiet);
     if !common.warmup().is_zero() {
         run.handles = produce::spawn(&run.side);
@@ -287,7 +293,13 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
     let common = &cmd.common;
     let group = cmd.group.clone().unwrap_or_else(|| unique_group("mqbench"));
     let state = Arc::new(ConsumeState::new(None, common.count));
-    let mut monitor = Monitor::prepare(&common.namesrv, &common.topic, common.broker_pid).await;
+    let mut monitor = Monitor::prepare(
+        &common.namesrv,
+        &common.topic,
+        common.broker_pid,
+        &common.security,
+    )
+    .await;
     let warmup = common.warmup();
     if warmup.is_zero() {
         // The window opens with the first delivery.
@@ -396,7 +408,13 @@ pub async fn e2e(cmd: E2eCmd) -> Result<Summary, BenchError> {
     // Let the pull tasks fetch their start offsets before the first stamped message.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let mut monitor = Monitor::prepare(&common.namesrv, &common.topic, common.broker_pid).await;
+    let mut monitor = Monitor::prepare(
+        &common.namesrv,
+        &common.topic,
+        common.broker_pid,
+        &common.security,
+    )
+    .await;
     let mut ticker = Ticker::new(common.quiet);
     let sides = |cs: &ConsumeState| [("send", meter.totals()), ("recv", cs.meter.totals())];
     if !common.warmup().is_zero() {

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     };
     let timeout = cli.timeout();
     let result = runtime.block_on(async move {
-        let admin = vostok_tools::admin::connect(&cli.namesrv, timeout)?;
+        let admin = vostok_tools::admin::connect(&cli.namesrv, timeout, &cli.security)?;
         let result = vostok_tools::admin::run(&admin, cli.command).await;
         admin.shutdown().await;
         result

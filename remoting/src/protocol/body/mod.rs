@@ -2,6 +2,7 @@
 //! docs/bodies.md#small-bodies, #registerbrokerbody-and-topicconfig).
 
 mod admin;
+mod auth;
 mod batch_ack;
 mod heartbeat;
 mod lock;
@@ -11,6 +12,7 @@ mod register;
 mod topic_config;
 
 pub use admin::*;
+pub use auth::*;
 pub use batch_ack::*;
 pub use heartbeat::*;
 pub use lock::*;

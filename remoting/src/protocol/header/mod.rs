@@ -8,6 +8,7 @@
 //! empty strings for unset fields).
 
 mod admin;
+mod auth;
 mod client;
 mod namesrv;
 mod offset;
@@ -19,6 +20,7 @@ mod topic;
 mod transaction;
 
 pub use admin::*;
+pub use auth::*;
 pub use client::*;
 pub use namesrv::*;
 pub use offset::*;

@@ -1,0 +1,268 @@
+//! The one place a server asks "may this request run?" ([`Guard::check`]), whichever
+//! ACL model is on (docs/security.md#which-model):
+//!
+//! * `aclEnable=true`: ACL 1.0, accounts from plain_acl.yml, reloaded on change;
+//! * `authenticationEnabled` / `authorizationEnabled`: ACL 2.0, users and ACLs from
+//!   the broker's config directory (`migrateAuthFromV1Enabled` imports plain_acl.yml
+//!   first). When both models are switched on, ACL 2.0 decides (as Apache 5.3.3,
+//!   which ignores `aclEnable`).
+//!
+//! The server passes the request and a closure naming what it needs ([`Access`]),
+//! called only once the signature is good: resource lookups cost nothing for a
+//! request refused earlier.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+use vostok_remoting::auth::ACCESS_KEY;
+use vostok_remoting::RemotingCommand;
+
+use crate::error::AuthError;
+use crate::plain::PlainAccount;
+use crate::plain_check;
+use crate::plain_store::{PlainAclStore, POLL_INTERVAL};
+use crate::resource::{Access, Denied};
+use crate::v2::check as v2_check;
+use crate::v2::{migrate, AuthMetadata, UserInfo};
+
+/// Who made a request, once accepted.
+#[derive(Debug, Clone)]
+pub enum Principal {
+    /// A global white address, or a request code on a whitelist: no account.
+    Trusted,
+    /// An ACL 1.0 account.
+    Plain(Arc<PlainAccount>),
+    /// An ACL 2.0 user, or `None` when authentication is off.
+    User {
+        name: Option<String>,
+        is_super: bool,
+    },
+}
+
+impl Principal {
+    pub fn access_key(&self) -> Option<&str> {
+        match self {
+            Principal::Trusted => None,
+            Principal::Plain(a) => Some(&a.access_key),
+            Principal::User { name, .. } => name.as_deref(),
+        }
+    }
+
+    /// Whether this principal may register or unregister `broker_name` with a name
+    /// server (see [`PlainAccount::may_use_broker_name`]).
+    pub fn may_use_broker_name(&self, broker_name: &str) -> bool {
+        match self {
+            Principal::Trusted => true,
+            Principal::Plain(a) => a.may_use_broker_name(broker_name),
+            Principal::User { is_super, .. } => *is_super,
+        }
+    }
+}
+
+/// What the guard is built from: the servers' `aclEnable` family of keys.
+#[derive(Debug, Clone, Default)]
+pub struct GuardConfig {
+    pub acl_enable: bool,
+    pub authentication_enabled: bool,
+    pub authorization_enabled: bool,
+    pub migrate_auth_from_v1_enabled: bool,
+    /// Where `conf/plain_acl.yml` is looked for.
+    pub rocketmq_home: PathBuf,
+    /// Where ACL 2.0 users and ACLs are kept; required for ACL 2.0.
+    pub metadata_dir: Option<PathBuf>,
+    /// `initAuthenticationUser`: a SUPER user created when absent (the first one).
+    pub init_user: Option<UserInfo>,
+    /// Request codes that skip authentication / authorization (ACL 2.0 whitelists).
+    pub authentication_whitelist: Vec<i32>,
+    pub authorization_whitelist: Vec<i32>,
+    /// Accounts known without a file: an embedded name server's own broker.
+    pub extra_accounts: Vec<PlainAccount>,
+}
+
+impl GuardConfig {
+    pub fn is_on(&self) -> bool {
+        self.acl_enable || self.authentication_enabled || self.authorization_enabled
+    }
+}
+
+struct V2 {
+    metadata: Arc<AuthMetadata>,
+    authenticate: bool,
+    authorize: bool,
+    authentication_whitelist: Vec<i32>,
+    authorization_whitelist: Vec<i32>,
+}
+
+/// Authentication and authorization for one server.
+pub struct Guard {
+    plain: Option<Arc<PlainAclStore>>,
+    extra: Vec<Arc<PlainAccount>>,
+    v2: Option<V2>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("acl_v1", &self.plain.is_some())
+            .field("acl_v2", &self.v2.is_some())
+            .finish()
+    }
+}
+
+impl Guard {
+    /// Builds the guard (blocking file reads); `None` when every switch is off.
+    pub fn open(config: &GuardConfig) -> Result<Option<Guard>, AuthError> {
+        if !config.is_on() {
+            return Ok(None);
+        }
+        let v2_on = config.authentication_enabled || config.authorization_enabled;
+        let plain = if !v2_on || config.migrate_auth_from_v1_enabled {
+            Some(Arc::new(PlainAclStore::open(config.rocketmq_home.clone())?))
+        } else {
+            None
+        };
+        let v2 = if v2_on {
+            let dir = config.metadata_dir.clone().ok_or_else(|| {
+                AuthError::Config("ACL 2.0 needs a directory for its users and ACLs".into())
+            })?;
+            let metadata = Arc::new(AuthMetadata::open(dir)?);
+            if let Some(user) = &config.init_user {
+                let name = user.username.clone().unwrap_or_default();
+                if metadata.user(&name).is_none() {
+                    let user = UserInfo {
+                        user_type: Some("Super".into()),
+                        ..user.clone()
+                    };
+                    if let Err(e) = metadata.create_user(user) {
+                        warn!(user = %name, error = %e, "initAuthenticationUser not created");
+                    }
+                }
+            }
+            if config.migrate_auth_from_v1_enabled {
+                if let Some(plain) = &plain {
+                    let snapshot = plain.snapshot();
+                    migrate::migrate(&metadata, snapshot.accounts.values().map(|a| &**a));
+                }
+            }
+            if config.acl_enable {
+                warn!("aclEnable is ignored: ACL 2.0 (authenticationEnabled / authorizationEnabled) is on");
+            }
+            Some(V2 {
+                metadata,
+                authenticate: config.authentication_enabled,
+                authorize: config.authorization_enabled,
+                authentication_whitelist: config.authentication_whitelist.clone(),
+                authorization_whitelist: config.authorization_whitelist.clone(),
+            })
+        } else {
+            None
+        };
+        Ok(Some(Guard {
+            plain: if v2.is_some() { None } else { plain },
+            extra: config
+                .extra_accounts
+                .iter()
+                .cloned()
+                .map(Arc::new)
+                .collect(),
+            v2,
+        }))
+    }
+
+    /// Starts the hot reload of the ACL 1.0 files (nothing to do for ACL 2.0).
+    pub fn watch(&self, stop: CancellationToken) {
+        if let Some(plain) = &self.plain {
+            plain.watch(POLL_INTERVAL, stop);
+        }
+    }
+
+    /// The ACL 1.0 files, when they decide.
+    pub fn plain(&self) -> Option<&Arc<PlainAclStore>> {
+        self.plain.as_ref()
+    }
+
+    /// The ACL 2.0 users and ACLs, when they decide.
+    pub fn metadata(&self) -> Option<&Arc<AuthMetadata>> {
+        self.v2.as_ref().map(|v| &v.metadata)
+    }
+
+    /// Whether the request's `AccessKey` names a SUPER user (ACL 2.0), which alone may
+    /// create or change SUPER users.
+    pub fn is_super_request(&self, request: &RemotingCommand) -> bool {
+        match (&self.v2, request.ext_fields.get(ACCESS_KEY)) {
+            (Some(v2), Some(name)) => v2.metadata.user(name).is_some_and(|u| u.is_super()),
+            (Some(v2), None) => !v2.authenticate,
+            (None, _) => true,
+        }
+    }
+
+    /// Accepts or refuses `request` from `ip`; `access` says what it needs beyond a
+    /// valid signature and is called only when it matters.
+    pub fn check(
+        &self,
+        ip: IpAddr,
+        request: &RemotingCommand,
+        access: impl FnOnce() -> Access,
+    ) -> Result<Principal, Denied> {
+        if let Some(v2) = &self.v2 {
+            return self.check_v2(v2, ip, request, access);
+        }
+        let snapshot = self
+            .plain
+            .as_ref()
+            .map(|p| p.snapshot())
+            .unwrap_or_default();
+        if self.extra.is_empty() {
+            return plain_check::check(&snapshot, ip, request, access);
+        }
+        let mut merged = crate::plain_store::PlainAcl {
+            global_white: snapshot.global_white.clone(),
+            accounts: snapshot.accounts.clone(),
+        };
+        for account in &self.extra {
+            merged
+                .accounts
+                .entry(account.access_key.clone())
+                .or_insert_with(|| account.clone());
+        }
+        plain_check::check(&merged, ip, request, access)
+    }
+
+    fn check_v2(
+        &self,
+        v2: &V2,
+        ip: IpAddr,
+        request: &RemotingCommand,
+        access: impl FnOnce() -> Access,
+    ) -> Result<Principal, Denied> {
+        let snapshot = v2.metadata.snapshot();
+        let name = if v2.authenticate && !v2.authentication_whitelist.contains(&request.code) {
+            Some(v2_check::authenticate(&snapshot, request)?.to_owned())
+        } else {
+            request
+                .ext_fields
+                .get(ACCESS_KEY)
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+        };
+        if v2.authorize && !v2.authorization_whitelist.contains(&request.code) {
+            match &name {
+                Some(name) => v2_check::authorize(&snapshot, name, ip, request.code, access())?,
+                None => {
+                    return Err(Denied::new(format!(
+                        "access denied: no AccessKey on request {}",
+                        vostok_remoting::protocol::request_code::name(request.code)
+                    )))
+                }
+            }
+        }
+        let is_super = name
+            .as_deref()
+            .and_then(|n| snapshot.users.get(n))
+            .is_some_and(|u| u.is_super());
+        Ok(Principal::User { name, is_super })
+    }
+}

@@ -1,0 +1,102 @@
+//! The ACL 1.0 decision for one request (Java `PlainPermissionManager.validate` and
+//! `PlainPermissionChecker`), in Java's order:
+//!
+//! 1. the peer's address matches a global white pattern: accepted;
+//! 2. no `AccessKey`: refused; 3. unknown key: refused;
+//! 4. the account's `whiteRemoteAddress` matches: the signature is not checked;
+//! 5. the signature does not verify: refused;
+//! 6. a send to the trace topic: accepted;
+//! 7. admin-only request and no admin account, or a needed permission missing: refused.
+//!
+//! **Vostok differs** at step 4: Java skips the permission checks too for an
+//! account's white address, so anyone there who knows an access key (not its secret)
+//! gets everything; Vostok still applies the account's permissions.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use vostok_remoting::auth::{signature, ACCESS_KEY, SIGNATURE};
+use vostok_remoting::protocol::request_code;
+use vostok_remoting::RemotingCommand;
+
+use crate::guard::Principal;
+use crate::permission;
+use crate::plain::PlainAccount;
+use crate::plain_store::PlainAcl;
+use crate::resource::{Access, Denied, Need, Resource, TRACE_TOPIC};
+
+/// Checks `request` from `ip` against `acl`.
+pub fn check(
+    acl: &PlainAcl,
+    ip: IpAddr,
+    request: &RemotingCommand,
+    access: impl FnOnce() -> Access,
+) -> Result<Principal, Denied> {
+    if acl.global_white.iter().any(|p| p.matches(ip)) {
+        return Ok(Principal::Trusted);
+    }
+    let Some(access_key) = request.ext_fields.get(ACCESS_KEY).filter(|k| !k.is_empty()) else {
+        return Err(Denied::new(format!(
+            "access denied: no AccessKey on request {} from {ip}: sign requests with an account's credentials",
+            request_code::name(request.code)
+        )));
+    };
+    let Some(account) = acl.accounts.get(access_key) else {
+        return Err(Denied::new(format!(
+            "access denied: unknown AccessKey {access_key}"
+        )));
+    };
+    if !account.white_remote_address.matches(ip) {
+        let valid = request.ext_fields.get(SIGNATURE).is_some_and(|sig| {
+            signature::verify(
+                &account.secret_key,
+                &request.ext_fields,
+                &request.body,
+                request.version,
+                sig,
+            )
+        });
+        if !valid {
+            return Err(Denied::new(format!(
+                "access denied: signature check failed for AccessKey {access_key}"
+            )));
+        }
+    }
+    authorize(account, request.code, access())?;
+    Ok(Principal::Plain(account.clone()))
+}
+
+fn authorize(account: &Arc<PlainAccount>, code: i32, access: Access) -> Result<(), Denied> {
+    let needs = match access {
+        Access::Open => return Ok(()),
+        Access::Admin if account.admin => return Ok(()),
+        Access::Admin => {
+            return Err(Denied::new(format!(
+                "access denied: request {} ({code}) needs an admin account, and AccessKey {} is not one",
+                request_code::name(code),
+                account.access_key
+            )))
+        }
+        Access::Needs(needs) => needs,
+    };
+    if needs
+        .iter()
+        .any(|n| n.resource == Resource::Topic(TRACE_TOPIC.to_owned()) && n.perm == permission::PUB)
+    {
+        return Ok(());
+    }
+    if account.admin {
+        return Ok(());
+    }
+    for Need { resource, perm } in &needs {
+        if !permission::allows(*perm, account.owned(resource)) {
+            return Err(Denied::new(format!(
+                "access denied: AccessKey {} has no {} permission on {resource} (request {})",
+                account.access_key,
+                permission::name(*perm),
+                request_code::name(code)
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! What each broker request needs from its account when ACL is on
+//! (docs/security.md#request-table): the topics and groups it touches and the
+//! permission on each, or an admin account.
+//!
+//! The rows of Apache's ACL 1.0 table (`PlainAccessResource.parse`) plus those its ACL
+//! 2.0 adds (offset queries, queue locks, END_TRANSACTION); requests clients make
+//! that touch no named resource need only a valid signature. **Every other code is
+//! admin-only**, including every administrative request the broker serves (topic and
+//! group changes, config, offsets of all groups, runtime figures) and codes this table
+//! does not know: a request code added to the broker stays admin-only until it gets a
+//! row here.
+
+use vostok_auth::{Access, Need, Resource};
+use vostok_remoting::protocol::body::{
+    BatchAckMessageRequestBody, HeartbeatData, LockBatchRequestBody,
+};
+use vostok_remoting::protocol::request_code as code;
+use vostok_remoting::RemotingCommand;
+
+fn field<'a>(request: &'a RemotingCommand, key: &str) -> &'a str {
+    request.ext_fields.get(key).unwrap_or("")
+}
+
+/// A send to `topic`: PUB, or SUB when it is a group's retry topic.
+fn send(topic: &str) -> Access {
+    let resource = Resource::topic(topic);
+    Access::Needs(vec![if resource.is_group() {
+        Need::subscribe(resource)
+    } else {
+        Need::publish(resource)
+    }])
+}
+
+/// The topic a POP request names: a POP retry topic (`%RETRY%<group>_<topic>` or
+/// `%RETRY%<group>+<topic>`, what acks of retried messages carry) stands for its topic.
+fn pop_topic(topic: &str, group: &str) -> Resource {
+    let retry_prefix = format!("%RETRY%{group}");
+    match topic
+        .strip_prefix(retry_prefix.as_str())
+        .and_then(|rest| rest.strip_prefix('_').or_else(|| rest.strip_prefix('+')))
+    {
+        Some(original) if !original.is_empty() => Resource::topic(original),
+        _ => Resource::topic(topic),
+    }
+}
+
+/// A POP request (pop, peek, ack, invisible time, notification): SUB on the topic and
+/// on the group, as Apache's ACL 2.0 annotates their headers.
+fn pop(topic: &str, group: &str) -> Access {
+    sub([pop_topic(topic, group), Resource::group(group)])
+}
+
+fn sub(resources: impl IntoIterator<Item = Resource>) -> Access {
+    Access::Needs(resources.into_iter().map(Need::subscribe).collect())
+}
+
+/// The needs of `request`; bodies are read only for the requests that name their
+/// resources there (HEART_BEAT, queue locks). An unreadable body needs nothing more
+/// here: the processor refuses it anyway.
+pub(crate) fn access(request: &RemotingCommand) -> Access {
+    let f = |key| field(request, key);
+    match request.code {
+        code::SEND_MESSAGE | code::SEND_REPLY_MESSAGE => send(f("topic")),
+        code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE | code::SEND_REPLY_MESSAGE_V2 => {
+            send(f("b"))
+        }
+        code::RECALL_MESSAGE => Access::Needs(vec![Need::publish(Resource::topic(f("topic")))]),
+        code::CONSUMER_SEND_MSG_BACK => sub([Resource::group(f("group"))]),
+        code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => sub([
+            Resource::topic(f("topic")),
+            Resource::group(f("consumerGroup")),
+        ]),
+        code::QUERY_MESSAGE => sub([Resource::topic(f("topic"))]),
+        code::HEART_BEAT => match HeartbeatData::decode(&request.body) {
+            Ok(data) => sub(data.consumer_data_set.iter().flat_map(|c| {
+                std::iter::once(Resource::group(&c.group_name)).chain(
+                    c.subscription_data_set
+                        .iter()
+                        .map(|s| Resource::topic(&s.topic)),
+                )
+            })),
+            Err(_) => Access::Open,
+        },
+        code::UNREGISTER_CLIENT => match f("consumerGroup") {
+            "" => Access::Open,
+            group => sub([Resource::group(group)]),
+        },
+        code::GET_CONSUMER_LIST_BY_GROUP => sub([Resource::group(f("consumerGroup"))]),
+        code::UPDATE_CONSUMER_OFFSET | code::QUERY_CONSUMER_OFFSET => sub([
+            Resource::group(f("consumerGroup")),
+            Resource::topic(f("topic")),
+        ]),
+        code::LOCK_BATCH_MQ | code::UNLOCK_BATCH_MQ => {
+            match vostok_remoting::protocol::json::from_slice::<LockBatchRequestBody>(
+                "LockBatchRequestBody",
+                &request.body,
+            ) {
+                Ok(body) => sub(std::iter::once(Resource::group(&body.consumer_group))
+                    .chain(body.mq_set.iter().map(|mq| Resource::topic(&mq.topic)))),
+                Err(_) => Access::Open,
+            }
+        }
+        code::POP_MESSAGE
+        | code::POP_MESSAGE_SHORT
+        | code::PEEK_MESSAGE
+        | code::PEEK_MESSAGE_SHORT
+        | code::ACK_MESSAGE
+        | code::ACK_MESSAGE_SHORT
+        | code::CHANGE_MESSAGE_INVISIBLETIME
+        | code::CHANGE_MESSAGE_INVISIBLETIME_SHORT
+        | code::NOTIFICATION
+        | code::NOTIFICATION_SHORT
+        | code::POLLING_INFO
+        | code::POLLING_INFO_SHORT => pop(f("topic"), f("consumerGroup")),
+        code::BATCH_ACK_MESSAGE | code::BATCH_ACK_MESSAGE_SHORT => {
+            match vostok_remoting::protocol::json::from_slice::<BatchAckMessageRequestBody>(
+                "BatchAckMessageRequestBody",
+                &request.body,
+            ) {
+                Ok(body) => sub(body.acks.iter().flat_map(|a| {
+                    [
+                        pop_topic(&a.topic, &a.consumer_group),
+                        Resource::group(&a.consumer_group),
+                    ]
+                })),
+                Err(_) => Access::Open,
+            }
+        }
+        code::END_TRANSACTION => match f("topic") {
+            "" => Access::Open,
+            topic => Access::Needs(vec![Need::publish(Resource::topic(topic))]),
+        },
+        // Client requests that name no resource of their own: a signature is enough.
+        code::CHECK_CLIENT_CONFIG
+        | code::GET_MAX_OFFSET
+        | code::GET_MIN_OFFSET
+        | code::SEARCH_OFFSET_BY_TIMESTAMP
+        | code::GET_EARLIEST_MSG_STORETIME
+        | code::VIEW_MESSAGE_BY_ID
+        | code::GET_TOPIC_CONFIG => Access::Open,
+        _ => Access::Admin,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
+        let mut r = RemotingCommand::request(code);
+        for (k, v) in fields {
+            r.ext_fields.insert(k, v);
+        }
+        r
+    }
+
+    #[test]
+    fn pop_requests_need_their_topic_and_group() {
+        let both = Access::Needs(vec![
+            Need::subscribe(Resource::topic("T")),
+            Need::subscribe(Resource::group("G")),
+        ]);
+        for code in [
+            code::POP_MESSAGE,
+            code::POP_MESSAGE_SHORT,
+            code::PEEK_MESSAGE,
+        ] {
+            let r = with(code, &[("topic", "T"), ("consumerGroup", "G")]);
+            assert_eq!(access(&r), both);
+        }
+        for retry in ["%RETRY%G_T", "%RETRY%G+T"] {
+            let r = with(
+                code::ACK_MESSAGE,
+                &[("topic", retry), ("consumerGroup", "G")],
+            );
+            assert_eq!(access(&r), both, "an ack of a retried message: {retry}");
+        }
+        let body = br#"{"acks":[{"c":"G","t":"%RETRY%G_T","r":"1","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":""}]}"#;
+        let r = RemotingCommand::request(code::BATCH_ACK_MESSAGE).with_body(&body[..]);
+        assert_eq!(access(&r), both);
+    }
+
+    #[test]
+    fn sends_pulls_and_unknown_codes() {
+        assert_eq!(
+            access(&with(code::SEND_MESSAGE_V2, &[("b", "T")])),
+            Access::Needs(vec![Need::publish(Resource::topic("T"))])
+        );
+        assert_eq!(
+            access(&with(code::SEND_MESSAGE, &[("topic", "%RETRY%G")])),
+            Access::Needs(vec![Need::subscribe(Resource::group("G"))])
+        );
+        assert_eq!(
+            access(&with(
+                code::PULL_MESSAGE,
+                &[("topic", "T"), ("consumerGroup", "G")]
+            )),
+            Access::Needs(vec![
+                Need::subscribe(Resource::topic("T")),
+                Need::subscribe(Resource::group("G"))
+            ])
+        );
+        assert_eq!(access(&with(code::GET_MAX_OFFSET, &[])), Access::Open);
+        assert_eq!(
+            access(&with(code::UNREGISTER_CLIENT, &[("producerGroup", "P")])),
+            Access::Open
+        );
+        for admin in [code::UPDATE_AND_CREATE_TOPIC, code::GET_BROKER_CONFIG, 4242] {
+            assert_eq!(access(&with(admin, &[])), Access::Admin, "code {admin}");
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The name server's guard and TLS, built from its config at start-up
+//! (docs/security.md#name-server).
+//!
+//! With `aclEnable` (or `authenticationEnabled`) the accounts of
+//! `$ROCKETMQ_HOME/conf/plain_acl.yml` (plus `conf/acl/`) decide, reloaded on change;
+//! `rocketmqHome` overrides `$ROCKETMQ_HOME`. The name server keeps no ACL 2.0
+//! users: both switches select the account files.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use vostok_auth::plain::PlainAccount;
+use vostok_auth::{Guard, GuardConfig};
+use vostok_remoting::tls::ServerTls;
+
+use crate::config::NamesrvConfig;
+use crate::error::NamesrvError;
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, NamesrvError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| NamesrvError::Security(e.to_string()))?
+        .map_err(NamesrvError::Security)
+}
+
+/// The guard (`None` when ACL is off) and the listener's TLS (`None` when plain).
+pub(crate) async fn open(
+    config: &NamesrvConfig,
+) -> Result<(Option<Guard>, Option<Arc<ServerTls>>), NamesrvError> {
+    let guard = if config.acl_enable {
+        let home = if config.rocketmq_home.is_empty() {
+            vostok_auth::plain_store::rocketmq_home()
+        } else {
+            PathBuf::from(&config.rocketmq_home)
+        };
+        let extra_accounts = config
+            .embedded_broker
+            .iter()
+            .map(|(name, creds)| PlainAccount::internal(creds, vec![name.clone()]))
+            .collect();
+        let guard_config = GuardConfig {
+            acl_enable: true,
+            rocketmq_home: home,
+            extra_accounts,
+            ..GuardConfig::default()
+        };
+        blocking(move || Guard::open(&guard_config).map_err(|e| e.to_string())).await?
+    } else {
+        None
+    };
+    let tls = config.tls.clone();
+    let tls = blocking(move || {
+        let options = tls
+            .effective()
+            .and_then(|t| t.server())
+            .map_err(|e| e.to_string())?;
+        options
+            .map(|o| ServerTls::new(&o).map(Arc::new))
+            .transpose()
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    Ok((guard, tls))
+}
