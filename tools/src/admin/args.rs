@@ -68,21 +68,21 @@ pub enum Command {
     /// Show messages by offset message id (or by unique key with -t).
     QueryMsgById(QueryMsgByIdArgs),
     /// ACL 2.0: create a user.
-    CreateUser(super::auth::UserArgs),
+    CreateUser(UserArgs),
     /// ACL 2.0: change a user's password, type or status.
-    UpdateUser(super::auth::UserArgs),
+    UpdateUser(UserArgs),
     /// ACL 2.0: delete a user (and its ACL).
-    DeleteUser(super::auth::DeleteUserArgs),
+    DeleteUser(DeleteUserArgs),
     /// ACL 2.0: list users (passwords are not shown).
-    ListUser(super::auth::ListUserArgs),
+    ListUser(ListUserArgs),
     /// ACL 2.0: add policy entries to a subject's ACL.
-    CreateAcl(super::auth::AclArgs),
+    CreateAcl(AclArgs),
     /// ACL 2.0: add or replace policy entries of a subject's ACL.
-    UpdateAcl(super::auth::AclArgs),
+    UpdateAcl(AclArgs),
     /// ACL 2.0: delete a subject's ACL, or one resource's entry.
-    DeleteAcl(super::auth::DeleteAclArgs),
+    DeleteAcl(DeleteAclArgs),
     /// ACL 2.0: list ACLs.
-    ListAcl(super::auth::ListAclArgs),
+    ListAcl(ListAclArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -189,6 +189,97 @@ pub struct QueryMsgByIdArgs {
     /// Look ids that are not offset ids up as unique keys (`UNIQ_KEY`) in this topic.
     #[arg(short = 't', long = "topic")]
     pub topic: Option<String>,
+}
+
+// ACL 2.0 sub-commands (`auth.rs`).
+
+#[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("target").required(true).args(["broker_addr", "cluster_name"])))]
+/// The brokers an ACL 2.0 sub-command acts on.
+pub struct Target {
+    /// One broker.
+    #[arg(short = 'b', long = "brokerAddr", value_name = "ADDR")]
+    pub broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct UserArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// User name.
+    #[arg(short = 'u', long = "username")]
+    pub username: String,
+    /// Password (the secret key clients sign with).
+    #[arg(short = 'p', long = "password")]
+    pub password: Option<String>,
+    /// `Super` or `Normal`.
+    #[arg(short = 't', long = "userType")]
+    pub user_type: Option<String>,
+    /// `enable` or `disable` (updateUser).
+    #[arg(short = 's', long = "userStatus")]
+    pub user_status: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DeleteUserArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(short = 'u', long = "username")]
+    pub username: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ListUserArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Only users whose name contains this.
+    #[arg(short = 'f', long = "filter")]
+    pub filter: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AclArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Subject, `User:<name>`.
+    #[arg(short = 's', long = "subject")]
+    pub subject: String,
+    /// Resources, comma-separated: `Topic:orders`, `Group:g*`, `Topic:*`, `*`.
+    #[arg(short = 'r', long = "resources", value_delimiter = ',')]
+    pub resources: Vec<String>,
+    /// Actions, comma-separated: `Pub`, `Sub`, `All`, ...
+    #[arg(short = 'a', long = "actions", value_delimiter = ',')]
+    pub actions: Vec<String>,
+    /// Source addresses or CIDR blocks, comma-separated.
+    #[arg(short = 'i', long = "sourceIp", value_delimiter = ',')]
+    pub source_ips: Vec<String>,
+    /// `Allow` or `Deny`.
+    #[arg(short = 'd', long = "decision")]
+    pub decision: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DeleteAclArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(short = 's', long = "subject")]
+    pub subject: String,
+    /// Only this resource's entry (else the whole ACL).
+    #[arg(short = 'r', long = "resource")]
+    pub resource: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ListAclArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(short = 's', long = "subject")]
+    pub subject: Option<String>,
+    #[arg(short = 'r', long = "resource")]
+    pub resource: Option<String>,
 }
 
 #[cfg(test)]

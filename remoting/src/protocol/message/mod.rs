@@ -5,10 +5,12 @@
 //! responses, so the store and every client share this one codec.
 
 pub mod batch;
+pub mod ext;
 pub mod id;
 pub mod property;
 pub mod record;
 pub mod sysflag;
 
+pub use ext::MessageExt;
 pub use property::Properties;
-pub use record::{MessageExt, RecordView};
+pub use record::RecordView;
