@@ -34,7 +34,7 @@ pub mod server;
 pub mod support;
 mod writer;
 
-pub use channel::{Channel, ConnectionConfig};
+pub use channel::{Channel, ConnectionConfig, DetachedReceiver};
 pub use client::{ClientConfig, RemotingClient, ResponseFuture};
 pub use codec::{Frame, FrameLimits, RemotingCodec};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
