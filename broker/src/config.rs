@@ -14,9 +14,11 @@ use vostok_store::StoreConfig;
 
 use crate::error::BrokerError;
 
+mod grpc;
 mod keys;
 mod pop;
 
+pub use grpc::GrpcConfig;
 pub use pop::PopConfig;
 
 /// `brokerRole`.
@@ -115,6 +117,8 @@ pub struct BrokerConfig {
     pub timer_max_delay: Duration,
     /// POP consumption (`reviveQueueNum`, `popPollingSize`, ...).
     pub pop: PopConfig,
+    /// The gRPC endpoint (`grpcServerPort`, ...).
+    pub grpc: GrpcConfig,
     pub store: StoreConfig,
 }
 
@@ -168,6 +172,7 @@ impl Default for BrokerConfig {
             timer_wheel_enable: true,
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
             pop: PopConfig::default(),
+            grpc: GrpcConfig::default(),
             store,
         }
     }
@@ -257,6 +262,7 @@ impl BrokerConfig {
             }
         }
         self.pop.validate()?;
+        self.grpc.validate()?;
         self.store.delay_levels().map_err(|e| BrokerError::Config {
             key: "messageDelayLevel".to_owned(),
             reason: e.to_string(),

@@ -89,6 +89,7 @@ impl BrokerConfig {
             "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
             _ if self.pop.apply_property(key, v)? => {}
+            _ if self.grpc.apply_property(key, v)? => {}
             _ => {
                 let known = self
                     .store
@@ -226,6 +227,7 @@ impl BrokerConfig {
             ),
         ];
         out.extend(self.pop.to_properties());
+        out.extend(self.grpc.to_properties());
         out.extend(self.store.to_properties());
         out
     }
