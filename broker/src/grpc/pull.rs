@@ -97,7 +97,9 @@ async fn pull(
     if result.messages.is_empty()
         && matches!(
             result.status,
-            GetMessageStatus::OffsetOverflowOne | GetMessageStatus::NoMatchedMessage
+            GetMessageStatus::OffsetOverflowOne
+                | GetMessageStatus::NoMatchedMessage
+                | GetMessageStatus::NoMessageInQueue
         )
     {
         let timeout = request

@@ -1,17 +1,16 @@
 //! RecallMessage (docs/grpc.md#recallmessage): cancels a timer message before it is
-//! due. SendMessage answers a timer message with a recall handle naming its record in
-//! the timer queue (`v1 <topic> <broker> <timer queue offset> <message id>`); a recall
-//! marks that record delivered in the timer table (`state::timer`), so the timer service
-//! skips it, and the mark is saved with the timer checkpoint.
+//! due. SendMessage answers a timer message with a recall handle naming its parked
+//! record (`v1 <topic> <broker> <commitlog offset> <message id>`); a recall marks that
+//! record's timer queue offset delivered in the timer table (`state::timer`), so the
+//! timer service skips it, and the mark is saved with the timer checkpoint.
 //!
 //! **Vostok differs:** Apache stores a deletion marker as a second timer message. A
 //! timer rolled forward (one pending for about half of `fileReservedTime`) has a new
 //! record, and its old handle no longer recalls it; a recall racing the delivery of a
 //! message that is due may find it delivered.
 
-use vostok_remoting::protocol::message::{property, MessageExt};
+use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::TIMER_TOPIC;
-use vostok_store::GetMessageStatus;
 
 use super::context::RequestContext;
 use super::proto::{Code, RecallMessageRequest, RecallMessageResponse, Status};
@@ -19,21 +18,21 @@ use super::service::GrpcService;
 use super::status::{ok, status};
 use crate::state::Broker;
 
-/// The recall handle of a timer message stored at `timer_offset` of the timer queue.
+/// The recall handle of a message a send stored at `commit_log_offset`, when it is
+/// parked as a timer message.
 pub(crate) fn recall_handle(
+    broker: &Broker,
     topic: &str,
-    broker_name: &str,
-    timer_offset: i64,
+    commit_log_offset: i64,
     message_id: &str,
-) -> String {
-    format!("v1 {topic} {broker_name} {timer_offset} {message_id}")
-}
-
-/// The timer queue offset of the message a send stored at `commit_log_offset`, if it
-/// is parked as a timer message.
-pub(crate) fn timer_offset_of(broker: &Broker, commit_log_offset: i64) -> Option<i64> {
+) -> Option<String> {
     let parked = broker.store.look_message_by_offset(commit_log_offset)?;
-    (parked.topic == TIMER_TOPIC).then_some(parked.queue_offset)
+    (parked.topic == TIMER_TOPIC).then(|| {
+        format!(
+            "v1 {topic} {} {commit_log_offset} {message_id}",
+            broker.config.broker_name
+        )
+    })
 }
 
 pub(crate) async fn recall_message(
@@ -73,28 +72,19 @@ fn recall(
             "recall handle names another broker",
         ));
     }
-    let offset: i64 = offset.parse().map_err(|_| bad())?;
-    let result = broker
-        .store
-        .get_message("TIMER", TIMER_TOPIC, 0, offset, 1, i32::MAX, None);
-    let parked = match result.status {
-        GetMessageStatus::Found => result
-            .messages
-            .first()
-            .and_then(|r| MessageExt::decode(r, false).ok()),
-        _ => None,
-    };
-    let matches = parked.is_some_and(|m| {
-        m.queue_offset == offset
+    let commit_log_offset: i64 = offset.parse().map_err(|_| bad())?;
+    let parked = broker.store.look_message_by_offset(commit_log_offset);
+    let found = parked.filter(|m| {
+        m.topic == TIMER_TOPIC
             && m.property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX) == Some(message_id)
             && m.property(property::REAL_TOPIC) == Some(topic.as_str())
     });
-    if !matches {
+    let Some(offset) = found.map(|m| m.queue_offset) else {
         return Err(status(
             Code::NotFound,
             "no timer message for this recall handle",
         ));
-    }
+    };
     let mut progress = broker.timers.lock();
     if progress.is_delivered(offset) {
         return Err(status(

@@ -1,6 +1,6 @@
 //! ReceiveMessage (Apache's `ReceiveMessageActivity`; docs/grpc.md#receivemessage): a
-//! POP of the broker's own (`crate::pop::receive`), streamed back as one `status` and
-//! then one `message` per popped message, each with its receipt handle: the POP
+//! POP of the broker's own (`crate::pop::receive`), streamed back as one `status`, a
+//! `delivery_timestamp` (now) and one `message` per popped message, each with its receipt handle: the POP
 //! `extraInfo` plus the message's commitlog offset (PROTOCOL 16.5).
 //!
 //! A non-FIFO assignment names queue −1 (every queue of the broker); a FIFO group pops
@@ -17,10 +17,11 @@ use futures_util::Stream;
 use vostok_remoting::protocol::header::INIT_MODE_MIN;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::response_code;
+use vostok_remoting::support::time::now_millis;
 
 use super::client::{subscription_of, valid_group, valid_topic};
 use super::context::RequestContext;
-use super::convert::{millis_of_duration, to_proto, Delivery};
+use super::convert::{millis_of_duration, timestamp, to_proto, Delivery};
 use super::proto::receive_message_response::Content;
 use super::proto::settings::PubSub;
 use super::proto::{Code, ReceiveMessageRequest, ReceiveMessageResponse, Status};
@@ -152,9 +153,16 @@ async fn receive(
     if result.messages.is_empty() {
         return Err(status(Code::MessageNotFound, "no new message"));
     }
-    let mut items = vec![ReceiveMessageResponse {
-        content: Some(Content::Status(ok())),
-    }];
+    // The status, then when the messages left (the clients measure their latency from
+    // it; the Python push consumer needs it), then the messages.
+    let mut items = vec![
+        ReceiveMessageResponse {
+            content: Some(Content::Status(ok())),
+        },
+        ReceiveMessageResponse {
+            content: Some(Content::DeliveryTimestamp(timestamp(now_millis()))),
+        },
+    ];
     for popped in result.messages {
         let Ok(msg) = MessageExt::decode(&popped.record, false) else {
             continue;

@@ -26,7 +26,7 @@ use super::proto::{
     Code, Encoding, Message, MessageType, SendMessageRequest, SendMessageResponse, SendResultEntry,
     Status,
 };
-use super::recall::{recall_handle, timer_offset_of};
+use super::recall::recall_handle;
 use super::service::GrpcService;
 use super::status::{from_remoting, ok, status};
 use crate::processor;
@@ -114,15 +114,7 @@ async fn send_one(
     let recall_handle = if built.timed {
         decode_offset_msg_id(&header.msg_id)
             .ok()
-            .and_then(|(_, at)| timer_offset_of(broker, at))
-            .map(|q| {
-                recall_handle(
-                    &topic_name,
-                    &broker.config.broker_name,
-                    q,
-                    &built.message_id,
-                )
-            })
+            .and_then(|(_, at)| recall_handle(broker, &topic_name, at, &built.message_id))
             .unwrap_or_default()
     } else {
         String::new()
