@@ -275,6 +275,33 @@ def scenario_hold(endpoint, topic, group):
     result(held=True)
 
 
+def scenario_tls(endpoint, topic):
+    """The client with TLS on (as the Java and Go clients default to) on the same port:
+    the broker's self-signed certificate is fetched and trusted through gRPC's
+    GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, since the Python client verifies against the
+    default roots."""
+    import os
+    import ssl
+    import tempfile
+    host, port = endpoint.rsplit(":", 1)
+    pem = ssl.get_server_certificate((host, int(port)))
+    roots = tempfile.NamedTemporaryFile("w", suffix=".pem", delete=False)
+    roots.write(pem)
+    roots.close()
+    os.environ["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = roots.name
+    producer = Producer(config(endpoint), (topic,), tls_enable=True)
+    producer.startup()
+    sent = producer.send(message(topic, "over-tls")).message_id
+    consumer = SimpleConsumer(config(endpoint), "GID_" + topic, {topic: FilterExpression("*")},
+                              await_duration=5, tls_enable=True)
+    consumer.startup()
+    got = receive_until(consumer, 1)
+    consumer.shutdown()
+    producer.shutdown()
+    os.unlink(roots.name)
+    result(sent=sent, received=[view(m) for m in got], certificate=pem.startswith("-----BEGIN CERTIFICATE-----"))
+
+
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}
 
 if __name__ == "__main__":

@@ -385,3 +385,24 @@ async fn grpc_clients_show_in_the_connection_listings() {
     let response = admin.call(&broker.addr, again).await;
     assert_ne!(response.code, response_code::SUCCESS, "no consumer left");
 }
+
+#[test]
+fn tls_and_plaintext_share_the_port() {
+    let Some(py) = python::interpreter(PyClient::V5) else {
+        return;
+    };
+    let broker = broker();
+    let ep = endpoint(&broker);
+    let r = python::run(&py, "grpc_client.py", &["tls", &ep, "GrpcTls"], T);
+    assert_eq!(r["certificate"], true);
+    assert_eq!(bodies(&r["received"]), vec!["over-tls".to_owned()]);
+    assert_eq!(r["received"][0]["message_id"], r["sent"]);
+    // The same port in the clear, right after.
+    let r = python::run(
+        &py,
+        "grpc_client.py",
+        &["produce", &ep, "GrpcTls", "1", "plain"],
+        T,
+    );
+    assert_eq!(r["ids"].as_array().map(Vec::len), Some(1));
+}

@@ -150,7 +150,8 @@ async fn change(
     )
     .await
     .map_err(pop_status)?;
-    // A plain pop's new checkpoint starts at the message itself (PROTOCOL 16.7).
+    // A plain pop's new checkpoint starts at the message itself, so the new handle
+    // names it by the message's offset (docs/grpc.md#receipt-handles).
     let ck_queue_offset = if handle.extra.is_order() {
         handle.extra.ck_queue_offset
     } else {

@@ -1,7 +1,8 @@
 //! ReceiveMessage (Apache's `ReceiveMessageActivity`; docs/grpc.md#receivemessage): a
 //! POP of the broker's own (`crate::pop::receive`), streamed back as one `status`, a
-//! `delivery_timestamp` (now) and one `message` per popped message, each with its receipt handle: the POP
-//! `extraInfo` plus the message's commitlog offset (PROTOCOL 16.5).
+//! `delivery_timestamp` (now) and one `message` per popped message, each with its
+//! receipt handle: the POP `extraInfo` plus the message's commitlog offset
+//! (docs/grpc.md#receipt-handles).
 //!
 //! A non-FIFO assignment names queue −1 (every queue of the broker); a FIFO group pops
 //! the one queue named, in order. The invisible time is the request's (10 s to 12 h,

@@ -1,5 +1,5 @@
 //! The Telemetry stream (docs/grpc.md#telemetry): the settings exchange that opens every
-//! client's session (PROTOCOL 16.3: the client sends its settings, the broker answers
+//! client's session (docs/grpc.md#telemetry: the client sends its settings, the broker answers
 //! with `status OK` and the merged settings), and the commands the broker sends back:
 //! a transaction check-back becomes `RecoverOrphanedTransactionCommand`.
 //!
