@@ -1,6 +1,6 @@
 //! AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue (Apache's
 //! `AckMessageActivity`, `ChangeInvisibleDurationActivity`,
-//! `ForwardMessageToDLQActivity`; docs/grpc.md#ackmessage): the receipt handle names
+//! `ForwardMessageToDLQActivity`; docs/grpc.md#receipt-handles): the receipt handle names
 //! the POP checkpoint (`crate::pop`), its 9th field the message's commitlog offset.
 
 use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;

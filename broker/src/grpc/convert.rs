@@ -1,4 +1,4 @@
-//! A stored message as the 5.x clients see it (docs/grpc.md#messages; Apache's
+//! A stored message as the 5.x clients see it (docs/grpc.md#receivemessage; Apache's
 //! `GrpcConverter.buildMessage`): system properties from the record and its RocketMQ
 //! properties, user properties for the rest.
 

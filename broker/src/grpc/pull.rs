@@ -1,6 +1,7 @@
 //! PullMessage, UpdateOffset, GetOffset and QueryOffset: the offset-based consumer RPCs
-//! that Apache's proxy declares but does not serve (docs/grpc.md#pull). Vostok serves
-//! them on its store and consumer-offset table, the ones PULL_MESSAGE and the offset
+//! that Apache's proxy declares but does not serve
+//! (docs/grpc.md#pullmessage-and-offsets). Vostok serves them on its store and
+//! consumer-offset table, the ones PULL_MESSAGE and the offset
 //! requests of the remoting protocol use, so a gRPC pull consumer and a remoting one
 //! share offsets.
 //!

@@ -1,4 +1,4 @@
-//! QueryRoute and QueryAssignment (Apache's `RouteActivity`; docs/grpc.md#route).
+//! QueryRoute and QueryAssignment (Apache's `RouteActivity`; docs/grpc.md#routes).
 //!
 //! The route is the name server's, as for a remoting client, with every broker
 //! address turned into its gRPC endpoint (the broker's host and this broker's gRPC

@@ -1,7 +1,7 @@
-//! The Telemetry stream (docs/grpc.md#telemetry): the settings exchange that opens every
-//! client's session (docs/grpc.md#telemetry: the client sends its settings, the broker answers
-//! with `status OK` and the merged settings), and the commands the broker sends back:
-//! a transaction check-back becomes `RecoverOrphanedTransactionCommand`.
+//! The Telemetry stream (docs/grpc.md#sessions-and-telemetry): the settings exchange
+//! that opens every client's session (the client sends its settings, the broker answers
+//! with `status OK` and the merged settings), and the commands the broker sends back: a transaction
+//! check-back becomes `RecoverOrphanedTransactionCommand`.
 //!
 //! Each stream has a bounded outbound queue; a client that does not read is not
 //! buffered for: the reader of its commands waits, and commands from the broker's
