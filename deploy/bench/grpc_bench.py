@@ -21,6 +21,7 @@ broker, bounds the gRPC rows; the broker's and the client's CPU are reported.
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -58,6 +59,8 @@ class Broker:
         ns, grpc = free_port(), free_port()
         args = [str(self.bin), "-o", "listenPort=0", "-o", f"embeddedNamesrvPort={ns}",
                 "-o", f"grpcServerPort={grpc}", "-o", "fastListenEnable=false",
+                # 128 MiB commitlog files: a run writes far less than the default 1 GiB.
+                "-o", "mappedFileSizeCommitLog=134217728",
                 "-o", f"storePathRootDir={self.dir / 'store'}"]
         log = open(self.dir / "broker.log", "w")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
@@ -75,6 +78,7 @@ class Broker:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def config(endpoint):
@@ -97,17 +101,36 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(len(values) * p))]
 
 
-def measure(broker, run):
-    """Runs `run()` -> (messages, latencies ms) and adds rates and CPU."""
-    b0, c0, t0 = cpu_seconds(broker.proc.pid), time.process_time(), time.time()
+def grpc_row(broker, row, args):
+    """Runs one gRPC row in a Python process of its own (the 5.x client shares one
+    event loop per process, which a client's shutdown stops) and adds the broker's CPU."""
+    b0, t0 = cpu_seconds(broker.proc.pid), time.time()
+    out = subprocess.run([sys.executable, __file__, "--child", row, broker.endpoint, *map(str, args)],
+                         capture_output=True, text=True, timeout=900)
+    elapsed = time.time() - t0
+    line = [l for l in out.stdout.splitlines() if l.startswith("ROW ")]
+    if out.returncode != 0 or not line:
+        raise RuntimeError(f"{row} failed:\n{out.stdout}\n{out.stderr}")
+    v = json.loads(line[-1][4:])
+    v["broker_cpu"] = (cpu_seconds(broker.proc.pid) - b0) / elapsed
+    return v
+
+
+def child(row, endpoint, *args):
+    """One gRPC row, measured from the client's side; prints `ROW <json>`."""
+    make = {"send_sync": grpc_send_sync, "send_async": grpc_send_async, "receive": grpc_receive}[row]
+    client, run = make(endpoint, *args)
+    c0, t0 = time.process_time(), time.time()
     count, lat = run()
     elapsed = time.time() - t0
-    return {"rate": count / elapsed, "p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99),
-            "broker_cpu": (cpu_seconds(broker.proc.pid) - b0) / elapsed,
-            "client_cpu": (time.process_time() - c0) / elapsed}
+    cpu = (time.process_time() - c0) / elapsed
+    client.shutdown()
+    print("ROW " + json.dumps({"rate": count / elapsed, "p50": percentile(lat, 0.5),
+                               "p99": percentile(lat, 0.99), "client_cpu": cpu}), flush=True)
 
 
 def grpc_send_sync(endpoint, topic, duration):
+    duration = float(duration)
     from rocketmq import Producer
     p = Producer(config(endpoint), (topic,))
     p.startup()
@@ -125,6 +148,7 @@ def grpc_send_sync(endpoint, topic, duration):
 
 
 def grpc_send_async(endpoint, topic, duration, window):
+    duration, window = float(duration), int(window)
     from rocketmq import Producer
     p = Producer(config(endpoint), (topic,))
     p.startup()
@@ -156,6 +180,7 @@ def grpc_send_async(endpoint, topic, duration, window):
 
 
 def grpc_receive(endpoint, topic, group, backlog, threads):
+    backlog, threads = int(backlog), int(threads)
     from rocketmq import FilterExpression, SimpleConsumer
     c = SimpleConsumer(config(endpoint), group, {topic: FilterExpression("*")}, await_duration=2)
     c.startup()
@@ -219,6 +244,9 @@ def fmt(v, digits=0):
 
 
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(*sys.argv[2:])
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin-dir", default="target/release")
     ap.add_argument("--runs", type=int, default=3)
@@ -229,6 +257,7 @@ def main():
     ap.add_argument("--work", default=None)
     opts = ap.parse_args()
     work = opts.work or tempfile.mkdtemp(prefix="vostok-grpc-bench-")
+    Path(work).mkdir(parents=True, exist_ok=True)
     bench = Path(opts.bin_dir) / "mqbench"
     rows = {}
 
@@ -245,24 +274,17 @@ def main():
             add("classic: mqbench produce, async window 1,024", mqbench(
                 bench, broker, "produce", ["--mode", "async", "--window", "1024", "-w", "1",
                                            "-d", str(opts.duration)], work))
-            for name, make in (
-                ("gRPC: Python send, sync, 1 thread",
-                 lambda: grpc_send_sync(broker.endpoint, f"GrpcSync{i}", opts.duration)),
-                (f"gRPC: Python send_async, window {opts.window}",
-                 lambda: grpc_send_async(broker.endpoint, f"GrpcAsync{i}", opts.duration, opts.window)),
-            ):
-                client, run = make()
-                add(name, measure(broker, run))
-                client.shutdown()
+            add("gRPC: Python send, sync, 1 thread",
+                grpc_row(broker, "send_sync", [f"GrpcSync{i}", opts.duration]))
+            add(f"gRPC: Python send_async, window {opts.window}",
+                grpc_row(broker, "send_async", [f"GrpcAsync{i}", opts.duration, opts.window]))
             fill(bench, broker, "Backlog", opts.backlog, work)
             time.sleep(1)
             add(f"classic: mqbench consume --pop (POP over remoting), {opts.backlog:,} backlog", mqbench(
                 bench, broker, "consume", ["--pop", "--pull-batch", "32", "--group", f"pop{i}",
                                            "-c", str(opts.backlog), "-d", "120"], work, "Backlog"))
-            client, run = grpc_receive(broker.endpoint, "Backlog", f"grpc{i}", opts.backlog, opts.threads)
             add(f"gRPC: Python receive(32) + ack, {opts.threads} threads, {opts.backlog:,} backlog",
-                measure(broker, run))
-            client.shutdown()
+                grpc_row(broker, "receive", ["Backlog", f"grpc{i}", opts.backlog, opts.threads]))
         finally:
             broker.stop()
     print()

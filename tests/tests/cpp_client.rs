@@ -17,7 +17,7 @@ fn cpp_producer_and_push_consumer() {
     let Some(py) = python::interpreter(PyClient::Cpp) else {
         return;
     };
-    let broker = Broker::start(BrokerOptions::default());
+    let broker = Broker::start(BrokerOptions::default().set("mappedFileSizeCommitLog", 64 << 20));
     let sent = python::run(
         &py,
         "cpp_client.py",

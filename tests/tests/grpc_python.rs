@@ -33,7 +33,9 @@ fn broker() -> Broker {
     Broker::start(
         BrokerOptions::default()
             .set("transactionCheckInterval", 1000)
-            .set("transactionTimeOut", 1000),
+            .set("transactionTimeOut", 1000)
+            // Small commitlog files: these tests write little, in parallel.
+            .set("mappedFileSizeCommitLog", 64 << 20),
     )
 }
 
