@@ -1,6 +1,7 @@
-//! Running the Python scripts of `tests/python/` with the real Apache clients they
-//! import: the official 5.x client (`rocketmq-python-client`, gRPC) and the C++ client
-//! (`librocketmq.so` in the `rocketmq` package, remoting).
+//! Running the scripts of `tests/python/` and `tests/node/` with the real Apache clients
+//! they import: the official 5.x Python client (`rocketmq-python-client`, gRPC), the C++
+//! client (`librocketmq.so` in the `rocketmq` package, remoting) and the official 5.x
+//! Node.js client (`rocketmq-client-nodejs`, gRPC).
 //!
 //! `.ci/run` installs each into a virtual environment of its own (both packages are
 //! named `rocketmq` inside) and names their interpreters in `VOSTOK_PYTHON` and
@@ -77,15 +78,22 @@ fn parse_result(stdout: &str) -> Option<serde_json::Value> {
 /// Runs `tests/python/<name> args...` with `python` and returns its `RESULT`; panics
 /// with the script's output when it fails, prints no result, or outlives `timeout`.
 pub fn run(python: &Path, name: &str, args: &[&str], timeout: Duration) -> serde_json::Value {
-    let mut child = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .arg(script(name))
         .args(args)
-        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONUNBUFFERED", "1");
+    run_command(command, &format!("{name} {args:?}"), timeout)
+}
+
+/// Runs a prepared command that prints a `RESULT` line (see [`run`]).
+pub fn run_command(mut command: Command, label: &str, timeout: Duration) -> serde_json::Value {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+        .unwrap_or_else(|e| panic!("cannot run {label}: {e}"));
     let out = drain(child.stdout.take().expect("piped stdout"));
     let err = drain(child.stderr.take().expect("piped stderr"));
     let deadline = std::time::Instant::now() + timeout;
@@ -102,12 +110,51 @@ pub fn run(python: &Path, name: &str, args: &[&str], timeout: Duration) -> serde
     };
     let stdout = out.recv().unwrap_or_default();
     let stderr = err.recv().unwrap_or_default();
-    let report = format!("{name} {args:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    let report = format!("{label}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
     match status {
-        None => panic!("{name} did not finish within {timeout:?}\n{report}"),
-        Some(s) if !s.success() => panic!("{name} failed ({s})\n{report}"),
+        None => panic!("{label} did not finish within {timeout:?}\n{report}"),
+        Some(s) if !s.success() => panic!("{label} failed ({s})\n{report}"),
         Some(_) => parse_result(&stdout).unwrap_or_else(|| panic!("no RESULT line\n{report}")),
     }
+}
+
+/// Node.js and the directory holding the official 5.x Node.js client
+/// (`rocketmq-client-nodejs`, installed by `.ci/run` under `target/nodeclient`, or
+/// `VOSTOK_NODE_MODULES`), or `None` with a line saying why.
+pub fn node_client() -> Option<(PathBuf, PathBuf)> {
+    let modules = std::env::var_os("VOSTOK_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/nodeclient/node_modules"));
+    let installed = modules.join("rocketmq-client-nodejs/package.json").exists()
+        && Command::new("node")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !installed {
+        eprintln!(
+            "SKIPPED: node or the rocketmq-client-nodejs package is not installed (looked in {}); \
+             .ci/run installs it, or set VOSTOK_NODE_MODULES",
+            modules.display()
+        );
+        return None;
+    }
+    Some((PathBuf::from("node"), modules))
+}
+
+/// Runs `tests/node/<name> args...` with the Node.js client (see [`run`]).
+pub fn run_node(
+    node: &(PathBuf, PathBuf),
+    name: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> serde_json::Value {
+    let mut command = Command::new(&node.0);
+    command
+        .arg(workspace().join("tests/node").join(name))
+        .args(args)
+        .env("NODE_PATH", &node.1);
+    run_command(command, &format!("{name} {args:?}"), timeout)
 }
 
 fn drain(mut from: impl Read + Send + 'static) -> mpsc::Receiver<String> {
