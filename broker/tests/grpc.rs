@@ -1,8 +1,9 @@
 //! The gRPC endpoint in process, with a tonic client: the codes the 5.x clients rely on
 //! (a missing client id, a heartbeat before the settings, a bad receipt handle, settings
-//! without publishing or subscription), routes and assignments, and the offset-based
-//! RPCs Apache's proxy does not serve (PullMessage, UpdateOffset, GetOffset,
-//! QueryOffset). The official clients run in `tests/tests/grpc_python.rs`.
+//! without publishing or subscription), routes and assignments, receive, a changed
+//! invisible time and its new handle, ack and forwarding to the dead-letter queue, and
+//! the offset-based RPCs Apache's proxy does not serve (PullMessage, UpdateOffset,
+//! GetOffset, QueryOffset). The official clients run in `tests/tests/grpc_python.rs`.
 
 use std::time::Duration;
 
@@ -360,5 +361,142 @@ async fn bad_receipt_handles_and_empty_sends_are_refused() {
         .unwrap()
         .into_inner();
     assert_eq!(code(&r.status), Code::IllegalMessageId);
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receive_change_ack_and_forward_to_the_dead_letter_queue() {
+    use vostok_broker::grpc::proto::receive_message_response::Content as Rc;
+    use vostok_broker::grpc::proto::{
+        ChangeInvisibleDurationRequest, ForwardMessageToDeadLetterQueueRequest,
+        ReceiveMessageRequest,
+    };
+    let (broker, _dir, mut client) = start().await;
+    for (id, body) in [("dlq-0", "to-dlq"), ("dlq-1", "to-ack")] {
+        let mut m = message("DlqTopic", id, body);
+        m.system_properties.as_mut().unwrap().message_group = None;
+        let r = client
+            .send_message(req(SendMessageRequest { messages: vec![m] }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&r.status), Code::Ok);
+    }
+    // Receive both (the sends are dispatched asynchronously: poll until they show).
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + T;
+    while got.len() < 2 && tokio::time::Instant::now() < deadline {
+        let receive = ReceiveMessageRequest {
+            group: resource("dlq-group"),
+            message_queue: Some(MessageQueue {
+                topic: resource("DlqTopic"),
+                id: -1,
+                ..Default::default()
+            }),
+            filter_expression: None,
+            batch_size: 32,
+            invisible_duration: Some(prost_types::Duration {
+                seconds: 30,
+                nanos: 0,
+            }),
+            auto_renew: false,
+            long_polling_timeout: Some(prost_types::Duration {
+                seconds: 1,
+                nanos: 0,
+            }),
+            attempt_id: None,
+        };
+        let mut stream = client
+            .receive_message(req(receive))
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(item) = stream.message().await.unwrap() {
+            if let Some(Rc::Message(m)) = item.content {
+                got.push(m);
+            }
+        }
+    }
+    assert_eq!(got.len(), 2, "both received");
+    let handle = |m: &Message| {
+        m.system_properties
+            .as_ref()
+            .and_then(|s| s.receipt_handle.clone())
+            .expect("a receipt handle")
+    };
+    let (to_dlq, to_ack) = if got[0].body.as_ref() == b"to-dlq" {
+        (&got[0], &got[1])
+    } else {
+        (&got[1], &got[0])
+    };
+    // A new invisible time gives a new handle, which the ack then uses.
+    let changed = client
+        .change_invisible_duration(req(ChangeInvisibleDurationRequest {
+            group: resource("dlq-group"),
+            topic: resource("DlqTopic"),
+            receipt_handle: handle(to_ack),
+            invisible_duration: Some(prost_types::Duration {
+                seconds: 40,
+                nanos: 0,
+            }),
+            message_id: "dlq-1".into(),
+            lite_topic: None,
+            suspend: None,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&changed.status), Code::Ok);
+    assert_ne!(changed.receipt_handle, handle(to_ack));
+    let acked = client
+        .ack_message(req(AckMessageRequest {
+            group: resource("dlq-group"),
+            topic: resource("DlqTopic"),
+            entries: vec![AckMessageEntry {
+                message_id: "dlq-1".into(),
+                receipt_handle: changed.receipt_handle,
+                lite_topic: None,
+            }],
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&acked.status), Code::Ok);
+    let forwarded = client
+        .forward_message_to_dead_letter_queue(req(ForwardMessageToDeadLetterQueueRequest {
+            group: resource("dlq-group"),
+            topic: resource("DlqTopic"),
+            receipt_handle: handle(to_dlq),
+            message_id: "dlq-0".into(),
+            delivery_attempt: 1,
+            max_delivery_attempts: 16,
+            lite_topic: None,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&forwarded.status), Code::Ok, "{forwarded:?}");
+    // The dead-letter queue holds it.
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let r = client
+            .query_offset(req(QueryOffsetRequest {
+                message_queue: Some(MessageQueue {
+                    topic: resource("%DLQ%dlq-group"),
+                    id: 0,
+                    ..Default::default()
+                }),
+                query_offset_policy: QueryOffsetPolicy::End as i32,
+                timestamp: None,
+            }))
+            .await
+            .unwrap()
+            .into_inner();
+        if r.offset == 1 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "nothing in the DLQ");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     broker.shutdown().await;
 }
