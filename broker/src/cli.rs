@@ -125,6 +125,10 @@ pub fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        if let Some(grpc) = handle.grpc_addr() {
+            // Before the boot line, so whoever waits for that one has seen it.
+            println!("gRPC endpoint {grpc} (MessagingService, TLS and plaintext)");
+        }
         // The line RocketMQ prints; scripts and tests wait for it.
         println!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",

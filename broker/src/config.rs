@@ -14,10 +14,12 @@ use vostok_store::StoreConfig;
 
 use crate::error::BrokerError;
 
+mod grpc;
 mod keys;
 mod pop;
 mod security;
 
+pub use grpc::GrpcConfig;
 pub use pop::PopConfig;
 pub use security::SecurityConfig;
 
@@ -117,6 +119,8 @@ pub struct BrokerConfig {
     pub timer_max_delay: Duration,
     /// POP consumption (`reviveQueueNum`, `popPollingSize`, ...).
     pub pop: PopConfig,
+    /// The gRPC endpoint (`grpcServerPort`, ...).
+    pub grpc: GrpcConfig,
     pub store: StoreConfig,
     /// ACL and TLS keys.
     pub security: SecurityConfig,
@@ -172,6 +176,7 @@ impl Default for BrokerConfig {
             timer_wheel_enable: true,
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
             pop: PopConfig::default(),
+            grpc: GrpcConfig::default(),
             store,
             security: SecurityConfig::default(),
         }
@@ -262,6 +267,7 @@ impl BrokerConfig {
             }
         }
         self.pop.validate()?;
+        self.grpc.validate()?;
         self.store.delay_levels().map_err(|e| BrokerError::Config {
             key: "messageDelayLevel".to_owned(),
             reason: e.to_string(),

@@ -3,6 +3,8 @@
 //! Module map, from the top floor down (a module imports only what stands below it):
 //! * [`cli`]: the `mqbroker` command line; [`startup`]: builds the shared state, binds
 //!   the listeners, starts the services, shuts down ([`Broker::start`], [`BrokerHandle`]).
+//! * [`grpc`]: the gRPC endpoint of the 5.x clients (`MessagingService`), a second front
+//!   end that calls the POP operations, the state and the processors below it.
 //! * [`processor`]: one function per request code, in one file per request family;
 //!   [`processor::BrokerProcessor`] is the request table.
 //! * [`pop`]: POP consumption operations (pop, ack, change invisible time) that the
@@ -31,6 +33,7 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod grpc;
 pub(crate) mod pop;
 pub mod processor;
 pub(crate) mod reroute;

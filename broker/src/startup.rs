@@ -26,6 +26,7 @@ use vostok_store::{ConsumedOffsets, MessageArrivingListener, MessageStore};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::grpc::GrpcServer;
 use crate::processor::BrokerProcessor;
 use crate::service::{self, registration};
 use crate::state::client_registry::ClientRegistry;
@@ -47,6 +48,7 @@ mod security;
 pub struct BrokerHandle {
     broker: Arc<Broker>,
     servers: Vec<RemotingServer>,
+    grpc: Option<GrpcServer>,
     namesrv: Option<NameServer>,
 }
 
@@ -127,6 +129,12 @@ impl Broker {
             .map(|a| a.port())
             .unwrap_or(config.listen_port);
         config.listen_port = bound_port;
+        // Bound before anything starts, so a taken port fails the start-up.
+        let grpc_listener = if config.grpc.grpc_server_enable {
+            Some(bind(config.bind_addr(config.grpc.grpc_server_port)).await?)
+        } else {
+            None
+        };
 
         let mut namesrv = None;
         if config.is_standalone() {
@@ -180,6 +188,10 @@ impl Broker {
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
         let servers = serve(&broker, listener, server_tls).await;
+        let grpc = match grpc_listener {
+            Some(l) => Some(GrpcServer::start(&broker, l)?),
+            None => None,
+        };
 
         service::spawn_all(&broker);
         registration::register_all(&broker).await;
@@ -192,6 +204,7 @@ impl Broker {
         Ok(BrokerHandle {
             broker,
             servers,
+            grpc,
             namesrv,
         })
     }
@@ -287,6 +300,11 @@ impl BrokerHandle {
         self.broker.broker_addr
     }
 
+    /// The gRPC endpoint's bound address, when it is enabled.
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc.as_ref().map(GrpcServer::local_addr)
+    }
+
     /// Name servers the broker registers with (the embedded one in standalone mode).
     pub fn namesrv_addr(&self) -> String {
         self.broker.namesrv_addrs.join(";")
@@ -300,6 +318,9 @@ impl BrokerHandle {
         broker.shutdown.cancel();
         broker.long_polling.wake_all();
         broker.pop.polling.wake_all();
+        if let Some(grpc) = self.grpc {
+            grpc.shutdown().await;
+        }
         for server in &self.servers {
             server.shutdown().await;
         }

@@ -35,6 +35,9 @@ use crate::support::time::coarse_millis;
 use crate::tls::Stream;
 use crate::writer::WriteBatch;
 
+mod detached;
+pub use detached::DetachedReceiver;
+
 /// Per-connection settings shared by servers and clients.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {

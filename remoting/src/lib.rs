@@ -39,7 +39,7 @@ pub mod support;
 pub mod tls;
 mod writer;
 
-pub use channel::{Channel, ConnectionConfig};
+pub use channel::{Channel, ConnectionConfig, DetachedReceiver};
 pub use client::{ClientConfig, RemotingClient, ResponseFuture};
 pub use codec::{Frame, FrameLimits, RemotingCodec};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};

@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod client;
 pub mod netns;
+pub mod python;
 pub mod sdk;
 
 use std::io::{BufRead, BufReader};
@@ -43,6 +44,8 @@ pub struct Process {
     log: PathBuf,
     /// The line the process printed when ready.
     pub boot_line: String,
+    /// What it printed before that line.
+    pub early_lines: Vec<String>,
 }
 
 impl Process {
@@ -84,11 +87,13 @@ impl Process {
         let ready = ready.to_owned();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
+            let mut early = Vec::new();
             for line in lines.by_ref().map_while(Result::ok) {
                 if line.contains(&ready) {
-                    let _ = tx.send(line);
+                    let _ = tx.send((line, early));
                     break;
                 }
+                early.push(line);
             }
             // Keep draining so the child never blocks on a full pipe.
             for _ in lines {}
@@ -97,9 +102,13 @@ impl Process {
             child: Some(child),
             log,
             boot_line: String::new(),
+            early_lines: Vec::new(),
         };
         match rx.recv_timeout(BOOT_TIMEOUT) {
-            Ok(line) => process.boot_line = line,
+            Ok((line, early)) => {
+                process.boot_line = line;
+                process.early_lines = early;
+            }
             Err(_) => {
                 let log = std::fs::read_to_string(&process.log).unwrap_or_default();
                 panic!("{program} did not boot within {BOOT_TIMEOUT:?}; log:\n{log}");
@@ -243,8 +252,11 @@ pub struct Broker {
     pub namesrv: String,
     pub options: BrokerOptions,
     pub store_dir: PathBuf,
+    /// `ip:port` of the gRPC endpoint (5.x clients), when enabled.
+    pub grpc_addr: Option<String>,
     listen_port: u16,
     embedded_namesrv_port: u16,
+    grpc_port: u16,
     dir: tempfile::TempDir,
 }
 
@@ -252,16 +264,17 @@ impl Broker {
     pub fn start(options: BrokerOptions) -> Broker {
         let dir = tempfile::tempdir().expect("temp dir");
         let store_dir = dir.path().join("store");
-        Self::start_in(options, dir, store_dir, 0, 0)
+        Self::start_in(options, dir, store_dir, [0, 0, 0])
     }
 
+    /// `ports`: listen, embedded name server and gRPC ports (0: a free one).
     fn start_in(
         options: BrokerOptions,
         dir: tempfile::TempDir,
         store_dir: PathBuf,
-        listen_port: u16,
-        ns_port: u16,
+        ports: [u16; 3],
     ) -> Broker {
+        let [listen_port, ns_port, grpc_port] = ports;
         let mut args = Vec::new();
         let mut set = |k: &str, v: String| {
             args.push("-o".to_owned());
@@ -273,6 +286,7 @@ impl Broker {
         set("brokerIP2", "127.0.0.1".into());
         set("listenPort", listen_port.to_string());
         set("fastListenEnable", "false".into());
+        set("grpcServerPort", grpc_port.to_string());
         set("storePathRootDir", store_dir.display().to_string());
         match &options.namesrv {
             Some(ns) => set("namesrvAddr", ns.clone()),
@@ -308,7 +322,16 @@ impl Broker {
                 .and_then(|p| p.parse().ok())
                 .unwrap_or(0)
         };
+        // `gRPC endpoint <ip:port> (...)`, printed before the boot line.
+        let grpc_addr = process
+            .early_lines
+            .iter()
+            .find_map(|l| l.strip_prefix("gRPC endpoint "))
+            .and_then(|rest| rest.split(' ').next())
+            .map(str::to_owned);
         Broker {
+            grpc_port: grpc_addr.as_deref().map(port).unwrap_or(0),
+            grpc_addr,
             listen_port: port(&addr),
             embedded_namesrv_port: if options.namesrv.is_none() {
                 port(&namesrv)
@@ -334,6 +357,7 @@ impl Broker {
             dir,
             listen_port,
             embedded_namesrv_port,
+            grpc_port,
             ..
         } = self;
         if kill9 {
@@ -345,7 +369,12 @@ impl Broker {
             );
         }
         drop(process);
-        Self::start_in(options, dir, store_dir, listen_port, embedded_namesrv_port)
+        Self::start_in(
+            options,
+            dir,
+            store_dir,
+            [listen_port, embedded_namesrv_port, grpc_port],
+        )
     }
 
     pub fn kill9(&mut self) {

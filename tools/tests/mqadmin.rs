@@ -30,6 +30,7 @@ async fn start_broker(name: &str) -> (BrokerHandle, TempDir) {
         embedded_namesrv_port: 0,
         ..BrokerConfig::default()
     };
+    config.grpc.grpc_server_port = 0;
     config.store.store_path_root_dir = dir.path().join("store");
     config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
     let broker = Broker::start(config).await.expect("broker starts");

@@ -39,6 +39,7 @@ async fn e2e_then_lite_pull_consume_against_a_real_broker() {
         embedded_namesrv_port: 0,
         ..BrokerConfig::default()
     };
+    config.grpc.grpc_server_port = 0;
     config.store.store_path_root_dir = dir.path().join("store");
     config.store.mapped_file_size_commit_log = 64 * 1024 * 1024;
     let broker = Broker::start(config).await.expect("broker starts");

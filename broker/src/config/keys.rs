@@ -90,6 +90,7 @@ impl BrokerConfig {
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
             _ if self.pop.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
+            _ if self.grpc.apply_property(key, v)? => {}
             _ => {
                 let known = self
                     .store
@@ -227,6 +228,7 @@ impl BrokerConfig {
             ),
         ];
         out.extend(self.pop.to_properties());
+        out.extend(self.grpc.to_properties());
         out.extend(self.store.to_properties());
         out.extend(self.security.to_properties());
         out

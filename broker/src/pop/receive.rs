@@ -57,12 +57,9 @@ pub(crate) struct PoppedMessage {
     /// popped topic with `POP_CK` set (unless `popResponseReturnActualRetryTopic`).
     pub(crate) record: Bytes,
     /// Its handle (`POP_CK`): what an ack names. The remoting response carries it in
-    /// the header's offset infos instead; a front end that hands out receipt handles
-    /// reads it here.
-    #[allow(dead_code, reason = "for front ends that hand out receipt handles")]
+    /// the header's offset infos instead; the gRPC front end makes receipt handles of it.
     pub(crate) extra_info: ExtraInfo,
     /// Earlier deliveries of a FIFO message (`orderCountInfo`).
-    #[allow(dead_code, reason = "for front ends that hand out receipt handles")]
     pub(crate) order_count: i32,
 }
 

@@ -1,6 +1,7 @@
 //! Request processors: one function per request code, grouped by area as RocketMQ groups
 //! them. [`BrokerProcessor`] routes each request by code; business outcomes are responses
-//! with RocketMQ codes, never errors.
+//! with RocketMQ codes, never errors. The gRPC front end (`crate::grpc`) calls the
+//! send, send-back and transaction processors with the requests it makes.
 
 mod access;
 mod ack;
@@ -14,11 +15,11 @@ mod pop;
 mod pull;
 mod put_response;
 mod query;
-mod send;
-mod send_back;
+pub(crate) mod send;
+pub(crate) mod send_back;
 mod send_batch;
 mod topic_admin;
-mod transaction;
+pub(crate) mod transaction;
 
 use std::sync::Arc;
 

@@ -63,6 +63,8 @@ pub enum Command {
     BrokerStatus(BrokerStatusArgs),
     /// A consumer group's offsets against the brokers' on each queue.
     ConsumerProgress(ConsumerProgressArgs),
+    /// The clients online in a consumer group (remoting and gRPC), and its subscriptions.
+    ConsumerConnection(ConsumerConnectionArgs),
     /// Find messages by key (the `KEYS` property) through the brokers' index.
     QueryMsgByKey(QueryMsgByKeyArgs),
     /// Show messages by offset message id (or by unique key with -t).
@@ -155,6 +157,13 @@ pub struct ConsumerProgressArgs {
     /// offline and the broker serves no GET_CONSUME_STATS).
     #[arg(short = 't', long = "topic")]
     pub topic: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ConsumerConnectionArgs {
+    /// Consumer group.
+    #[arg(short = 'g', long = "consumerGroup", value_name = "GROUP")]
+    pub group: String,
 }
 
 #[derive(Args, Debug, Clone)]

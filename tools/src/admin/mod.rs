@@ -16,6 +16,7 @@
 pub mod args;
 pub mod auth;
 pub mod cluster;
+pub mod connection;
 pub mod consumer;
 pub mod message;
 pub mod table;
@@ -123,6 +124,7 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::DeleteTopic(a) => topic::delete_topic(admin, &a).await,
         Command::TopicStatus(a) => topic::topic_status(admin, &a.topic).await,
         Command::ConsumerProgress(a) => consumer::consumer_progress(admin, &a).await,
+        Command::ConsumerConnection(a) => connection::consumer_connection(admin, &a).await,
         Command::QueryMsgByKey(a) => message::query_msg_by_key(admin, &a).await,
         Command::QueryMsgById(a) => message::query_msg_by_id(admin, &a).await,
         Command::CreateUser(a) => auth::create_user(admin, &a, false).await,

@@ -1,0 +1,41 @@
+//! The gRPC endpoint of the 5.x clients: Apache RocketMQ's `MessagingService`
+//! (package `apache.rocketmq.v2`) on `grpcServerPort`, served by the broker process
+//! itself, over the same state as the remoting protocol (docs/grpc.md).
+//!
+//! It is a second front end beside the remoting processors, one floor above them: an
+//! RPC either calls the POP operations (`crate::pop`) and the state directly, or makes
+//! the remoting request the broker already serves (SEND_MESSAGE, END_TRANSACTION,
+//! CONSUMER_SEND_MSG_BACK) and calls its processor, so both protocols share one send
+//! path, one transaction path and one POP path. Nothing below calls into it: the broker
+//! reaches a gRPC client through the detached [`vostok_remoting::Channel`] of its
+//! session, registered in the client registry like any connection.
+//!
+//! * [`server`]: accept loop, TLS or plaintext by the first byte ([`tls`]), tonic.
+//! * [`service`]: the `MessagingService` trait, dispatching to:
+//!   [`route`] (QueryRoute, QueryAssignment), [`client`] (Heartbeat,
+//!   NotifyClientTermination, registration), [`telemetry`] (settings, check-back),
+//!   [`send`], [`receive`], [`ack`] (ack, invisible duration, DLQ), [`transaction`],
+//!   [`pull`] (pull and offsets), [`recall`].
+//! * [`session`]: client sessions; [`context`]: request metadata; [`convert`]:
+//!   stored messages as gRPC messages; [`status`]: response codes.
+//! * [`proto`]: the generated messages and service trait.
+
+mod ack;
+mod client;
+mod context;
+mod convert;
+pub mod proto;
+mod pull;
+mod recall;
+mod receive;
+mod route;
+mod send;
+mod server;
+mod service;
+mod session;
+mod status;
+mod telemetry;
+mod tls;
+mod transaction;
+
+pub use server::GrpcServer;

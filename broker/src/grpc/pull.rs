@@ -1,0 +1,229 @@
+//! PullMessage, UpdateOffset, GetOffset and QueryOffset: the offset-based consumer RPCs
+//! that Apache's proxy declares but does not serve
+//! (docs/grpc.md#pullmessage-and-offsets). Vostok serves them on its store and
+//! consumer-offset table, the ones PULL_MESSAGE and the offset
+//! requests of the remoting protocol use, so a gRPC pull consumer and a remoting one
+//! share offsets.
+//!
+//! A pull streams a `status`, then one `message` per message found, then the
+//! `next_offset`; an empty pull is held (long polling, at most 20 s) until a message
+//! arrives.
+
+use std::collections::BTreeSet;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::Stream;
+use vostok_remoting::protocol::body::{SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL};
+use vostok_remoting::protocol::filter::matches_tags_code;
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_store::{GetMessageStatus, MessageFilter};
+
+use super::client::{subscription_of, valid_group, valid_topic};
+use super::context::RequestContext;
+use super::convert::{millis_of, millis_of_duration, to_proto, Delivery};
+use super::proto::pull_message_response::Content;
+use super::proto::{
+    Code, GetOffsetRequest, GetOffsetResponse, PullMessageRequest, PullMessageResponse,
+    QueryOffsetPolicy, QueryOffsetRequest, QueryOffsetResponse, Status, UpdateOffsetRequest,
+    UpdateOffsetResponse,
+};
+use super::service::GrpcService;
+use super::status::{from_remoting, ok, status};
+use super::telemetry::CONSUMER_LONG_POLLING_MS;
+use crate::pop::{consuming_group, readable_topic};
+
+pub(crate) type PullStream =
+    Pin<Box<dyn Stream<Item = Result<PullMessageResponse, tonic::Status>> + Send>>;
+
+/// Most bytes one pull reads.
+const MAX_PULL_BYTES: i32 = 4 * 1024 * 1024;
+
+struct TagFilter(SubscriptionData);
+
+impl MessageFilter for TagFilter {
+    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
+        matches_tags_code(&self.0, tags_code)
+    }
+}
+
+fn items(list: Vec<PullMessageResponse>) -> PullStream {
+    Box::pin(futures_util::stream::iter(list.into_iter().map(Ok)))
+}
+
+pub(crate) async fn pull_message(
+    svc: &GrpcService,
+    ctx: &RequestContext,
+    request: PullMessageRequest,
+) -> PullStream {
+    match pull(svc, ctx, request).await {
+        Ok(list) => items(list),
+        Err(s) => items(vec![PullMessageResponse {
+            content: Some(Content::Status(s)),
+        }]),
+    }
+}
+
+async fn pull(
+    svc: &GrpcService,
+    ctx: &RequestContext,
+    request: PullMessageRequest,
+) -> Result<Vec<PullMessageResponse>, Status> {
+    let broker = &svc.broker;
+    let group = ctx.name_of(request.group.as_ref());
+    let queue = request.message_queue.unwrap_or_default();
+    let topic = ctx.name_of(queue.topic.as_ref());
+    valid_topic(&topic)?;
+    valid_group(&group)?;
+    let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
+    readable_topic(broker, &topic).map_err(map_err)?;
+    consuming_group(broker, &group).map_err(map_err)?;
+    if request.offset < 0 {
+        return Err(status(Code::IllegalOffset, "offset cannot be negative"));
+    }
+    let filter = TagFilter(subscription_of(&topic, request.filter_expression.as_ref())?);
+    let batch = request.batch_size.clamp(1, 32);
+    let read = || {
+        broker.store.get_message(
+            &group,
+            &topic,
+            queue.id,
+            request.offset,
+            batch,
+            MAX_PULL_BYTES,
+            Some(&filter as &dyn MessageFilter),
+        )
+    };
+    let mut result = read();
+    if result.messages.is_empty()
+        && matches!(
+            result.status,
+            GetMessageStatus::OffsetOverflowOne
+                | GetMessageStatus::NoMatchedMessage
+                | GetMessageStatus::NoMessageInQueue
+        )
+    {
+        let timeout = request
+            .long_polling_timeout
+            .as_ref()
+            .map(millis_of_duration)
+            .unwrap_or(0)
+            .clamp(0, CONSUMER_LONG_POLLING_MS);
+        if timeout > 0 {
+            let store = broker.store.clone();
+            let (t, q) = (topic.clone(), queue.id);
+            broker
+                .long_polling
+                .hold(
+                    &topic,
+                    queue.id,
+                    result.next_begin_offset.max(request.offset),
+                    tag_codes(&filter.0),
+                    Duration::from_millis(timeout as u64),
+                    move || store.max_offset_in_queue(&t, q),
+                )
+                .await;
+            result = read();
+        }
+    }
+    broker.count_get(result.messages.len() as u64);
+    let found = !result.messages.is_empty();
+    let mut out = vec![PullMessageResponse {
+        content: Some(Content::Status(if found {
+            ok()
+        } else {
+            status(Code::MessageNotFound, format!("{:?}", result.status))
+        })),
+    }];
+    for record in &result.messages {
+        if let Ok(msg) = MessageExt::decode(record, false) {
+            out.push(PullMessageResponse {
+                content: Some(Content::Message(to_proto(ctx, &msg, &Delivery::default()))),
+            });
+        }
+    }
+    out.push(PullMessageResponse {
+        content: Some(Content::NextOffset(result.next_begin_offset)),
+    });
+    Ok(out)
+}
+
+fn tag_codes(sub: &SubscriptionData) -> Option<BTreeSet<i32>> {
+    if sub.sub_string == SUB_ALL || sub.expression_type != EXPRESSION_TYPE_TAG {
+        None
+    } else {
+        Some(sub.code_set.clone())
+    }
+}
+
+pub(crate) fn update_offset(
+    svc: &GrpcService,
+    ctx: &RequestContext,
+    request: UpdateOffsetRequest,
+) -> UpdateOffsetResponse {
+    let result = (|| {
+        let group = ctx.name_of(request.group.as_ref());
+        let queue = request.message_queue.unwrap_or_default();
+        let topic = ctx.name_of(queue.topic.as_ref());
+        valid_topic(&topic)?;
+        valid_group(&group)?;
+        if request.offset < 0 {
+            return Err(status(Code::IllegalOffset, "offset cannot be negative"));
+        }
+        let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
+        consuming_group(&svc.broker, &group).map_err(map_err)?;
+        svc.broker
+            .offsets
+            .commit(&group, &topic, queue.id, request.offset);
+        Ok(())
+    })();
+    UpdateOffsetResponse {
+        status: Some(result.err().unwrap_or_else(ok)),
+    }
+}
+
+pub(crate) fn get_offset(
+    svc: &GrpcService,
+    ctx: &RequestContext,
+    request: GetOffsetRequest,
+) -> GetOffsetResponse {
+    let group = ctx.name_of(request.group.as_ref());
+    let queue = request.message_queue.unwrap_or_default();
+    let topic = ctx.name_of(queue.topic.as_ref());
+    let offset = svc.broker.offsets.query(&group, &topic, queue.id);
+    if offset < 0 {
+        return GetOffsetResponse {
+            status: Some(status(
+                Code::OffsetNotFound,
+                format!("no offset of {group} for {topic} queue {}", queue.id),
+            )),
+            offset: 0,
+        };
+    }
+    GetOffsetResponse {
+        status: Some(ok()),
+        offset,
+    }
+}
+
+pub(crate) fn query_offset(
+    svc: &GrpcService,
+    ctx: &RequestContext,
+    request: QueryOffsetRequest,
+) -> QueryOffsetResponse {
+    let queue = request.message_queue.unwrap_or_default();
+    let topic = ctx.name_of(queue.topic.as_ref());
+    let store = &svc.broker.store;
+    let offset = match QueryOffsetPolicy::try_from(request.query_offset_policy) {
+        Ok(QueryOffsetPolicy::End) => store.max_offset_in_queue(&topic, queue.id),
+        Ok(QueryOffsetPolicy::Timestamp) => {
+            let at = request.timestamp.as_ref().map(millis_of).unwrap_or(0);
+            store.offset_in_queue_by_time(&topic, queue.id, at)
+        }
+        _ => store.min_offset_in_queue(&topic, queue.id),
+    };
+    QueryOffsetResponse {
+        status: Some(ok()),
+        offset,
+    }
+}

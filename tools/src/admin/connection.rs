@@ -1,0 +1,83 @@
+//! `consumerConnection`: who is online in a consumer group (remoting and gRPC clients
+//! alike), with the language each client speaks, and what the group subscribes.
+
+use std::collections::BTreeMap;
+
+use vostok_client::AdminClient;
+use vostok_remoting::protocol::request_code::GET_CONSUMER_CONNECTION_LIST;
+use vostok_remoting::protocol::response_code::CONSUMER_NOT_ONLINE;
+use vostok_remoting::protocol::topic;
+
+use super::args::ConsumerConnectionArgs;
+use super::cluster::cluster_info;
+use super::table::Table;
+use super::{during, unless_answered, AdminError};
+
+/// GET_CONSUMER_CONNECTION_LIST on every master, merged: the clients, then the
+/// subscriptions and the group's consume type and model, as RocketMQ's
+/// `consumerConnection` prints them.
+pub async fn consumer_connection(
+    admin: &AdminClient,
+    args: &ConsumerConnectionArgs,
+) -> Result<String, AdminError> {
+    topic::validate_group(&args.group).map_err(AdminError::Invalid)?;
+    let info = cluster_info(admin).await?;
+    let mut clients = Table::new(&["#", "#ClientId", "#ClientAddr", "#Language", "#Version"]);
+    let mut subscriptions = BTreeMap::new();
+    let mut kind = None;
+    let mut n = 0;
+    for broker in info.broker_addr_table.values() {
+        let Some(addr) = broker.master_addr() else {
+            continue;
+        };
+        let connection = unless_answered(
+            admin
+                .examine_consumer_connection_info(addr, &args.group)
+                .await,
+            &[CONSUMER_NOT_ONLINE],
+        )
+        .map_err(during(GET_CONSUMER_CONNECTION_LIST))?;
+        let Some(connection) = connection else {
+            continue;
+        };
+        for c in connection.connection_set {
+            n += 1;
+            clients.row(vec![
+                n.to_string(),
+                c.client_id,
+                c.client_addr,
+                c.language,
+                c.version.to_string(),
+            ]);
+        }
+        for (t, sub) in connection.subscription_table {
+            subscriptions.insert(t, sub.sub_string);
+        }
+        kind = kind.or(connection
+            .consume_type
+            .map(|t| (t, connection.message_model, connection.consume_from_where)));
+    }
+    if n == 0 {
+        return Err(AdminError::NotFound(format!(
+            "consumer group {} has no client online",
+            args.group
+        )));
+    }
+    let mut out = clients.render();
+    out.push_str("\nBelow is subscription:\n");
+    let mut subs = Table::new(&["#", "#Topic", "#SubExpression"]);
+    for (i, (t, expression)) in subscriptions.into_iter().enumerate() {
+        subs.row(vec![(i + 1).to_string(), t, expression]);
+    }
+    out.push_str(&subs.render());
+    if let Some((consume_type, model, from)) = kind {
+        out.push_str(&format!("\nConsumeType: {}\n", consume_type.name()));
+        if let Some(model) = model {
+            out.push_str(&format!("MessageModel: {}\n", model.name()));
+        }
+        if let Some(from) = from {
+            out.push_str(&format!("ConsumeFromWhere: {}\n", from.name()));
+        }
+    }
+    Ok(out)
+}
