@@ -1,4 +1,7 @@
-//! Tag expressions and tag hash codes (docs/message.md#tag-hash-code, `FilterAPI`).
+//! Tag expressions and tag hash codes (docs/message.md#tag-hash-code, `FilterAPI`);
+//! SQL92 selectors in [`sql92`].
+
+pub mod sql92;
 
 use std::collections::BTreeSet;
 
