@@ -230,12 +230,6 @@ impl BrokerConfig {
                 return bad(key, "must be an IP address");
             }
         }
-        if self.enable_property_filter {
-            return bad(
-                "enablePropertyFilter",
-                "SQL92 property filtering is not supported by this broker; leave it false",
-            );
-        }
         for (key, value) in [
             (
                 "flushConsumerOffsetInterval",

@@ -168,6 +168,7 @@ fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) 
         timers: TimerTable::load(&config),
         transactions: TransactionState::load(&config),
         clients: ClientRegistry::new(),
+        filters: Default::default(),
         locks: RebalanceLockManager::default(),
         long_polling: LongPolling::new(),
         broker_addr,

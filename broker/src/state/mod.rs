@@ -10,6 +10,7 @@
 //! `&Broker`; start-up (`startup`) builds it.
 
 pub(crate) mod client_registry;
+pub(crate) mod consumer_filter;
 pub(crate) mod long_polling;
 pub(crate) mod offset;
 pub(crate) mod rebalance_lock;
@@ -37,6 +38,7 @@ use vostok_store::MessageStore;
 
 use crate::config::BrokerConfig;
 use client_registry::ClientRegistry;
+use consumer_filter::ConsumerFilterManager;
 use long_polling::LongPolling;
 use offset::ConsumerOffsetManager;
 use rebalance_lock::RebalanceLockManager;
@@ -55,6 +57,8 @@ pub struct Broker {
     pub(crate) subscriptions: SubscriptionGroupManager,
     pub(crate) offsets: ConsumerOffsetManager,
     pub(crate) clients: ClientRegistry,
+    /// Compiled SQL92 subscriptions.
+    pub(crate) filters: ConsumerFilterManager,
     pub(crate) locks: RebalanceLockManager,
     pub(crate) long_polling: LongPolling,
     /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
@@ -102,6 +106,11 @@ impl Broker {
 
     /// Tells every consumer of each group to rebalance (oneway, best effort).
     pub(crate) fn notify_consumer_ids_changed(&self, groups: Vec<String>) {
+        for group in &groups {
+            if self.clients.consumer_group(group).is_none() {
+                self.filters.unregister_group(group);
+            }
+        }
         if !self.config.notify_consumer_ids_changed_enable || self.shutdown.is_cancelled() {
             return;
         }
