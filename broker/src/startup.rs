@@ -136,6 +136,9 @@ impl Broker {
         // Outcomes recorded before a restart must be known to the first END_TRANSACTION.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.store)).await;
+        // Retries of sends answered before a restart must find their originals.
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;
         let servers = serve(&broker, listener).await;
 
         service::spawn_all(&broker);
@@ -169,6 +172,7 @@ fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) 
         transactions: TransactionState::load(&config),
         clients: ClientRegistry::new(),
         filters: Default::default(),
+        dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
         locks: RebalanceLockManager::default(),
         long_polling: LongPolling::new(),
         broker_addr,

@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod netns;
+pub mod proxy;
 pub mod sdk;
 
 use std::io::{BufRead, BufReader};

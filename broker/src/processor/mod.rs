@@ -12,6 +12,7 @@ mod query;
 mod send;
 mod send_back;
 mod send_batch;
+mod send_dedupe;
 mod topic_admin;
 mod transaction;
 

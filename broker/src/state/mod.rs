@@ -11,6 +11,8 @@
 
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
+pub(crate) mod dedupe;
+mod dedupe_rebuild;
 pub(crate) mod long_polling;
 pub(crate) mod offset;
 pub(crate) mod rebalance_lock;
@@ -30,6 +32,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::debug;
+use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::request_code;
@@ -39,6 +42,7 @@ use vostok_store::MessageStore;
 use crate::config::BrokerConfig;
 use client_registry::ClientRegistry;
 use consumer_filter::ConsumerFilterManager;
+use dedupe::DedupeWindow;
 use long_polling::LongPolling;
 use offset::ConsumerOffsetManager;
 use rebalance_lock::RebalanceLockManager;
@@ -59,6 +63,8 @@ pub struct Broker {
     pub(crate) clients: ClientRegistry,
     /// Compiled SQL92 subscriptions.
     pub(crate) filters: ConsumerFilterManager,
+    /// Unique ids of recent sends, for answering retries without storing twice.
+    pub(crate) dedupe: DedupeWindow,
     pub(crate) locks: RebalanceLockManager,
     pub(crate) long_polling: LongPolling,
     /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
@@ -146,6 +152,35 @@ impl Broker {
             b.subscriptions.persist();
         })
         .await;
+    }
+
+    /// A topic's duplication window (`duplication.window.seconds`, else
+    /// `duplicationWindowSeconds`); zero when off.
+    pub(crate) fn duplication_window(&self, topic: &TopicConfig) -> Duration {
+        dedupe::window_for(self.config.duplication_window, topic)
+    }
+
+    /// Refills the duplication window from the commitlog (start-up, before serving).
+    pub(crate) fn rebuild_duplication_window(&self) {
+        let longest = self
+            .topics
+            .topic_names()
+            .iter()
+            .filter_map(|t| self.topics.get(t))
+            .map(|t| self.duplication_window(&t))
+            .max()
+            .unwrap_or_default()
+            .max(self.config.duplication_window);
+        if longest.is_zero() {
+            return;
+        }
+        dedupe_rebuild::rebuild(&self.dedupe, &self.store, longest, |topic| {
+            self.topics
+                .get(topic)
+                .map_or(self.config.duplication_window, |t| {
+                    self.duplication_window(&t)
+                })
+        });
     }
 
     /// Messages put since start (stats for runtime info).

@@ -1,0 +1,457 @@
+//! The duplication window (docs/semantics.md#duplication-window): each message's client
+//! unique id (`UNIQ_KEY`) per topic, remembered for `duplicationWindowSeconds` (or the
+//! topic's `duplication.window.seconds` attribute) with where the message was stored,
+//! so that a producer's retry of a send whose answer was lost gets the original
+//! answer instead of storing the message twice.
+//!
+//! Claim, then put: [`DedupeWindow::claim`] answers duplicates and marks the other keys
+//! in flight; a second request for a key in flight waits for the first one's outcome,
+//! so two concurrent retries never both store. A claim records what was stored
+//! ([`Claim::stored`]) or, dropped without storing, releases its keys for the next
+//! attempt. Claims of a batch are all-or-nothing, so batches overlapping in opposite
+//! orders cannot deadlock.
+//!
+//! Bounded: at most `duplicationWindowMaxEntries` entries, the oldest evicted first
+//! (counted, and logged, when still inside their window). Each entry costs one table
+//! slot and one slot of the arrival queue: [`ENTRY_BYTES`] bytes plus the tables'
+//! growth slack, and the key's own text when it is not a 32-digit hex id. Rebuilt at
+//! start from the commitlog tail (`dedupe_rebuild`).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tracing::warn;
+use vostok_remoting::protocol::body::TopicConfig;
+use vostok_remoting::protocol::topic;
+use vostok_remoting::support::sync::MutexExt;
+use vostok_remoting::support::time::now_millis;
+
+/// A client unique id: 16 bytes when it is 32 uppercase hex digits (what RocketMQ
+/// clients generate for IPv4 hosts), else its text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum UniqKey {
+    Hex([u8; 16]),
+    Text(Box<str>),
+}
+
+impl UniqKey {
+    fn new(key: &str) -> UniqKey {
+        let b = key.as_bytes();
+        let nibble = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        };
+        if b.len() == 32 {
+            let mut out = [0u8; 16];
+            let parsed = out.iter_mut().enumerate().all(|(i, o)| {
+                match (nibble(b[2 * i]), nibble(b[2 * i + 1])) {
+                    (Some(h), Some(l)) => {
+                        *o = h << 4 | l;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if parsed {
+                return UniqKey::Hex(out);
+            }
+        }
+        UniqKey::Text(key.into())
+    }
+}
+
+/// A key of the window: topic (interned) and unique id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    topic: u32,
+    uniq: UniqKey,
+}
+
+/// Where the first copy of a message was stored: what its send answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Original {
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub commit_offset: i64,
+}
+
+/// An entry, laid out flat (32 bytes).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    queue_offset: i64,
+    commit_offset: i64,
+    expire_at: i64,
+    queue_id: i32,
+    /// Which arrival-queue slot owns this entry (a key stored again after expiring
+    /// leaves a stale slot behind). Wraps after 2^32 inserts, long after any stale
+    /// slot has left the queue.
+    seq: u32,
+}
+
+impl Entry {
+    fn original(&self) -> Original {
+        Original {
+            queue_id: self.queue_id,
+            queue_offset: self.queue_offset,
+            commit_offset: self.commit_offset,
+        }
+    }
+}
+
+/// Bytes of one entry's table slot and arrival-queue slot, before the tables' slack.
+pub const ENTRY_BYTES: usize =
+    std::mem::size_of::<(Key, Entry)>() + 1 + std::mem::size_of::<(Key, u32)>();
+// What the docs and `duplicationWindowMaxEntries` were worked out with.
+const _: () = assert!(ENTRY_BYTES <= 105);
+
+#[derive(Default)]
+struct Inner {
+    topic_ids: HashMap<String, u32>,
+    entries: HashMap<Key, Entry>,
+    /// Keys in arrival order, for expiry and eviction.
+    arrivals: VecDeque<(Key, u32)>,
+    /// Keys a request is storing now; dropping the sender wakes the waiters.
+    in_flight: HashMap<Key, watch::Sender<()>>,
+    next_seq: u32,
+    last_eviction_warning: i64,
+}
+
+impl Inner {
+    fn topic_id(&mut self, topic: &str) -> u32 {
+        if let Some(id) = self.topic_ids.get(topic) {
+            return *id;
+        }
+        let id = self.topic_ids.len() as u32;
+        self.topic_ids.insert(topic.to_owned(), id);
+        id
+    }
+
+    fn live(&self, key: &Key, now: i64) -> Option<Original> {
+        self.entries
+            .get(key)
+            .filter(|e| e.expire_at > now)
+            .map(Entry::original)
+    }
+}
+
+/// Counters for GET_BROKER_RUNTIME_INFO.
+#[derive(Debug, Default)]
+pub(crate) struct DedupeStats {
+    /// Sends answered from the window instead of being stored again.
+    pub duplicates: AtomicU64,
+    /// Entries evicted for room while still inside their window.
+    pub evicted_early: AtomicU64,
+}
+
+pub(crate) struct DedupeWindow {
+    inner: Mutex<Inner>,
+    max_entries: usize,
+    pub stats: DedupeStats,
+}
+
+impl DedupeWindow {
+    pub fn new(max_entries: usize) -> Self {
+        DedupeWindow {
+            inner: Mutex::default(),
+            max_entries: max_entries.max(1),
+            stats: DedupeStats::default(),
+        }
+    }
+
+    /// Entries held now.
+    pub fn len(&self) -> usize {
+        self.inner.locked().entries.len()
+    }
+
+    /// Looks `uniq_keys` (the messages of one request, in order) up in `topic`'s window
+    /// and claims those not stored yet, waiting while another request stores any of
+    /// them.
+    pub async fn claim(&self, topic: &str, uniq_keys: &[&str], window: Duration) -> Claim<'_> {
+        loop {
+            let busy = {
+                let mut inner = self.inner.locked();
+                let topic = inner.topic_id(topic);
+                let keys: Vec<Key> = uniq_keys
+                    .iter()
+                    .map(|k| Key {
+                        topic,
+                        uniq: UniqKey::new(k),
+                    })
+                    .collect();
+                let now = now_millis();
+                let busy = keys
+                    .iter()
+                    .find_map(|k| inner.in_flight.get(k).map(watch::Sender::subscribe));
+                if busy.is_none() {
+                    let originals: Vec<Option<Original>> =
+                        keys.iter().map(|k| inner.live(k, now)).collect();
+                    let mut claimed = Vec::new();
+                    for (k, original) in keys.iter().zip(&originals) {
+                        if original.is_none() && !inner.in_flight.contains_key(k) {
+                            inner.in_flight.insert(k.clone(), watch::channel(()).0);
+                            claimed.push(k.clone());
+                        }
+                    }
+                    let duplicates = originals.iter().filter(|o| o.is_some()).count();
+                    self.stats
+                        .duplicates
+                        .fetch_add(duplicates as u64, Ordering::Relaxed);
+                    return Claim {
+                        window: self,
+                        keys,
+                        originals,
+                        claimed,
+                        ttl_ms: window.as_millis().min(i64::MAX as u128) as i64,
+                    };
+                }
+                busy
+            };
+            if let Some(mut rx) = busy {
+                // Resolves with an error once the other request drops its claim.
+                let _ = rx.changed().await;
+            }
+        }
+    }
+
+    /// Adds entries rebuilt from the commitlog, oldest first; a key already present
+    /// keeps its first copy.
+    pub fn restore(&self, topic: &str, uniq_key: &str, original: Original, expire_at: i64) {
+        let mut inner = self.inner.locked();
+        let key = Key {
+            topic: inner.topic_id(topic),
+            uniq: UniqKey::new(uniq_key),
+        };
+        if inner.entries.contains_key(&key) {
+            return;
+        }
+        self.insert(&mut inner, key, original, expire_at, now_millis());
+    }
+
+    fn insert(&self, inner: &mut Inner, key: Key, original: Original, expire_at: i64, now: i64) {
+        let seq = inner.next_seq;
+        inner.next_seq = seq.wrapping_add(1);
+        inner.arrivals.push_back((key.clone(), seq));
+        inner.entries.insert(
+            key,
+            Entry {
+                queue_offset: original.queue_offset,
+                commit_offset: original.commit_offset,
+                expire_at,
+                queue_id: original.queue_id,
+                seq,
+            },
+        );
+        self.trim(inner, now);
+    }
+
+    /// Drops expired entries from the front and, past the ceiling, the oldest ones.
+    fn trim(&self, inner: &mut Inner, now: i64) {
+        let mut evicted = 0u64;
+        while let Some((key, seq)) = inner.arrivals.front() {
+            let entry = inner.entries.get(key).filter(|e| e.seq == *seq).copied();
+            let full = inner.entries.len() > self.max_entries;
+            match entry {
+                // A stale slot: the key was stored again later.
+                None => {}
+                Some(e) if e.expire_at <= now => {}
+                Some(_) if full => evicted += 1,
+                Some(_) => break,
+            }
+            if let Some((key, seq)) = inner.arrivals.pop_front() {
+                if inner.entries.get(&key).is_some_and(|e| e.seq == seq) {
+                    inner.entries.remove(&key);
+                }
+            }
+        }
+        if evicted > 0 {
+            let total = self
+                .stats
+                .evicted_early
+                .fetch_add(evicted, Ordering::Relaxed)
+                + evicted;
+            if now - inner.last_eviction_warning >= 10_000 {
+                inner.last_eviction_warning = now;
+                warn!(
+                    max_entries = self.max_entries,
+                    evicted_total = total,
+                    "duplication window full: entries evicted before their window ended \
+                     (raise duplicationWindowMaxEntries or shorten the window)"
+                );
+            }
+        }
+    }
+}
+
+/// The window's answer for one request: which messages are duplicates, and a hold on
+/// the others until they are stored or the claim is dropped.
+pub(crate) struct Claim<'a> {
+    window: &'a DedupeWindow,
+    keys: Vec<Key>,
+    /// Per message, in request order: the original of a duplicate, `None` for a message
+    /// this request stores.
+    pub originals: Vec<Option<Original>>,
+    /// Keys this claim holds in flight.
+    claimed: Vec<Key>,
+    ttl_ms: i64,
+}
+
+impl Claim<'_> {
+    /// True when every message of the request was stored before.
+    pub fn all_duplicates(&self) -> bool {
+        self.originals.iter().all(Option::is_some)
+    }
+
+    /// Records where the new messages (those with no original, in request order) were
+    /// stored, then releases the claim.
+    pub fn stored(mut self, placed: impl IntoIterator<Item = Original>) {
+        let window = self.window;
+        let mut inner = window.inner.locked();
+        let now = now_millis();
+        let expire_at = now.saturating_add(self.ttl_ms);
+        let mut placed = placed.into_iter();
+        for (key, original) in self.keys.iter().zip(&self.originals) {
+            if original.is_some() {
+                continue;
+            }
+            let Some(at) = placed.next() else { break };
+            window.insert(&mut inner, key.clone(), at, expire_at, now);
+        }
+        for key in self.claimed.drain(..) {
+            inner.in_flight.remove(&key);
+        }
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.claimed.is_empty() {
+            return;
+        }
+        let mut inner = self.window.inner.locked();
+        for key in self.claimed.drain(..) {
+            inner.in_flight.remove(&key);
+        }
+    }
+}
+
+/// The topic attribute that sets a topic's window, in seconds (0 turns it off).
+pub const WINDOW_ATTRIBUTE: &str = "duplication.window.seconds";
+
+/// A topic's window: its [`WINDOW_ATTRIBUTE`], else the broker's default.
+pub(crate) fn window_for(default: Duration, topic: &TopicConfig) -> Duration {
+    topic
+        .attributes
+        .get(WINDOW_ATTRIBUTE)
+        .and_then(|v| v.trim().parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(default)
+}
+
+/// Topics a window applies to: not retry or dead-letter topics, where clients resend
+/// a message with its unique id on purpose, nor the broker's own topics.
+pub(crate) fn applies_to(topic_name: &str) -> bool {
+    !topic::is_retry_topic(topic_name)
+        && !topic::is_dlq_topic(topic_name)
+        && !topic::is_not_allowed_send_topic(topic_name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    const KEY: &str = "7F0000010001000000000000000000AB";
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    fn at(offset: i64) -> Original {
+        Original {
+            queue_id: 1,
+            queue_offset: offset,
+            commit_offset: offset * 100,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stored_key_is_answered_with_its_original() {
+        let w = DedupeWindow::new(100);
+        let claim = w.claim("T", &[KEY], MINUTE).await;
+        assert_eq!(claim.originals, [None]);
+        claim.stored([at(7)]);
+        let again = w.claim("T", &[KEY], MINUTE).await;
+        assert_eq!(again.originals, [Some(at(7))]);
+        assert!(again.all_duplicates());
+        drop(again);
+        // Per topic, and the text of other ids is kept as is.
+        assert_eq!(w.claim("U", &[KEY], MINUTE).await.originals, [None]);
+        let lower = KEY.to_ascii_lowercase();
+        assert_eq!(w.claim("T", &[&lower], MINUTE).await.originals, [None]);
+        assert_eq!(w.stats.duplicates.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_second_claim_waits_for_the_first_outcome() {
+        let w = Arc::new(DedupeWindow::new(100));
+        let first = w.claim("T", &["a", "b"], MINUTE).await;
+        let w2 = w.clone();
+        let second = tokio::spawn(async move {
+            let claim = w2.claim("T", &["b"], MINUTE).await;
+            claim.originals.clone()
+        });
+        tokio::task::yield_now().await;
+        assert!(!second.is_finished());
+        first.stored([at(1), at(2)]);
+        assert_eq!(second.await.unwrap(), [Some(at(2))]);
+        // A claim dropped without storing lets the next one store.
+        let failed = w.claim("T", &["c"], MINUTE).await;
+        let w3 = w.clone();
+        let next =
+            tokio::spawn(async move { w3.claim("T", &["c"], MINUTE).await.originals.clone() });
+        tokio::task::yield_now().await;
+        drop(failed);
+        assert_eq!(next.await.unwrap(), [None]);
+    }
+
+    #[tokio::test]
+    async fn batches_claim_all_or_nothing() {
+        let w = Arc::new(DedupeWindow::new(100));
+        let ab = w.claim("T", &["a", "b"], MINUTE).await;
+        let w2 = w.clone();
+        // The reverse order waits instead of holding "b" while waiting for "a".
+        let ba =
+            tokio::spawn(async move { w2.claim("T", &["b", "a"], MINUTE).await.originals.clone() });
+        tokio::task::yield_now().await;
+        ab.stored([at(1), at(2)]);
+        assert_eq!(ba.await.unwrap(), [Some(at(2)), Some(at(1))]);
+        let mixed = w.claim("T", &["a", "z"], MINUTE).await;
+        assert_eq!(mixed.originals, [Some(at(1)), None]);
+        assert!(!mixed.all_duplicates());
+        mixed.stored([at(3)]);
+        assert_eq!(w.claim("T", &["z"], MINUTE).await.originals, [Some(at(3))]);
+    }
+
+    #[tokio::test]
+    async fn bounded_by_the_ceiling_and_the_window() {
+        let w = DedupeWindow::new(3);
+        for (i, k) in ["a", "b", "c", "d"].iter().enumerate() {
+            w.claim("T", &[k], MINUTE).await.stored([at(i as i64)]);
+        }
+        assert_eq!(w.len(), 3);
+        assert_eq!(w.stats.evicted_early.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            w.claim("T", &["a"], MINUTE).await.originals,
+            [None],
+            "oldest went first"
+        );
+        // Expired entries are not answered and leave at the next insert.
+        w.claim("T", &["e"], Duration::ZERO).await.stored([at(9)]);
+        assert_eq!(w.claim("T", &["e"], MINUTE).await.originals, [None]);
+        w.restore("T", "f", at(5), now_millis() + 60_000);
+        w.restore("T", "f", at(6), now_millis() + 60_000);
+        assert_eq!(w.claim("T", &["f"], MINUTE).await.originals, [Some(at(5))]);
+    }
+}
