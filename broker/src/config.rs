@@ -113,6 +113,9 @@ pub struct BrokerConfig {
     /// default is the most whose table fits 2^20 slots: about 110 MB when full
     /// (105 bytes an entry plus the tables' slack).
     pub duplication_window_max_entries: usize,
+    /// Replies (SEND_REPLY_MESSAGE) are stored in the reply topic as well as pushed
+    /// to the requester (`storeReplyMessageEnable`).
+    pub store_reply_message_enable: bool,
     /// Largest frame accepted from a client.
     pub max_frame_size: usize,
     /// Timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS).
@@ -171,6 +174,7 @@ impl Default for BrokerConfig {
             enable_property_filter: false,
             duplication_window: Duration::ZERO,
             duplication_window_max_entries: 900_000,
+            store_reply_message_enable: true,
             max_frame_size: vostok_remoting::codec::DEFAULT_MAX_FRAME,
             timer_wheel_enable: true,
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),

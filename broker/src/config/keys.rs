@@ -89,6 +89,7 @@ impl BrokerConfig {
                 self.duplication_window = Duration::from_secs(parse(key, v)?)
             }
             "duplicationWindowMaxEntries" => self.duplication_window_max_entries = parse(key, v)?,
+            "storeReplyMessageEnable" => self.store_reply_message_enable = parse_bool(key, v)?,
             "maxFrameSize" => self.max_frame_size = parse(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
@@ -225,6 +226,10 @@ impl BrokerConfig {
             (
                 "duplicationWindowMaxEntries".into(),
                 self.duplication_window_max_entries.to_string(),
+            ),
+            (
+                "storeReplyMessageEnable".into(),
+                self.store_reply_message_enable.to_string(),
             ),
             ("maxFrameSize".into(), self.max_frame_size.to_string()),
             (

@@ -9,6 +9,7 @@ mod group_admin;
 mod pull;
 mod put_response;
 mod query;
+mod reply;
 mod send;
 mod send_back;
 mod send_batch;
@@ -48,6 +49,9 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::SEND_MESSAGE
                 | request_code::SEND_MESSAGE_V2
                 | request_code::SEND_BATCH_MESSAGE => send::send_message(b, channel, request).await,
+                request_code::SEND_REPLY_MESSAGE | request_code::SEND_REPLY_MESSAGE_V2 => {
+                    reply::send_reply_message(b, channel, request).await
+                }
                 request_code::CONSUMER_SEND_MSG_BACK => {
                     send_back::consumer_send_msg_back(b, channel, request).await
                 }

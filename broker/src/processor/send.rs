@@ -162,7 +162,7 @@ pub(crate) async fn send_message(
 }
 
 /// `msgCheck`: permission, topic name, forbidden topics, auto-creation, queue id.
-fn check_message(
+pub(super) fn check_message(
     broker: &Broker,
     channel: &Channel,
     header: &SendMessageRequestHeader,
