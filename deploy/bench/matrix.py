@@ -32,6 +32,9 @@ ROWS = [
     ("sync, 8 tasks", "ASYNC_FLUSH", "produce", ["--mode", "sync", "-w", "8"], None),
     ("async window 1,024, 1 task", "ASYNC_FLUSH", "produce",
      ["--mode", "async", "--window", "1024", "-w", "1"], (150_000, None, None)),
+    # The same with exactly-once publish on: the cost of the duplication window.
+    ("async window 1,024, 1 task, duplication window 60 s", "ASYNC_FLUSH", "produce",
+     ["--mode", "async", "--window", "1024", "-w", "1"], None),
     ("async window 1,024, 8 tasks", "ASYNC_FLUSH", "produce",
      ["--mode", "async", "--window", "1024", "-w", "8"], None),
     ("batch x32, 1 task", "ASYNC_FLUSH", "produce", ["--mode", "batch", "--batch", "32", "-w", "1"],
@@ -47,6 +50,11 @@ ROWS = [
     ("consume 2M backlog (push)", "ASYNC_FLUSH", "consume", [], (300_000, None, None)),
     ("consume 2M backlog (lite pull, pull batch 32)", "ASYNC_FLUSH", "consume",
      ["--lite-pull", "--pull-batch", "32"], None),
+    # One message in four selected, by tag (consume-queue tag codes) and by SQL92 over a
+    # property (every record's properties evaluated on the broker).
+    ("consume 2M backlog, tag TagA (1 in 4)", "ASYNC_FLUSH", "consume", ["--tag", "TagA"], None),
+    ("consume 2M backlog, SQL92 k < 1 (1 in 4)", "ASYNC_FLUSH", "consume", ["--sql", "k < 1"],
+     None),
     ("produce + consume at once (async 1,024)", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1"], (100_000, None, None)),
     ("e2e at 50,000 msg/s", "ASYNC_FLUSH", "e2e",
@@ -60,6 +68,20 @@ ROWS = [
     ("e2e at 10,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"], None),
 ]
+
+# Broker settings of rows that need more than the flush mode (Vostok only).
+BROKER_SETTINGS = {
+    "async window 1,024, 1 task, duplication window 60 s": {"duplicationWindowSeconds": 60},
+}
+# The backlog is filled with four tags in turn (TagA..TagD, property k = 0..3), so that
+# filtered rows select one message in this many.
+BACKLOG_TAGS = "TagA,TagB,TagC,TagD"
+BACKLOG_SHARE = {
+    "consume 2M backlog, tag TagA (1 in 4)": 4,
+    "consume 2M backlog, SQL92 k < 1 (1 in 4)": 4,
+}
+# Backlog settings: SQL92 subscriptions need property filters.
+BACKLOG_SETTINGS = {"enablePropertyFilter": "true"}
 
 # Peer reference figures quoted in the issue (its own client on this machine).
 PEER_OWN_CLIENT = {
@@ -103,7 +125,7 @@ class Target:
 
     name = ""
 
-    def start(self, flush):
+    def start(self, flush, settings=None):
         raise NotImplementedError
 
     def stop(self):
@@ -148,7 +170,7 @@ class Vostok(Target):
         self.proc = None
         self.dir = None
 
-    def start(self, flush):
+    def start(self, flush, settings=None):
         self.dir = Path(tempfile.mkdtemp(prefix="vostok-bench-", dir=self.work))
         port, ns_port = free_port(), free_port()
         args = [str(self.binary)]
@@ -156,7 +178,7 @@ class Vostok(Target):
             ("brokerName", "bench-a"), ("brokerIP1", "127.0.0.1"), ("brokerIP2", "127.0.0.1"),
             ("listenPort", port), ("fastListenEnable", "false"),
             ("embeddedNamesrvPort", ns_port), ("storePathRootDir", self.dir / "store"),
-            ("flushDiskType", flush),
+            ("flushDiskType", flush), *(settings or {}).items(),
         ]:
             args += ["-o", f"{k}={v}"]
         log = open(self.dir / "broker.log", "w")
@@ -191,7 +213,7 @@ class Peer(Target):
         self.ns = self.broker = None
         self.dir = None
 
-    def start(self, flush):
+    def start(self, flush, settings=None):
         self.dir = Path(tempfile.mkdtemp(prefix="peer-bench-", dir=self.work))
         home = self.dir / "home"
         (home / "conf").mkdir(parents=True)
@@ -308,9 +330,12 @@ def run_matrix(opts, targets, bench, log):
             continue
         print(f"== {name}", flush=True)
         duration = ["-d", str(opts.duration)]
+        settings = BROKER_SETTINGS.get(name)
         for i in range(opts.runs):
             for t in targets:
-                ns, pid = t.start(flush)
+                if settings and t.name != "vostok":
+                    continue
+                ns, pid = t.start(flush, settings)
                 try:
                     if json_path.exists():
                         json_path.unlink()
@@ -336,11 +361,12 @@ def run_backlog_rows(opts, targets, bench, log, rows, results):
     print("== backlog of %s messages" % f"{opts.backlog:,}", flush=True)
     try:
         for t in targets:
-            ns, pid = t.start("ASYNC_FLUSH")
+            ns, pid = t.start("ASYNC_FLUSH", BACKLOG_SETTINGS)
             started.append((t, ns, pid))
             t0 = time.time()
             fill = mqbench(bench, "produce", ns, pid,
-                           ["--mode", "batch", "--batch", "32", "-w", "2", "-c", str(opts.backlog)],
+                           ["--mode", "batch", "--batch", "32", "-w", "2", "-c", str(opts.backlog),
+                            "--tags", BACKLOG_TAGS],
                            ["-q"], json_path, log)
             if fill is None:
                 print(f"   {t.name}: filling the backlog failed", flush=True)
@@ -349,13 +375,16 @@ def run_backlog_rows(opts, targets, bench, log, rows, results):
             settle()
         for name, flags in rows:
             print(f"== {name}", flush=True)
+            count = opts.backlog // BACKLOG_SHARE.get(name, 1)
             for i in range(opts.runs):
                 for t, ns, pid in started:
+                    if "--sql" in flags and t.name != "vostok":
+                        continue
                     if json_path.exists():
                         json_path.unlink()
                     group = f"bench_backlog_{len(results)}_{i}_{int(time.time())}"
                     v = mqbench(bench, "consume", ns, pid,
-                                flags + ["--group", group, "-c", str(opts.backlog),
+                                flags + ["--group", group, "-c", str(count),
                                          "-d", str(opts.consume_duration)],
                                 ["-q"], json_path, log)
                     if v is None:
