@@ -248,6 +248,25 @@ async fn a_bad_expression_fails_the_consumer_start_with_where_it_fails() {
         other => panic!("unexpected error {other}"),
     }
 
+    // The lite pull consumer checks too.
+    let lite = LitePullConsumer::new(LitePullConsumerConfig {
+        common: CommonConsumerConfig {
+            client: client(&broker.namesrv, "bad-lite"),
+            consumer_group: "bad-lite".into(),
+            ..CommonConsumerConfig::push_defaults()
+        },
+        ..Default::default()
+    });
+    lite.subscribe_with_selector(TOPIC, MessageSelector::by_sql("a = NULL"))
+        .unwrap();
+    match lite.start().await {
+        Err(ClientError::Broker { code, remark, .. }) => {
+            assert_eq!(code, response_code::SUBSCRIPTION_PARSE_FAILED);
+            assert!(remark.contains("at byte 4"), "{remark}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+
     // Without enablePropertyFilter the broker refuses SQL92 altogether, as Apache does.
     let plain = Broker::start(BrokerOptions::default());
     create_topic(&plain).await;

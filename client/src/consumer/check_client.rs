@@ -1,4 +1,4 @@
-//! CHECK_CLIENT_CONFIG before a push consumer starts (Java `checkClientInBroker`): a
+//! CHECK_CLIENT_CONFIG before a consumer starts (Java `checkClientInBroker`): a
 //! broker asked about each SQL92 subscription compiles it, so that an expression the
 //! broker refuses (SUBSCRIPTION_PARSE_FAILED, with where it fails) or a broker without
 //! property filters (SYSTEM_ERROR) fails `start()` instead of every later pull.
