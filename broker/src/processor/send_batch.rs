@@ -123,14 +123,14 @@ pub(super) async fn send_batch(
     }
     let msgs: Vec<MessageInner> = msgs
         .into_iter()
-        .zip(&claim.originals)
+        .zip(claim.originals())
         .filter(|(_, original)| original.is_none())
         .map(|(m, _)| m)
         .collect();
     let n = msgs.len() as u64;
     let result = broker.store.put_messages(msgs).await;
     broker.count_put(n);
-    let originals = claim.originals.clone();
+    let originals = claim.originals();
     send_dedupe::record(claim, &result, queue_id);
     let response = put_response(broker, result, queue_id, None);
     if originals.iter().any(Option::is_some) {

@@ -36,7 +36,7 @@ pub(super) fn duplicate_response(
     claim: &Claim<'_>,
     transaction_id: Option<String>,
 ) -> RemotingCommand {
-    let originals: Vec<Original> = claim.originals.iter().flatten().copied().collect();
+    let originals: Vec<Original> = claim.originals().into_iter().flatten().collect();
     let Some(first) = originals.first() else {
         return RemotingCommand::response(response_code::SYSTEM_ERROR, "empty request".to_owned());
     };

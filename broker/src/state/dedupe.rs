@@ -17,6 +17,7 @@
 //! growth slack, and the key's own text when it is not a 32-digit hex id. Rebuilt at
 //! start from the commitlog tail (`dedupe_rebuild`).
 
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -92,7 +93,24 @@ struct Entry {
     seq: u32,
 }
 
+/// `expire_at` of an entry whose message a request is storing now.
+const IN_FLIGHT: i64 = i64::MIN;
+/// `seq` of an entry that owns no arrival slot (one in flight).
+const NO_SLOT: u32 = u32::MAX;
+
 impl Entry {
+    const MARKER: Entry = Entry {
+        queue_offset: 0,
+        commit_offset: 0,
+        expire_at: IN_FLIGHT,
+        queue_id: 0,
+        seq: NO_SLOT,
+    };
+
+    fn in_flight(&self) -> bool {
+        self.expire_at == IN_FLIGHT
+    }
+
     fn original(&self) -> Original {
         Original {
             queue_id: self.queue_id,
@@ -111,11 +129,13 @@ const _: () = assert!(ENTRY_BYTES <= 105);
 #[derive(Default)]
 struct Inner {
     topic_ids: HashMap<String, u32>,
+    /// Stored messages, and markers of those being stored.
     entries: HashMap<Key, Entry>,
-    /// Keys in arrival order, for expiry and eviction.
+    /// Keys of stored messages in arrival order, for expiry and eviction.
     arrivals: VecDeque<(Key, u32)>,
-    /// Keys a request is storing now; dropping the sender wakes the waiters.
-    in_flight: HashMap<Key, watch::Sender<()>>,
+    /// Requests waiting for a key in flight listen here (the first waiter makes the
+    /// channel); removing the sender wakes them.
+    waiters: HashMap<Key, watch::Sender<()>>,
     next_seq: u32,
     last_eviction_warning: i64,
 }
@@ -130,11 +150,25 @@ impl Inner {
         id
     }
 
-    fn live(&self, key: &Key, now: i64) -> Option<Original> {
-        self.entries
-            .get(key)
-            .filter(|e| e.expire_at > now)
-            .map(Entry::original)
+    /// Sizes the tables for the ceiling on first use: no rehash (a pause of every send)
+    /// ever after, and untouched slots cost address space, not memory.
+    fn reserve(&mut self, max_entries: usize) {
+        if self.entries.capacity() == 0 {
+            self.entries.reserve(max_entries + 1);
+            self.arrivals.reserve(max_entries + 1);
+        }
+    }
+
+    fn next_seq(&mut self) -> u32 {
+        let seq = self.next_seq;
+        self.next_seq = if seq + 1 == NO_SLOT { 0 } else { seq + 1 };
+        seq
+    }
+
+    /// A key some request is storing now, if any of `keys` is.
+    fn busy<'k>(&self, keys: &'k [Key]) -> Option<&'k Key> {
+        keys.iter()
+            .find(|k| self.entries.get(*k).is_some_and(Entry::in_flight))
     }
 }
 
@@ -162,7 +196,7 @@ impl DedupeWindow {
         }
     }
 
-    /// Entries held now.
+    /// Entries held now (those in flight included).
     pub fn len(&self) -> usize {
         self.inner.locked().entries.len()
     }
@@ -172,8 +206,9 @@ impl DedupeWindow {
     /// them.
     pub async fn claim(&self, topic: &str, uniq_keys: &[&str], window: Duration) -> Claim<'_> {
         loop {
-            let busy = {
+            let mut rx = {
                 let mut inner = self.inner.locked();
+                inner.reserve(self.max_entries);
                 let topic = inner.topic_id(topic);
                 let keys: Vec<Key> = uniq_keys
                     .iter()
@@ -182,45 +217,80 @@ impl DedupeWindow {
                         uniq: UniqKey::new(k),
                     })
                     .collect();
-                let now = now_millis();
-                let busy = keys
-                    .iter()
-                    .find_map(|k| inner.in_flight.get(k).map(watch::Sender::subscribe));
-                if busy.is_none() {
-                    let originals: Vec<Option<Original>> =
-                        keys.iter().map(|k| inner.live(k, now)).collect();
-                    let mut claimed = Vec::new();
-                    for (k, original) in keys.iter().zip(&originals) {
-                        if original.is_none() && !inner.in_flight.contains_key(k) {
-                            inner.in_flight.insert(k.clone(), watch::channel(()).0);
-                            claimed.push(k.clone());
-                        }
-                    }
-                    let duplicates = originals.iter().filter(|o| o.is_some()).count();
-                    self.stats
-                        .duplicates
-                        .fetch_add(duplicates as u64, Ordering::Relaxed);
-                    return Claim {
-                        window: self,
-                        keys,
-                        originals,
-                        claimed,
-                        ttl_ms: window.as_millis().min(i64::MAX as u128) as i64,
-                    };
-                }
-                busy
+                // All or nothing: a request waits before it holds any key.
+                let busy = if keys.len() > 1 {
+                    inner.busy(&keys).cloned()
+                } else {
+                    None
+                };
+                let busy = match busy {
+                    Some(key) => key,
+                    None => match self.hold(&mut inner, keys, window) {
+                        Ok(claim) => return claim,
+                        Err(key) => key,
+                    },
+                };
+                inner
+                    .waiters
+                    .entry(busy)
+                    .or_insert_with(|| watch::channel(()).0)
+                    .subscribe()
             };
-            if let Some(mut rx) = busy {
-                // Resolves with an error once the other request drops its claim.
-                let _ = rx.changed().await;
-            }
+            // Resolves with an error once the other request releases the key.
+            let _ = rx.changed().await;
         }
+    }
+
+    /// Marks the keys no original answers as in flight. A key in flight is this
+    /// request's own earlier message, except for a request of one message, which gets
+    /// the key back to wait for (with nothing held).
+    fn hold(&self, inner: &mut Inner, keys: Vec<Key>, window: Duration) -> Result<Claim<'_>, Key> {
+        let now = now_millis();
+        let single = keys.len() == 1;
+        let mut messages = Vec::with_capacity(keys.len());
+        let mut duplicates = 0;
+        for key in keys {
+            let (original, held) = match inner.entries.entry(key.clone()) {
+                MapEntry::Occupied(e) if e.get().in_flight() => {
+                    if single {
+                        return Err(key);
+                    }
+                    (None, false)
+                }
+                MapEntry::Occupied(e) if e.get().expire_at > now => {
+                    (Some(e.get().original()), false)
+                }
+                MapEntry::Occupied(mut e) => {
+                    *e.get_mut() = Entry::MARKER;
+                    (None, true)
+                }
+                MapEntry::Vacant(v) => {
+                    v.insert(Entry::MARKER);
+                    (None, true)
+                }
+            };
+            duplicates += u64::from(original.is_some());
+            messages.push(Claimed {
+                key,
+                original,
+                held,
+            });
+        }
+        self.stats
+            .duplicates
+            .fetch_add(duplicates, Ordering::Relaxed);
+        Ok(Claim {
+            window: self,
+            messages,
+            ttl_ms: window.as_millis().min(i64::MAX as u128) as i64,
+        })
     }
 
     /// Adds entries rebuilt from the commitlog, oldest first; a key already present
     /// keeps its first copy.
     pub fn restore(&self, topic: &str, uniq_key: &str, original: Original, expire_at: i64) {
         let mut inner = self.inner.locked();
+        inner.reserve(self.max_entries);
         let key = Key {
             topic: inner.topic_id(topic),
             uniq: UniqKey::new(uniq_key),
@@ -228,23 +298,24 @@ impl DedupeWindow {
         if inner.entries.contains_key(&key) {
             return;
         }
-        self.insert(&mut inner, key, original, expire_at, now_millis());
+        inner.entries.insert(key.clone(), Entry::MARKER);
+        self.settle(&mut inner, &key, original, expire_at, now_millis());
     }
 
-    fn insert(&self, inner: &mut Inner, key: Key, original: Original, expire_at: i64, now: i64) {
-        let seq = inner.next_seq;
-        inner.next_seq = seq.wrapping_add(1);
+    /// Turns `key`'s entry into a stored message with an arrival slot.
+    fn settle(&self, inner: &mut Inner, key: &Key, original: Original, expire_at: i64, now: i64) {
+        let seq = inner.next_seq();
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return;
+        };
+        *entry = Entry {
+            queue_offset: original.queue_offset,
+            commit_offset: original.commit_offset,
+            expire_at,
+            queue_id: original.queue_id,
+            seq,
+        };
         inner.arrivals.push_back((key.clone(), seq));
-        inner.entries.insert(
-            key,
-            Entry {
-                queue_offset: original.queue_offset,
-                commit_offset: original.commit_offset,
-                expire_at,
-                queue_id: original.queue_id,
-                seq,
-            },
-        );
         self.trim(inner, now);
     }
 
@@ -286,23 +357,32 @@ impl DedupeWindow {
     }
 }
 
+/// One message of a claim.
+struct Claimed {
+    key: Key,
+    original: Option<Original>,
+    /// This claim holds the key in flight.
+    held: bool,
+}
+
 /// The window's answer for one request: which messages are duplicates, and a hold on
 /// the others until they are stored or the claim is dropped.
 pub(crate) struct Claim<'a> {
     window: &'a DedupeWindow,
-    keys: Vec<Key>,
-    /// Per message, in request order: the original of a duplicate, `None` for a message
-    /// this request stores.
-    pub originals: Vec<Option<Original>>,
-    /// Keys this claim holds in flight.
-    claimed: Vec<Key>,
+    messages: Vec<Claimed>,
     ttl_ms: i64,
 }
 
 impl Claim<'_> {
+    /// Per message, in request order: the original of a duplicate, `None` for a
+    /// message this request stores.
+    pub fn originals(&self) -> Vec<Option<Original>> {
+        self.messages.iter().map(|m| m.original).collect()
+    }
+
     /// True when every message of the request was stored before.
     pub fn all_duplicates(&self) -> bool {
-        self.originals.iter().all(Option::is_some)
+        self.messages.iter().all(|m| m.original.is_some())
     }
 
     /// Records where the new messages (those with no original, in request order) were
@@ -313,27 +393,41 @@ impl Claim<'_> {
         let now = now_millis();
         let expire_at = now.saturating_add(self.ttl_ms);
         let mut placed = placed.into_iter();
-        for (key, original) in self.keys.iter().zip(&self.originals) {
-            if original.is_some() {
+        for m in &mut self.messages {
+            if m.original.is_some() {
                 continue;
             }
             let Some(at) = placed.next() else { break };
-            window.insert(&mut inner, key.clone(), at, expire_at, now);
+            window.settle(&mut inner, &m.key, at, expire_at, now);
+            if m.held {
+                m.held = false;
+                if !inner.waiters.is_empty() {
+                    inner.waiters.remove(&m.key);
+                }
+            }
         }
-        for key in self.claimed.drain(..) {
-            inner.in_flight.remove(&key);
+        release(&mut inner, &mut self.messages);
+    }
+}
+
+/// Gives up the keys still held: their entries go, and their waiters wake.
+fn release(inner: &mut Inner, messages: &mut [Claimed]) {
+    for m in messages.iter_mut().filter(|m| m.held) {
+        m.held = false;
+        if inner.entries.get(&m.key).is_some_and(Entry::in_flight) {
+            inner.entries.remove(&m.key);
+        }
+        if !inner.waiters.is_empty() {
+            inner.waiters.remove(&m.key);
         }
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        if self.claimed.is_empty() {
-            return;
-        }
-        let mut inner = self.window.inner.locked();
-        for key in self.claimed.drain(..) {
-            inner.in_flight.remove(&key);
+        if self.messages.iter().any(|m| m.held) {
+            let mut inner = self.window.inner.locked();
+            release(&mut inner, &mut self.messages);
         }
     }
 }
@@ -380,16 +474,16 @@ mod tests {
     async fn a_stored_key_is_answered_with_its_original() {
         let w = DedupeWindow::new(100);
         let claim = w.claim("T", &[KEY], MINUTE).await;
-        assert_eq!(claim.originals, [None]);
+        assert_eq!(claim.originals(), [None]);
         claim.stored([at(7)]);
         let again = w.claim("T", &[KEY], MINUTE).await;
-        assert_eq!(again.originals, [Some(at(7))]);
+        assert_eq!(again.originals(), [Some(at(7))]);
         assert!(again.all_duplicates());
         drop(again);
         // Per topic, and the text of other ids is kept as is.
-        assert_eq!(w.claim("U", &[KEY], MINUTE).await.originals, [None]);
+        assert_eq!(w.claim("U", &[KEY], MINUTE).await.originals(), [None]);
         let lower = KEY.to_ascii_lowercase();
-        assert_eq!(w.claim("T", &[&lower], MINUTE).await.originals, [None]);
+        assert_eq!(w.claim("T", &[&lower], MINUTE).await.originals(), [None]);
         assert_eq!(w.stats.duplicates.load(Ordering::Relaxed), 1);
     }
 
@@ -400,7 +494,7 @@ mod tests {
         let w2 = w.clone();
         let second = tokio::spawn(async move {
             let claim = w2.claim("T", &["b"], MINUTE).await;
-            claim.originals.clone()
+            claim.originals()
         });
         tokio::task::yield_now().await;
         assert!(!second.is_finished());
@@ -409,8 +503,7 @@ mod tests {
         // A claim dropped without storing lets the next one store.
         let failed = w.claim("T", &["c"], MINUTE).await;
         let w3 = w.clone();
-        let next =
-            tokio::spawn(async move { w3.claim("T", &["c"], MINUTE).await.originals.clone() });
+        let next = tokio::spawn(async move { w3.claim("T", &["c"], MINUTE).await.originals() });
         tokio::task::yield_now().await;
         drop(failed);
         assert_eq!(next.await.unwrap(), [None]);
@@ -422,16 +515,18 @@ mod tests {
         let ab = w.claim("T", &["a", "b"], MINUTE).await;
         let w2 = w.clone();
         // The reverse order waits instead of holding "b" while waiting for "a".
-        let ba =
-            tokio::spawn(async move { w2.claim("T", &["b", "a"], MINUTE).await.originals.clone() });
+        let ba = tokio::spawn(async move { w2.claim("T", &["b", "a"], MINUTE).await.originals() });
         tokio::task::yield_now().await;
         ab.stored([at(1), at(2)]);
         assert_eq!(ba.await.unwrap(), [Some(at(2)), Some(at(1))]);
         let mixed = w.claim("T", &["a", "z"], MINUTE).await;
-        assert_eq!(mixed.originals, [Some(at(1)), None]);
+        assert_eq!(mixed.originals(), [Some(at(1)), None]);
         assert!(!mixed.all_duplicates());
         mixed.stored([at(3)]);
-        assert_eq!(w.claim("T", &["z"], MINUTE).await.originals, [Some(at(3))]);
+        assert_eq!(
+            w.claim("T", &["z"], MINUTE).await.originals(),
+            [Some(at(3))]
+        );
     }
 
     #[tokio::test]
@@ -443,15 +538,18 @@ mod tests {
         assert_eq!(w.len(), 3);
         assert_eq!(w.stats.evicted_early.load(Ordering::Relaxed), 1);
         assert_eq!(
-            w.claim("T", &["a"], MINUTE).await.originals,
+            w.claim("T", &["a"], MINUTE).await.originals(),
             [None],
             "oldest went first"
         );
         // Expired entries are not answered and leave at the next insert.
         w.claim("T", &["e"], Duration::ZERO).await.stored([at(9)]);
-        assert_eq!(w.claim("T", &["e"], MINUTE).await.originals, [None]);
+        assert_eq!(w.claim("T", &["e"], MINUTE).await.originals(), [None]);
         w.restore("T", "f", at(5), now_millis() + 60_000);
         w.restore("T", "f", at(6), now_millis() + 60_000);
-        assert_eq!(w.claim("T", &["f"], MINUTE).await.originals, [Some(at(5))]);
+        assert_eq!(
+            w.claim("T", &["f"], MINUTE).await.originals(),
+            [Some(at(5))]
+        );
     }
 }

@@ -209,7 +209,7 @@ mod tests {
         let claim = window
             .claim("T", &["k0", "k39", "late"], Duration::from_secs(60))
             .await;
-        let originals: Vec<_> = claim.originals.iter().map(|o| o.unwrap()).collect();
+        let originals: Vec<_> = claim.originals().into_iter().map(|o| o.unwrap()).collect();
         assert_eq!(originals[0].commit_offset, offsets[0]);
         assert_eq!(originals[1].commit_offset, offsets[39]);
         assert_eq!(originals[1].queue_offset, 39);
