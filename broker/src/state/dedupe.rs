@@ -150,8 +150,11 @@ impl Inner {
         id
     }
 
-    /// Sizes the tables for the ceiling on first use: no rehash (a pause of every send)
-    /// ever after, and untouched slots cost address space, not memory.
+    /// Sizes the tables for the ceiling on first use, so that no rehash (a pause of
+    /// every send, hundreds of ms for a large table) ever follows. The hash table's
+    /// pages are touched as entries spread over it: a broker with a window soon holds
+    /// most of the table (about 68 MB at the default ceiling); the arrival queue grows
+    /// with use.
     fn reserve(&mut self, max_entries: usize) {
         if self.entries.capacity() == 0 {
             self.entries.reserve(max_entries + 1);
