@@ -86,7 +86,8 @@ fn alter_attributes(
         .filter(|i| !i.is_empty())
     {
         if let Some(key) = item.strip_prefix('-') {
-            current.remove(key);
+            // `-key`, or `-key=` as clients that join a map write it.
+            current.remove(key.split('=').next().unwrap_or(key));
             continue;
         }
         let item = item.strip_prefix('+').unwrap_or(item);
@@ -205,7 +206,7 @@ mod tests {
         current.insert("message.type".to_owned(), "NORMAL".to_owned());
         let altered = alter_attributes(
             current,
-            Some("+duplication.window.seconds=60,-message.type,+a=b"),
+            Some("+duplication.window.seconds=60,-message.type=,+a=b,-gone"),
         )
         .unwrap();
         assert_eq!(
