@@ -63,8 +63,14 @@ pub(super) fn record(claim: Claim<'_>, result: &PutMessageResult, queue_id: i32)
     if !result.status.is_stored() {
         return;
     }
-    if let Some(append) = &result.append {
-        claim.stored(placed(append, queue_id));
+    match &result.append {
+        Some(append) if append.msg_num <= 1 => claim.stored([Original {
+            queue_id,
+            queue_offset: append.queue_offset,
+            commit_offset: append.wrote_offset,
+        }]),
+        Some(append) => claim.stored(placed(append, queue_id)),
+        None => {}
     }
 }
 
