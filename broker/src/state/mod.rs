@@ -1,8 +1,9 @@
 //! The broker's shared state: the low floor every processor and service reads.
 //!
 //! [`Broker`] holds the store, the tables (topics, subscription groups, consumer
-//! offsets, delay offsets, timers, transactions), the client registry, queue locks and
-//! held pulls, plus the config and the shutdown token: RocketMQ's `BrokerController`
+//! offsets, delay offsets, timers, transactions, compiled SQL92 filters, the
+//! duplication window), the client registry, queue locks and held pulls, plus the
+//! config and the shutdown token: RocketMQ's `BrokerController`
 //! fields without its start-up code. Each table is a module here that knows nothing of
 //! the others; what several parts of the broker need from more than one table (telling
 //! consumers that their group changed) is a method on [`Broker`]. Request processors
