@@ -13,7 +13,6 @@
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
-mod dedupe_rebuild;
 pub(crate) mod long_polling;
 pub(crate) mod offset;
 pub(crate) mod rebalance_lock;
@@ -175,7 +174,7 @@ impl Broker {
         if longest.is_zero() {
             return;
         }
-        dedupe_rebuild::rebuild(&self.dedupe, &self.store, longest, |topic| {
+        dedupe::rebuild::rebuild(&self.dedupe, &self.store, longest, |topic| {
             self.topics
                 .get(topic)
                 .map_or(self.config.duplication_window, |t| {

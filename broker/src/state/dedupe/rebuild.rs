@@ -21,7 +21,7 @@ use vostok_remoting::protocol::message::record::{RecordKind, RecordView};
 use vostok_remoting::support::time::now_millis;
 use vostok_store::MessageStore;
 
-use super::dedupe::{applies_to, DedupeWindow, Original};
+use super::{applies_to, DedupeWindow, Original};
 
 /// Reads the records of the last `longest` and restores the entries still inside the
 /// window of their topic (`window_of`, zero when the topic has none).
