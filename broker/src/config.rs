@@ -109,7 +109,20 @@ pub struct BrokerConfig {
     /// Sends queued or in progress at once before new ones get SYSTEM_BUSY
     /// (`sendThreadPoolQueueCapacity`).
     pub send_thread_pool_queue_capacity: usize,
+    /// SQL92 subscriptions (expression type `SQL92`) are served.
     pub enable_property_filter: bool,
+    /// How long a message's unique id is remembered per topic, so that a producer's
+    /// retry is answered with the original instead of stored twice
+    /// (`duplicationWindowSeconds`; zero: off). A topic's
+    /// `duplication.window.seconds` attribute overrides it.
+    pub duplication_window: Duration,
+    /// Most unique ids the window holds; the oldest go first when it is full. The
+    /// default is the most whose index fits 2^20 slots: about 63 MB when full
+    /// (69 bytes an entry plus the index's slack).
+    pub duplication_window_max_entries: usize,
+    /// Replies (SEND_REPLY_MESSAGE) are stored in the reply topic as well as pushed
+    /// to the requester (`storeReplyMessageEnable`).
+    pub store_reply_message_enable: bool,
     /// Largest frame accepted from a client.
     pub max_frame_size: usize,
     /// Timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS).
@@ -172,6 +185,9 @@ impl Default for BrokerConfig {
             slave_read_enable: false,
             send_thread_pool_queue_capacity: 10_000,
             enable_property_filter: false,
+            duplication_window: Duration::ZERO,
+            duplication_window_max_entries: 900_000,
+            store_reply_message_enable: true,
             max_frame_size: vostok_remoting::codec::DEFAULT_MAX_FRAME,
             timer_wheel_enable: true,
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
@@ -245,12 +261,6 @@ impl BrokerConfig {
             if !value.is_empty() && value.parse::<IpAddr>().is_err() {
                 return bad(key, "must be an IP address");
             }
-        }
-        if self.enable_property_filter {
-            return bad(
-                "enablePropertyFilter",
-                "SQL92 property filtering is not supported by this broker; leave it false",
-            );
         }
         for (key, value) in [
             (

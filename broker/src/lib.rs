@@ -15,7 +15,8 @@
 //!   restoring them; the one constructor of a message copy from a stored message.
 //! * [`state`]: the shared state every processor and service reads ([`Broker`]) and
 //!   its tables: topics, subscription groups, consumer offsets, clients, queue locks,
-//!   held pulls, delay offsets, timers, transactions, stats.
+//!   held pulls, delay offsets, timers, transactions, compiled SQL92 filters, the
+//!   duplication window, stats.
 //! * [`config`]: `broker.conf`; [`error`]: [`BrokerError`].
 //!
 //! Request flow: the remoting server (plain or TLS, `tls.*` keys) hands each request to

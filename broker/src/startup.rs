@@ -187,6 +187,9 @@ impl Broker {
         );
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
+        // Retries of sends answered before a restart must find their originals.
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;
         let servers = serve(&broker, listener, server_tls).await;
         let grpc = match grpc_listener {
             Some(l) => Some(GrpcServer::start(&broker, l)?),
@@ -232,6 +235,8 @@ fn build_state(
         transactions: TransactionState::load(&config),
         pop: PopState::new(&config),
         clients: ClientRegistry::new(),
+        filters: Default::default(),
+        dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
         locks: RebalanceLockManager::default(),
         long_polling: LongPolling::new(),
         broker_addr,

@@ -32,6 +32,9 @@ ROWS = [
     ("sync, 8 tasks", "ASYNC_FLUSH", "produce", ["--mode", "sync", "-w", "8"], None),
     ("async window 1,024, 1 task", "ASYNC_FLUSH", "produce",
      ["--mode", "async", "--window", "1024", "-w", "1"], (150_000, None, None)),
+    # The same with exactly-once publish on: the cost of the duplication window.
+    ("async window 1,024, 1 task, duplication window 60 s", "ASYNC_FLUSH", "produce",
+     ["--mode", "async", "--window", "1024", "-w", "1"], None),
     ("async window 1,024, 8 tasks", "ASYNC_FLUSH", "produce",
      ["--mode", "async", "--window", "1024", "-w", "8"], None),
     ("batch x32, 1 task", "ASYNC_FLUSH", "produce", ["--mode", "batch", "--batch", "32", "-w", "1"],
@@ -51,6 +54,11 @@ ROWS = [
     # receive; the issue's bar is half the push row.
     ("consume 2M backlog (POP receive + ack, batch 32)", "ASYNC_FLUSH", "consume",
      ["--pop", "--pull-batch", "32"], None),
+    # One message in four selected, by tag (consume-queue tag codes) and by SQL92 over a
+    # property (every record's properties evaluated on the broker).
+    ("consume 2M backlog, tag TagA (1 in 4)", "ASYNC_FLUSH", "consume", ["--tag", "TagA"], None),
+    ("consume 2M backlog, SQL92 k < 1 (1 in 4)", "ASYNC_FLUSH", "consume", ["--sql", "k < 1"],
+     None),
     ("produce + consume at once (async 1,024)", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1"], (100_000, None, None)),
     ("e2e at 50,000 msg/s", "ASYNC_FLUSH", "e2e",
@@ -102,6 +110,21 @@ def make_certs(dir):
         "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "server.ext")
 
 
+# Broker settings of rows that need more than the flush mode (Vostok only).
+BROKER_SETTINGS = {
+    "async window 1,024, 1 task, duplication window 60 s": {"duplicationWindowSeconds": 60},
+}
+# The backlog is filled with four tags in turn (TagA..TagD, property k = 0..3), so that
+# filtered rows select one message in this many.
+BACKLOG_TAGS = "TagA,TagB,TagC,TagD"
+BACKLOG_SHARE = {
+    "consume 2M backlog, tag TagA (1 in 4)": 4,
+    "consume 2M backlog, SQL92 k < 1 (1 in 4)": 4,
+}
+# Backlog settings: SQL92 subscriptions need property filters.
+BACKLOG_SETTINGS = {"enablePropertyFilter": "true"}
+
+
 # Peer reference figures quoted in the issue (its own client on this machine).
 PEER_OWN_CLIENT = {
     "sync, 1 task": 2_385,
@@ -146,7 +169,7 @@ class Target:
     # mqbench flags the last start needs (credentials, TLS).
     client_flags = []
 
-    def start(self, flush, profile=None):
+    def start(self, flush, profile=None, settings=None):
         raise NotImplementedError
 
     def stop(self):
@@ -191,7 +214,7 @@ class Vostok(Target):
         self.proc = None
         self.dir = None
 
-    def start(self, flush, profile=None):
+    def start(self, flush, profile=None, settings=None):
         self.dir = Path(tempfile.mkdtemp(prefix="vostok-bench-", dir=self.work))
         port, ns_port = free_port(), free_port()
         args = [str(self.binary)]
@@ -199,7 +222,7 @@ class Vostok(Target):
             ("brokerName", "bench-a"), ("brokerIP1", "127.0.0.1"), ("brokerIP2", "127.0.0.1"),
             ("listenPort", port), ("fastListenEnable", "false"),
             ("embeddedNamesrvPort", ns_port), ("storePathRootDir", self.dir / "store"),
-            ("flushDiskType", flush),
+            ("flushDiskType", flush), *(settings or {}).items(),
         ]
         self.client_flags = []
         if profile == "acl":
@@ -248,7 +271,7 @@ class Peer(Target):
         self.ns = self.broker = None
         self.dir = None
 
-    def start(self, flush, profile=None):
+    def start(self, flush, profile=None, settings=None):
         self.dir = Path(tempfile.mkdtemp(prefix="peer-bench-", dir=self.work))
         home = self.dir / "home"
         (home / "conf").mkdir(parents=True)
@@ -382,9 +405,11 @@ def run_matrix(opts, targets, bench, log):
             shift = i % len(group)
             for name, flush, kind, flags, _ in group[shift:] + group[:shift]:
                 profile = PROFILE.get(name)
-                row_targets = [t for t in targets if profile is None or t.name == "vostok"]
+                settings = BROKER_SETTINGS.get(name)
+                row_targets = [t for t in targets
+                               if (profile is None and settings is None) or t.name == "vostok"]
                 for t in row_targets:
-                    ns, pid = t.start(flush, profile)
+                    ns, pid = t.start(flush, profile, settings)
                     try:
                         if json_path.exists():
                             json_path.unlink()
@@ -412,11 +437,12 @@ def run_backlog_rows(opts, targets, bench, log, rows, results):
     print("== backlog of %s messages" % f"{opts.backlog:,}", flush=True)
     try:
         for t in targets:
-            ns, pid = t.start("ASYNC_FLUSH")
+            ns, pid = t.start("ASYNC_FLUSH", None, BACKLOG_SETTINGS)
             started.append((t, ns, pid))
             t0 = time.time()
             fill = mqbench(bench, "produce", ns, pid,
-                           ["--mode", "batch", "--batch", "32", "-w", "2", "-c", str(opts.backlog)],
+                           ["--mode", "batch", "--batch", "32", "-w", "2", "-c", str(opts.backlog),
+                            "--tags", BACKLOG_TAGS],
                            ["-q"], json_path, log)
             if fill is None:
                 print(f"   {t.name}: filling the backlog failed", flush=True)
@@ -425,13 +451,16 @@ def run_backlog_rows(opts, targets, bench, log, rows, results):
             settle()
         for name, flags in rows:
             print(f"== {name}", flush=True)
+            count = opts.backlog // BACKLOG_SHARE.get(name, 1)
             for i in range(opts.runs):
                 for t, ns, pid in started:
+                    if "--sql" in flags and t.name != "vostok":
+                        continue
                     if json_path.exists():
                         json_path.unlink()
                     group = f"bench_backlog_{len(results)}_{i}_{int(time.time())}"
                     v = mqbench(bench, "consume", ns, pid,
-                                flags + ["--group", group, "-c", str(opts.backlog),
+                                flags + ["--group", group, "-c", str(count),
                                          "-d", str(opts.consume_duration)],
                                 ["-q"], json_path, log)
                     if v is None:

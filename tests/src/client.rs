@@ -170,6 +170,32 @@ impl TestClient {
         suspend: Option<Duration>,
         expression: &str,
     ) -> Pulled {
+        self.pull_by(
+            addr,
+            group,
+            topic,
+            (queue_id, offset, max),
+            suspend,
+            "TAG",
+            expression,
+        )
+        .await
+    }
+
+    /// [`TestClient::pull`] with an expression of any type (`TAG`, `SQL92`); `at` is
+    /// (queue id, offset, most messages).
+    #[allow(clippy::too_many_arguments)] // the request's fields, as a test spells them
+    pub async fn pull_by(
+        &self,
+        addr: &str,
+        group: &str,
+        topic: &str,
+        at: (i32, i64, i32),
+        suspend: Option<Duration>,
+        expression_type: &str,
+        expression: &str,
+    ) -> Pulled {
+        let (queue_id, offset, max) = at;
         let mut sys_flag = PULL_FLAG_SUBSCRIPTION;
         if suspend.is_some() {
             sys_flag |= PULL_FLAG_SUSPEND;
@@ -185,7 +211,7 @@ impl TestClient {
             suspend_timeout_millis: suspend.unwrap_or_default().as_millis() as i64,
             subscription: Some(expression.into()),
             sub_version: 0,
-            expression_type: Some("TAG".into()),
+            expression_type: Some(expression_type.into()),
             max_msg_bytes: None,
             broker_name: None,
         };

@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod client;
 pub mod netns;
+pub mod proxy;
 pub mod python;
 pub mod sdk;
 

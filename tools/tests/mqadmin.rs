@@ -191,6 +191,47 @@ async fn topic_lifecycle_offsets_and_message_queries() {
     })
     .await;
 
+    // Attributes in Apache's form reach the topic's config.
+    ok(
+        ns,
+        &[
+            "updateTopic",
+            "-t",
+            topic,
+            "-b",
+            &broker_addr,
+            "-r",
+            "4",
+            "-w",
+            "4",
+            "-a",
+            "+duplication.window.seconds=60",
+        ],
+    )
+    .await;
+    let header = vostok_remoting::protocol::header::TopicRequestHeader {
+        topic: topic.to_owned(),
+    };
+    let config = RemotingClient::new(ClientConfig::default(), None)
+        .invoke_sync(
+            &broker_addr,
+            RemotingCommand::request_with_header(request_code::GET_TOPIC_CONFIG, &header),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    let config: serde_json::Value = serde_json::from_slice(&config.body).unwrap();
+    assert_eq!(
+        config["attributes"]["duplication.window.seconds"], "60",
+        "{config}"
+    );
+    let bad = mqadmin(
+        ns,
+        &["updateTopic", "-t", topic, "-b", &broker_addr, "-a", "x=1"],
+    )
+    .await;
+    assert!(!bad.status.success());
+
     let list = ok(ns, &["topicList"]).await;
     assert!(list.lines().any(|l| l == topic), "{list}");
 

@@ -85,6 +85,11 @@ impl BrokerConfig {
             "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
             "sendThreadPoolQueueCapacity" => self.send_thread_pool_queue_capacity = parse(key, v)?,
             "enablePropertyFilter" => self.enable_property_filter = parse_bool(key, v)?,
+            "duplicationWindowSeconds" => {
+                self.duplication_window = Duration::from_secs(parse(key, v)?)
+            }
+            "duplicationWindowMaxEntries" => self.duplication_window_max_entries = parse(key, v)?,
+            "storeReplyMessageEnable" => self.store_reply_message_enable = parse_bool(key, v)?,
             "maxFrameSize" => self.max_frame_size = parse(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
@@ -216,6 +221,18 @@ impl BrokerConfig {
             (
                 "enablePropertyFilter".into(),
                 self.enable_property_filter.to_string(),
+            ),
+            (
+                "duplicationWindowSeconds".into(),
+                self.duplication_window.as_secs().to_string(),
+            ),
+            (
+                "duplicationWindowMaxEntries".into(),
+                self.duplication_window_max_entries.to_string(),
+            ),
+            (
+                "storeReplyMessageEnable".into(),
+                self.store_reply_message_enable.to_string(),
             ),
             ("maxFrameSize".into(), self.max_frame_size.to_string()),
             (

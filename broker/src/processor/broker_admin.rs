@@ -1,6 +1,7 @@
 //! Broker administration: runtime info, config, delay offsets.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 use vostok_remoting::protocol::body::KvTable;
 use vostok_remoting::protocol::{json, version};
@@ -55,6 +56,25 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
         broker.long_polling.held_count().to_string(),
     );
     put("timerPendingMessages", broker.timers.pending().to_string());
+    let dedupe = &broker.dedupe;
+    let entries = dedupe.len();
+    put("duplicationWindowEntries", entries.to_string());
+    put(
+        "duplicationWindowBytes",
+        (entries * crate::state::dedupe::ENTRY_BYTES).to_string(),
+    );
+    put(
+        "duplicationWindowDuplicates",
+        dedupe.stats.duplicates.load(Ordering::Relaxed).to_string(),
+    );
+    put(
+        "duplicationWindowEvictedEarly",
+        dedupe
+            .stats
+            .evicted_early
+            .load(Ordering::Relaxed)
+            .to_string(),
+    );
     put(
         "commitLogMinOffset",
         broker.store.min_phy_offset().to_string(),

@@ -4,7 +4,8 @@
 use std::time::Instant;
 
 use serde::Deserialize;
-use vostok_remoting::protocol::body::{HeartbeatData, SubscriptionData, EXPRESSION_TYPE_TAG};
+use vostok_remoting::protocol::body::{HeartbeatData, SubscriptionData, EXPRESSION_TYPE_SQL92};
+use vostok_remoting::protocol::filter::sql92::Sql92Filter;
 use vostok_remoting::protocol::header::UnregisterClientRequestHeader;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::{self, perm};
@@ -12,6 +13,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error};
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
+use crate::state::consumer_filter::is_tag_type;
 use crate::state::Broker;
 
 /// Most groups (consumer plus producer) one heartbeat may list; a larger one is
@@ -77,6 +79,11 @@ pub(crate) async fn heart_beat(
             perm::READ | perm::WRITE,
             sys_flag,
         );
+        if broker.config.enable_property_filter {
+            broker
+                .filters
+                .register(&consumer.group_name, &consumer.subscription_data_set);
+        }
         let registration = ConsumerRegistration {
             group: consumer.group_name.clone(),
             consume_type: consumer.consume_type,
@@ -132,19 +139,36 @@ struct CheckClientRequestBody {
     subscription_data: Option<SubscriptionData>,
 }
 
-/// Java consumers with SQL92 subscriptions ask before starting.
+/// Java consumers with SQL92 subscriptions ask before starting: the broker must
+/// enable property filters and the expression must compile.
 pub(crate) fn check_client_config(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let body = decode_body!(request, CheckClientRequestBody, "CheckClientRequestBody");
-    if let Some(sub) = body.subscription_data {
-        if sub.expression_type != EXPRESSION_TYPE_TAG && !broker.config.enable_property_filter {
-            return error(
-                response_code::SYSTEM_ERROR,
-                format!(
-                    "The broker does not support consumer to filter message by {}",
-                    sub.expression_type
-                ),
-            );
+    let Some(sub) = body.subscription_data else {
+        return RemotingCommand::success();
+    };
+    if is_tag_type(&sub.expression_type) {
+        return RemotingCommand::success();
+    }
+    if !broker.config.enable_property_filter {
+        return error(
+            response_code::SYSTEM_ERROR,
+            format!(
+                "The broker does not support consumer to filter message by {}",
+                sub.expression_type
+            ),
+        );
+    }
+    if sub.expression_type != EXPRESSION_TYPE_SQL92 {
+        return error(
+            response_code::SUBSCRIPTION_PARSE_FAILED,
+            format!("unknown expression type {:?}", sub.expression_type),
+        );
+    }
+    match Sql92Filter::compile(&sub.sub_string) {
+        Ok(_) => RemotingCommand::success(),
+        Err(e) => {
+            tracing::warn!(topic = %sub.topic, expression = %sub.sub_string, error = %e, "client filter does not compile");
+            error(response_code::SUBSCRIPTION_PARSE_FAILED, e.to_string())
         }
     }
-    RemotingCommand::success()
 }

@@ -15,9 +15,11 @@ mod pop;
 mod pull;
 mod put_response;
 mod query;
+mod reply;
 pub(crate) mod send;
 pub(crate) mod send_back;
 mod send_batch;
+mod send_dedupe;
 mod topic_admin;
 pub(crate) mod transaction;
 
@@ -60,6 +62,9 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::SEND_MESSAGE
                 | request_code::SEND_MESSAGE_V2
                 | request_code::SEND_BATCH_MESSAGE => send::send_message(b, channel, request).await,
+                request_code::SEND_REPLY_MESSAGE | request_code::SEND_REPLY_MESSAGE_V2 => {
+                    reply::send_reply_message(b, channel, request).await
+                }
                 request_code::CONSUMER_SEND_MSG_BACK => {
                     send_back::consumer_send_msg_back(b, channel, request).await
                 }

@@ -12,7 +12,8 @@ use bytes::BytesMut;
 use vostok_remoting::protocol::body::{
     MessageModel, SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL,
 };
-use vostok_remoting::protocol::filter::{build_subscription, matches_tags_code};
+use vostok_remoting::protocol::filter::build_subscription;
+use vostok_remoting::protocol::filter::sql92::Sql92Filter;
 use vostok_remoting::protocol::header::{
     PullMessageRequestHeader, PullMessageResponseHeader, PULL_FLAG_COMMIT_OFFSET,
     PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
@@ -20,19 +21,11 @@ use vostok_remoting::protocol::header::{
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::perm;
 use vostok_remoting::{Channel, RemotingCommand};
-use vostok_store::{GetMessageStatus, MessageFilter};
+use vostok_store::GetMessageStatus;
 
 use super::{decode_header, error};
+use crate::state::consumer_filter::{is_tag_type, ExpressionMessageFilter};
 use crate::state::Broker;
-
-/// Tag filtering by the consume-queue tag code.
-struct TagFilter(SubscriptionData);
-
-impl MessageFilter for TagFilter {
-    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
-        matches_tags_code(&self.0, tags_code)
-    }
-}
 
 /// Longest a pull is held, whatever it asks: RocketMQ clients ask 15–20 s and give up
 /// on the call after 30 s.
@@ -165,10 +158,10 @@ fn pull_inner(
         ));
     }
 
-    let subscription = subscription_for(broker, header)?;
+    let (subscription, sql) = subscription_for(broker, header)?;
     let max_count = header.max_msg_nums.max(1);
     let max_bytes = header.max_msg_bytes.filter(|b| *b > 0).unwrap_or(i32::MAX);
-    let filter = TagFilter(subscription.clone());
+    let filter = ExpressionMessageFilter::new(subscription, sql);
     let result = broker.store.get_message(
         &header.consumer_group,
         &header.topic,
@@ -241,35 +234,39 @@ fn pull_inner(
     Ok(Pulled {
         response,
         not_found: code == response_code::PULL_NOT_FOUND,
-        subscription,
+        subscription: filter.subscription().clone(),
     })
 }
 
-/// The subscription a pull filters by: its own (sysFlag bit 2) or the heartbeat's.
+/// The subscription a pull filters by: its own (sysFlag bit 2) or the heartbeat's,
+/// with the compiled expression of a SQL92 subscription.
 fn subscription_for(
     broker: &Broker,
     header: &PullMessageRequestHeader,
-) -> Result<SubscriptionData, RemotingCommand> {
+) -> Result<(SubscriptionData, Option<Arc<Sql92Filter>>), RemotingCommand> {
     let expression_type = header
         .expression_type
         .as_deref()
         .filter(|t| !t.is_empty())
         .unwrap_or(EXPRESSION_TYPE_TAG);
     if header.sys_flag & PULL_FLAG_SUBSCRIPTION != 0 {
-        if expression_type != EXPRESSION_TYPE_TAG {
-            return Err(error(
-                response_code::SUBSCRIPTION_PARSE_FAILED,
-                format!(
-                    "The broker does not support consumer to filter message by {expression_type}"
-                ),
-            ));
-        }
         let expression = header.subscription.as_deref().unwrap_or(SUB_ALL);
-        return Ok(build_subscription(
-            &header.topic,
-            expression,
-            header.sub_version,
-        ));
+        if is_tag_type(expression_type) {
+            let sub = build_subscription(&header.topic, expression, header.sub_version);
+            return Ok((sub, None));
+        }
+        check_property_filter(broker, expression_type)?;
+        let mut sub = build_subscription(&header.topic, SUB_ALL, header.sub_version);
+        sub.expression_type = expression_type.to_owned();
+        sub.sub_string = expression.to_owned();
+        let data = broker.filters.compile(&header.consumer_group, &sub);
+        return match &data.compiled {
+            Ok(filter) => Ok((sub, Some(filter.clone()))),
+            Err(e) => Err(error(
+                response_code::SUBSCRIPTION_PARSE_FAILED,
+                format!("parse the consumer's subscription failed: {e}"),
+            )),
+        };
     }
     let Some(group) = broker.clients.consumer_group(&header.consumer_group) else {
         return Err(error(
@@ -304,14 +301,40 @@ fn subscription_for(
             "the consumer's subscription not latest",
         ));
     }
-    if sub.expression_type != EXPRESSION_TYPE_TAG && !sub.expression_type.is_empty() {
+    if is_tag_type(&sub.expression_type) {
+        return Ok((sub.clone(), None));
+    }
+    check_property_filter(broker, &sub.expression_type)?;
+    let Some(data) = broker.filters.get(&header.topic, &header.consumer_group) else {
         return Err(error(
-            response_code::SUBSCRIPTION_PARSE_FAILED,
-            format!(
-                "The broker does not support consumer to filter message by {}",
-                sub.expression_type
-            ),
+            response_code::FILTER_DATA_NOT_EXIST,
+            "The broker's consumer filter data is not exist!Your expression may be wrong!",
+        ));
+    };
+    if data.client_version < header.sub_version {
+        return Err(error(
+            response_code::FILTER_DATA_NOT_LATEST,
+            "the consumer's consumer filter data not latest",
         ));
     }
-    Ok(sub.clone())
+    match &data.compiled {
+        Ok(filter) => Ok((sub.clone(), Some(filter.clone()))),
+        Err(e) => Err(error(
+            response_code::FILTER_DATA_NOT_EXIST,
+            format!(
+                "The broker's consumer filter data is not exist!Your expression may be wrong! {e}"
+            ),
+        )),
+    }
+}
+
+/// Property filters need `enablePropertyFilter=true` (Apache answers SYSTEM_ERROR).
+fn check_property_filter(broker: &Broker, expression_type: &str) -> Result<(), RemotingCommand> {
+    if broker.config.enable_property_filter {
+        return Ok(());
+    }
+    Err(error(
+        response_code::SYSTEM_ERROR,
+        format!("The broker does not support consumer to filter message by {expression_type}"),
+    ))
 }

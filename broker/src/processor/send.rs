@@ -18,6 +18,7 @@ use vostok_store::MessageInner;
 
 use super::error;
 use super::put_response::{choose_queue, put_response};
+use super::send_dedupe;
 use crate::reroute::{self, Parking};
 use crate::state::Broker;
 
@@ -108,6 +109,7 @@ pub(crate) async fn send_message(
         props.remove(property::DELAY_TIME_LEVEL);
         scan.delay_level = 0;
     }
+    let client_key = scan.uniq_key.is_some();
     let uniq_key = match scan.uniq_key {
         Some(key) => key,
         None => {
@@ -116,6 +118,15 @@ pub(crate) async fn send_message(
             key
         }
     };
+    // A retry of a message stored within the topic's duplication window gets the
+    // original answer; a retry racing the first attempt waits for its outcome.
+    let claim = match client_key {
+        true => send_dedupe::claim(broker, &topic_config, &msg.topic, &[&uniq_key]).await,
+        false => None,
+    };
+    if let Some(claim) = claim.as_ref().filter(|c| c.all_duplicates()) {
+        return send_dedupe::duplicate_response(broker, claim, Some(uniq_key));
+    }
     props.insert(property::CLUSTER, &broker.config.broker_cluster_name);
     if scan.prepared {
         if broker.config.reject_transaction_message {
@@ -144,11 +155,14 @@ pub(crate) async fn send_message(
     }
     let result = broker.store.put_message(msg).await;
     broker.count_put(1);
+    if let Some(claim) = claim {
+        send_dedupe::record(claim, &result, queue_id);
+    }
     put_response(broker, result, queue_id, Some(uniq_key))
 }
 
 /// `msgCheck`: permission, topic name, forbidden topics, auto-creation, queue id.
-fn check_message(
+pub(super) fn check_message(
     broker: &Broker,
     channel: &Channel,
     header: &SendMessageRequestHeader,

@@ -15,6 +15,7 @@ use vostok_store::MessageInner;
 
 use super::error;
 use super::put_response::{choose_queue, put_response};
+use super::send_dedupe;
 use crate::state::Broker;
 
 pub(super) async fn send_batch(
@@ -66,6 +67,7 @@ pub(super) async fn send_batch(
         sys_flag |= sysflag::MULTI_TAGS_FLAG;
     }
     let mut msgs = Vec::with_capacity(entries.len());
+    let mut uniq_keys = Vec::with_capacity(entries.len());
     for entry in entries {
         if entry.properties.len() > property::MAX_PROPERTIES_LEN {
             return error(
@@ -86,12 +88,12 @@ pub(super) async fn send_batch(
                 "batch messages cannot be delayed",
             );
         }
-        if uniq_key.is_none() {
-            props.insert(
-                property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-                broker.uniq_ids.next_id(),
-            );
-        }
+        let uniq_key = uniq_key.unwrap_or_else(|| {
+            let key = broker.uniq_ids.next_id();
+            props.insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &key);
+            key
+        });
+        uniq_keys.push(uniq_key);
         msgs.push(MessageInner {
             topic: header.topic.clone(),
             queue_id,
@@ -107,8 +109,32 @@ pub(super) async fn send_batch(
             prepared_transaction_offset: 0,
         });
     }
+    // Each message on its own: duplicates are answered, the others stored.
+    let keys: Vec<&str> = uniq_keys.iter().map(String::as_str).collect();
+    let claim = send_dedupe::claim(broker, topic_config, &header.topic, &keys).await;
+    let Some(claim) = claim else {
+        let n = msgs.len() as u64;
+        let result = broker.store.put_messages(msgs).await;
+        broker.count_put(n);
+        return put_response(broker, result, queue_id, None);
+    };
+    if claim.all_duplicates() {
+        return send_dedupe::duplicate_response(broker, &claim, None);
+    }
+    let msgs: Vec<MessageInner> = msgs
+        .into_iter()
+        .zip(claim.originals())
+        .filter(|(_, original)| original.is_none())
+        .map(|(m, _)| m)
+        .collect();
     let n = msgs.len() as u64;
     let result = broker.store.put_messages(msgs).await;
     broker.count_put(n);
-    put_response(broker, result, queue_id, None)
+    let originals = claim.originals();
+    send_dedupe::record(claim, &result, queue_id);
+    let response = put_response(broker, result, queue_id, None);
+    if originals.iter().any(Option::is_some) {
+        return send_dedupe::splice_batch_ids(broker, response, &originals);
+    }
+    response
 }

@@ -12,6 +12,7 @@ use vostok_remoting::protocol::{json, response_code};
 use vostok_remoting::RemotingCommand;
 
 use super::{decode_header, error};
+use crate::state::dedupe::WINDOW_ATTRIBUTE;
 use crate::state::Broker;
 
 /// Largest queue count a topic may be given.
@@ -50,8 +51,14 @@ pub(crate) async fn update_and_create_topic(
             format!("unknown topicFilterType {:?}", header.topic_filter_type),
         );
     };
+    let current = broker.topics.get(&header.topic).map(|t| t.attributes);
+    let attributes =
+        match alter_attributes(current.unwrap_or_default(), header.attributes.as_deref()) {
+            Ok(attributes) => attributes,
+            Err(reason) => return error(response_code::INVALID_PARAMETER, reason),
+        };
     let config = TopicConfig {
-        attributes: BTreeMap::new(),
+        attributes,
         order: header.order.unwrap_or(false),
         perm: header.perm & (perm::READ | perm::WRITE | perm::INHERIT | perm::PRIORITY),
         read_queue_nums: header.read_queue_nums,
@@ -63,6 +70,41 @@ pub(crate) async fn update_and_create_topic(
     broker.topics.update(config);
     broker.persist_configs().await;
     RemotingCommand::success()
+}
+
+/// Applies an `attributes` header (`+key=value` sets, `-key` removes, comma-separated;
+/// Apache's `AttributeParser`) to a topic's current attributes. The duplication
+/// window's value must be whole seconds.
+fn alter_attributes(
+    mut current: BTreeMap<String, String>,
+    change: Option<&str>,
+) -> Result<BTreeMap<String, String>, String> {
+    for item in change
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+    {
+        if let Some(key) = item.strip_prefix('-') {
+            // `-key`, or `-key=` as clients that join a map write it.
+            current.remove(key.split('=').next().unwrap_or(key));
+            continue;
+        }
+        let item = item.strip_prefix('+').unwrap_or(item);
+        let Some((key, value)) = item
+            .split_once('=')
+            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        else {
+            return Err(format!("attribute {item:?} is not +key=value or -key"));
+        };
+        if key == WINDOW_ATTRIBUTE && value.parse::<u64>().is_err() {
+            return Err(format!(
+                "{WINDOW_ATTRIBUTE} takes whole seconds, not {value:?}"
+            ));
+        }
+        current.insert(key.to_owned(), value.to_owned());
+    }
+    Ok(current)
 }
 
 pub(crate) async fn delete_topic(
@@ -172,4 +214,29 @@ pub(crate) fn get_topic_stats_info(broker: &Broker, request: RemotingCommand) ->
     }
     body.push_str("}}");
     RemotingCommand::success().with_body(body.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_are_set_and_removed_as_apache_spells_them() {
+        let mut current = BTreeMap::new();
+        current.insert("message.type".to_owned(), "NORMAL".to_owned());
+        let altered = alter_attributes(
+            current,
+            Some("+duplication.window.seconds=60,-message.type=,+a=b,-gone"),
+        )
+        .unwrap();
+        assert_eq!(
+            altered.get(WINDOW_ATTRIBUTE).map(String::as_str),
+            Some("60")
+        );
+        assert_eq!(altered.get("a").map(String::as_str), Some("b"));
+        assert!(!altered.contains_key("message.type"));
+        assert!(alter_attributes(BTreeMap::new(), Some("+duplication.window.seconds=1m")).is_err());
+        assert!(alter_attributes(BTreeMap::new(), Some("+=x")).is_err());
+        assert!(alter_attributes(BTreeMap::new(), None).unwrap().is_empty());
+    }
 }

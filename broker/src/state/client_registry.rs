@@ -178,6 +178,18 @@ impl ClientRegistry {
         Some(live[rand::random_range(0..live.len())].channel.clone())
     }
 
+    /// The newest live connection of a producer of client `client_id` (whatever its
+    /// group), where replies to its requests are pushed.
+    pub fn producer_channel_of_client(&self, client_id: &str) -> Option<Channel> {
+        self.producers
+            .read_locked()
+            .values()
+            .flat_map(HashMap::values)
+            .filter(|c| c.client_id == client_id && !c.channel.is_closed())
+            .max_by_key(|c| c.last_update)
+            .map(|c| c.channel.clone())
+    }
+
     /// Drops a closed channel from every group; returns the consumer groups whose ids changed.
     pub fn on_channel_closed(&self, channel: &Channel) -> Vec<String> {
         self.remove_channels(|c| c.channel.id() == channel.id())

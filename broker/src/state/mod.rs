@@ -1,8 +1,9 @@
 //! The broker's shared state: the low floor every processor and service reads.
 //!
 //! [`Broker`] holds the store, the tables (topics, subscription groups, consumer
-//! offsets, delay offsets, timers, transactions), the client registry, queue locks and
-//! held pulls, POP state, plus the config and the shutdown token: RocketMQ's `BrokerController`
+//! offsets, delay offsets, timers, transactions, compiled SQL92 filters, the
+//! duplication window), the client registry, queue locks and held pulls, POP state,
+//! plus the config and the shutdown token: RocketMQ's `BrokerController`
 //! fields without its start-up code. Each table is a module here that knows nothing of
 //! the others; what several parts of the broker need from more than one table (telling
 //! consumers that their group changed) is a method on [`Broker`]. Request processors
@@ -10,6 +11,8 @@
 //! `&Broker`; start-up (`startup`) builds it.
 
 pub(crate) mod client_registry;
+pub(crate) mod consumer_filter;
+pub(crate) mod dedupe;
 pub(crate) mod long_polling;
 pub(crate) mod offset;
 pub(crate) mod pop;
@@ -30,6 +33,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::debug;
+use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::request_code;
@@ -38,6 +42,8 @@ use vostok_store::MessageStore;
 
 use crate::config::BrokerConfig;
 use client_registry::ClientRegistry;
+use consumer_filter::ConsumerFilterManager;
+use dedupe::DedupeWindow;
 use long_polling::LongPolling;
 use offset::ConsumerOffsetManager;
 use pop::PopState;
@@ -57,6 +63,10 @@ pub struct Broker {
     pub(crate) subscriptions: SubscriptionGroupManager,
     pub(crate) offsets: ConsumerOffsetManager,
     pub(crate) clients: ClientRegistry,
+    /// Compiled SQL92 subscriptions.
+    pub(crate) filters: ConsumerFilterManager,
+    /// Unique ids of recent sends, for answering retries without storing twice.
+    pub(crate) dedupe: DedupeWindow,
     pub(crate) locks: RebalanceLockManager,
     pub(crate) long_polling: LongPolling,
     /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
@@ -108,6 +118,11 @@ impl Broker {
 
     /// Tells every consumer of each group to rebalance (oneway, best effort).
     pub(crate) fn notify_consumer_ids_changed(&self, groups: Vec<String>) {
+        for group in &groups {
+            if self.clients.consumer_group(group).is_none() {
+                self.filters.unregister_group(group);
+            }
+        }
         if !self.config.notify_consumer_ids_changed_enable || self.shutdown.is_cancelled() {
             return;
         }
@@ -143,6 +158,35 @@ impl Broker {
             b.subscriptions.persist();
         })
         .await;
+    }
+
+    /// A topic's duplication window (`duplication.window.seconds`, else
+    /// `duplicationWindowSeconds`); zero when off.
+    pub(crate) fn duplication_window(&self, topic: &TopicConfig) -> Duration {
+        dedupe::window_for(self.config.duplication_window, topic)
+    }
+
+    /// Refills the duplication window from the commitlog (start-up, before serving).
+    pub(crate) fn rebuild_duplication_window(&self) {
+        let longest = self
+            .topics
+            .topic_names()
+            .iter()
+            .filter_map(|t| self.topics.get(t))
+            .map(|t| self.duplication_window(&t))
+            .max()
+            .unwrap_or_default()
+            .max(self.config.duplication_window);
+        if longest.is_zero() {
+            return;
+        }
+        dedupe::rebuild::rebuild(&self.dedupe, &self.store, longest, |topic| {
+            self.topics
+                .get(topic)
+                .map_or(self.config.duplication_window, |t| {
+                    self.duplication_window(&t)
+                })
+        });
     }
 
     /// Messages put since start (stats for runtime info).

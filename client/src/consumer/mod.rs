@@ -17,12 +17,14 @@
 //! * `offset_table`: the queue → offset tables of RESET_CONSUMER_CLIENT_OFFSET and
 //!   GET_CONSUMER_STATUS_FROM_CLIENT.
 //! * `send_back`: failed messages back to the broker for a retry.
+//! * `check_client`: SQL92 subscriptions checked with a broker before starting.
 //! * `running_info`: GET_CONSUMER_RUNNING_INFO.
 //! * [`push`] and [`lite_pull`]: the two consumer kinds.
 //! * [`simple`]: the simple (POP) consumer: receive, ack, change invisible duration.
 //! * [`wildcard`]: AMQP-style routing-key patterns on tags.
 
 pub mod allocate;
+mod check_client;
 pub mod config;
 pub(crate) mod core;
 mod inner;

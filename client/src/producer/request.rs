@@ -5,7 +5,7 @@
 //! the replier builds its answer with [`create_reply_message`] (topic
 //! `<cluster>_REPLY_TOPIC`, `MSG_TYPE=reply`) and sends it with any producer, which uses
 //! SEND_REPLY_MESSAGE_V2; the broker pushes it to the requester with
-//! PUSH_REPLY_MESSAGE_TO_CLIENT. This needs broker support (Apache RocketMQ ≥ 4.6); a
+//! PUSH_REPLY_MESSAGE_TO_CLIENT. Vostok brokers and Apache RocketMQ ≥ 4.6 do this; a
 //! broker without it answers the reply send with an error and the request times out.
 
 use std::time::{Duration, Instant};
@@ -33,6 +33,14 @@ impl Producer {
             .insert(property::MESSAGE_REPLY_TO_CLIENT, instance.client_id());
         msg.properties
             .insert(property::MESSAGE_TTL, timeout.as_millis().to_string());
+        // The reply is pushed over a producer connection the broker knows from this
+        // client's heartbeat: a topic met for the first time is routed and the brokers
+        // told about this client before the request goes out (Java `prepareSendRequest`).
+        let topic = self.shared.wrap(&msg.topic);
+        if instance.cached_route(&topic).is_none() {
+            instance.update_route(&topic).await?;
+            instance.send_heartbeat_to_all_brokers().await;
+        }
         let waiter = instance.reply_waiters().register(&correlation_id);
         let outcome = async {
             self.send_with_timeout(msg, timeout).await?;

@@ -1,8 +1,16 @@
-//! Tag expressions and tag hash codes (docs/message.md#tag-hash-code, `FilterAPI`).
+//! Tag expressions and tag hash codes (docs/message.md#tag-hash-code, `FilterAPI`);
+//! SQL92 selectors in [`sql92`].
+
+pub mod sql92;
 
 use std::collections::BTreeSet;
 
 use super::body::{SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL};
+
+/// `ExpressionType.isTagType`: tags, also spelt empty by old clients.
+pub fn is_tag_type(expression_type: &str) -> bool {
+    expression_type.is_empty() || expression_type == EXPRESSION_TYPE_TAG
+}
 
 /// Java's `String.hashCode` over UTF-16 code units.
 pub fn java_hash(s: &str) -> i32 {

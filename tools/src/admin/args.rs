@@ -125,6 +125,10 @@ pub struct UpdateTopicArgs {
     /// Permission bits: 2 write, 4 read, 6 both.
     #[arg(short = 'p', long = "perm", default_value_t = 6)]
     pub perm: i32,
+    /// Topic attributes in Apache's form, comma-separated: `+key=value` sets, `-key`
+    /// removes; e.g. `+duplication.window.seconds=60`.
+    #[arg(short = 'a', long = "attributes", value_name = "ATTRS")]
+    pub attributes: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

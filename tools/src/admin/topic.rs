@@ -87,12 +87,28 @@ pub async fn update_topic(
             ))
         }
     };
-    // A single-tag topic with no system flag and no attributes, as RocketMQ's
-    // `updateTopic` creates by default.
+    // A single-tag topic with no system flag, as RocketMQ's `updateTopic` creates by
+    // default; attribute changes travel as given (`+key` → value, `-key` → empty).
+    let mut attributes = std::collections::BTreeMap::new();
+    for item in args.attributes.as_deref().unwrap_or("").split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let (key, value) = item.split_once('=').unwrap_or((item, ""));
+        if !(key.starts_with('+') && !value.is_empty() || key.starts_with('-') && value.is_empty())
+        {
+            return Err(AdminError::Invalid(format!(
+                "-a {item}: attributes are +key=value or -key"
+            )));
+        }
+        attributes.insert(key.to_owned(), value.to_owned());
+    }
     let config = TopicConfig {
         read_queue_nums: args.read_queue_nums,
         write_queue_nums: args.write_queue_nums,
         perm: args.perm,
+        attributes,
         ..TopicConfig::new(args.topic.clone(), 1)
     };
     let mut out = String::new();

@@ -135,6 +135,10 @@ pub struct ProducerArgs {
     /// Send timeout, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 3000)]
     pub send_timeout: u64,
+    /// Tags cycled over the messages, comma-separated; each message also gets the
+    /// property `k`, its tag's index in the list (for SQL92 filters).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tags: Vec<String>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -167,6 +171,23 @@ pub struct ConsumerArgs {
     /// Listener calls at once (`consumeThreadMax`, default 20).
     #[arg(long, value_name = "N")]
     pub consume_threads: Option<usize>,
+    /// Subscribe with this tag expression (default `*`).
+    #[arg(long, value_name = "EXPR", conflicts_with = "sql")]
+    pub tag: Option<String>,
+    /// Subscribe with this SQL92 expression (the broker needs enablePropertyFilter=true).
+    #[arg(long, value_name = "EXPR")]
+    pub sql: Option<String>,
+}
+
+impl ConsumerArgs {
+    /// What the consumer subscribes with.
+    pub fn selector(&self) -> vostok_client::MessageSelector {
+        match (&self.sql, &self.tag) {
+            (Some(sql), _) => vostok_client::MessageSelector::by_sql(sql.clone()),
+            (None, Some(tag)) => vostok_client::MessageSelector::by_tag(tag.clone()),
+            (None, None) => vostok_client::MessageSelector::by_tag("*"),
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -266,5 +287,18 @@ mod tests {
         };
         assert_eq!(e.common.duration_limit(), Some(Duration::from_secs(10)));
         assert_eq!(e.producer.rate, Some(50_000.0));
+        let cli = Cli::try_parse_from(["mqbench", "e2e", "--tags", "TagA,TagB", "--sql", "k < 1"])
+            .unwrap();
+        let Command::E2e(e) = cli.command else {
+            panic!("not e2e");
+        };
+        assert_eq!(e.producer.tags, ["TagA", "TagB"]);
+        assert_eq!(
+            e.consumer.selector(),
+            vostok_client::MessageSelector::by_sql("k < 1")
+        );
+        assert!(
+            Cli::try_parse_from(["mqbench", "consume", "--tag", "A", "--sql", "k < 1"]).is_err()
+        );
     }
 }

@@ -172,7 +172,8 @@ fn from_where(from: From) -> ConsumeFromWhere {
     }
 }
 
-/// Subscribes `group` to the topic (all tags) and starts consuming into `state`.
+/// Subscribes `group` to the topic (all tags, or `--tag` / `--sql`) and starts
+/// consuming into `state`.
 pub async fn start(
     common: &CommonArgs,
     args: &ConsumerArgs,
@@ -196,7 +197,7 @@ pub async fn start(
         }
         let consumer = LitePullConsumer::new(config);
         consumer
-            .subscribe(&common.topic, "*")
+            .subscribe_with_selector(&common.topic, args.selector())
             .map_err(client_err("subscribing"))?;
         consumer
             .start()
@@ -237,7 +238,7 @@ pub async fn start(
     }
     let consumer = PushConsumer::new(config);
     consumer
-        .subscribe(&common.topic, "*")
+        .subscribe_with_selector(&common.topic, args.selector())
         .map_err(client_err("subscribing"))?;
     consumer.register_message_listener(MessageListener::concurrently(
         move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {

@@ -265,7 +265,13 @@ impl Task {
                 b.freeze()
             }
         };
-        (seq, Message::new(side.topic.as_str(), body))
+        let mut msg = Message::new(side.topic.as_str(), body);
+        let tags = &side.args.tags;
+        if !tags.is_empty() {
+            let k = (seq % tags.len() as u64) as usize;
+            msg = msg.with_tags(&tags[k]).with_property("k", k.to_string());
+        }
+        (seq, msg)
     }
 
     fn record(&mut self, started: Instant, seqs: std::ops::Range<u64>, r: Result<(), ClientError>) {

@@ -111,6 +111,11 @@ impl LitePullConsumer {
         for t in core.subscribed_topics() {
             let _ = instance.update_route(&t).await;
         }
+        if let Err(e) = super::check_client::check_client_in_broker(&instance, &core).await {
+            tracing::warn!(group = %core.group, error = %e, "a broker refuses a subscription");
+            self.shutdown().await;
+            return Err(e);
+        }
         instance.send_heartbeat_to_all_brokers().await;
         instance.rebalance_immediately();
         info!(group = %core.group, client_id = %instance.client_id(), "lite pull consumer started");

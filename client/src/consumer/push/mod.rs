@@ -174,6 +174,11 @@ impl PushConsumer {
                 warn!(topic = %t, error = %e, "route not available yet");
             }
         }
+        if let Err(e) = super::check_client::check_client_in_broker(&instance, &core).await {
+            warn!(group = %service.group, error = %e, "a broker refuses a subscription");
+            self.shutdown().await;
+            return Err(e);
+        }
         instance.send_heartbeat_to_all_brokers().await;
         concurrently::spawn_timeout_sweeper(service, core.clone());
         instance.rebalance_immediately();

@@ -1,0 +1,121 @@
+//! The duplication window on the send path (docs/semantics.md#duplication-window):
+//! which sends it applies to, the answer to a retry of a stored message, and what a
+//! put records. The window itself is `state::dedupe`.
+
+use std::time::Duration;
+
+use vostok_remoting::protocol::body::TopicConfig;
+use vostok_remoting::protocol::header::SendMessageResponseHeader;
+use vostok_remoting::protocol::message::id::{create_offset_msg_id, decode_offset_msg_id};
+use vostok_remoting::protocol::response_code;
+use vostok_remoting::RemotingCommand;
+use vostok_store::PutMessageResult;
+
+use crate::state::dedupe::{applies_to, Claim, Original};
+use crate::state::Broker;
+
+/// Claims `uniq_keys` (the request's messages, in order) in the topic's window, or
+/// `None` when the topic has no window.
+pub(super) async fn claim<'a>(
+    broker: &'a Broker,
+    topic_config: &TopicConfig,
+    topic: &str,
+    uniq_keys: &[&str],
+) -> Option<Claim<'a>> {
+    let window = broker.duplication_window(topic_config);
+    if window == Duration::ZERO || !applies_to(topic) {
+        return None;
+    }
+    Some(broker.dedupe.claim(topic, uniq_keys, window).await)
+}
+
+/// The answer to a request whose every message was stored before: the first
+/// message's queue and offset, every message's offset id (as the first send answered).
+pub(super) fn duplicate_response(
+    broker: &Broker,
+    claim: &Claim<'_>,
+    transaction_id: Option<String>,
+) -> RemotingCommand {
+    let originals: Vec<Original> = claim.originals().into_iter().flatten().collect();
+    let Some(first) = originals.first() else {
+        return RemotingCommand::response(response_code::SYSTEM_ERROR, "empty request".to_owned());
+    };
+    tracing::debug!(
+        queue_id = first.queue_id,
+        queue_offset = first.queue_offset,
+        "duplicate send answered from the duplication window"
+    );
+    let header = SendMessageResponseHeader {
+        msg_id: msg_ids(broker, originals.iter()),
+        queue_id: first.queue_id,
+        queue_offset: first.queue_offset,
+        transaction_id,
+        batch_uniq_id: None,
+        msg_region: Some(broker.config.region_id.clone()),
+        trace_on: Some(broker.config.trace_on.to_string()),
+    };
+    RemotingCommand::response(response_code::SUCCESS, None).with_header(&header)
+}
+
+/// Records where the claim's new messages landed when the put stored them; a failed
+/// put releases the claim for the producer's next attempt.
+pub(super) fn record(claim: Claim<'_>, result: &PutMessageResult, queue_id: i32) {
+    if !result.status.is_stored() {
+        return;
+    }
+    match &result.append {
+        Some(append) if append.msg_num <= 1 => claim.stored([Original {
+            queue_id,
+            queue_offset: append.queue_offset,
+            commit_offset: append.wrote_offset,
+        }]),
+        Some(append) => claim.stored(placed(append, queue_id)),
+        None => {}
+    }
+}
+
+/// Where each record of a put landed: the offset ids give the commitlog offsets, queue
+/// offsets follow each other from the first.
+fn placed(append: &vostok_store::AppendResult, queue_id: i32) -> Vec<Original> {
+    append
+        .msg_id
+        .split(',')
+        .enumerate()
+        .map(|(i, id)| Original {
+            queue_id,
+            queue_offset: append.queue_offset + i as i64,
+            commit_offset: decode_offset_msg_id(id)
+                .map(|(_, offset)| offset)
+                .unwrap_or(append.wrote_offset),
+        })
+        .collect()
+}
+
+/// A batch response names every message's offset id in request order, the originals'
+/// for the duplicates among them.
+pub(super) fn splice_batch_ids(
+    broker: &Broker,
+    response: RemotingCommand,
+    originals: &[Option<Original>],
+) -> RemotingCommand {
+    let Ok(mut header) = response.decode_header::<SendMessageResponseHeader>() else {
+        return response;
+    };
+    let mut new_ids = header.msg_id.split(',');
+    let ids: Vec<String> = originals
+        .iter()
+        .map(|o| match o {
+            Some(o) => create_offset_msg_id(broker.broker_addr, o.commit_offset),
+            None => new_ids.next().unwrap_or("").to_owned(),
+        })
+        .collect();
+    header.msg_id = ids.join(",");
+    RemotingCommand::response(response.code, None).with_header(&header)
+}
+
+fn msg_ids<'a>(broker: &Broker, originals: impl Iterator<Item = &'a Original>) -> String {
+    originals
+        .map(|o| create_offset_msg_id(broker.broker_addr, o.commit_offset))
+        .collect::<Vec<_>>()
+        .join(",")
+}
