@@ -165,6 +165,7 @@ impl Broker {
         }
 
         let server_tls = security.server_tls.clone();
+        let grpc_tls = security.grpc_tls.clone();
         let broker = Arc::new(build_state(config, store, bound_port, security));
         if let Some(guard) = &broker.guard {
             guard.watch(broker.shutdown.clone());
@@ -192,7 +193,7 @@ impl Broker {
         let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;
         let servers = serve(&broker, listener, server_tls).await;
         let grpc = match grpc_listener {
-            Some(l) => Some(GrpcServer::start(&broker, l)?),
+            Some(l) => Some(GrpcServer::start(&broker, l, grpc_tls)?),
             None => None,
         };
 

@@ -20,6 +20,7 @@
 //!   stored messages as gRPC messages; [`status`]: response codes.
 //! * [`proto`]: the generated messages and service trait.
 
+mod access;
 mod ack;
 mod client;
 mod context;

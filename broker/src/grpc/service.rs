@@ -10,6 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::{Request, Response, Streaming};
 use vostok_remoting::Channel;
 
+use super::access::{self, Needs};
 use super::context::RequestContext;
 use super::proto::messaging_service_server::MessagingService;
 use super::proto::receive_message_response::Content as ReceiveContent;
@@ -104,12 +105,15 @@ refusal!(
     SyncLiteSubscriptionResponse,
 );
 
-/// Runs a unary RPC: the request's context first (CLIENT_ID_REQUIRED without one).
+/// Runs a unary RPC: the request's context first (CLIENT_ID_REQUIRED without one),
+/// then the ACL check (when on), then the RPC.
 async fn unary<Req, Resp, Fut>(
+    service: &GrpcService,
     request: Request<Req>,
     run: impl FnOnce(RequestContext, Req) -> Fut,
 ) -> Result<Response<Resp>, tonic::Status>
 where
+    Req: Needs,
     Resp: Refusal,
     Fut: Future<Output = Resp>,
 {
@@ -117,7 +121,11 @@ where
         Ok(ctx) => ctx,
         Err(status) => return Ok(Response::new(Resp::refused(status))),
     };
-    Ok(Response::new(run(ctx, request.into_inner()).await))
+    let request = request.into_inner();
+    if let Some(status) = access::refusal(&service.broker, &ctx, request.needs(&ctx)) {
+        return Ok(Response::new(Resp::refused(status)));
+    }
+    Ok(Response::new(run(ctx, request).await))
 }
 
 fn refused_stream<T: Send + 'static>(
@@ -132,7 +140,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<QueryRouteRequest>,
     ) -> Result<Response<QueryRouteResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             route::query_route(self, &ctx, req).await
         })
         .await
@@ -142,7 +150,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             client::heartbeat(self, &ctx, req).await
         })
         .await
@@ -152,7 +160,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             send::send_message(self, &ctx, req).await
         })
         .await
@@ -162,7 +170,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<QueryAssignmentRequest>,
     ) -> Result<Response<QueryAssignmentResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             route::query_assignment(self, &ctx, req).await
         })
         .await
@@ -183,6 +191,9 @@ impl MessagingService for GrpcService {
             Ok(ctx) => ctx,
             Err(s) => return refuse(s),
         };
+        if let Some(s) = access::refusal(&self.broker, &ctx, request.get_ref().needs(&ctx)) {
+            return refuse(s);
+        }
         let Some(_permit) = self.stream_permit() else {
             return refuse(status(Code::TooManyRequests, "too many streams open"));
         };
@@ -195,7 +206,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<AckMessageRequest>,
     ) -> Result<Response<AckMessageResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             ack::ack_message(self, &ctx, req).await
         })
         .await
@@ -205,7 +216,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<ForwardMessageToDeadLetterQueueRequest>,
     ) -> Result<Response<ForwardMessageToDeadLetterQueueResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             ack::forward_to_dlq(self, &ctx, req).await
         })
         .await
@@ -227,6 +238,9 @@ impl MessagingService for GrpcService {
             Ok(ctx) => ctx,
             Err(s) => return refuse(s),
         };
+        if let Some(s) = access::refusal(&self.broker, &ctx, request.get_ref().needs(&ctx)) {
+            return refuse(s);
+        }
         let Some(_permit) = self.stream_permit() else {
             return refuse(status(Code::TooManyRequests, "too many streams open"));
         };
@@ -239,7 +253,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<UpdateOffsetRequest>,
     ) -> Result<Response<UpdateOffsetResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             pull::update_offset(self, &ctx, req)
         })
         .await
@@ -249,7 +263,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<GetOffsetRequest>,
     ) -> Result<Response<GetOffsetResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             pull::get_offset(self, &ctx, req)
         })
         .await
@@ -259,7 +273,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<QueryOffsetRequest>,
     ) -> Result<Response<QueryOffsetResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             pull::query_offset(self, &ctx, req)
         })
         .await
@@ -269,7 +283,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<EndTransactionRequest>,
     ) -> Result<Response<EndTransactionResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             transaction::end_transaction(self, &ctx, req).await
         })
         .await
@@ -291,7 +305,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<NotifyClientTerminationRequest>,
     ) -> Result<Response<NotifyClientTerminationResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             client::notify_client_termination(self, &ctx, req).await
         })
         .await
@@ -301,7 +315,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<ChangeInvisibleDurationRequest>,
     ) -> Result<Response<ChangeInvisibleDurationResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             ack::change_invisible_duration(self, &ctx, req).await
         })
         .await
@@ -311,7 +325,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<RecallMessageRequest>,
     ) -> Result<Response<RecallMessageResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             recall::recall_message(self, &ctx, req).await
         })
         .await
@@ -321,7 +335,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<SyncLiteSubscriptionRequest>,
     ) -> Result<Response<SyncLiteSubscriptionResponse>, tonic::Status> {
-        unary(request, |_ctx, _req| async move {
+        unary(self, request, |_ctx, _req| async move {
             SyncLiteSubscriptionResponse {
                 status: Some(status(
                     Code::NotImplemented,

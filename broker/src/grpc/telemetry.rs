@@ -19,6 +19,7 @@ use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::request_code;
 use vostok_remoting::RemotingCommand;
 
+use super::access;
 use super::client::register;
 use super::context::RequestContext;
 use super::convert::{duration_ms, to_proto, Delivery};
@@ -66,6 +67,12 @@ pub(crate) async fn telemetry(
 ) -> Result<tonic::Response<TelemetryStream>, tonic::Status> {
     let ctx =
         RequestContext::of(&request).map_err(|s| tonic::Status::invalid_argument(s.message))?;
+    // A session needs a signed stream when ACL is on; its later RPCs are checked one
+    // by one.
+    let opening = (request_code::HEART_BEAT, vostok_auth::Access::Open);
+    if let Some(refused) = access::refusal(&svc.broker, &ctx, opening) {
+        return Err(tonic::Status::unauthenticated(refused.message));
+    }
     let mut inbound = request.into_inner();
     let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
     let broker = svc.broker.clone();
