@@ -13,6 +13,7 @@
 //! | `store-clean` | retention and the disk-usage check |
 
 mod get;
+mod ha;
 mod info;
 mod put;
 mod query;
@@ -107,6 +108,7 @@ impl MessageStore {
             stopper: Stopper::default(),
             total_memory: total_memory(),
             consumed: RwLock::new(None),
+            ha: Default::default(),
         });
         inner.recover(last_exit_ok)?;
         // Before the first put: the file the writer continues in has its blocks, and

@@ -457,16 +457,7 @@ impl TestClient {
         let mut out = Vec::new();
         loop {
             let pulled = self
-                .pull(
-                    addr,
-                    group,
-                    topic,
-                    queue_id,
-                    offset,
-                    32,
-                    None,
-                    "*",
-                )
+                .pull(addr, group, topic, queue_id, offset, 32, None, "*")
                 .await;
             match pulled.code {
                 response_code::SUCCESS => {
