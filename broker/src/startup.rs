@@ -2,7 +2,8 @@
 //! listeners, starts the services and stops them again.
 //!
 //! Start-up order: validate the config, open (and recover) the store, load the tables,
-//! bind the listeners, start the embedded name server in standalone mode, fold in the
+//! bind the listeners (the HA listener of a master), start the embedded name server in
+//! standalone mode, start replication (a master's HA service, a slave's client), fold in the
 //! transaction outcomes recorded before a restart and the POP checkpoints, register with the name servers,
 //! start the background services. Shutdown runs the reverse, unregistering first so
 //! that clients stop routing here before the listeners close.
@@ -20,13 +21,14 @@ use vostok_namesrv::NameServer;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::{perm, SCHEDULE_TOPIC, TIMER_TOPIC};
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{
     ClientConfig, ConnectionConfig, FrameLimits, RemotingClient, RemotingServer, ServerConfig,
 };
 use vostok_store::{ConsumedOffsets, MessageArrivingListener, MessageStore};
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, BrokerRole};
 use crate::error::BrokerError;
 use crate::processor::BrokerProcessor;
 use crate::service::{self, registration};
@@ -105,6 +107,8 @@ impl Broker {
     pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
         config.resolve_addresses();
         config.validate()?;
+        config.store.ha.sync_master = config.broker_role == BrokerRole::SyncMaster;
+        config.store.ha.replica = config.broker_role == BrokerRole::Slave;
         let store_config = config.store.clone();
         let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
             .await
@@ -113,12 +117,14 @@ impl Broker {
                 reason: format!("store start-up panicked: {e}"),
             })??;
 
+        let configured_port = config.listen_port;
         let listener = bind(config.bind_addr(config.listen_port)).await?;
         let bound_port = listener
             .local_addr()
             .map(|a| a.port())
             .unwrap_or(config.listen_port);
         config.listen_port = bound_port;
+        let ha_listener = bind_ha(&mut config, configured_port).await?;
 
         let mut namesrv = None;
         if config.is_standalone() {
@@ -161,6 +167,7 @@ impl Broker {
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
         let servers = serve(&broker, listener).await;
+        start_replication(&broker, ha_listener);
 
         service::spawn_all(&broker);
         registration::register_all(&broker).await;
@@ -175,6 +182,65 @@ impl Broker {
             servers,
             namesrv,
         })
+    }
+}
+
+/// A master's HA listener on `haListenPort` (by default `listenPort + 1`; a broker
+/// told to listen on port 0 takes any free HA port too). A SLAVE accepts no slaves.
+/// When the port is taken, a SYNC_MASTER or an explicit `haListenPort` fails the
+/// start; an ASYNC_MASTER goes on without slaves, and says so.
+async fn bind_ha(
+    config: &mut BrokerConfig,
+    configured_port: u16,
+) -> Result<Option<TcpListener>, BrokerError> {
+    if !config.is_master() {
+        return Ok(None);
+    }
+    let explicit = config.ha_listen_port.is_some();
+    let port = match config.ha_listen_port {
+        Some(p) => p,
+        None if configured_port == 0 => 0,
+        None => config.listen_port.wrapping_add(1),
+    };
+    match bind(config.bind_addr(port)).await {
+        Ok(l) => {
+            if let Ok(a) = l.local_addr() {
+                config.ha_listen_port = Some(a.port());
+            }
+            Ok(Some(l))
+        }
+        Err(e) if !explicit && config.broker_role == BrokerRole::AsyncMaster => {
+            warn!(port, error = %e, "HA port unavailable: this master accepts no slaves");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A master serves its slaves on the HA listener; a slave starts its replication
+/// client (the master's HA address comes from `haMasterAddress` or registration).
+fn start_replication(broker: &Arc<Broker>, ha_listener: Option<TcpListener>) {
+    if let Some(listener) = ha_listener {
+        let addr = format!(
+            "{}:{}",
+            broker.config.broker_ip2,
+            broker.config.ha_listen_port()
+        );
+        *broker.ha_server_addr.write_locked() = addr;
+        broker.tasks.spawn(vostok_store::ha::serve(
+            broker.store.clone(),
+            listener,
+            broker.tasks.clone(),
+            broker.shutdown.clone(),
+        ));
+    }
+    if !broker.config.is_master() {
+        let client = vostok_store::ha::HaClient::start(
+            broker.store.clone(),
+            &broker.tasks,
+            broker.shutdown.clone(),
+        );
+        let _ = broker.ha_client.set(client);
     }
 }
 
@@ -200,6 +266,9 @@ fn build_state(config: BrokerConfig, store: Arc<MessageStore>, bound_port: u16) 
         boot_timestamp: now_millis(),
         outer: RemotingClient::new(ClientConfig::default(), None),
         master_addr: RwLock::new(None),
+        master_changed: tokio::sync::Notify::new(),
+        ha_server_addr: RwLock::new(String::new()),
+        ha_client: std::sync::OnceLock::new(),
         registration: tokio::sync::Mutex::new(false),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),

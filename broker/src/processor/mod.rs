@@ -12,6 +12,7 @@ mod pop;
 mod pull;
 mod put_response;
 mod query;
+mod role;
 mod send;
 mod send_back;
 mod send_batch;
@@ -46,6 +47,9 @@ impl RequestProcessor for BrokerProcessor {
     ) -> BoxFuture<'a, Option<RemotingCommand>> {
         Box::pin(async move {
             let b = &*self.broker;
+            if let Some(refusal) = role::slave_refusal(b, request.code) {
+                return Some(refusal);
+            }
             let response = match request.code {
                 request_code::SEND_MESSAGE
                 | request_code::SEND_MESSAGE_V2

@@ -23,6 +23,9 @@ pub struct HaConfig {
     /// Not a key: set from `brokerRole=SYNC_MASTER`. A put is acknowledged only once a
     /// slave holds it.
     pub sync_master: bool,
+    /// Not a key: set from `brokerRole=SLAVE`. The commitlog is written only by
+    /// replication; local puts are refused (SERVICE_NOT_AVAILABLE).
+    pub replica: bool,
 }
 
 impl Default for HaConfig {
@@ -34,6 +37,7 @@ impl Default for HaConfig {
             max_gap_not_in_sync: 256 * 1024 * 1024,
             master_address: None,
             sync_master: false,
+            replica: false,
         }
     }
 }

@@ -45,7 +45,10 @@ impl MessageStore {
 
     fn writable(&self) -> Result<(), PutMessageStatus> {
         let i = self.inner();
-        if i.state.shutdown.load(Ordering::Acquire) || i.state.write_error.load(Ordering::Acquire) {
+        if i.state.shutdown.load(Ordering::Acquire)
+            || i.state.write_error.load(Ordering::Acquire)
+            || i.config.ha.replica
+        {
             return Err(PutMessageStatus::ServiceNotAvailable);
         }
         if i.state.disk_full.load(Ordering::Acquire) {
