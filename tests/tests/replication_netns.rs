@@ -56,6 +56,8 @@ fn start_group(
         .set("brokerId", id)
         .set("brokerRole", role)
         .set("haListenPort", 10912)
+        // 64 MiB commitlog files: several brokers share one disk.
+        .set("mappedFileSizeCommitLog", 64 << 20)
         .set("brokerIP1", host.ip());
         for (k, v) in settings {
             o = o.set(k, v);
