@@ -27,10 +27,12 @@ struct Master {
     shutdown: CancellationToken,
 }
 
-async fn master(root: &Path, sync: bool) -> Master {
+/// A master; a SYNC_MASTER put waits `slave_wait` for a slave (short where a test
+/// wants FLUSH_SLAVE_TIMEOUT, long where it wants PUT_OK even on a loaded machine).
+async fn master_waiting(root: &Path, sync: bool, slave_wait: Duration) -> Master {
     let mut config = small_config(root, FILE);
     config.ha.sync_master = sync;
-    config.sync_flush_timeout = Duration::from_millis(500);
+    config.sync_flush_timeout = slave_wait;
     let store = MessageStore::open(config).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
@@ -46,6 +48,10 @@ async fn master(root: &Path, sync: bool) -> Master {
         addr,
         shutdown,
     }
+}
+
+async fn master(root: &Path, sync: bool) -> Master {
+    master_waiting(root, sync, Duration::from_secs(10)).await
 }
 
 fn slave_config(root: &Path, master: &str) -> StoreConfig {
@@ -188,7 +194,7 @@ async fn a_sync_master_acknowledges_only_what_a_slave_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_master_whose_slave_is_frozen_answers_flush_slave_timeout() {
     let mdir = tempfile::tempdir().unwrap();
-    let m = master(mdir.path(), true).await;
+    let m = master_waiting(mdir.path(), true, Duration::from_millis(300)).await;
     // A slave that reports once and then neither reads nor reports.
     let mut frozen = TcpStream::connect(&m.addr).await.unwrap();
     frozen.write_all(&encode_report(0)).await.unwrap();
@@ -232,4 +238,27 @@ async fn a_slave_ahead_of_its_master_is_refused_not_forked() {
         before,
         "nothing written at a forked offset"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_slaves_replicate_and_either_acknowledges_a_sync_master() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let m = master(dirs[0].path(), true).await;
+    let (s1, _stop1) = slave(dirs[1].path(), &m.addr);
+    let (s2, stop2) = slave(dirs[2].path(), &m.addr);
+    wait_for("both slaves to connect", || m.store.ha_slaves().len() == 2).await;
+    put_some(&m.store, 200, "two").await;
+    let max = m.store.max_phy_offset();
+    wait_for("both slaves to catch up", || {
+        s1.max_phy_offset() == max && s2.max_phy_offset() == max
+    })
+    .await;
+    // One slave gone: the other still acknowledges.
+    stop2.cancel();
+    wait_for("the master to drop it", || m.store.ha_slaves().len() == 1).await;
+    let r = m
+        .store
+        .put_message(message("T", 1, "one left", String::new()))
+        .await;
+    assert_eq!(r.status, PutMessageStatus::PutOk);
 }
