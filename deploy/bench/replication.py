@@ -61,7 +61,10 @@ def lag(master, slave):
         behind = int(master["commitLogMaxOffset"]) - int(slave["commitLogMaxOffset"])
         if behind <= 0:
             return 0, 0
-        ms = int(master["commitLogMaxStoreTimestamp"]) - int(slave["commitLogMaxStoreTimestamp"])
+        slave_ts = int(slave["commitLogMaxStoreTimestamp"])
+        if slave_ts <= 0:
+            return None  # nothing replicated yet: no time to compare
+        ms = int(master["commitLogMaxStoreTimestamp"]) - slave_ts
         return behind, max(ms, 0)
     except (KeyError, TypeError, ValueError):
         return None
@@ -73,6 +76,8 @@ class LagSampler:
     def __init__(self, master_addr, slave_addr, every=0.05):
         self.master, self.slave, self.every = master_addr, slave_addr, every
         self.samples = []
+        # The master's own dispatcher backlog, to tell a starved machine from a slow link.
+        self.dispatch = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -87,6 +92,10 @@ class LagSampler:
                 v = lag(m, s)
                 if v is not None:
                     self.samples.append(v)
+                    try:
+                        self.dispatch.append(int(m.get("dispatchBehindBytes", "0")))
+                    except ValueError:
+                        pass
 
     def stop(self):
         self._stop.set()
@@ -97,7 +106,8 @@ class LagSampler:
         by = sorted(v[0] for v in self.samples)
         p99 = lambda xs: xs[min(len(xs) - 1, int(len(xs) * 0.99))]
         return {"n": len(self.samples), "ms_median": statistics.median(ms), "ms_p99": p99(ms),
-                "ms_max": ms[-1], "bytes_median": statistics.median(by), "bytes_max": by[-1]}
+                "ms_max": ms[-1], "bytes_median": statistics.median(by), "bytes_max": by[-1],
+                "dispatch_max": max(self.dispatch, default=0)}
 
 
 class ReplicatedVostok:
@@ -181,5 +191,7 @@ class ReplicatedVostok:
         bytes_med = statistics.median(x["bytes_median"] for x in lags)
         bytes_max = max(x["bytes_max"] for x in lags)
         n = sum(x["n"] for x in lags)
+        dispatch = max(x["dispatch_max"] for x in lags)
         return (f" (slave lag: median {med:.0f} ms / {bytes_med / 1024:.0f} KiB, p99 {p99:.0f} ms, "
-                f"max {worst:.0f} ms / {bytes_max / 1024:.0f} KiB over {n} samples)")
+                f"max {worst:.0f} ms / {bytes_max / 1024:.0f} KiB over {n} samples; the master's "
+                f"own dispatch backlog peaked at {dispatch / 1024:.0f} KiB)")

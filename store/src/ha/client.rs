@@ -16,11 +16,11 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
-use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
 use super::wire::{
@@ -125,6 +125,11 @@ impl HaClient {
 
 /// Replicates over one established connection until it fails. Generic over the
 /// stream so that TLS can wrap it.
+///
+/// Reading and applying overlap: the connection task reads and decodes frames and
+/// hands them to an applier on a blocking thread ([`Applier`]), at most
+/// [`SLAVE_READ_BUFFER`] bytes in flight; the applier publishes the new write end,
+/// which the connection task reports.
 pub async fn replicate<S>(store: &Arc<MessageStore>, stream: S, master: &str) -> Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -144,52 +149,135 @@ where
     ha.client_connected.store(true, Ordering::Release);
     *ha.client_error.write_locked() = None;
     info!(master = %master, offset = reported, "connected to the master; replicating");
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    let mut last_read = Instant::now();
-    let mut last_report = Instant::now();
-    loop {
-        let report_at = last_report + config.send_heartbeat_interval;
-        let silent_at = last_read + config.housekeeping_interval;
-        if buf.len() >= SLAVE_READ_BUFFER {
-            return Err(StoreError::HaProtocol {
-                reason: "read buffer full without a complete frame".into(),
-            });
-        }
-        buf.reserve(64 * 1024);
-        tokio::select! {
-            n = reader.read_buf(&mut buf) => {
-                if n.map_err(io)? == 0 {
-                    return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
-                }
-                last_read = Instant::now();
-                ha.client_last_read_ms.store(now_millis(), Ordering::Relaxed);
-                let mut frames = Vec::new();
-                while let Some(frame) = decode_transfer(&mut buf, MAX_TRANSFER_BODY)? {
-                    frames.push(frame);
-                }
-                if frames.is_empty() {
-                    continue;
-                }
-                let s = store.clone();
-                let end = tokio::task::spawn_blocking(move || apply(&s, frames))
-                    .await
-                    .map_err(|e| StoreError::HaProtocol { reason: format!("apply task failed: {e}") })??;
-                if end != reported {
-                    writer.write_all(&encode_report(end)).await.map_err(io)?;
-                    reported = end;
-                    last_report = Instant::now();
-                }
-            }
-            _ = tokio::time::sleep_until(report_at) => {
-                reported = store.raw_write_end();
-                writer.write_all(&encode_report(reported)).await.map_err(io)?;
-                last_report = Instant::now();
-            }
-            _ = tokio::time::sleep_until(silent_at) => {
+    let applier = Applier::start(store.clone());
+    let result = async {
+        let mut buf = BytesMut::with_capacity(READ_CHUNK);
+        let mut last_read = Instant::now();
+        let mut last_report = Instant::now();
+        loop {
+            let report_at = last_report + config.send_heartbeat_interval;
+            let silent_at = last_read + config.housekeeping_interval;
+            if buf.len() >= SLAVE_READ_BUFFER {
                 return Err(StoreError::HaProtocol {
-                    reason: format!("nothing from the master for {:?}", config.housekeeping_interval),
+                    reason: "read buffer full without a complete frame".into(),
                 });
             }
+            buf.reserve(READ_CHUNK);
+            let applied = applier.progress.notified();
+            tokio::pin!(applied);
+            applied.as_mut().enable();
+            let end = applier.end()?;
+            if end != reported {
+                writer.write_all(&encode_report(end)).await.map_err(io)?;
+                reported = end;
+                last_report = Instant::now();
+            }
+            tokio::select! {
+                n = reader.read_buf(&mut buf) => {
+                    if n.map_err(io)? == 0 {
+                        return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
+                    }
+                    last_read = Instant::now();
+                    ha.client_last_read_ms.store(now_millis(), Ordering::Relaxed);
+                    let mut frames = Vec::new();
+                    let mut bytes = 0;
+                    while let Some(frame) = decode_transfer(&mut buf, MAX_TRANSFER_BODY)? {
+                        bytes += frame.body.len();
+                        frames.push(frame);
+                    }
+                    if !frames.is_empty() {
+                        applier.submit(frames, bytes).await?;
+                    }
+                }
+                _ = &mut applied => {}
+                _ = tokio::time::sleep_until(report_at) => {
+                    writer.write_all(&encode_report(reported)).await.map_err(io)?;
+                    last_report = Instant::now();
+                }
+                _ = tokio::time::sleep_until(silent_at) => {
+                    return Err(StoreError::HaProtocol {
+                        reason: format!("nothing from the master for {:?}", config.housekeeping_interval),
+                    });
+                }
+            }
+        }
+    }
+    .await;
+    // Whatever was handed over is applied (or failed) before a new connection starts
+    // from this store's write end.
+    applier.finish().await;
+    result
+}
+
+/// Bytes reserved per read of the connection (frame bodies keep their part of the
+/// buffer until applied, so each read may take a fresh allocation of this size).
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Applies received frames on a blocking thread, in order.
+struct Applier {
+    tx: Option<mpsc::Sender<(Vec<TransferFrame>, OwnedSemaphorePermit)>>,
+    /// Bytes received but not yet applied, at most [`SLAVE_READ_BUFFER`].
+    budget: Arc<Semaphore>,
+    /// Signalled after each applied batch (and on failure).
+    progress: Arc<Notify>,
+    state: Arc<std::sync::Mutex<std::result::Result<i64, String>>>,
+    thread: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Applier {
+    fn start(store: Arc<MessageStore>) -> Applier {
+        let (tx, mut rx) = mpsc::channel::<(Vec<TransferFrame>, OwnedSemaphorePermit)>(64);
+        let progress = Arc::new(Notify::new());
+        let state = Arc::new(std::sync::Mutex::new(Ok(store.raw_write_end())));
+        let (p, st) = (progress.clone(), state.clone());
+        let thread = tokio::task::spawn_blocking(move || {
+            while let Some((frames, _permit)) = rx.blocking_recv() {
+                let result = apply(&store, frames).map_err(|e| e.to_string());
+                let failed = result.is_err();
+                *st.locked() = result;
+                p.notify_one();
+                if failed {
+                    break;
+                }
+            }
+        });
+        Applier {
+            tx: Some(tx),
+            budget: Arc::new(Semaphore::new(SLAVE_READ_BUFFER)),
+            progress,
+            state,
+            thread: Some(thread),
+        }
+    }
+
+    /// The write end after the last applied batch, or why applying failed.
+    fn end(&self) -> Result<i64> {
+        self.state
+            .locked()
+            .clone()
+            .map_err(|reason| StoreError::HaProtocol { reason })
+    }
+
+    /// Hands frames over, waiting while too many bytes are not applied yet.
+    async fn submit(&self, frames: Vec<TransferFrame>, bytes: usize) -> Result<()> {
+        let gone = || StoreError::HaProtocol {
+            reason: "the applier stopped".into(),
+        };
+        let n = bytes.clamp(1, SLAVE_READ_BUFFER) as u32;
+        let permit = self
+            .budget
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .map_err(|_| gone())?;
+        let tx = self.tx.as_ref().ok_or_else(gone)?;
+        tx.send((frames, permit)).await.map_err(|_| gone())
+    }
+
+    async fn finish(mut self) {
+        self.tx = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.await;
         }
     }
 }

@@ -94,7 +94,7 @@ fn figure(table: &BTreeMap<String, String>, key: &str) -> Option<i64> {
 
 /// How far a slave is behind its master: bytes of commitlog, and seconds between the
 /// store times of their newest records (0 when the slave holds everything). `None`
-/// when either broker did not say.
+/// when either broker did not say, or the slave holds no record yet.
 pub fn replication_lag(
     master: &BTreeMap<String, String>,
     slave: &BTreeMap<String, String>,
@@ -103,8 +103,9 @@ pub fn replication_lag(
     if bytes <= 0 {
         return Some((0, 0.0));
     }
-    let ms = figure(master, "commitLogMaxStoreTimestamp")?
-        - figure(slave, "commitLogMaxStoreTimestamp")?;
+    // A slave that holds no record yet has no time to compare.
+    let slave_ts = figure(slave, "commitLogMaxStoreTimestamp").filter(|t| *t > 0)?;
+    let ms = figure(master, "commitLogMaxStoreTimestamp")? - slave_ts;
     Some((bytes, ms.max(0) as f64 / 1000.0))
 }
 
@@ -258,6 +259,7 @@ mod tests {
             Some((0, 0.0))
         );
         assert_eq!(replication_lag(&kv(5000, 1), &BTreeMap::new()), None);
+        assert_eq!(replication_lag(&kv(5000, 1), &kv(0, 0)), None);
     }
 
     #[test]
