@@ -2,8 +2,9 @@
 //! says. Contract: no panic, no allocation beyond the slave's read buffer; every
 //! decoded transfer frame re-encodes to the bytes it came from.
 //!
-//! Run: `cargo +nightly fuzz run ha_frames seeds` (from `store/`; `seeds/` holds
-//! hand-written frames: a report, a transfer, a heartbeat, a bad size).
+//! Run from `store/`: `cargo +nightly fuzz run ha_frames fuzz/corpus/ha_frames
+//! fuzz/seeds` (`fuzz/seeds` holds hand-written frames: a report, a transfer, a
+//! heartbeat, a bad size; new inputs go to the first, untracked directory).
 #![no_main]
 
 use bytes::BytesMut;
