@@ -25,6 +25,7 @@ mod ack;
 mod client;
 mod context;
 mod convert;
+mod endpoint;
 pub mod proto;
 mod pull;
 mod recall;

@@ -26,10 +26,10 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 use tracing::{debug, info, warn};
 use vostok_remoting::tls::TlsMode;
 
+use super::endpoint::queue_stream;
+use super::endpoint::GrpcService;
 use super::proto::messaging_service_server::MessagingServiceServer;
-use super::service::GrpcService;
 use super::session::Sessions;
-use super::telemetry::queue_stream;
 use super::tls::{self, TLS_HANDSHAKE};
 use crate::error::BrokerError;
 use crate::state::Broker;

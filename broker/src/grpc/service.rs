@@ -4,14 +4,12 @@
 //! Apache's proxy.
 
 use std::future::Future;
-use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::{Request, Response, Streaming};
-use vostok_remoting::Channel;
 
 use super::access::{self, Needs};
 use super::context::RequestContext;
+use super::endpoint::GrpcService;
 use super::proto::messaging_service_server::MessagingService;
 use super::proto::receive_message_response::Content as ReceiveContent;
 use super::proto::{
@@ -28,48 +26,9 @@ use super::proto::{
 };
 use super::pull::PullStream;
 use super::receive::ReceiveStream;
-use super::session::Sessions;
 use super::status::status;
 use super::telemetry::TelemetryStream;
 use super::{ack, client, pull, recall, receive, route, send, telemetry, transaction};
-use crate::state::Broker;
-
-/// Receive, pull and telemetry streams open at once, in all; beyond it a receive or
-/// pull answers TOO_MANY_REQUESTS and a telemetry stream RESOURCE_EXHAUSTED.
-const MAX_STREAMS: usize = 16_384;
-
-/// The gRPC service of one broker.
-pub(crate) struct GrpcService {
-    pub(crate) broker: Arc<Broker>,
-    pub(crate) sessions: Arc<Sessions>,
-    /// The port this service is bound to: what routes name as every broker's endpoint.
-    pub(crate) grpc_port: u16,
-    streams: Arc<Semaphore>,
-}
-
-impl GrpcService {
-    pub(crate) fn new(broker: Arc<Broker>, sessions: Arc<Sessions>, grpc_port: u16) -> Self {
-        GrpcService {
-            broker,
-            sessions,
-            grpc_port,
-            streams: Arc::new(Semaphore::new(MAX_STREAMS)),
-        }
-    }
-
-    /// The channel a request acts under: its session's, or one of its own for a client
-    /// that has not sent its settings.
-    pub(crate) fn channel_for(&self, ctx: &RequestContext) -> Channel {
-        match self.sessions.get(&ctx.client_id) {
-            Some(session) => session.channel.clone(),
-            None => Channel::detached(ctx.remote, ctx.local, 1).0,
-        }
-    }
-
-    fn stream_permit(&self) -> Option<OwnedSemaphorePermit> {
-        self.streams.clone().try_acquire_owned().ok()
-    }
-}
 
 /// A response that can carry a refusal as its status.
 trait Refusal {
