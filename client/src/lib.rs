@@ -29,6 +29,8 @@
 //!   `orderly`), [`consumer::lite_pull`] (`cache`, `poll`) and [`consumer::simple`]
 //!   (`receive`, `settle`); [`consumer::allocate`],
 //!   [`consumer::wildcard`].
+//! * [`admin`]: [`admin::AdminClient`], the requests an operator tool makes (Java
+//!   `MQAdminExt`): cluster, topics, groups and offsets, messages, ACL.
 //! * [`route`] (publish and subscribe queues of a route), [`message`] (messages,
 //!   compression), [`hook`] (send, check-forbidden and consume hooks), [`error`],
 //!   `service_state` (created, running, shut down).

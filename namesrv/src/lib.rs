@@ -20,6 +20,8 @@
 //! * [`config`]: [`NamesrvConfig`], with RocketMQ's key names and defaults, read
 //!   from `.properties` files (`vostok_remoting::support::properties`).
 //! * [`mod@error`]: the crate's error type, [`NamesrvError`].
+//! * [`cli`]: the `mqnamesrv` command line (settings from defaults, a `.properties`
+//!   file and flags).
 //!
 //! # Request flow
 //!

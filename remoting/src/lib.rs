@@ -13,6 +13,7 @@
 //! * [`auth`]: request signatures (`AccessKey`, `Signature`), signing and verifying.
 //! * [`tls`]: TLS on connections (rustls): `tls.*` keys, the server's first-byte
 //!   detection, the client's handshake.
+//! * [`mod@error`]: the crate's error type, [`RemotingError`].
 //! * [`support`]: what every Vostok crate shares: clocks and local time, poison-safe
 //!   lock helpers, crash-safe config files, `.properties` parsing.
 //!
