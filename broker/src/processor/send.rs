@@ -289,7 +289,7 @@ fn handle_retry_and_dlq(
     let dlq = topic::dlq_topic(&group);
     broker
         .topics
-        .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::WRITE, 0);
+        .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
     tracing::info!(group = %group, reconsume, max_reconsume, "retry message sent to the dead-letter queue");
     header.topic = dlq;
     header.queue_id = 0;

@@ -66,7 +66,7 @@ pub(crate) async fn consumer_send_msg_back(
         let dlq = topic::dlq_topic(&header.group);
         broker
             .topics
-            .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::WRITE, 0);
+            .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
         tracing::info!(group = %header.group, msg_id = %original.msg_id(), reconsume = original.reconsume_times, "message sent to the dead-letter queue");
         (dlq, 0, 0)
     } else {
