@@ -294,6 +294,40 @@ async fn topics_appear_in_routes_and_two_brokers_serve_one_topic() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_broker_registers_its_topics_read_only() {
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(
+        BrokerOptions {
+            namesrv: Some(namesrv.addr.clone()),
+            ..Default::default()
+        }
+        .set("brokerPermission", 4),
+    );
+    let client = TestClient::default();
+    assert_eq!(
+        client.create_topic(&broker.addr, "Draining", 2).await.code,
+        response_code::SUCCESS
+    );
+    let route = client
+        .wait_for_route(&namesrv.addr, "Draining", |r| !r.queue_datas.is_empty())
+        .await;
+    assert_eq!(
+        route.queue_datas[0].perm, 4,
+        "a read-only broker's topics are routed read-only"
+    );
+    // The broker's own table keeps the topic's permission.
+    let all = client
+        .call(
+            &broker.addr,
+            RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG),
+        )
+        .await;
+    let table: vostok_remoting::protocol::body::TopicConfigSerializeWrapper =
+        vostok_remoting::protocol::json::from_slice("topics", &all.body).unwrap();
+    assert_eq!(table.topic_config_table["Draining"].perm, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_error_codes_and_harms_nothing() {
     let broker = Broker::start(BrokerOptions::default().set("maxMessageSize", 1024));
     let client = TestClient::default();

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tracing::{debug, info, warn};
-use vostok_remoting::protocol::body::RegisterBrokerBody;
+use vostok_remoting::protocol::body::{RegisterBrokerBody, TopicConfigSerializeWrapper};
 use vostok_remoting::protocol::header::{
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
 use vostok_remoting::protocol::message::record::crc32;
+use vostok_remoting::protocol::topic::perm;
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::RemotingCommand;
@@ -42,11 +43,26 @@ async fn run(broker: Arc<Broker>) {
     }
 }
 
+/// The topic table as registered: a broker that is not both readable and writable
+/// (`brokerPermission`, e.g. read-only while it drains) registers every topic with its
+/// permission masked, so clients stop writing to (or reading from) it, as Apache's
+/// `registerBrokerAll` does. The stored table keeps the topics' own permissions.
+fn masked_topics(broker: &Broker) -> TopicConfigSerializeWrapper {
+    let mut wrapper = broker.topics.wrapper();
+    let broker_perm = broker.config.broker_permission;
+    if !perm::is_writeable(broker_perm) || !perm::is_readable(broker_perm) {
+        for topic in wrapper.topic_config_table.values_mut() {
+            topic.perm &= broker_perm;
+        }
+    }
+    wrapper
+}
+
 fn register_request(broker: &Broker) -> RemotingCommand {
     let config = &broker.config;
     let body = RegisterBrokerBody {
         filter_server_list: Vec::new(),
-        topic_config_serialize_wrapper: broker.topics.wrapper(),
+        topic_config_serialize_wrapper: masked_topics(broker),
     };
     let bytes = if config.compressed_register {
         body.encode_compressed()
