@@ -5,6 +5,8 @@
 #   deploy/cluster-netns.sh up       build the release binaries, start everything
 #   deploy/cluster-netns.sh status   what runs, and whether its port answers
 #   deploy/cluster-netns.sh down     SIGTERM everything, then remove the namespaces
+#   deploy/cluster-netns.sh kill P   SIGKILL process P (e.g. broker-a), as a crash
+#   deploy/cluster-netns.sh start P  start process P again, on its store
 #
 # Needs root (ip netns) and iproute2. Settings: deploy/cluster/*.conf (the addresses
 # below are read from there). Logs and data: $VOSTOK_CLUSTER_DIR (/tmp/vostok-cluster);
@@ -58,7 +60,7 @@ add_host() {
 }
 
 # Starts a process in its namespace, detached, and waits for its boot line.
-start() { # name, program, args...
+launch() { # name, program, args...
   local name=$1 ns out log; shift
   ns=$(ns_of "$name"); out="$dir/logs/$name.out"; log="$dir/logs/$name.log"
   setsid ip netns exec "$ns" "$@" >"$out" 2>>"$log" </dev/null &
@@ -73,6 +75,45 @@ start() { # name, program, args...
     sleep 0.1
   done
   die "$name did not start within 30 s; see $log ($0 down removes what started)"
+}
+
+# Starts one process of the cluster in its (existing) namespace.
+start_one() {
+  local name=$1
+  case $name in
+    namesrv-*)
+      launch "$name" "$bin/mqnamesrv" -c "$conf/$name.conf" \
+        -o "kvConfigPath=$dir/data/$name/kvConfig.json" ;;
+    *)
+      launch "$name" "$bin/mqbroker" -c "$conf/$name.conf" \
+        -o "storePathRootDir=$dir/data/$name" ;;
+  esac
+}
+
+known() {
+  local name
+  for name in "${namesrvs[@]}" "${brokers[@]}"; do [ "$name" = "$1" ] && return 0; done
+  die "unknown process ${1:-(none)}: one of ${namesrvs[*]} ${brokers[*]}"
+}
+
+# SIGKILL to every process in a namespace: the process crashes, its store stays.
+kill_one() {
+  [ "$(id -u)" = 0 ] || die "needs root (ip netns)"
+  known "$1"
+  local pids
+  pids=$(ip netns pids "$(ns_of "$1")" 2>/dev/null || true)
+  [ -n "$pids" ] || die "$1 is not running"
+  # shellcheck disable=SC2086
+  kill -KILL $pids
+  echo "killed $1 (SIGKILL to $(echo $pids))"
+}
+
+restart_one() {
+  [ "$(id -u)" = 0 ] || die "needs root (ip netns)"
+  known "$1"
+  ip netns pids "$(ns_of "$1")" >/dev/null 2>&1 || die "no namespace for $1; run: $0 up"
+  [ -z "$(ip netns pids "$(ns_of "$1")")" ] || die "$1 is running"
+  start_one "$1"
 }
 
 up() {
@@ -92,14 +133,7 @@ up() {
   ip link set "$bridge" up
   for name in "${namesrvs[@]}" "${brokers[@]}"; do add_host "$name"; done
   echo "starting (logs in $dir/logs):"
-  for name in "${namesrvs[@]}"; do
-    start "$name" "$bin/mqnamesrv" -c "$conf/$name.conf" \
-      -o "kvConfigPath=$dir/data/$name/kvConfig.json"
-  done
-  for name in "${brokers[@]}"; do
-    start "$name" "$bin/mqbroker" -c "$conf/$name.conf" \
-      -o "storePathRootDir=$dir/data/$name"
-  done
+  for name in "${namesrvs[@]}" "${brokers[@]}"; do start_one "$name"; done
   local addrs
   addrs=$(setting broker-a namesrvAddr)
   cat <<EOF
@@ -110,6 +144,7 @@ Cluster up. From this machine (root namespace, 10.250.0.1 on $bridge):
   cargo run --release -p vostok-tools --bin mqbench -- e2e -d 10   (reads NAMESRV_ADDR)
 Inside a process's namespace:  ip netns exec vkc-broker-a bash
 Cut a host off and heal it:    ip link set vkc-broker-a down / up
+Crash a master, bring it back: $0 kill broker-a / $0 start broker-a
 Stop:                          $0 down
 EOF
 }
@@ -171,5 +206,7 @@ case ${1:-} in
   up) up ;;
   status) status ;;
   down) down ;;
-  *) echo "usage: $0 up|status|down" >&2; exit 2 ;;
+  kill) kill_one "${2:-}" ;;
+  start) restart_one "${2:-}" ;;
+  *) echo "usage: $0 up|status|down|kill PROCESS|start PROCESS" >&2; exit 2 ;;
 esac

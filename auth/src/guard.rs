@@ -24,6 +24,7 @@ use crate::error::AuthError;
 use crate::plain::PlainAccount;
 use crate::plain_check;
 use crate::plain_store::{PlainAclStore, POLL_INTERVAL};
+use crate::proof::Proof;
 use crate::resource::{Access, Denied};
 use crate::v2::check as v2_check;
 use crate::v2::{migrate, AuthMetadata, UserInfo};
@@ -204,7 +205,7 @@ impl Guard {
     pub fn check(
         &self,
         ip: IpAddr,
-        request: &RemotingCommand,
+        request: &impl Proof,
         access: impl FnOnce() -> Access,
     ) -> Result<Principal, Denied> {
         if let Some(v2) = &self.v2 {
@@ -235,26 +236,23 @@ impl Guard {
         &self,
         v2: &V2,
         ip: IpAddr,
-        request: &RemotingCommand,
+        request: &impl Proof,
         access: impl FnOnce() -> Access,
     ) -> Result<Principal, Denied> {
         let snapshot = v2.metadata.snapshot();
-        let name = if v2.authenticate && !v2.authentication_whitelist.contains(&request.code) {
+        let code = request.code();
+        let name = if v2.authenticate && !v2.authentication_whitelist.contains(&code) {
             Some(v2_check::authenticate(&snapshot, request)?.to_owned())
         } else {
-            request
-                .ext_fields
-                .get(ACCESS_KEY)
-                .filter(|k| !k.is_empty())
-                .map(str::to_owned)
+            request.access_key().map(str::to_owned)
         };
-        if v2.authorize && !v2.authorization_whitelist.contains(&request.code) {
+        if v2.authorize && !v2.authorization_whitelist.contains(&code) {
             match &name {
-                Some(name) => v2_check::authorize(&snapshot, name, ip, request.code, access())?,
+                Some(name) => v2_check::authorize(&snapshot, name, ip, code, access())?,
                 None => {
-                    return Err(Denied::new(format!(
+                    return Err(Denied::unauthenticated(format!(
                         "access denied: no AccessKey on request {}",
-                        vostok_remoting::protocol::request_code::name(request.code)
+                        vostok_remoting::protocol::request_code::name(code)
                     )))
                 }
             }

@@ -7,6 +7,7 @@
 //!
 //! * [`guard`]: [`Guard`], the one check a server runs before a request's processor,
 //!   whichever model is on; [`Principal`], who was let in.
+//! * [`proof`]: what a request offers to prove its sender, by remoting or by gRPC.
 //! * [`resource`]: what a request needs ([`Access`], [`Need`], [`Resource`]), decided
 //!   by the server that knows its request codes; [`Denied`], the refusal's remark.
 //! * ACL 1.0: [`plain`] (the file format), [`plain_store`] (every file merged, hot
@@ -24,9 +25,11 @@ pub mod permission;
 pub mod plain;
 pub mod plain_check;
 pub mod plain_store;
+pub mod proof;
 pub mod resource;
 pub mod v2;
 
 pub use error::AuthError;
 pub use guard::{Guard, GuardConfig, Principal};
+pub use proof::{GrpcProof, Proof};
 pub use resource::{Access, Denied, Need, Resource};

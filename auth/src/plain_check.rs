@@ -15,54 +15,42 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use vostok_remoting::auth::{signature, ACCESS_KEY, SIGNATURE};
 use vostok_remoting::protocol::request_code;
-use vostok_remoting::RemotingCommand;
 
 use crate::guard::Principal;
 use crate::permission;
 use crate::plain::PlainAccount;
 use crate::plain_store::PlainAcl;
+use crate::proof::Proof;
 use crate::resource::{Access, Denied, Need, Resource, TRACE_TOPIC};
 
 /// Checks `request` from `ip` against `acl`.
 pub fn check(
     acl: &PlainAcl,
     ip: IpAddr,
-    request: &RemotingCommand,
+    request: &impl Proof,
     access: impl FnOnce() -> Access,
 ) -> Result<Principal, Denied> {
     if acl.global_white.iter().any(|p| p.matches(ip)) {
         return Ok(Principal::Trusted);
     }
-    let Some(access_key) = request.ext_fields.get(ACCESS_KEY).filter(|k| !k.is_empty()) else {
-        return Err(Denied::new(format!(
+    let Some(access_key) = request.access_key() else {
+        return Err(Denied::unauthenticated(format!(
             "access denied: no AccessKey on request {} from {ip}: sign requests with an account's credentials",
-            request_code::name(request.code)
+            request_code::name(request.code())
         )));
     };
     let Some(account) = acl.accounts.get(access_key) else {
-        return Err(Denied::new(format!(
+        return Err(Denied::unauthenticated(format!(
             "access denied: unknown AccessKey {access_key}"
         )));
     };
-    if !account.white_remote_address.matches(ip) {
-        let valid = request.ext_fields.get(SIGNATURE).is_some_and(|sig| {
-            signature::verify(
-                &account.secret_key,
-                &request.ext_fields,
-                &request.body,
-                request.version,
-                sig,
-            )
-        });
-        if !valid {
-            return Err(Denied::new(format!(
-                "access denied: signature check failed for AccessKey {access_key}"
-            )));
-        }
+    if !account.white_remote_address.matches(ip) && !request.signed_with(&account.secret_key) {
+        return Err(Denied::unauthenticated(format!(
+            "access denied: signature check failed for AccessKey {access_key}"
+        )));
     }
-    authorize(account, request.code, access())?;
+    authorize(account, request.code(), access())?;
     Ok(Principal::Plain(account.clone()))
 }
 

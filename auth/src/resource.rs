@@ -92,12 +92,26 @@ pub enum Access {
 #[error("{reason}")]
 pub struct Denied {
     pub reason: String,
+    /// The sender could not be authenticated (no key, unknown key, bad signature),
+    /// as opposed to an authenticated sender lacking a permission. gRPC answers the
+    /// first UNAUTHORIZED and the second FORBIDDEN, as Apache's proxy does.
+    pub unauthenticated: bool,
 }
 
 impl Denied {
+    /// An authenticated sender that lacks what the request needs.
     pub fn new(reason: impl Into<String>) -> Denied {
         Denied {
             reason: reason.into(),
+            unauthenticated: false,
+        }
+    }
+
+    /// A sender that could not be authenticated.
+    pub fn unauthenticated(reason: impl Into<String>) -> Denied {
+        Denied {
+            reason: reason.into(),
+            unauthenticated: true,
         }
     }
 }

@@ -10,7 +10,9 @@
 //! * [`pop`]: POP consumption operations (pop, ack, change invisible time) that the
 //!   remoting processors, and any other front end, call (docs/pop.md).
 //! * [`service`]: background services (name-server registration, housekeeping,
-//!   delay levels, timers, transaction check-back, POP revive).
+//!   delay levels, timers, transaction check-back, POP revive, a slave's metadata
+//!   sync). Replication itself (the HA listener, a slave's client, the SYNC_MASTER
+//!   wait) lives in the store (`vostok_store::ha`); start-up wires it to the roles.
 //! * [`reroute`]: parking messages in system topics (delay, timer, half) and
 //!   restoring them; the one constructor of a message copy from a stored message.
 //! * [`state`]: the shared state every processor and service reads ([`Broker`]) and

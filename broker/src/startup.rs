@@ -2,7 +2,8 @@
 //! listeners, starts the services and stops them again.
 //!
 //! Start-up order: validate the config, open (and recover) the store, load the tables,
-//! bind the listeners, start the embedded name server in standalone mode, fold in the
+//! bind the listeners (the HA listener of a master), start the embedded name server in
+//! standalone mode, start replication (a master's HA service, a slave's client), fold in the
 //! transaction outcomes recorded before a restart and the POP checkpoints, register with the name servers,
 //! start the background services. Shutdown runs the reverse, unregistering first so
 //! that clients stop routing here before the listeners close.
@@ -20,11 +21,12 @@ use vostok_namesrv::NameServer;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::{perm, SCHEDULE_TOPIC, TIMER_TOPIC};
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{ConnectionConfig, FrameLimits, RemotingServer, ServerConfig};
 use vostok_store::{ConsumedOffsets, MessageArrivingListener, MessageStore};
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, BrokerRole};
 use crate::error::BrokerError;
 use crate::grpc::GrpcServer;
 use crate::processor::BrokerProcessor;
@@ -115,6 +117,8 @@ impl Broker {
             key: "aclEnable".into(),
             reason: format!("security start-up panicked: {e}"),
         })??;
+        config.store.ha.sync_master = config.broker_role == BrokerRole::SyncMaster;
+        config.store.ha.replica = config.broker_role == BrokerRole::Slave;
         let store_config = config.store.clone();
         let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
             .await
@@ -123,6 +127,7 @@ impl Broker {
                 reason: format!("store start-up panicked: {e}"),
             })??;
 
+        let configured_port = config.listen_port;
         let listener = bind(config.bind_addr(config.listen_port)).await?;
         let bound_port = listener
             .local_addr()
@@ -135,6 +140,7 @@ impl Broker {
         } else {
             None
         };
+        let ha_listener = bind_ha(&mut config, configured_port).await?;
 
         let mut namesrv = None;
         if config.is_standalone() {
@@ -165,6 +171,7 @@ impl Broker {
         }
 
         let server_tls = security.server_tls.clone();
+        let grpc_tls = security.grpc_tls.clone();
         let broker = Arc::new(build_state(config, store, bound_port, security));
         if let Some(guard) = &broker.guard {
             guard.watch(broker.shutdown.clone());
@@ -191,8 +198,9 @@ impl Broker {
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;
         let servers = serve(&broker, listener, server_tls).await;
+        start_replication(&broker, ha_listener);
         let grpc = match grpc_listener {
-            Some(l) => Some(GrpcServer::start(&broker, l)?),
+            Some(l) => Some(GrpcServer::start(&broker, l, grpc_tls)?),
             None => None,
         };
 
@@ -210,6 +218,65 @@ impl Broker {
             grpc,
             namesrv,
         })
+    }
+}
+
+/// A master's HA listener on `haListenPort` (by default `listenPort + 1`; a broker
+/// told to listen on port 0 takes any free HA port too). A SLAVE accepts no slaves.
+/// When the port is taken, a SYNC_MASTER or an explicit `haListenPort` fails the
+/// start; an ASYNC_MASTER goes on without slaves, and says so.
+async fn bind_ha(
+    config: &mut BrokerConfig,
+    configured_port: u16,
+) -> Result<Option<TcpListener>, BrokerError> {
+    if !config.is_master() {
+        return Ok(None);
+    }
+    let explicit = config.ha_listen_port.is_some();
+    let port = match config.ha_listen_port {
+        Some(p) => p,
+        None if configured_port == 0 => 0,
+        None => config.listen_port.wrapping_add(1),
+    };
+    match bind(config.bind_addr(port)).await {
+        Ok(l) => {
+            if let Ok(a) = l.local_addr() {
+                config.ha_listen_port = Some(a.port());
+            }
+            Ok(Some(l))
+        }
+        Err(e) if !explicit && config.broker_role == BrokerRole::AsyncMaster => {
+            warn!(port, error = %e, "HA port unavailable: this master accepts no slaves");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A master serves its slaves on the HA listener; a slave starts its replication
+/// client (the master's HA address comes from `haMasterAddress` or registration).
+fn start_replication(broker: &Arc<Broker>, ha_listener: Option<TcpListener>) {
+    if let Some(listener) = ha_listener {
+        let addr = format!(
+            "{}:{}",
+            broker.config.broker_ip2,
+            broker.config.ha_listen_port()
+        );
+        *broker.ha_server_addr.write_locked() = addr;
+        broker.tasks.spawn(vostok_store::ha::serve(
+            broker.store.clone(),
+            listener,
+            broker.tasks.clone(),
+            broker.shutdown.clone(),
+        ));
+    }
+    if !broker.config.is_master() {
+        let client = vostok_store::ha::HaClient::start(
+            broker.store.clone(),
+            &broker.tasks,
+            broker.shutdown.clone(),
+        );
+        let _ = broker.ha_client.set(client);
     }
 }
 
@@ -243,6 +310,9 @@ fn build_state(
         stats: BrokerStats::default(),
         boot_timestamp: now_millis(),
         master_addr: RwLock::new(None),
+        master_changed: tokio::sync::Notify::new(),
+        ha_server_addr: RwLock::new(String::new()),
+        ha_client: std::sync::OnceLock::new(),
         registration: tokio::sync::Mutex::new(false),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),

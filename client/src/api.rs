@@ -242,6 +242,8 @@ pub struct PullResult {
     pub next_begin_offset: i64,
     pub min_offset: i64,
     pub max_offset: i64,
+    /// Where the broker suggests the next pull of this queue goes (`suggestWhichBrokerId`).
+    pub suggest_which_broker_id: i64,
     pub messages: Vec<MessageExt>,
 }
 
@@ -277,6 +279,7 @@ pub(crate) async fn pull_message(
         next_begin_offset: h.next_begin_offset,
         min_offset: h.min_offset,
         max_offset: h.max_offset,
+        suggest_which_broker_id: h.suggest_which_broker_id,
         messages,
     })
 }

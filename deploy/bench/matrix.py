@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from replication import REPLICATION_MODES, ReplicatedVostok
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
@@ -71,6 +73,18 @@ ROWS = [
     # Latency below saturation, to tell queueing from per-message cost.
     ("e2e at 10,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"], None),
+    # Master/slave groups (issue 15): a master and its slave on this machine (replication.py).
+    # SYNC_MASTER acknowledges once the slave holds the message; the bar for the async row
+    # is half the ASYNC_FLUSH standalone row.
+    ("SYNC_MASTER + slave, sync, 64 tasks", "SYNC_MASTER", "produce",
+     ["--mode", "sync", "-w", "64"], None),
+    ("SYNC_MASTER + slave, async window 1,024", "SYNC_MASTER", "produce",
+     ["--mode", "async", "--window", "1024", "-w", "1"], None),
+    ("SYNC_MASTER + slave, batch x32, 8 tasks", "SYNC_MASTER", "produce",
+     ["--mode", "batch", "--batch", "32", "-w", "8"], None),
+    # The slave's lag under full ASYNC_MASTER load (bar: within 100 ms).
+    ("ASYNC_MASTER + slave, batch x32, 8 tasks", "ASYNC_MASTER+SLAVE", "produce",
+     ["--mode", "batch", "--batch", "32", "-w", "8"], None),
 ]
 
 # The sync and async rows again with ACL (plain_acl.yml, a non-admin account with PUB|SUB,
@@ -406,8 +420,12 @@ def run_matrix(opts, targets, bench, log):
             for name, flush, kind, flags, _ in group[shift:] + group[:shift]:
                 profile = PROFILE.get(name)
                 settings = BROKER_SETTINGS.get(name)
-                row_targets = [t for t in targets
-                               if (profile is None and settings is None) or t.name == "vostok"]
+                if flush in REPLICATION_MODES:
+                    # Master/slave rows run a Vostok group only (no peer group to compare with).
+                    row_targets = [opts.replicated]
+                else:
+                    row_targets = [t for t in targets
+                                   if (profile is None and settings is None) or t.name == "vostok"]
                 for t in row_targets:
                     ns, pid = t.start(flush, profile, settings)
                     try:
@@ -546,12 +564,14 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         head += " peer msg/s | Vostok / peer |"
         sep += "---:|---:|"
     out += [head, sep]
-    for name, _, kind, _, target in rows:
+    for name, flush, kind, _, target in rows:
         s = summarise(results.get((name, "vostok"), []))
         if s is None:
             out.append(f"| {name} | failed | | | | | | {verdict(target, None)} |" + (" | |" if peer else ""))
             continue
         note = ""
+        if flush == "ASYNC_MASTER+SLAVE":
+            note += opts.replicated.lag_note()
         if s["errors"]:
             note += f" ({s['errors']:,} send errors)"
         if kind == "e2e" and s["lost"] is not None:
@@ -567,6 +587,8 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
             p = summarise(results.get((name, "peer"), []))
             if p and p["rate"]:
                 line += f" {fmt(p['rate'])} | {s['rate'] / p['rate']:.1f}× |"
+            elif flush in REPLICATION_MODES:
+                line += " – | |"
             else:
                 line += " failed | |"
         out.append(line)
@@ -616,6 +638,7 @@ def main():
         if not b.exists():
             sys.exit(f"{b} not found: build with cargo build --release -p vostok-broker -p vostok-tools")
     targets = [Vostok(bin_dir, opts.work)]
+    opts.replicated = ReplicatedVostok(bin_dir, opts.work, free_port)
     peer = not opts.no_peer and opts.peer_namesrv and opts.peer_broker
     if peer:
         targets.append(Peer(opts.peer_namesrv, opts.peer_broker, bin_dir / "mqadmin", opts.work))

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Result, StoreError};
+use crate::ha::HaConfig;
 
 /// When a put is acknowledged relative to the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +103,8 @@ pub struct StoreConfig {
     pub default_query_max_num: usize,
     /// `osPageCacheBusyTimeOutMills`: the append lock held longer than this = busy.
     pub os_page_cache_busy_timeout: Duration,
+    /// Replication (`haSendHeartbeatInterval`, `haMaxGapNotInSync`, ...).
+    pub ha: HaConfig,
 }
 
 impl Default for StoreConfig {
@@ -141,6 +144,7 @@ impl Default for StoreConfig {
             access_message_in_memory_max_ratio: 40,
             default_query_max_num: 32,
             os_page_cache_busy_timeout: Duration::from_millis(1000),
+            ha: HaConfig::default(),
         }
     }
 }
@@ -299,7 +303,7 @@ impl StoreConfig {
             }
             "defaultQueryMaxNum" => self.default_query_max_num = parse_num(key, v)?,
             "osPageCacheBusyTimeOutMills" => self.os_page_cache_busy_timeout = millis(key, v)?,
-            _ => return Ok(false),
+            _ => return self.ha.apply_property(key, v),
         }
         Ok(true)
     }
@@ -394,7 +398,11 @@ impl StoreConfig {
                 ms(self.os_page_cache_busy_timeout),
             ),
         ];
-        pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+        pairs
+            .into_iter()
+            .chain(self.ha.to_properties())
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
     }
 
     /// The parsed `messageDelayLevel`: entry `i` is the delay of level `i + 1`.
@@ -455,7 +463,7 @@ impl StoreConfig {
             StoreError::config("deleteWhen", &self.delete_when, "expected hours 00-23")
         })?;
         self.delay_levels()?;
-        Ok(())
+        self.ha.validate()
     }
 
     /// `deleteWhen` as a list of hours.

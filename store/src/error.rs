@@ -39,6 +39,14 @@ pub enum StoreError {
     RawData { offset: i64, reason: String },
     #[error("commitlog data at offset {offset} is corrupt: {reason}")]
     Corrupt { offset: i64, reason: String },
+    #[error("replication: {reason}")]
+    HaProtocol { reason: String },
+    #[error("replication connection to {peer}: {source}")]
+    HaIo {
+        peer: String,
+        #[source]
+        source: io::Error,
+    },
     #[error("the store is shut down")]
     Shutdown,
     #[error("no room in {path} for a {needed}-byte file: {available} bytes available")]

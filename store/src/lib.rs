@@ -7,7 +7,8 @@
 //!
 //! | floor | module | RocketMQ | role |
 //! |---|---|---|---|
-//! | facade | [`message_store`] (+ `get`, `put`, `query`, `info`) | `DefaultMessageStore` | open, start, shutdown; the operations the broker calls |
+//! | network | [`ha`] (`master`, `connection`, `client`) | `DefaultHAService`, `DefaultHAConnection`, `DefaultHAClient` | replication over TCP, on the async runtime, through the facade |
+//! | facade | [`message_store`] (+ `get`, `put`, `query`, `info`, `ha`) | `DefaultMessageStore` | open, start, shutdown; the operations the broker calls |
 //! | services | `recovery` | `recoverNormally` / `recoverAbnormally` | start-up repair |
 //! | services | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |
 //! | services | `retention` | `CleanCommitLogService`, `CleanConsumeQueueService` | deleting expired files, disk-full guard |
@@ -17,6 +18,7 @@
 //! | parts | `allocate` | `AllocateMappedFileService` | the next commitlog file created ahead (thread `store-allocate`), the no-room guard |
 //! | parts | `consume_queue`, `queue_table` | `ConsumeQueue` | per-queue 20-byte entries into the commitlog |
 //! | parts | `index` (+ `file`) | `IndexService`, `IndexFile` | lookup by key |
+//! | parts | `ha::{state, group_transfer, wire, config}` | `HAService`'s fields, `GroupTransferService` | connected slaves and their acks, SYNC_MASTER waiters, the HA frames |
 //! | parts | `dispatch_state` | `ReputMessageService`'s fields | dispatch progress, arrival listener, wake-ups |
 //! | parts | `checkpoint`, `lock` | `StoreCheckpoint`, abort/lock files | crash bookkeeping |
 //! | parts | `tombstone` | — (Vostok) | deleted topics stay deleted across crashes and re-creation |
@@ -43,16 +45,18 @@
 //! a crash; the checkpoint bounds how far back the rebuild starts; torn tails are
 //! cut and zeroed.
 //!
-//! # Replication seam
+//! # Replication
 //!
-//! No HA protocol yet, but the store is ready for one:
-//! [`MessageStore::read_raw`] hands out raw commitlog bytes from any offset up to the
-//! durable end (one file at a time), and [`MessageStore::append_raw`] appends bytes
-//! received from a master at this store's write end ([`MessageStore::raw_write_end`]).
+//! [`ha`] is RocketMQ's classic HA (docs/replication.md): a master streams its
+//! commitlog ([`MessageStore::read_for_slave`], complete records whether flushed or
+//! not) to slaves connected on its HA port; a slave appends what it receives with
+//! [`MessageStore::append_raw`] at its write end ([`MessageStore::raw_write_end`]).
 //! Raw bytes are validated record by record before they are written; only complete
 //! records are published, and the dispatcher builds consume queues and index from
 //! them exactly as for local appends, keeping the master's queue offsets. A replica
-//! holding a partial record refuses local puts (SERVICE_NOT_AVAILABLE).
+//! holding a partial record refuses local puts (SERVICE_NOT_AVAILABLE). With
+//! [`ha::HaConfig::sync_master`] a put also waits for a slave's acknowledgement
+//! (`ha::group_transfer`), beside the group commit.
 
 mod allocate;
 mod checkpoint;
@@ -64,6 +68,7 @@ mod dispatch;
 mod dispatch_state;
 mod error;
 mod flush_service;
+pub mod ha;
 mod index;
 mod lock;
 mod mapped_file;

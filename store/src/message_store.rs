@@ -13,6 +13,7 @@
 //! | `store-clean` | retention and the disk-usage check |
 
 mod get;
+mod ha;
 mod info;
 mod put;
 mod query;
@@ -109,6 +110,7 @@ impl MessageStore {
             total_memory: total_memory(),
             consumed: RwLock::new(None),
             tombstones: Tombstones::load(&root),
+            ha: Default::default(),
         });
         inner.recover(last_exit_ok)?;
         // Before the first put: the file the writer continues in has its blocks, and

@@ -11,6 +11,9 @@ pub(crate) struct Stats {
     pub(crate) get_miss: AtomicU64,
     pub(crate) get_transferred: AtomicU64,
     pub(crate) flush_timeouts: AtomicU64,
+    /// SYNC_MASTER puts answered FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE.
+    pub(crate) slave_timeouts: AtomicU64,
+    pub(crate) slave_not_available: AtomicU64,
     /// Unconsumed messages dropped by forced deletions (`cleanFileForciblyEnable`).
     pub(crate) forced_unconsumed_dropped: AtomicU64,
     /// Unconsumed messages the last retention pass refused to drop (a gauge).

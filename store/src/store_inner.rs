@@ -17,6 +17,7 @@ use crate::commitlog::CommitLog;
 use crate::config::StoreConfig;
 use crate::dispatch_state::DispatchState;
 use crate::error::{Result, StoreError};
+use crate::ha::state::HaState;
 use crate::index::IndexService;
 use crate::message::ConsumedOffsets;
 use crate::queue_table::ConsumeQueueTable;
@@ -52,6 +53,8 @@ pub(crate) struct StoreInner {
     pub(crate) consumed: RwLock<Option<Arc<dyn ConsumedOffsets>>>,
     /// Deleted topics whose old records must not be dispatched again.
     pub(crate) tombstones: Tombstones,
+    /// Replication: connected slaves, SYNC_MASTER waiters, a slave's master link.
+    pub(crate) ha: HaState,
 }
 
 /// Physical memory in bytes.

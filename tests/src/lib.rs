@@ -289,6 +289,9 @@ impl Broker {
         set("fastListenEnable", "false".into());
         set("grpcServerPort", grpc_port.to_string());
         set("storePathRootDir", store_dir.display().to_string());
+        // 64 MiB commitlog files: a broker reserves its current file and the next, and
+        // many test brokers run at once.
+        set("mappedFileSizeCommitLog", (64 << 20).to_string());
         match &options.namesrv {
             Some(ns) => set("namesrvAddr", ns.clone()),
             None => set("embeddedNamesrvPort", ns_port.to_string()),

@@ -1,11 +1,9 @@
 //! A cluster spread over hosts (network namespaces, see `vostok_tests::netns`): two
-//! name servers and two broker groups, each process on its own address. One name
-//! server and then one master are killed with SIGKILL while the SDK's producer keeps
-//! sending; the sends go on succeeding on the other group, and an SDK push consumer
-//! receives every acknowledged message.
-//!
-//! The groups are masters only for now; each gets a slave once brokers replicate,
-//! which will then also serve the dead master's messages before it returns.
+//! name servers and two broker groups of a SYNC_MASTER and a slave, each process on its
+//! own address. One name server and then one master are killed with SIGKILL while the
+//! SDK's producer keeps sending; the sends go on succeeding on the other group, and an
+//! SDK push consumer receives every acknowledged message: the dead master's from its
+//! slave before the master is back.
 //! Skipped (with a message) without root.
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,7 +18,7 @@ use vostok_client::{
 use vostok_remoting::protocol::response_code;
 use vostok_tests::client::TestClient;
 use vostok_tests::netns::{HostBroker, Network};
-use vostok_tests::sdk::{self, wait_until};
+use vostok_tests::sdk::{self, eventually, wait_until};
 use vostok_tests::BrokerOptions;
 
 const TOPIC: &str = "ClusterNetnsTopic";
@@ -168,22 +166,43 @@ async fn sends_and_consumption_go_on_when_a_name_server_and_a_master_are_killed(
         .map(|name| net.host(name).spawn_namesrv())
         .collect();
     let namesrv_addr = format!("{};{}", namesrvs[0].addr, namesrvs[1].addr);
-    let broker = |name: &str| {
-        net.host(name).spawn_broker(BrokerOptions {
-            namesrv: Some(namesrv_addr.clone()),
-            broker_name: name.to_owned(),
-            ..Default::default()
-        })
+    let broker = |name: &str, id: i64| {
+        let role = if id == 0 { "SYNC_MASTER" } else { "SLAVE" };
+        net.host(&format!("{name}-{id}")).spawn_broker(
+            BrokerOptions {
+                namesrv: Some(namesrv_addr.clone()),
+                broker_name: name.to_owned(),
+                ..Default::default()
+            }
+            .set("brokerId", id)
+            .set("brokerRole", role)
+            // 64 MiB commitlog files: four brokers share one disk.
+            .set("mappedFileSizeCommitLog", 64 << 20),
+        )
     };
-    let mut broker_a = broker("broker-a");
-    let broker_b = broker("broker-b");
+    let mut broker_a = broker("broker-a", 0);
+    let slave_a = broker("broker-a", 1);
+    let broker_b = broker("broker-b", 0);
+    let slave_b = broker("broker-b", 1);
     let admin = TestClient::default();
     create_topic(&admin, &broker_a, QUEUES).await;
     create_topic(&admin, &broker_b, QUEUES).await;
     for namesrv in &namesrvs {
         admin
-            .wait_for_route(&namesrv.addr, TOPIC, |r| r.broker_datas.len() == 2)
+            .wait_for_route(&namesrv.addr, TOPIC, |r| {
+                r.broker_datas.len() == 2
+                    && r.broker_datas.iter().all(|b| b.broker_addrs.len() == 2)
+            })
             .await;
+    }
+    // The slaves copy the topic from their masters (metadata sync).
+    for slave in [&slave_a, &slave_b] {
+        let addr = slave.addr.clone();
+        eventually("a slave to copy the topic", || {
+            let (admin, addr) = (&admin, addr.clone());
+            async move { slave_has_topic(admin, &addr).await }
+        })
+        .await;
     }
 
     let ledger = Arc::new(Ledger::default());
@@ -272,19 +291,23 @@ async fn sends_and_consumption_go_on_when_a_name_server_and_a_master_are_killed(
         errors.len()
     );
 
-    // While broker-a is down its messages wait in its store; the consumer drops its
-    // queues once the route lacks it, and consumes broker-b's messages.
-    wait_until("the consumer gave up broker-a's queues", || {
-        let queues = consumer.assigned_queues();
-        !queues.is_empty() && queues.iter().all(|q| q.broker_name == "broker-b")
-    })
-    .await;
-    ledger.wait_consumed(Some("broker-b")).await;
+    // While broker-a's master is down its slave serves its queues: the consumer
+    // receives everything acknowledged, broker-a's messages from the slave.
+    ledger.wait_consumed(None).await;
+    let queues = consumer.assigned_queues();
+    assert!(
+        queues.iter().any(|q| q.broker_name == "broker-a"),
+        "broker-a's queues stay assigned while its slave serves them: {queues:?}"
+    );
     // broker-a comes back (recovering from SIGKILL) and registers with the live name
-    // server; the consumer finds it there and drains it.
+    // server; its slave replicates from it again, and sends reach it.
     let broker_a = broker_a.restart(true);
     admin
-        .wait_for_route(&namesrvs[1].addr, TOPIC, |r| r.broker_datas.len() == 2)
+        .wait_for_route(&namesrvs[1].addr, TOPIC, |r| {
+            r.broker_datas
+                .iter()
+                .all(|b| b.broker_addrs.contains_key(&0))
+        })
         .await;
     ledger.wait_consumed(None).await;
 
@@ -317,5 +340,15 @@ async fn sends_and_consumption_go_on_when_a_name_server_and_a_master_are_killed(
     );
     consumer.shutdown().await;
     producer.shutdown().await;
-    drop(broker_a);
+    drop((broker_a, slave_a, slave_b));
+}
+
+async fn slave_has_topic(admin: &TestClient, addr: &str) -> bool {
+    let request = vostok_remoting::RemotingCommand::request_with_header(
+        vostok_remoting::protocol::request_code::GET_TOPIC_CONFIG,
+        &vostok_remoting::protocol::header::TopicRequestHeader {
+            topic: TOPIC.into(),
+        },
+    );
+    admin.call(addr, request).await.code == response_code::SUCCESS
 }

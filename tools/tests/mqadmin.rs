@@ -523,3 +523,62 @@ async fn acl_2_verbs_manage_users_and_policies() {
     );
     broker.shutdown().await;
 }
+
+/// clusterList with a master and its slave: roles, and the slave's lag (0 once it
+/// holds everything the master has).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_list_shows_roles_and_the_slaves_lag() {
+    let (master, _dir) = start_broker("admin-ha").await;
+    let ns_owned = master.namesrv_addr();
+    let ns = ns_owned.as_str();
+    let slave_dir = tempfile::tempdir().expect("temp dir");
+    let mut config = BrokerConfig {
+        broker_name: "admin-ha".into(),
+        broker_id: 1,
+        broker_role: vostok_broker::BrokerRole::Slave,
+        broker_ip1: "127.0.0.1".into(),
+        broker_ip2: "127.0.0.1".into(),
+        bind_address: "127.0.0.1".into(),
+        listen_port: 0,
+        fast_listen_enable: false,
+        namesrv_addr: Some(ns.to_owned()),
+        ..BrokerConfig::default()
+    };
+    config.store.store_path_root_dir = slave_dir.path().join("store");
+    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
+    config.grpc.grpc_server_port = 0;
+    let slave = Broker::start(config).await.expect("slave starts");
+    let slave_addr = slave.addr().to_string();
+
+    let producer = Producer::new(ProducerConfig::new("admin_ha_producer", ns));
+    producer.start().await.expect("producer starts");
+    for i in 0..20 {
+        producer
+            .send(Message::new("AdminHaTopic", format!("body-{i}")))
+            .await
+            .expect("send");
+    }
+    producer.shutdown().await;
+    let master_max = master.broker().store().max_phy_offset();
+    assert!(master_max > 0);
+
+    let row = eventually("the slave caught up in clusterList", || async {
+        let text = ok(ns, &["clusterList"]).await;
+        let row = text.lines().find(|l| l.contains(&slave_addr))?.to_owned();
+        let cells: Vec<String> = row.split_whitespace().map(str::to_owned).collect();
+        (cells.len() == 10 && cells[8] == "0").then_some(cells)
+    })
+    .await;
+    assert_eq!(row[1..3], ["admin-ha".to_owned(), "1".to_owned()]);
+    assert_eq!(row[7], "SLAVE");
+    assert_eq!(row[9], "0.000");
+    assert!(slave.broker().store().max_phy_offset() >= master_max);
+    let text = ok(ns, &["clusterList"]).await;
+    let master_row = text
+        .lines()
+        .find(|l| l.contains(&master.addr().to_string()))
+        .expect("master row");
+    assert!(master_row.contains("ASYNC_MASTER"), "{text}");
+    slave.shutdown().await;
+    master.shutdown().await;
+}

@@ -12,48 +12,35 @@
 
 use std::net::IpAddr;
 
-use vostok_remoting::auth::{signature, ACCESS_KEY, SIGNATURE};
 use vostok_remoting::protocol::request_code;
-use vostok_remoting::RemotingCommand;
 
 use super::model::{deciding, Entry};
 use super::store::{subject_key, Snapshot};
 use crate::permission;
+use crate::proof::Proof;
 use crate::resource::{Access, Denied, Need};
 
 /// The user named by the request, authenticated.
-pub fn authenticate<'a>(
-    snapshot: &'a Snapshot,
-    request: &RemotingCommand,
-) -> Result<&'a str, Denied> {
-    let Some(name) = request.ext_fields.get(ACCESS_KEY).filter(|k| !k.is_empty()) else {
-        return Err(Denied::new(format!(
+pub fn authenticate<'a>(snapshot: &'a Snapshot, request: &impl Proof) -> Result<&'a str, Denied> {
+    let Some(name) = request.access_key() else {
+        return Err(Denied::unauthenticated(format!(
             "access denied: no AccessKey on request {}: sign requests with a user's credentials",
-            request_code::name(request.code)
+            request_code::name(request.code())
         )));
     };
     let Some((key, user)) = snapshot.users.get_key_value(name) else {
-        return Err(Denied::new(format!(
+        return Err(Denied::unauthenticated(format!(
             "access denied: User:{name} is not found"
         )));
     };
     if user.is_disabled() {
-        return Err(Denied::new(format!(
+        return Err(Denied::unauthenticated(format!(
             "access denied: User:{name} is disabled"
         )));
     }
     let password = user.password.as_deref().unwrap_or("");
-    let valid = request.ext_fields.get(SIGNATURE).is_some_and(|sig| {
-        signature::verify(
-            password,
-            &request.ext_fields,
-            &request.body,
-            request.version,
-            sig,
-        )
-    });
-    if !valid {
-        return Err(Denied::new(format!(
+    if !request.signed_with(password) {
+        return Err(Denied::unauthenticated(format!(
             "access denied: signature check failed for User:{name}"
         )));
     }

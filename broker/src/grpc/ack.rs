@@ -10,12 +10,12 @@ use vostok_remoting::RemotingCommand;
 
 use super::context::RequestContext;
 use super::convert::millis_of_duration;
+use super::endpoint::GrpcService;
 use super::proto::{
     AckMessageRequest, AckMessageResponse, AckMessageResultEntry, ChangeInvisibleDurationRequest,
     ChangeInvisibleDurationResponse, Code, ForwardMessageToDeadLetterQueueRequest,
     ForwardMessageToDeadLetterQueueResponse, Status,
 };
-use super::service::GrpcService;
 use super::status::{from_remoting, ok, status};
 use crate::pop::{self, PopError};
 use crate::processor;

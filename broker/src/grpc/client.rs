@@ -16,13 +16,13 @@ use vostok_remoting::protocol::version;
 use vostok_remoting::support::time::now_millis;
 
 use super::context::RequestContext;
+use super::endpoint::GrpcService;
 use super::proto::settings::PubSub;
 use super::proto::{
     ClientType, Code, FilterType, HeartbeatRequest, HeartbeatResponse,
     NotifyClientTerminationRequest, NotifyClientTerminationResponse, Resource, Settings, Status,
     SubscriptionEntry,
 };
-use super::service::GrpcService;
 use super::session::Session;
 use super::status::{ok, status};
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 
 use tonic::metadata::MetadataMap;
+use vostok_remoting::auth::grpc::{self as grpc_auth, GrpcAuthorization};
 use vostok_remoting::LanguageCode;
 
 use super::proto::{Code, Resource, Status};
@@ -18,6 +19,10 @@ pub(crate) struct RequestContext {
     pub(crate) namespace: String,
     pub(crate) remote: SocketAddr,
     pub(crate) local: SocketAddr,
+    /// The `authorization` metadata, when sent and well formed.
+    pub(crate) authorization: Option<GrpcAuthorization>,
+    /// `x-mq-date-time`, what `authorization` signs.
+    pub(crate) date_time: String,
 }
 
 fn text(metadata: &MetadataMap, key: &str) -> String {
@@ -64,6 +69,11 @@ impl RequestContext {
             namespace: text(metadata, "x-mq-namespace"),
             remote: request.remote_addr().unwrap_or(unknown),
             local,
+            authorization: metadata
+                .get(grpc_auth::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(GrpcAuthorization::parse),
+            date_time: text(metadata, grpc_auth::DATE_TIME),
         })
     }
 

@@ -20,10 +20,12 @@
 //!   stored messages as gRPC messages; [`status`]: response codes.
 //! * [`proto`]: the generated messages and service trait.
 
+mod access;
 mod ack;
 mod client;
 mod context;
 mod convert;
+mod endpoint;
 pub mod proto;
 mod pull;
 mod recall;

@@ -22,15 +22,15 @@ use vostok_store::{GetMessageStatus, MessageFilter};
 use super::client::{subscription_of, valid_group, valid_topic};
 use super::context::RequestContext;
 use super::convert::{millis_of, millis_of_duration, to_proto, Delivery};
+use super::endpoint::GrpcService;
 use super::proto::pull_message_response::Content;
 use super::proto::{
     Code, GetOffsetRequest, GetOffsetResponse, PullMessageRequest, PullMessageResponse,
     QueryOffsetPolicy, QueryOffsetRequest, QueryOffsetResponse, Status, UpdateOffsetRequest,
     UpdateOffsetResponse,
 };
-use super::service::GrpcService;
+use super::session::CONSUMER_LONG_POLLING_MS;
 use super::status::{from_remoting, ok, status};
-use super::telemetry::CONSUMER_LONG_POLLING_MS;
 use crate::pop::{consuming_group, readable_topic};
 
 pub(crate) type PullStream =

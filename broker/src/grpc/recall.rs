@@ -13,8 +13,8 @@ use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::TIMER_TOPIC;
 
 use super::context::RequestContext;
+use super::endpoint::GrpcService;
 use super::proto::{Code, RecallMessageRequest, RecallMessageResponse, Status};
-use super::service::GrpcService;
 use super::status::{ok, status};
 use crate::state::Broker;
 

@@ -23,12 +23,12 @@ use vostok_remoting::support::time::now_millis;
 use super::client::{subscription_of, valid_group, valid_topic};
 use super::context::RequestContext;
 use super::convert::{millis_of_duration, timestamp, to_proto, Delivery};
+use super::endpoint::GrpcService;
 use super::proto::receive_message_response::Content;
 use super::proto::settings::PubSub;
 use super::proto::{Code, ReceiveMessageRequest, ReceiveMessageResponse, Status};
-use super::service::GrpcService;
+use super::session::CONSUMER_LONG_POLLING_MS;
 use super::status::{from_remoting, ok, status};
-use super::telemetry::CONSUMER_LONG_POLLING_MS;
 use crate::pop::receive::{pop, PopRequest};
 use crate::pop::{consuming_group, readable_topic};
 

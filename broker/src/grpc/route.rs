@@ -20,12 +20,12 @@ use vostok_remoting::RemotingCommand;
 
 use super::client::{valid_group, valid_topic};
 use super::context::RequestContext;
+use super::endpoint::GrpcService;
 use super::proto::{
     Address, AddressScheme, Assignment, Broker as ProtoBroker, Code, Endpoints, MessageQueue,
     MessageType, Permission, QueryAssignmentRequest, QueryAssignmentResponse, QueryRouteRequest,
     QueryRouteResponse, Resource, Status,
 };
-use super::service::GrpcService;
 use super::status::{ok, status};
 use crate::state::Broker;
 

@@ -22,12 +22,12 @@ use vostok_remoting::{Channel, RemotingCommand};
 use super::client::valid_topic;
 use super::context::RequestContext;
 use super::convert::{millis_of, millis_of_duration};
+use super::endpoint::GrpcService;
 use super::proto::{
     Code, Encoding, Message, MessageType, SendMessageRequest, SendMessageResponse, SendResultEntry,
     Status,
 };
 use super::recall::recall_handle;
-use super::service::GrpcService;
 use super::status::{from_remoting, ok, status};
 use crate::processor;
 

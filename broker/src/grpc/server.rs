@@ -18,16 +18,18 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
+use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 use tracing::{debug, info, warn};
+use vostok_remoting::tls::TlsMode;
 
+use super::endpoint::queue_stream;
+use super::endpoint::GrpcService;
 use super::proto::messaging_service_server::MessagingServiceServer;
-use super::service::GrpcService;
 use super::session::Sessions;
-use super::telemetry::queue_stream;
 use super::tls::{self, TLS_HANDSHAKE};
 use crate::error::BrokerError;
 use crate::state::Broker;
@@ -47,15 +49,25 @@ pub struct GrpcServer {
 
 impl GrpcServer {
     /// Serves `MessagingService` on `listener` until [`GrpcServer::shutdown`].
+    /// With `tls` (the `tls.server.*` certificate and mode), TLS uses that certificate
+    /// and `enforcing` refuses plaintext; without, a self-signed certificate is made and
+    /// both are served.
     pub(crate) fn start(
         broker: &Arc<Broker>,
         listener: TcpListener,
+        tls: Option<(TlsMode, Arc<ServerConfig>)>,
     ) -> Result<GrpcServer, BrokerError> {
         let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
             addr: "grpcServerPort".into(),
             source,
         })?;
-        let acceptor = tls::self_signed_acceptor(std::slice::from_ref(&broker.config.broker_ip1))?;
+        let (acceptor, plaintext) = match tls {
+            Some((mode, config)) => (TlsAcceptor::from(config), mode != TlsMode::Enforcing),
+            None => (
+                tls::self_signed_acceptor(std::slice::from_ref(&broker.config.broker_ip1))?,
+                true,
+            ),
+        };
         let sessions = Arc::new(Sessions::new(broker.config.grpc.grpc_max_sessions));
         let service = GrpcService::new(broker.clone(), sessions.clone(), addr.port());
         let max_request = broker.config.store.max_message_size.saturating_mul(2) + (1 << 20);
@@ -66,6 +78,7 @@ impl GrpcServer {
         tokio::spawn(accept_loop(
             listener,
             acceptor,
+            plaintext,
             connections,
             tx,
             stop.clone(),
@@ -116,6 +129,7 @@ impl GrpcServer {
 async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
+    plaintext: bool,
     connections: Arc<Semaphore>,
     tx: mpsc::Sender<io::Result<GrpcStream>>,
     stop: CancellationToken,
@@ -144,7 +158,7 @@ async fn accept_loop(
         let acceptor = acceptor.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, open(stream, acceptor)).await {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, open(stream, acceptor, plaintext)).await {
                 Ok(Ok((io, local))) => {
                     let _ = tx
                         .send(Ok(GrpcStream {
@@ -165,7 +179,11 @@ async fn accept_loop(
 }
 
 /// Reads the first byte without taking it: TLS handshake or plaintext.
-async fn open(stream: TcpStream, acceptor: TlsAcceptor) -> io::Result<(Io, SocketAddr)> {
+async fn open(
+    stream: TcpStream,
+    acceptor: TlsAcceptor,
+    plaintext: bool,
+) -> io::Result<(Io, SocketAddr)> {
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?;
     let mut first = [0u8; 1];
@@ -179,8 +197,13 @@ async fn open(stream: TcpStream, acceptor: TlsAcceptor) -> io::Result<(Io, Socke
     if first[0] == TLS_HANDSHAKE {
         let tls = acceptor.accept(stream).await?;
         Ok((Io::Tls(Box::new(tls)), local))
-    } else {
+    } else if plaintext {
         Ok((Io::Plain(stream), local))
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "plaintext refused: tls.server.mode is enforcing",
+        ))
     }
 }
 

@@ -4,13 +4,12 @@
 //! Apache's proxy.
 
 use std::future::Future;
-use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::{Request, Response, Streaming};
-use vostok_remoting::Channel;
 
+use super::access::{self, Needs};
 use super::context::RequestContext;
+use super::endpoint::GrpcService;
 use super::proto::messaging_service_server::MessagingService;
 use super::proto::receive_message_response::Content as ReceiveContent;
 use super::proto::{
@@ -27,48 +26,9 @@ use super::proto::{
 };
 use super::pull::PullStream;
 use super::receive::ReceiveStream;
-use super::session::Sessions;
 use super::status::status;
 use super::telemetry::TelemetryStream;
 use super::{ack, client, pull, recall, receive, route, send, telemetry, transaction};
-use crate::state::Broker;
-
-/// Receive, pull and telemetry streams open at once, in all; beyond it a receive or
-/// pull answers TOO_MANY_REQUESTS and a telemetry stream RESOURCE_EXHAUSTED.
-const MAX_STREAMS: usize = 16_384;
-
-/// The gRPC service of one broker.
-pub(crate) struct GrpcService {
-    pub(crate) broker: Arc<Broker>,
-    pub(crate) sessions: Arc<Sessions>,
-    /// The port this service is bound to: what routes name as every broker's endpoint.
-    pub(crate) grpc_port: u16,
-    streams: Arc<Semaphore>,
-}
-
-impl GrpcService {
-    pub(crate) fn new(broker: Arc<Broker>, sessions: Arc<Sessions>, grpc_port: u16) -> Self {
-        GrpcService {
-            broker,
-            sessions,
-            grpc_port,
-            streams: Arc::new(Semaphore::new(MAX_STREAMS)),
-        }
-    }
-
-    /// The channel a request acts under: its session's, or one of its own for a client
-    /// that has not sent its settings.
-    pub(crate) fn channel_for(&self, ctx: &RequestContext) -> Channel {
-        match self.sessions.get(&ctx.client_id) {
-            Some(session) => session.channel.clone(),
-            None => Channel::detached(ctx.remote, ctx.local, 1).0,
-        }
-    }
-
-    fn stream_permit(&self) -> Option<OwnedSemaphorePermit> {
-        self.streams.clone().try_acquire_owned().ok()
-    }
-}
 
 /// A response that can carry a refusal as its status.
 trait Refusal {
@@ -104,12 +64,15 @@ refusal!(
     SyncLiteSubscriptionResponse,
 );
 
-/// Runs a unary RPC: the request's context first (CLIENT_ID_REQUIRED without one).
+/// Runs a unary RPC: the request's context first (CLIENT_ID_REQUIRED without one),
+/// then the ACL check (when on), then the RPC.
 async fn unary<Req, Resp, Fut>(
+    service: &GrpcService,
     request: Request<Req>,
     run: impl FnOnce(RequestContext, Req) -> Fut,
 ) -> Result<Response<Resp>, tonic::Status>
 where
+    Req: Needs,
     Resp: Refusal,
     Fut: Future<Output = Resp>,
 {
@@ -117,7 +80,11 @@ where
         Ok(ctx) => ctx,
         Err(status) => return Ok(Response::new(Resp::refused(status))),
     };
-    Ok(Response::new(run(ctx, request.into_inner()).await))
+    let request = request.into_inner();
+    if let Some(status) = access::refusal(&service.broker, &ctx, request.needs(&ctx)) {
+        return Ok(Response::new(Resp::refused(status)));
+    }
+    Ok(Response::new(run(ctx, request).await))
 }
 
 fn refused_stream<T: Send + 'static>(
@@ -132,7 +99,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<QueryRouteRequest>,
     ) -> Result<Response<QueryRouteResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             route::query_route(self, &ctx, req).await
         })
         .await
@@ -142,7 +109,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             client::heartbeat(self, &ctx, req).await
         })
         .await
@@ -152,7 +119,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             send::send_message(self, &ctx, req).await
         })
         .await
@@ -162,7 +129,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<QueryAssignmentRequest>,
     ) -> Result<Response<QueryAssignmentResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             route::query_assignment(self, &ctx, req).await
         })
         .await
@@ -183,6 +150,9 @@ impl MessagingService for GrpcService {
             Ok(ctx) => ctx,
             Err(s) => return refuse(s),
         };
+        if let Some(s) = access::refusal(&self.broker, &ctx, request.get_ref().needs(&ctx)) {
+            return refuse(s);
+        }
         let Some(_permit) = self.stream_permit() else {
             return refuse(status(Code::TooManyRequests, "too many streams open"));
         };
@@ -195,7 +165,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<AckMessageRequest>,
     ) -> Result<Response<AckMessageResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             ack::ack_message(self, &ctx, req).await
         })
         .await
@@ -205,7 +175,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<ForwardMessageToDeadLetterQueueRequest>,
     ) -> Result<Response<ForwardMessageToDeadLetterQueueResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             ack::forward_to_dlq(self, &ctx, req).await
         })
         .await
@@ -227,6 +197,9 @@ impl MessagingService for GrpcService {
             Ok(ctx) => ctx,
             Err(s) => return refuse(s),
         };
+        if let Some(s) = access::refusal(&self.broker, &ctx, request.get_ref().needs(&ctx)) {
+            return refuse(s);
+        }
         let Some(_permit) = self.stream_permit() else {
             return refuse(status(Code::TooManyRequests, "too many streams open"));
         };
@@ -239,7 +212,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<UpdateOffsetRequest>,
     ) -> Result<Response<UpdateOffsetResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             pull::update_offset(self, &ctx, req)
         })
         .await
@@ -249,7 +222,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<GetOffsetRequest>,
     ) -> Result<Response<GetOffsetResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             pull::get_offset(self, &ctx, req)
         })
         .await
@@ -259,7 +232,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<QueryOffsetRequest>,
     ) -> Result<Response<QueryOffsetResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             pull::query_offset(self, &ctx, req)
         })
         .await
@@ -269,7 +242,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<EndTransactionRequest>,
     ) -> Result<Response<EndTransactionResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             transaction::end_transaction(self, &ctx, req).await
         })
         .await
@@ -291,7 +264,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<NotifyClientTerminationRequest>,
     ) -> Result<Response<NotifyClientTerminationResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             client::notify_client_termination(self, &ctx, req).await
         })
         .await
@@ -301,7 +274,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<ChangeInvisibleDurationRequest>,
     ) -> Result<Response<ChangeInvisibleDurationResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             ack::change_invisible_duration(self, &ctx, req).await
         })
         .await
@@ -311,7 +284,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<RecallMessageRequest>,
     ) -> Result<Response<RecallMessageResponse>, tonic::Status> {
-        unary(request, |ctx, req| async move {
+        unary(self, request, |ctx, req| async move {
             recall::recall_message(self, &ctx, req).await
         })
         .await
@@ -321,7 +294,7 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<SyncLiteSubscriptionRequest>,
     ) -> Result<Response<SyncLiteSubscriptionResponse>, tonic::Status> {
-        unary(request, |_ctx, _req| async move {
+        unary(self, request, |_ctx, _req| async move {
             SyncLiteSubscriptionResponse {
                 status: Some(status(
                     Code::NotImplemented,

@@ -14,13 +14,18 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use tokio::sync::mpsc;
 use tracing::{debug, info};
+use vostok_remoting::protocol::header::{CheckTransactionStateRequestHeader, CommandHeader};
+use vostok_remoting::protocol::message::id::create_offset_msg_id;
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::protocol::request_code;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
-use vostok_remoting::{Channel, DetachedReceiver, LanguageCode};
+use vostok_remoting::{Channel, DetachedReceiver, LanguageCode, RemotingCommand};
 
 use super::context::RequestContext;
-use super::proto::{Code, Settings, Status, TelemetryCommand};
-use super::status::status;
-use super::telemetry;
+use super::convert::{to_proto, Delivery};
+use super::proto::telemetry_command::Command;
+use super::proto::{Code, RecoverOrphanedTransactionCommand, Settings, Status, TelemetryCommand};
+use super::status::{ok, status};
 use crate::state::Broker;
 
 /// Commands the broker may queue for one client before further ones wait (and time
@@ -183,7 +188,7 @@ async fn forward(
             _ = broker.shutdown.cancelled() => None,
         };
         let Some(command) = command else { break };
-        match telemetry::translate(&session, command) {
+        match translate(&session, command) {
             Some(t) => {
                 if !session.push(t) {
                     debug!(client = %session.client_id, "telemetry command dropped: no stream or a full one");
@@ -200,4 +205,30 @@ async fn forward(
     }
     broker.on_channel_closed(&session.channel);
     info!(client = %session.client_id, "gRPC client session closed");
+}
+
+/// How long a consumer's receive is held at most (Apache's proxy default
+/// `grpcClientConsumerLongPollingTimeoutMillis`), as the settings tell the clients.
+pub(crate) const CONSUMER_LONG_POLLING_MS: i64 = 20_000;
+
+/// The gRPC form of a command the broker wrote to a session's channel, if it has one.
+pub(crate) fn translate(session: &Session, command: RemotingCommand) -> Option<TelemetryCommand> {
+    if command.code != request_code::CHECK_TRANSACTION_STATE {
+        return None;
+    }
+    let header = CheckTransactionStateRequestHeader::read_from(&command.ext_fields).ok()?;
+    let msg = MessageExt::decode(&command.body, false).ok()?;
+    // The transaction id names the half message to end: its offset message id.
+    let transaction_id = header
+        .offset_msg_id
+        .unwrap_or_else(|| create_offset_msg_id(msg.store_host, header.commit_log_offset));
+    Some(TelemetryCommand {
+        status: Some(ok()),
+        command: Some(Command::RecoverOrphanedTransactionCommand(
+            RecoverOrphanedTransactionCommand {
+                message: Some(to_proto(&session.context, &msg, &Delivery::default())),
+                transaction_id,
+            },
+        )),
+    })
 }

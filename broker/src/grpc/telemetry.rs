@@ -13,24 +13,20 @@ use std::sync::Arc;
 use futures_util::Stream;
 use tokio::sync::mpsc;
 use tracing::debug;
-use vostok_remoting::protocol::header::{CheckTransactionStateRequestHeader, CommandHeader};
-use vostok_remoting::protocol::message::id::create_offset_msg_id;
-use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::request_code;
-use vostok_remoting::RemotingCommand;
 
+use super::access;
 use super::client::register;
 use super::context::RequestContext;
-use super::convert::{duration_ms, to_proto, Delivery};
+use super::convert::duration_ms;
+use super::endpoint::{queue_stream, GrpcService};
 use super::proto::retry_policy::Strategy;
 use super::proto::settings::PubSub;
 use super::proto::telemetry_command::Command;
 use super::proto::{
-    CustomizedBackoff, ExponentialBackoff, Metric, RecoverOrphanedTransactionCommand, RetryPolicy,
-    Settings, TelemetryCommand,
+    CustomizedBackoff, ExponentialBackoff, Metric, RetryPolicy, Settings, TelemetryCommand,
 };
-use super::service::GrpcService;
-use super::session::Session;
+use super::session::CONSUMER_LONG_POLLING_MS;
 use super::status::ok;
 use crate::state::subscription::SubscriptionGroupConfig;
 use crate::state::Broker;
@@ -44,19 +40,9 @@ const PRODUCER_BACKOFF_INITIAL_MS: i64 = 10;
 const PRODUCER_BACKOFF_MAX_MS: i64 = 1000;
 const PRODUCER_BACKOFF_MULTIPLIER: f32 = 2.0;
 const CONSUMER_BATCH_SIZE: i32 = 32;
-pub(crate) const CONSUMER_LONG_POLLING_MS: i64 = 20_000;
 
 pub(crate) type TelemetryStream =
     Pin<Box<dyn Stream<Item = Result<TelemetryCommand, tonic::Status>> + Send>>;
-
-/// A stream of what a bounded queue receives.
-pub(crate) fn queue_stream<T: Send + 'static>(
-    rx: mpsc::Receiver<T>,
-) -> Pin<Box<dyn Stream<Item = T> + Send>> {
-    Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    }))
-}
 
 /// Serves one Telemetry stream.
 pub(crate) async fn telemetry(
@@ -66,6 +52,12 @@ pub(crate) async fn telemetry(
 ) -> Result<tonic::Response<TelemetryStream>, tonic::Status> {
     let ctx =
         RequestContext::of(&request).map_err(|s| tonic::Status::invalid_argument(s.message))?;
+    // A session needs a signed stream when ACL is on; its later RPCs are checked one
+    // by one.
+    let opening = (request_code::HEART_BEAT, vostok_auth::Access::Open);
+    if let Some(refused) = access::refusal(&svc.broker, &ctx, opening) {
+        return Err(tonic::Status::unauthenticated(refused.message));
+    }
     let mut inbound = request.into_inner();
     let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
     let broker = svc.broker.clone();
@@ -175,26 +167,4 @@ pub(crate) fn merged(broker: &Broker, ctx: &RequestContext, raw: &Settings) -> S
         endpoints: None,
     });
     settings
-}
-
-/// The gRPC form of a command the broker wrote to a session's channel, if it has one.
-pub(crate) fn translate(session: &Session, command: RemotingCommand) -> Option<TelemetryCommand> {
-    if command.code != request_code::CHECK_TRANSACTION_STATE {
-        return None;
-    }
-    let header = CheckTransactionStateRequestHeader::read_from(&command.ext_fields).ok()?;
-    let msg = MessageExt::decode(&command.body, false).ok()?;
-    // The transaction id names the half message to end: its offset message id.
-    let transaction_id = header
-        .offset_msg_id
-        .unwrap_or_else(|| create_offset_msg_id(msg.store_host, header.commit_log_offset));
-    Some(TelemetryCommand {
-        status: Some(ok()),
-        command: Some(Command::RecoverOrphanedTransactionCommand(
-            RecoverOrphanedTransactionCommand {
-                message: Some(to_proto(&session.context, &msg, &Delivery::default())),
-                transaction_id,
-            },
-        )),
-    })
 }

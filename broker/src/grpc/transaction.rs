@@ -11,11 +11,11 @@ use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
 
 use super::context::RequestContext;
+use super::endpoint::GrpcService;
 use super::proto::{
     Code, EndTransactionRequest, EndTransactionResponse, Status, TransactionResolution,
     TransactionSource,
 };
-use super::service::GrpcService;
 use super::status::{from_remoting, ok, status};
 use crate::processor;
 

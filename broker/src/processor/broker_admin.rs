@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use vostok_remoting::protocol::body::KvTable;
 use vostok_remoting::protocol::{json, version};
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::RemotingCommand;
 
 use crate::state::Broker;
@@ -83,7 +84,50 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
         "commitLogMaxOffset",
         broker.store.max_phy_offset().to_string(),
     );
+    put(
+        "commitLogMaxStoreTimestamp",
+        broker.store.last_store_timestamp().to_string(),
+    );
+    put_ha(broker, &mut put);
     RemotingCommand::success().with_body(json::to_vec(&KvTable { table }))
+}
+
+/// Replication state: a master's slaves (`haSlaves`: `addr:ackOffset:behindBytes:inSync`
+/// separated by `;`), a slave's master link; read by `mqadmin clusterList`.
+fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
+    put("brokerRole", broker.config.broker_role.name().to_owned());
+    if broker.config.is_master() {
+        let slaves = broker.store.ha_slaves();
+        put("haConnectionCount", slaves.len().to_string());
+        put(
+            "haInSyncSlaveNums",
+            slaves.iter().filter(|s| s.in_sync).count().to_string(),
+        );
+        put(
+            "haPush2SlaveMaxOffset",
+            broker.store.ha_push2slave_offset().to_string(),
+        );
+        put("haWaitingPuts", broker.store.ha_waiting_puts().to_string());
+        let list: Vec<String> = slaves
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}:{}:{}:{}",
+                    s.addr, s.ack_offset, s.behind_bytes, s.in_sync
+                )
+            })
+            .collect();
+        put("haSlaves", list.join(";"));
+    } else {
+        let link = broker.store.ha_master_link();
+        put("haMasterAddress", link.master_addr.unwrap_or_default());
+        put("haConnected", link.connected.to_string());
+        put("haLastReadTimestamp", link.last_read_ms.to_string());
+        put(
+            "masterAddr",
+            broker.master_addr.read_locked().clone().unwrap_or_default(),
+        );
+    }
 }
 
 fn format_uptime(ms: i64) -> String {

@@ -16,6 +16,7 @@ mod pull;
 mod put_response;
 mod query;
 mod reply;
+mod role;
 pub(crate) mod send;
 pub(crate) mod send_back;
 mod send_batch;
@@ -57,6 +58,9 @@ impl RequestProcessor for BrokerProcessor {
                 }) {
                     return refuse(channel, &request, denied);
                 }
+            }
+            if let Some(refusal) = role::slave_refusal(b, request.code) {
+                return Some(refusal);
             }
             let response = match request.code {
                 request_code::SEND_MESSAGE

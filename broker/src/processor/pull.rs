@@ -172,12 +172,16 @@ fn pull_inner(
         Some(&filter),
     );
 
-    let suggest = if config.slave_read_enable && result.suggest_pulling_from_slave {
+    // RocketMQ: far behind (beyond the memory window) → the group's
+    // `whichBrokerWhenConsumeSlowly`, else its `brokerId`; 0 without `slaveReadEnable`.
+    let suggest = if !config.slave_read_enable {
+        0
+    } else if result.suggest_pulling_from_slave {
         group_config.which_broker_when_consume_slowly
     } else {
-        0
+        group_config.broker_id
     };
-    let response_header = PullMessageResponseHeader {
+    let mut response_header = PullMessageResponseHeader {
         suggest_which_broker_id: suggest,
         next_begin_offset: result.next_begin_offset,
         min_offset: result.min_offset,
@@ -201,6 +205,14 @@ fn pull_inner(
         GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
             response_code::PULL_OFFSET_MOVED
         }
+    };
+    // A slave does not correct offsets (`offsetCheckInSlave` false): it may only be
+    // behind its master, so the consumer retries rather than moving its offset.
+    let code = if code == response_code::PULL_OFFSET_MOVED && !config.is_master() {
+        response_header.next_begin_offset = header.queue_offset;
+        response_code::PULL_RETRY_IMMEDIATELY
+    } else {
+        code
     };
 
     let has_commit = header.sys_flag & PULL_FLAG_COMMIT_OFFSET != 0;

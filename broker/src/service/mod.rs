@@ -9,12 +9,14 @@
 //! * [`timer`]: timer delivery and rolling.
 //! * [`transaction_check`]: checks back transactions left unknown.
 //! * [`revive`]: brings back popped messages not acked in time (POP).
+//! * [`slave_sync`]: a slave's copy of its master's metadata (SlaveSynchronize).
 
 pub(crate) mod config_flush;
 pub(crate) mod housekeeping;
 pub(crate) mod registration;
 pub(crate) mod revive;
 pub(crate) mod schedule;
+pub(crate) mod slave_sync;
 pub(crate) mod timer;
 pub(crate) mod transaction_check;
 
@@ -31,4 +33,5 @@ pub(crate) fn spawn_all(broker: &Arc<Broker>) {
     transaction_check::spawn(broker);
     timer::spawn(broker);
     revive::spawn(broker);
+    slave_sync::spawn(broker);
 }

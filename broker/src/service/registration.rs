@@ -57,9 +57,8 @@ fn register_request(broker: &Broker) -> RemotingCommand {
         broker_name: config.broker_name.clone(),
         broker_addr: broker.broker_addr.to_string(),
         cluster_name: config.broker_cluster_name.clone(),
-        // Nothing listens for replication yet: advertising `brokerIP2:haListenPort`
-        // would send slaves to a closed port.
-        ha_server_addr: String::new(),
+        // `brokerIP2:haListenPort` while the HA listener runs (masters), else empty.
+        ha_server_addr: broker.ha_server_addr.read_locked().clone(),
         broker_id: config.broker_id,
         heartbeat_timeout_millis: Some(config.channel_expired_timeout.as_millis() as i64),
         enable_acting_master: Some(false),
@@ -87,13 +86,7 @@ pub(crate) async fn register_all(broker: &Broker) {
             Ok(response) if response.code == response_code::SUCCESS => {
                 debug!(namesrv = %addr, "registered");
                 if let Ok(header) = response.decode_header::<RegisterBrokerResponseHeader>() {
-                    if let Some(master) = header.master_addr.filter(|m| !m.is_empty()) {
-                        let mut current = broker.master_addr.write_locked();
-                        if current.as_deref() != Some(master.as_str()) {
-                            info!(master = %master, "master address from name server");
-                            *current = Some(master);
-                        }
-                    }
+                    learn_master(broker, header);
                 }
             }
             Ok(response) => {
@@ -101,6 +94,29 @@ pub(crate) async fn register_all(broker: &Broker) {
             }
             Err(e) => warn!(namesrv = %addr, error = %e, "registration failed"),
         }
+    }
+}
+
+/// A slave learns where its master is from the name server's answer
+/// (docs/replication.md): the main address for the
+/// metadata sync, the HA address for the replication client.
+fn learn_master(broker: &Broker, header: RegisterBrokerResponseHeader) {
+    if broker.config.is_master() {
+        return;
+    }
+    if let Some(master) = header.master_addr.filter(|m| !m.is_empty()) {
+        let mut current = broker.master_addr.write_locked();
+        if current.as_deref() != Some(master.as_str()) {
+            info!(master = %master, "master address from name server");
+            *current = Some(master);
+            broker.master_changed.notify_waiters();
+        }
+    }
+    if let (Some(ha), Some(client)) = (
+        header.ha_server_addr.filter(|a| !a.is_empty()),
+        broker.ha_client.get(),
+    ) {
+        client.update_master(&ha);
     }
 }
 

@@ -27,6 +27,9 @@ fn config_error(key: &str, reason: impl ToString) -> BrokerError {
 pub(crate) struct Security {
     pub guard: Option<Guard>,
     pub server_tls: Option<Arc<ServerTls>>,
+    /// The same certificate for the gRPC port (ALPN `h2`), with the remoting port's
+    /// mode; `None` when `tls.server.*` is not configured.
+    pub grpc_tls: Option<(TlsMode, Arc<tokio_rustls::rustls::ServerConfig>)>,
     pub client_tls: Option<Arc<ClientTls>>,
     /// What the broker signs its own requests with.
     pub credentials: Option<SessionCredentials>,
@@ -59,6 +62,11 @@ pub(crate) fn open(config: &mut BrokerConfig) -> Result<Security, BrokerError> {
             "a standalone broker with tls.server.mode=enforcing registers with its embedded name server over TLS: set tls.enable=true and tls.client.trustCertPath",
         ));
     }
+    let grpc_tls = server_options
+        .as_ref()
+        .map(|o| vostok_remoting::tls::server_config(o, &[b"h2"]).map(|config| (o.mode, config)))
+        .transpose()
+        .map_err(|e| config_error("tls.server.certPath", e))?;
     let client_tls = client_options
         .as_ref()
         .map(ClientTls::new)
@@ -76,6 +84,7 @@ pub(crate) fn open(config: &mut BrokerConfig) -> Result<Security, BrokerError> {
     Ok(Security {
         guard,
         server_tls,
+        grpc_tls,
         client_tls,
         credentials,
     })

@@ -81,6 +81,13 @@ pub struct Broker {
     pub(crate) namesrv_addrs: Vec<String>,
     /// For a slave: the master's address as the name server reported it.
     pub(crate) master_addr: RwLock<Option<String>>,
+    /// Signalled when `master_addr` changes (the slave synchronises at once).
+    pub(crate) master_changed: tokio::sync::Notify,
+    /// `brokerIP2:haListenPort` when this master accepts slaves, registered as
+    /// `haServerAddr`; empty otherwise.
+    pub(crate) ha_server_addr: RwLock<String>,
+    /// A slave's replication client (set at start-up).
+    pub(crate) ha_client: std::sync::OnceLock<Arc<vostok_store::ha::HaClient>>,
     /// Held while registering or unregistering; `true` once unregistered for shutdown,
     /// so that no registration in flight can land after the unregistration.
     pub(crate) registration: tokio::sync::Mutex<bool>,

@@ -110,6 +110,22 @@ impl ConsumerOffsetManager {
         self.dirty.store(true, Ordering::Relaxed);
     }
 
+    /// A slave's copy of its master's offsets (SlaveSynchronize, the body of
+    /// GET_ALL_CONSUMER_OFFSET): the master's entries overwrite, entries only this
+    /// slave has stay (RocketMQ's `putAll`).
+    pub fn put_all_from_master(&self, body: &[u8]) -> Result<usize, vostok_remoting::DecodeError> {
+        let master: Persisted =
+            vostok_remoting::protocol::json::from_slice("consumerOffset", body)?;
+        let n = master.offset_table.len();
+        let mut table = self.table.locked();
+        for (k, queues) in master.offset_table {
+            table.insert(k, queues.into_iter().collect());
+        }
+        drop(table);
+        self.dirty.store(true, Ordering::Relaxed);
+        Ok(n)
+    }
+
     /// The table as `consumerOffset.json` content.
     pub fn encode(&self, pretty: bool) -> Vec<u8> {
         let persisted = {

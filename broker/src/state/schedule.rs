@@ -88,6 +88,17 @@ impl DelayOffsetTable {
         .unwrap_or_default()
     }
 
+    /// A slave's copy of its master's `delayOffset.json` (SlaveSynchronize).
+    pub(crate) fn replace_from_master(
+        &self,
+        body: &[u8],
+    ) -> Result<(), vostok_remoting::DecodeError> {
+        let master: DelayOffsets =
+            vostok_remoting::protocol::json::from_slice("delayOffset.json", body)?;
+        *self.offsets.locked() = master.offset_table;
+        Ok(())
+    }
+
     pub(crate) fn persist(&self) {
         if let Err(e) = self.file.persist_with(|| self.encode()) {
             warn!(file = %self.file.path().display(), error = %e, "cannot persist delay offsets");

@@ -198,6 +198,23 @@ impl SubscriptionGroupManager {
         removed
     }
 
+    /// A slave's copy of its master's table (SlaveSynchronize, the body of
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG): replaced when the data version differs.
+    /// True when it changed; an undecodable body is an error.
+    pub fn replace_from_master(&self, body: &[u8]) -> Result<bool, vostok_remoting::DecodeError> {
+        let master: Persisted =
+            vostok_remoting::protocol::json::from_slice("subscriptionGroupTable", body)?;
+        {
+            let mut state = self.state.write_locked();
+            if state.data_version == master.data_version {
+                return Ok(false);
+            }
+            *state = master;
+        }
+        self.on_change();
+        Ok(true)
+    }
+
     /// The whole table as JSON (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
     pub fn encode(&self) -> Vec<u8> {
         let state = self.state.read_locked();

@@ -189,6 +189,22 @@ impl TopicConfigManager {
         }
     }
 
+    /// A slave's copy of its master's table (SlaveSynchronize): replaced when the
+    /// master's data version differs, topics absent on the master removed. True when
+    /// it changed.
+    pub fn replace_from_master(&self, master: TopicConfigSerializeWrapper) -> bool {
+        if *self.data_version.locked() == master.data_version {
+            return false;
+        }
+        let count = master.topic_config_table.len();
+        *self.table.write_locked() = master.topic_config_table;
+        *self.data_version.locked() = master.data_version;
+        self.file.mark_dirty();
+        self.unsaved.notify_one();
+        info!(topics = count, "topic configs copied from the master");
+        true
+    }
+
     pub fn data_version(&self) -> DataVersion {
         self.data_version.locked().clone()
     }

@@ -350,6 +350,23 @@ impl ConsumerCore {
             })
     }
 
+    /// Where a pull of `mq` goes when the broker suggested `broker_id` (PULL's
+    /// `suggestWhichBrokerId`), and whether that is a slave.
+    pub async fn pull_addr(&self, mq: &MessageQueue, broker_id: i64) -> Result<(String, bool)> {
+        let find = || {
+            self.instance
+                .find_broker_addr_in_subscribe_for(&mq.broker_name, broker_id)
+        };
+        if let Some(found) = find() {
+            return Ok(found);
+        }
+        self.instance.update_route(&mq.topic).await?;
+        find().ok_or_else(|| ClientError::NoBroker {
+            topic: mq.topic.clone(),
+            broker_name: mq.broker_name.clone(),
+        })
+    }
+
     pub fn log_pull_error(&self, mq: &MessageQueue, e: &ClientError) {
         warn!(group = %self.group, %mq, error = %e, "pull failed");
     }

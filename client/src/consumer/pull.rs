@@ -47,6 +47,8 @@ async fn run(
 ) {
     let kind = core.kind.clone();
     let mut previously_locked = false;
+    // The broker's last `suggestWhichBrokerId` for this queue (Java `PullAPIWrapper`).
+    let mut suggested_broker_id = 0;
     debug!(group = %core.group, %mq, offset = next_offset, "pull task started");
     loop {
         if pq.is_dropped() || core.shutdown.is_cancelled() {
@@ -80,7 +82,7 @@ async fn run(
             pause(&core, core.pull.exception_delay).await;
             continue;
         };
-        let addr = match core.broker_addr(&mq).await {
+        let (addr, slave) = match core.pull_addr(&mq, suggested_broker_id).await {
             Ok(a) => a,
             Err(e) => {
                 core.log_pull_error(&mq, &e);
@@ -95,6 +97,10 @@ async fn run(
                 commit_offset = o;
                 sys_flag |= PULL_FLAG_COMMIT_OFFSET;
             }
+        }
+        if slave {
+            // A slave keeps no offsets a consumer commits in a pull (Java clears the bit).
+            sys_flag &= !PULL_FLAG_COMMIT_OFFSET;
         }
         if core.pull.post_subscription || core.pull.lite {
             sys_flag |= PULL_FLAG_SUBSCRIPTION;
@@ -122,6 +128,9 @@ async fn run(
             _ = core.shutdown.cancelled() => break,
             r = api::pull_message(core.instance.remoting(), &addr, &header, core.pull.timeout) => r,
         };
+        if let Ok(r) = &result {
+            suggested_broker_id = r.suggest_which_broker_id;
+        }
         match result {
             Ok(r) => match r.status {
                 PullStatus::Found => {

@@ -222,12 +222,29 @@ impl ClientInstance {
 
     /// Where to read from: the master, else any slave.
     pub(crate) fn find_broker_addr_in_subscribe(&self, broker_name: &str) -> Option<String> {
+        self.find_broker_addr_in_subscribe_for(broker_name, MASTER_ID)
+            .map(|(addr, _)| addr)
+    }
+
+    /// Java `findBrokerAddressInSubscribe(brokerName, brokerId, false)`: the broker
+    /// `broker_id`; if it is missing and not the master, `broker_id + 1`; else the
+    /// lowest id listed (the master while it is there). The flag says "a slave".
+    pub(crate) fn find_broker_addr_in_subscribe_for(
+        &self,
+        broker_name: &str,
+        broker_id: i64,
+    ) -> Option<(String, bool)> {
         let brokers = self.routes.brokers.read_locked();
         let addrs = brokers.get(broker_name)?;
-        addrs
-            .get(&MASTER_ID)
-            .or_else(|| addrs.values().next())
-            .cloned()
+        let found = addrs
+            .get_key_value(&broker_id)
+            .or_else(|| {
+                (broker_id != MASTER_ID)
+                    .then(|| addrs.get_key_value(&(broker_id + 1)))
+                    .flatten()
+            })
+            .or_else(|| addrs.iter().next());
+        found.map(|(id, addr)| (addr.clone(), *id != MASTER_ID))
     }
 
     /// A broker serving `topic` (random broker name, its master if it has one), as

@@ -9,6 +9,7 @@
 //! See docs/security.md#signature for the algorithm and the quirks of each client.
 
 pub mod credentials;
+pub mod grpc;
 pub mod signature;
 
 pub use credentials::{AclClientHook, SessionCredentials};

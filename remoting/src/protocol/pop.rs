@@ -19,8 +19,7 @@ use std::fmt;
 
 use crate::protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 
-/// Prefix of the revive topic, followed by the cluster name.
-pub const REVIVE_TOPIC_PREFIX: &str = "rmq_sys_REVIVE_LOG_";
+pub use super::topic::REVIVE_TOPIC_PREFIX;
 /// The group whose offsets on the revive topic record revive progress.
 pub const REVIVE_GROUP: &str = "CID_RMQ_SYS_REVIVE_GROUP";
 /// The revive queue id of FIFO pops: they have no checkpoint.

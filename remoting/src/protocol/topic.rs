@@ -3,6 +3,8 @@
 //! docs/flows.md#retry-dead-letters-and-delays, #transaction-messages).
 
 /// Template topic for auto-creation.
+/// Prefix of the revive topic, followed by the cluster name.
+pub const REVIVE_TOPIC_PREFIX: &str = "rmq_sys_REVIVE_LOG_";
 pub const AUTO_CREATE_TOPIC_KEY_TOPIC: &str = "TBW102";
 pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
 pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
@@ -85,7 +87,7 @@ pub fn is_not_allowed_send_topic(topic: &str) -> bool {
             | SELF_TEST_TOPIC
             | OFFSET_MOVED_EVENT
             | TIMER_TOPIC
-    ) || topic.starts_with(crate::protocol::pop::REVIVE_TOPIC_PREFIX)
+    ) || topic.starts_with(REVIVE_TOPIC_PREFIX)
 }
 
 /// System topics the broker creates itself and hides from ordinary listings.

@@ -68,6 +68,35 @@ impl TlsError {
     }
 }
 
+/// The rustls server side of `options` (certificate, key, client verification),
+/// offering `alpn` (e.g. `h2` for gRPC). Blocking file reads: call at start-up.
+pub fn server_config(
+    options: &ServerTlsOptions,
+    alpn: &[&[u8]],
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let certs = pem::load_certs(&options.cert_path)?;
+    let key = pem::load_key(&options.key_path, options.key_password.as_deref())?;
+    let provider = provider();
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match (options.client_auth, &options.trust_cert_path) {
+        (ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
+        (auth, Some(ca)) => {
+            let roots = Arc::new(pem::load_roots(ca)?);
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
+            let verifier = if auth == ClientAuth::Optional {
+                verifier.allow_unauthenticated().build()?
+            } else {
+                verifier.build()?
+            };
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_single_cert(certs, key)?;
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
@@ -89,28 +118,9 @@ impl std::fmt::Debug for ServerTls {
 impl ServerTls {
     /// Loads the certificate, key and client CA (blocking file reads: call at start-up).
     pub fn new(options: &ServerTlsOptions) -> Result<ServerTls, TlsError> {
-        let certs = pem::load_certs(&options.cert_path)?;
-        let key = pem::load_key(&options.key_path, options.key_password.as_deref())?;
-        let provider = provider();
-        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()?;
-        let builder = match (options.client_auth, &options.trust_cert_path) {
-            (ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
-            (auth, Some(ca)) => {
-                let roots = Arc::new(pem::load_roots(ca)?);
-                let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
-                let verifier = if auth == ClientAuth::Optional {
-                    verifier.allow_unauthenticated().build()?
-                } else {
-                    verifier.build()?
-                };
-                builder.with_client_cert_verifier(verifier)
-            }
-        };
-        let config = builder.with_single_cert(certs, key)?;
         Ok(ServerTls {
             mode: options.mode,
-            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            acceptor: tokio_rustls::TlsAcceptor::from(server_config(options, &[])?),
         })
     }
 

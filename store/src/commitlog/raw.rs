@@ -25,7 +25,20 @@ impl CommitLog {
     /// Up to `max_bytes` raw bytes from `from`, within one file and below the durable
     /// (flushed) end of complete records. `None` if nothing is available there.
     pub(crate) fn read_raw(&self, from: i64, max_bytes: usize) -> Option<Bytes> {
-        let durable = self.flushed_offset().min(self.max_offset());
+        self.read_until(
+            from,
+            max_bytes,
+            self.flushed_offset().min(self.max_offset()),
+        )
+    }
+
+    /// As [`CommitLog::read_raw`], up to the end of complete records whether flushed
+    /// or not (what a master streams to its slaves).
+    pub(crate) fn read_written(&self, from: i64, max_bytes: usize) -> Option<Bytes> {
+        self.read_until(from, max_bytes, self.max_offset())
+    }
+
+    fn read_until(&self, from: i64, max_bytes: usize, durable: i64) -> Option<Bytes> {
         if from < self.min_offset() || from >= durable || max_bytes == 0 {
             return None;
         }

@@ -45,7 +45,10 @@ impl MessageStore {
 
     fn writable(&self) -> Result<(), PutMessageStatus> {
         let i = self.inner();
-        if i.state.shutdown.load(Ordering::Acquire) || i.state.write_error.load(Ordering::Acquire) {
+        if i.state.shutdown.load(Ordering::Acquire)
+            || i.state.write_error.load(Ordering::Acquire)
+            || i.config.ha.replica
+        {
             return Err(PutMessageStatus::ServiceNotAvailable);
         }
         if i.state.disk_full.load(Ordering::Acquire) {
@@ -141,6 +144,7 @@ impl MessageStore {
             }
         };
         i.dispatch.wake();
+        i.ha.on_append();
         Stats::add(&i.stats.put_times, prepared.len() as u64);
         Stats::add(&i.stats.put_bytes, appended.wrote_bytes as u64);
 
@@ -153,14 +157,34 @@ impl MessageStore {
             msg_id.push_str(&create_offset_msg_id(p.msg.store_host, offset));
             offset += p.len as i64;
         }
-        let wait = i.config.flush_disk_type == FlushDiskType::SyncFlush
-            && property::find(&prepared[0].msg.properties, property::WAIT_STORE_MSG_OK)
+        let wait_store_ok =
+            property::find(&prepared[0].msg.properties, property::WAIT_STORE_MSG_OK)
                 != Some("false");
+        let flush = wait_store_ok && i.config.flush_disk_type == FlushDiskType::SyncFlush;
+        let replicate = wait_store_ok && i.config.ha.sync_master;
         let end = appended.wrote_offset + appended.wrote_bytes as i64;
-        let status = if wait {
-            self.wait_durable(end).await
+        // Disk and slave are waited for together; a slave's failure wins, as in
+        // RocketMQ (both are "stored, but" answers).
+        let (flushed, replicated) = tokio::join!(
+            async {
+                if flush {
+                    self.wait_durable(end).await
+                } else {
+                    PutMessageStatus::PutOk
+                }
+            },
+            async {
+                if replicate {
+                    self.wait_replicated(end).await
+                } else {
+                    PutMessageStatus::PutOk
+                }
+            }
+        );
+        let status = if replicated != PutMessageStatus::PutOk {
+            replicated
         } else {
-            PutMessageStatus::PutOk
+            flushed
         };
         PutMessageResult {
             status,

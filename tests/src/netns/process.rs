@@ -139,6 +139,8 @@ impl HostBroker {
         set("brokerIP1", &host.ip().to_string());
         set("listenPort", &BROKER_PORT.to_string());
         set("storePathRootDir", &store_dir.display().to_string());
+        // 64 MiB commitlog files: each broker reserves its current file and the next.
+        set("mappedFileSizeCommitLog", &(64 << 20).to_string());
         match &options.namesrv {
             Some(ns) => set("namesrvAddr", ns),
             None => {

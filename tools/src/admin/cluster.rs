@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::request_code::{GET_BROKER_CLUSTER_INFO, GET_BROKER_RUNTIME_INFO};
 use vostok_remoting::protocol::route::ClusterInfo;
+use vostok_remoting::protocol::topic::MASTER_ID;
 
 use super::args::BrokerStatusArgs;
 use super::table::Table;
@@ -87,8 +88,30 @@ fn first_figure(table: &BTreeMap<String, String>, key: &str) -> String {
         .to_owned()
 }
 
+fn figure(table: &BTreeMap<String, String>, key: &str) -> Option<i64> {
+    table.get(key)?.trim().parse().ok()
+}
+
+/// How far a slave is behind its master: bytes of commitlog, and seconds between the
+/// store times of their newest records (0 when the slave holds everything). `None`
+/// when either broker did not say, or the slave holds no record yet.
+pub fn replication_lag(
+    master: &BTreeMap<String, String>,
+    slave: &BTreeMap<String, String>,
+) -> Option<(i64, f64)> {
+    let bytes = figure(master, "commitLogMaxOffset")? - figure(slave, "commitLogMaxOffset")?;
+    if bytes <= 0 {
+        return Some((0, 0.0));
+    }
+    // A slave that holds no record yet has no time to compare.
+    let slave_ts = figure(slave, "commitLogMaxStoreTimestamp").filter(|t| *t > 0)?;
+    let ms = figure(master, "commitLogMaxStoreTimestamp")? - slave_ts;
+    Some((bytes, ms.max(0) as f64 / 1000.0))
+}
+
 /// GET_BROKER_CLUSTER_INFO, then GET_BROKER_RUNTIME_INFO of each broker for its
-/// version and rates (`-` for a broker that does not answer).
+/// version, rates and role, and for each slave its lag behind the group's master
+/// (`-` for a broker that does not answer).
 pub async fn cluster_list(admin: &AdminClient) -> Result<String, AdminError> {
     let info = cluster_info(admin).await?;
     let mut table = Table::new(&[
@@ -99,21 +122,47 @@ pub async fn cluster_list(admin: &AdminClient) -> Result<String, AdminError> {
         "#Version",
         "#InTPS",
         "#OutTPS",
+        "#Role",
+        "#LagBytes",
+        "#LagSec",
     ]);
     for cluster in info.cluster_addr_table.keys() {
-        for (name, id, addr) in cluster_brokers(&info, cluster) {
-            let runtime = runtime_info(admin, &addr).await.unwrap_or_default();
+        let brokers = cluster_brokers(&info, cluster);
+        let mut runtimes = Vec::with_capacity(brokers.len());
+        for (_, _, addr) in &brokers {
+            runtimes.push(runtime_info(admin, addr).await.unwrap_or_default());
+        }
+        for ((name, id, addr), runtime) in brokers.iter().zip(&runtimes) {
+            let master = brokers
+                .iter()
+                .zip(&runtimes)
+                .find(|((n, i, _), _)| n == name && *i == MASTER_ID)
+                .map(|(_, r)| r);
+            let lag = match master {
+                Some(m) if *id != MASTER_ID => replication_lag(m, runtime),
+                _ => None,
+            };
+            let (lag_bytes, lag_secs) = match lag {
+                Some((b, s)) => (b.to_string(), format!("{s:.3}")),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
             table.row(vec![
                 cluster.clone(),
-                name,
+                name.clone(),
                 id.to_string(),
-                addr,
+                addr.clone(),
                 runtime
                     .get("brokerVersionDesc")
                     .cloned()
                     .unwrap_or_default(),
-                first_figure(&runtime, "putTps"),
-                first_figure(&runtime, "getTransferedTps"),
+                first_figure(runtime, "putTps"),
+                first_figure(runtime, "getTransferedTps"),
+                runtime
+                    .get("brokerRole")
+                    .cloned()
+                    .unwrap_or_else(|| "-".to_owned()),
+                lag_bytes,
+                lag_secs,
             ]);
         }
     }
@@ -154,7 +203,6 @@ pub async fn broker_status(
 mod tests {
     use super::*;
     use vostok_remoting::protocol::route::BrokerData;
-    use vostok_remoting::protocol::topic::MASTER_ID;
 
     fn info() -> ClusterInfo {
         let mut info = ClusterInfo::default();
@@ -191,6 +239,27 @@ mod tests {
         let err = cluster_masters(&info, "X").unwrap_err().to_string();
         assert_eq!(err, "cluster X is unknown to the name server (known: C)");
         assert_eq!(cluster_brokers(&info, "C").len(), 3);
+    }
+
+    #[test]
+    fn lag_is_bytes_and_seconds_behind_the_master() {
+        let kv = |max: i64, ts: i64| -> BTreeMap<String, String> {
+            [
+                ("commitLogMaxOffset".to_owned(), max.to_string()),
+                ("commitLogMaxStoreTimestamp".to_owned(), ts.to_string()),
+            ]
+            .into()
+        };
+        assert_eq!(
+            replication_lag(&kv(5000, 10_250), &kv(1000, 10_000)),
+            Some((4000, 0.25))
+        );
+        assert_eq!(
+            replication_lag(&kv(5000, 10_250), &kv(5000, 10_250)),
+            Some((0, 0.0))
+        );
+        assert_eq!(replication_lag(&kv(5000, 1), &BTreeMap::new()), None);
+        assert_eq!(replication_lag(&kv(5000, 1), &kv(0, 0)), None);
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! ACL for gRPC calls (docs/security.md#grpc): each RPC stands for the remoting request
+//! it does, needs the same permissions on the same topics and groups, and is checked by
+//! the same [`Guard`](vostok_auth::Guard) with the call's `authorization` metadata as
+//! proof. A call that cannot be authenticated gets UNAUTHORIZED, one that lacks a
+//! permission FORBIDDEN, as Apache's proxy answers.
+
+use vostok_auth::{Access, GrpcProof, Need, Resource};
+use vostok_remoting::protocol::request_code as code;
+
+use super::context::RequestContext;
+use super::proto::{
+    AckMessageRequest, ChangeInvisibleDurationRequest, Code, EndTransactionRequest,
+    ForwardMessageToDeadLetterQueueRequest, GetOffsetRequest, HeartbeatRequest, MessageQueue,
+    NotifyClientTerminationRequest, PullMessageRequest, QueryAssignmentRequest, QueryOffsetRequest,
+    QueryRouteRequest, RecallMessageRequest, ReceiveMessageRequest, Resource as ProtoResource,
+    SendMessageRequest, Status, SyncLiteSubscriptionRequest, UpdateOffsetRequest,
+};
+use super::status::status;
+use crate::state::Broker;
+
+/// What a call needs: the remoting request it stands for and its resources.
+pub(crate) trait Needs {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access);
+}
+
+fn topic(ctx: &RequestContext, r: Option<&ProtoResource>) -> Resource {
+    Resource::topic(&ctx.name_of(r))
+}
+
+fn group(ctx: &RequestContext, r: Option<&ProtoResource>) -> Resource {
+    Resource::group(&ctx.name_of(r))
+}
+
+fn queue_topic(ctx: &RequestContext, q: Option<&MessageQueue>) -> Resource {
+    topic(ctx, q.and_then(|q| q.topic.as_ref()))
+}
+
+fn sub(resources: impl IntoIterator<Item = Resource>) -> Access {
+    Access::Needs(resources.into_iter().map(Need::subscribe).collect())
+}
+
+fn publish(resources: impl IntoIterator<Item = Resource>) -> Access {
+    Access::Needs(resources.into_iter().map(Need::publish).collect())
+}
+
+impl Needs for QueryRouteRequest {
+    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+        (code::GET_ROUTEINFO_BY_TOPIC, Access::Open)
+    }
+}
+
+impl Needs for HeartbeatRequest {
+    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+        (code::HEART_BEAT, Access::Open)
+    }
+}
+
+impl Needs for NotifyClientTerminationRequest {
+    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+        (code::UNREGISTER_CLIENT, Access::Open)
+    }
+}
+
+impl Needs for SendMessageRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let topics = self.messages.iter().map(|m| topic(ctx, m.topic.as_ref()));
+        (code::SEND_MESSAGE_V2, publish(topics))
+    }
+}
+
+impl Needs for RecallMessageRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let t = topic(ctx, self.topic.as_ref());
+        (code::RECALL_MESSAGE, publish([t]))
+    }
+}
+
+impl Needs for EndTransactionRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let t = topic(ctx, self.topic.as_ref());
+        (code::END_TRANSACTION, publish([t]))
+    }
+}
+
+impl Needs for QueryAssignmentRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            topic(ctx, self.topic.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::QUERY_ASSIGNMENT, sub(needs))
+    }
+}
+
+impl Needs for ReceiveMessageRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            queue_topic(ctx, self.message_queue.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::POP_MESSAGE, sub(needs))
+    }
+}
+
+impl Needs for AckMessageRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            topic(ctx, self.topic.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::ACK_MESSAGE, sub(needs))
+    }
+}
+
+impl Needs for ChangeInvisibleDurationRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            topic(ctx, self.topic.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::CHANGE_MESSAGE_INVISIBLETIME, sub(needs))
+    }
+}
+
+impl Needs for ForwardMessageToDeadLetterQueueRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            topic(ctx, self.topic.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::CONSUMER_SEND_MSG_BACK, sub(needs))
+    }
+}
+
+impl Needs for PullMessageRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            queue_topic(ctx, self.message_queue.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::PULL_MESSAGE, sub(needs))
+    }
+}
+
+impl Needs for UpdateOffsetRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            queue_topic(ctx, self.message_queue.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::UPDATE_CONSUMER_OFFSET, sub(needs))
+    }
+}
+
+impl Needs for GetOffsetRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let needs = [
+            queue_topic(ctx, self.message_queue.as_ref()),
+            group(ctx, self.group.as_ref()),
+        ];
+        (code::QUERY_CONSUMER_OFFSET, sub(needs))
+    }
+}
+
+impl Needs for QueryOffsetRequest {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+        let t = queue_topic(ctx, self.message_queue.as_ref());
+        (code::SEARCH_OFFSET_BY_TIMESTAMP, sub([t]))
+    }
+}
+
+impl Needs for SyncLiteSubscriptionRequest {
+    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+        (code::HEART_BEAT, Access::Open)
+    }
+}
+
+/// Checks a call against the broker's guard; `None` when it may run (or ACL is off).
+pub(crate) fn refusal(
+    broker: &Broker,
+    ctx: &RequestContext,
+    needs: (i32, Access),
+) -> Option<Status> {
+    let guard = broker.guard.as_ref()?;
+    let (code, access) = needs;
+    let proof = GrpcProof {
+        code,
+        authorization: ctx.authorization.as_ref(),
+        date_time: &ctx.date_time,
+    };
+    match guard.check(ctx.remote.ip(), &proof, || access) {
+        Ok(_) => None,
+        Err(denied) => {
+            tracing::debug!(client = %ctx.client_id, peer = %ctx.remote, reason = %denied.reason, "gRPC call refused");
+            let code = if denied.unauthenticated {
+                Code::Unauthorized
+            } else {
+                Code::Forbidden
+            };
+            Some(status(code, denied.reason))
+        }
+    }
+}

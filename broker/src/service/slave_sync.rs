@@ -1,0 +1,140 @@
+//! A slave's copy of its master's metadata (RocketMQ 4.x `SlaveSynchronize`): topic
+//! configs, consumer offsets, delay offsets and subscription groups, fetched with
+//! RocketMQ's request codes from the master's main port, first 3 s after start, then
+//! every 10 s, and at once when the name server reports a new master. Each table is
+//! written through its owner, which marks it dirty for the config writer.
+//!
+//! Each round also compares the master's commitlog end with this slave's: a slave
+//! ahead of its master cannot replicate (the master refuses it), and says so here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{debug, error, info, warn};
+use vostok_remoting::protocol::body::{KvTable, TopicConfigSerializeWrapper};
+use vostok_remoting::protocol::{json, request_code, response_code};
+use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::RemotingCommand;
+
+use crate::state::Broker;
+
+const FIRST_DELAY: Duration = Duration::from_secs(3);
+const PERIOD: Duration = Duration::from_secs(10);
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+pub(crate) fn spawn(broker: &Arc<Broker>) {
+    if broker.config.is_master() {
+        return;
+    }
+    let b = broker.clone();
+    broker.tasks.spawn(async move { run(b).await });
+}
+
+async fn run(broker: Arc<Broker>) {
+    let mut wait = FIRST_DELAY;
+    loop {
+        tokio::select! {
+            _ = broker.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+            _ = broker.master_changed.notified() => {}
+        }
+        wait = PERIOD;
+        let master = broker.master_addr.read_locked().clone();
+        let Some(master) = master.filter(|m| *m != broker.broker_addr.to_string()) else {
+            continue;
+        };
+        sync_all(&broker, &master).await;
+        check_not_ahead(&broker, &master).await;
+    }
+}
+
+async fn fetch(broker: &Broker, master: &str, code: i32) -> Option<RemotingCommand> {
+    let request = RemotingCommand::request(code);
+    match broker.outer.invoke_sync(master, request, TIMEOUT).await {
+        Ok(r) if r.code == response_code::SUCCESS => Some(r),
+        Ok(r) => {
+            debug!(
+                master,
+                code,
+                response = r.code,
+                remark = r.remark(),
+                "master answered no data"
+            );
+            None
+        }
+        Err(e) => {
+            warn!(master, code, error = %e, "metadata sync from the master failed");
+            None
+        }
+    }
+}
+
+/// One `syncAll`: topics, consumer offsets, delay offsets, subscription groups.
+pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
+    if let Some(r) = fetch(broker, master, request_code::GET_ALL_TOPIC_CONFIG).await {
+        match json::from_slice::<TopicConfigSerializeWrapper>("topicConfigTable", &r.body) {
+            Ok(wrapper) => {
+                broker.topics.replace_from_master(wrapper);
+            }
+            Err(e) => warn!(master, error = %e, "undecodable topic configs from the master"),
+        }
+    }
+    if let Some(r) = fetch(broker, master, request_code::GET_ALL_CONSUMER_OFFSET).await {
+        if let Err(e) = broker.offsets.put_all_from_master(&r.body) {
+            warn!(master, error = %e, "undecodable consumer offsets from the master");
+        }
+    }
+    if let Some(r) = fetch(broker, master, request_code::GET_ALL_DELAY_OFFSET).await {
+        if let Err(e) = broker.delay_offsets.replace_from_master(&r.body) {
+            warn!(master, error = %e, "undecodable delay offsets from the master");
+        }
+    }
+    if let Some(r) = fetch(
+        broker,
+        master,
+        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    )
+    .await
+    {
+        match broker.subscriptions.replace_from_master(&r.body) {
+            Ok(true) => info!(master, "subscription groups copied from the master"),
+            Ok(false) => {}
+            Err(e) => warn!(master, error = %e, "undecodable subscription groups from the master"),
+        }
+    }
+    let b = broker.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        b.offsets.persist(false);
+        b.delay_offsets.persist();
+    })
+    .await;
+    debug!(master, "metadata synchronised from the master");
+}
+
+/// Logs an error when this slave's commitlog ends beyond its master's.
+async fn check_not_ahead(broker: &Broker, master: &str) {
+    let Some(r) = fetch(broker, master, request_code::GET_BROKER_RUNTIME_INFO).await else {
+        return;
+    };
+    let Ok(kv) = json::from_slice::<KvTable>("runtimeInfo", &r.body) else {
+        return;
+    };
+    let Some(master_max) = kv
+        .table
+        .get("commitLogMaxOffset")
+        .and_then(|v| v.parse::<i64>().ok())
+    else {
+        return;
+    };
+    let own = broker.store.raw_write_end();
+    if own > master_max {
+        error!(
+            master,
+            slave_offset = own,
+            master_offset = master_max,
+            "this slave's commitlog ends beyond its master's: the master lost data this slave \
+             holds, or this slave followed another master. Replication is refused rather than \
+             forked; repair by hand (truncate or empty this slave's store)"
+        );
+    }
+}

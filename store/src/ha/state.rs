@@ -1,0 +1,139 @@
+//! What the HA service shares with the put path and the admin side: the slaves
+//! connected to this master with their acknowledged offsets, the SYNC_MASTER waiters,
+//! and the signal that new commitlog data is there to send; on a slave, the state of
+//! its connection to the master.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::Notify;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
+use vostok_remoting::support::time::now_millis;
+
+use super::group_transfer::GroupTransfer;
+
+/// One slave connected to this master.
+#[derive(Debug)]
+pub(crate) struct SlaveLink {
+    pub(crate) addr: SocketAddr,
+    /// The slave's last report; -1 until its first.
+    pub(crate) ack: AtomicI64,
+    /// End of what this master sent on this connection (-1 before the transfer
+    /// starts): a report counts as an acknowledgement only up to it, so a slave
+    /// holding other bytes never acknowledges puts it did not receive.
+    pub(crate) sent: AtomicI64,
+    pub(crate) connected_ms: i64,
+    pub(crate) last_report_ms: AtomicI64,
+}
+
+/// A slave as the master sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlaveInfo {
+    pub addr: SocketAddr,
+    /// Offset the slave acknowledged (-1 before its first report).
+    pub ack_offset: i64,
+    /// Bytes the slave is behind this master's end.
+    pub behind_bytes: i64,
+    /// Within `haMaxGapNotInSync`.
+    pub in_sync: bool,
+    pub connected_ms: i64,
+    pub last_report_ms: i64,
+}
+
+/// This slave's connection to its master.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterLinkInfo {
+    /// The master's HA address in use (`ip:port`).
+    pub master_addr: Option<String>,
+    pub connected: bool,
+    /// When the last frame arrived (ms since the epoch; 0 = never).
+    pub last_read_ms: i64,
+    /// The last error that closed the connection.
+    pub last_error: Option<String>,
+}
+
+#[derive(Default)]
+pub(crate) struct HaState {
+    pub(crate) group: GroupTransfer,
+    links: Mutex<Vec<Arc<SlaveLink>>>,
+    link_count: AtomicUsize,
+    /// New commitlog data: wakes the connections' writers.
+    pub(crate) new_data: Notify,
+    /// Slave side.
+    pub(crate) client_connected: AtomicBool,
+    pub(crate) client_last_read_ms: AtomicI64,
+    pub(crate) client_master: RwLock<Option<String>>,
+    pub(crate) client_error: RwLock<Option<String>>,
+}
+
+impl HaState {
+    pub(crate) fn add_link(&self, addr: SocketAddr) -> Arc<SlaveLink> {
+        let link = Arc::new(SlaveLink {
+            addr,
+            ack: AtomicI64::new(-1),
+            sent: AtomicI64::new(-1),
+            connected_ms: now_millis(),
+            last_report_ms: AtomicI64::new(0),
+        });
+        let mut links = self.links.locked();
+        links.push(link.clone());
+        self.link_count.store(links.len(), Ordering::Release);
+        link
+    }
+
+    pub(crate) fn remove_link(&self, link: &Arc<SlaveLink>) {
+        let mut links = self.links.locked();
+        links.retain(|l| !Arc::ptr_eq(l, link));
+        self.link_count.store(links.len(), Ordering::Release);
+    }
+
+    pub(crate) fn link_count(&self) -> usize {
+        self.link_count.load(Ordering::Acquire)
+    }
+
+    /// After an append: wakes the writers if any slave is connected.
+    pub(crate) fn on_append(&self) {
+        if self.link_count() > 0 {
+            self.new_data.notify_waiters();
+        }
+    }
+
+    /// RocketMQ `isSlaveOK`: a slave is connected and the acknowledged offset is
+    /// within `max_gap` of `master_end`.
+    pub(crate) fn is_slave_ok(&self, master_end: i64, max_gap: i64) -> bool {
+        self.link_count() > 0 && master_end - self.group.push2slave() < max_gap
+    }
+
+    pub(crate) fn slaves(&self, master_end: i64, max_gap: i64) -> Vec<SlaveInfo> {
+        self.links
+            .locked()
+            .iter()
+            .map(|l| {
+                let ack = l.ack.load(Ordering::Acquire);
+                let behind = if ack < 0 {
+                    master_end
+                } else {
+                    master_end - ack
+                };
+                SlaveInfo {
+                    addr: l.addr,
+                    ack_offset: ack,
+                    behind_bytes: behind.max(0),
+                    in_sync: ack >= 0 && behind < max_gap,
+                    connected_ms: l.connected_ms,
+                    last_report_ms: l.last_report_ms.load(Ordering::Relaxed),
+                }
+            })
+            .collect()
+    }
+
+    pub(crate) fn master_link(&self) -> MasterLinkInfo {
+        MasterLinkInfo {
+            master_addr: self.client_master.read_locked().clone(),
+            connected: self.client_connected.load(Ordering::Acquire),
+            last_read_ms: self.client_last_read_ms.load(Ordering::Relaxed),
+            last_error: self.client_error.read_locked().clone(),
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! What replication needs from the facade: the bytes a master sends, the SYNC_MASTER
+//! wait, and the replication state for the admin side.
+
+use bytes::Bytes;
+
+use super::MessageStore;
+use crate::ha::state::{HaState, MasterLinkInfo, SlaveInfo};
+use crate::result::PutMessageStatus;
+use crate::stats::Stats;
+
+impl MessageStore {
+    pub(crate) fn ha_state(&self) -> &HaState {
+        &self.inner().ha
+    }
+
+    /// Raw commitlog bytes from `from` up to the end of complete records (flushed or
+    /// not: a slave may hold what the master's disk does not yet), at most
+    /// `max_bytes`, within one file: one transfer chunk.
+    pub fn read_for_slave(&self, from: i64, max_bytes: usize) -> Option<Bytes> {
+        self.inner().commitlog.read_written(from, max_bytes)
+    }
+
+    /// The slaves connected to this master, with how far behind each is.
+    pub fn ha_slaves(&self) -> Vec<SlaveInfo> {
+        self.ha_state()
+            .slaves(self.max_phy_offset(), self.config().ha.max_gap_not_in_sync)
+    }
+
+    /// Highest offset any slave acknowledged (`push2SlaveMaxOffset`).
+    pub fn ha_push2slave_offset(&self) -> i64 {
+        self.ha_state().group.push2slave()
+    }
+
+    /// SYNC_MASTER puts waiting for a slave right now.
+    pub fn ha_waiting_puts(&self) -> usize {
+        self.ha_state().group.waiting()
+    }
+
+    /// A slave's connection to its master.
+    pub fn ha_master_link(&self) -> MasterLinkInfo {
+        self.ha_state().master_link()
+    }
+
+    /// Store timestamp of the newest complete record: on a slave, the master's time
+    /// of the newest record replicated, so that the two give the lag in time.
+    pub fn last_store_timestamp(&self) -> i64 {
+        self.inner().commitlog.last_store_timestamp()
+    }
+
+    /// The SYNC_MASTER wait (RocketMQ 4.x `handleHA`): SLAVE_NOT_AVAILABLE at once
+    /// when no slave is connected within `haMaxGapNotInSync`; otherwise PUT_OK once a
+    /// slave acknowledged `end`, FLUSH_SLAVE_TIMEOUT after `syncFlushTimeout`.
+    pub(crate) async fn wait_replicated(&self, end: i64) -> PutMessageStatus {
+        let i = self.inner();
+        let gap = i.config.ha.max_gap_not_in_sync;
+        if !i.ha.is_slave_ok(i.commitlog.max_offset(), gap) {
+            Stats::add(&i.stats.slave_not_available, 1);
+            return PutMessageStatus::SlaveNotAvailable;
+        }
+        let Some(acked) = i.ha.group.register(end) else {
+            return PutMessageStatus::PutOk;
+        };
+        match tokio::time::timeout(i.config.sync_flush_timeout, acked).await {
+            Ok(Ok(())) => PutMessageStatus::PutOk,
+            _ => {
+                Stats::add(&i.stats.slave_timeouts, 1);
+                tracing::warn!(offset = end, "no slave acknowledged in time");
+                PutMessageStatus::FlushSlaveTimeout
+            }
+        }
+    }
+}
