@@ -44,6 +44,13 @@ pub(crate) async fn send_message(
             "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
         );
     }
+    // Near the memory ceiling producers wait, rather than memory growing to it.
+    if broker.memory.is_pressed() {
+        return error(
+            response_code::SYSTEM_BUSY,
+            "[MEMORY]broker busy: memory nearly at its ceiling, start flow control for a while",
+        );
+    }
     let mut header = header;
     let topic_config = match check_message(broker, channel, &header) {
         Ok(config) => config,

@@ -1,7 +1,9 @@
 //! Small periodic duties: flushing consumer offsets (`flushConsumerOffsetInterval`),
 //! expiring clients that stopped sending heartbeats (RocketMQ's
-//! `ClientHousekeepingService`, every 10 s, `channelExpiredTimeout`), and turning the
-//! message counters into per-second rates.
+//! `ClientHousekeepingService`, every 10 s, `channelExpiredTimeout`), turning the
+//! message counters into per-second rates and estimating the tables for the memory
+//! account. They run on the duties runtime (`Broker::duties`): a request flood
+//! cannot delay them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,19 +14,23 @@ const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
 const STATS_PERIOD: Duration = Duration::from_secs(1);
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
+    let duties = &broker.duties;
     let b = broker.clone();
-    broker.tasks.spawn(async move {
-        let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
-        tick.tick().await;
-        loop {
-            tokio::select! {
-                _ = tick.tick() => b.offsets.persist(false),
-                _ = b.shutdown.cancelled() => break,
+    broker.tasks.spawn_on(
+        async move {
+            let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => b.offsets.persist(false),
+                    _ = b.shutdown.cancelled() => break,
+                }
             }
-        }
-    });
+        },
+        duties,
+    );
     let b = broker.clone();
-    broker.tasks.spawn(async move {
+    broker.tasks.spawn_on(async move {
         let mut tick = tokio::time::interval(CLIENT_SCAN_PERIOD);
         loop {
             tokio::select! {
@@ -35,15 +41,21 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
                 _ = b.shutdown.cancelled() => break,
             }
         }
-    });
+    }, duties);
     let b = broker.clone();
-    broker.tasks.spawn(async move {
-        let mut tick = tokio::time::interval(STATS_PERIOD);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => b.stats.sample(),
-                _ = b.shutdown.cancelled() => break,
+    broker.tasks.spawn_on(
+        async move {
+            let mut tick = tokio::time::interval(STATS_PERIOD);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        b.stats.sample();
+                        b.sample_memory();
+                    }
+                    _ = b.shutdown.cancelled() => break,
+                }
             }
-        }
-    });
+        },
+        duties,
+    );
 }
