@@ -368,6 +368,9 @@ impl BrokerConfig {
                 .store_path_root_dir
                 .join("namesrv")
                 .join("kvConfig.json"),
+            // Its connections are bounded like the broker's; its memory is the
+            // broker's own account.
+            limits: self.limits.clone(),
             ..NamesrvConfig::default()
         }
     }
