@@ -8,7 +8,7 @@
 //!
 //! | table | bound | estimate |
 //! |---|---|---|
-//! | pending timers (heap and delivered set) | flow control on sends | [`TIMER_BYTES`] each |
+//! | pending timers (heap and delivered set) | [`pending_timer_limit`], then SYSTEM_BUSY | [`TIMER_BYTES`] each |
 //! | duplication window | `duplicationWindowMaxEntries` | its entry size and slot |
 //! | POP checkpoints | `popCkMaxBufferSize` | [`CHECKPOINT_BYTES`] each |
 //! | finished transactions | a handful of ranges | [`RANGE_BYTES`] each |
@@ -29,7 +29,18 @@ pub(crate) const RANGE_BYTES: usize = 64;
 /// A duplication-window entry's slot in the table of positions, with its slack.
 const DEDUPE_SLOT_BYTES: usize = 16;
 
+/// Pending timers beyond which timer sends are refused: what half the soft limit
+/// holds at [`TIMER_BYTES`] each, so that timers alone never press the account.
+pub(crate) fn pending_timer_limit(soft_limit: usize) -> usize {
+    (soft_limit / 2 / TIMER_BYTES).max(1024)
+}
+
 impl Broker {
+    /// The most pending timers this broker accepts (see [`pending_timer_limit`]).
+    pub(crate) fn max_pending_timers(&self) -> usize {
+        pending_timer_limit(self.memory.soft_limit())
+    }
+
     /// Estimates the tables and reports them to the budget; returns the estimate.
     pub(crate) fn sample_memory(&self) -> usize {
         let tables = self.timers.pending() * TIMER_BYTES
@@ -57,5 +68,21 @@ impl Broker {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_string()))
         .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timers_take_at_most_half_the_soft_limit() {
+        let soft = 600 << 20;
+        assert_eq!(pending_timer_limit(soft) * TIMER_BYTES, soft / 2);
+        assert_eq!(pending_timer_limit(0), 1024, "a floor for tiny budgets");
+        assert_eq!(
+            pending_timer_limit(usize::MAX),
+            usize::MAX / 2 / TIMER_BYTES
+        );
     }
 }
