@@ -16,32 +16,9 @@ const STATS_PERIOD: Duration = Duration::from_secs(1);
 pub(crate) fn spawn(broker: &Arc<Broker>) {
     let duties = &broker.duties;
     let b = broker.clone();
-    broker.tasks.spawn_on(
-        async move {
-            let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => b.offsets.persist(false),
-                    _ = b.shutdown.cancelled() => break,
-                }
-            }
-        },
-        duties,
-    );
+    broker.tasks.spawn_on(persist_offsets(b), duties);
     let b = broker.clone();
-    broker.tasks.spawn_on(async move {
-        let mut tick = tokio::time::interval(CLIENT_SCAN_PERIOD);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    let changed = b.clients.scan_expired(Instant::now(), b.config.channel_expired_timeout);
-                    b.notify_consumer_ids_changed(changed);
-                }
-                _ = b.shutdown.cancelled() => break,
-            }
-        }
-    }, duties);
+    broker.tasks.spawn_on(expire_clients(b), duties);
     let b = broker.clone();
     broker.tasks.spawn_on(
         async move {
@@ -58,4 +35,36 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
         },
         duties,
     );
+}
+
+/// Writes `consumerOffset.json` every `flushConsumerOffsetInterval` when it changed.
+async fn persist_offsets(b: Arc<Broker>) {
+    let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                // A write and an fsync: off the duties thread, which also registers.
+                let owner = b.clone();
+                let write = tokio::task::spawn_blocking(move || owner.offsets.persist(false));
+                let _ = write.await;
+            }
+            _ = b.shutdown.cancelled() => break,
+        }
+    }
+}
+
+/// Drops the clients silent for `channelExpiredTimeout`, every [`CLIENT_SCAN_PERIOD`].
+async fn expire_clients(b: Arc<Broker>) {
+    let mut tick = tokio::time::interval(CLIENT_SCAN_PERIOD);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let timeout = b.config.channel_expired_timeout;
+                let changed = b.clients.scan_expired(Instant::now(), timeout);
+                b.notify_consumer_ids_changed(changed);
+            }
+            _ = b.shutdown.cancelled() => break,
+        }
+    }
 }
