@@ -85,6 +85,9 @@ impl TopicConfigManager {
         put(TopicConfig::new(topic::TRANS_HALF_TOPIC, 1));
         put(TopicConfig::new(topic::TRANS_OP_HALF_TOPIC, 1));
         put(TopicConfig::new(topic::TIMER_TOPIC, 1));
+        if config.trace_topic_enable && !config.msg_trace_topic_name.is_empty() {
+            put(TopicConfig::new(config.msg_trace_topic_name.clone(), 1));
+        }
         put(
             TopicConfig::new(format!("{}_REPLY_TOPIC", config.broker_cluster_name), 1)
                 .with_perm(config.broker_permission),

@@ -69,6 +69,8 @@ pub enum Command {
     QueryMsgByKey(QueryMsgByKeyArgs),
     /// Show messages by offset message id (or by unique key with -t).
     QueryMsgById(QueryMsgByIdArgs),
+    /// A message's trace records (Pub, then each consumer group's Sub).
+    QueryMsgTraceById(super::trace::QueryMsgTraceByIdArgs),
     /// ACL 2.0: create a user.
     CreateUser(UserArgs),
     /// ACL 2.0: change a user's password, type or status.

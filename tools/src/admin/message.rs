@@ -127,7 +127,7 @@ async fn query_unique_key(
 }
 
 /// QUERY_MESSAGE to one address of each broker name in the topic's route.
-async fn query_route(
+pub(crate) async fn query_route(
     admin: &AdminClient,
     header: &QueryMessageRequestHeader,
 ) -> Result<Vec<MessageExt>, AdminError> {

@@ -19,8 +19,10 @@ pub mod cluster;
 pub mod connection;
 pub mod consumer;
 pub mod message;
+pub mod output;
 pub mod table;
 pub mod topic;
+pub mod trace;
 
 use std::time::Duration;
 
@@ -127,6 +129,7 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::ConsumerConnection(a) => connection::consumer_connection(admin, &a).await,
         Command::QueryMsgByKey(a) => message::query_msg_by_key(admin, &a).await,
         Command::QueryMsgById(a) => message::query_msg_by_id(admin, &a).await,
+        Command::QueryMsgTraceById(a) => trace::query_msg_trace_by_id(admin, &a).await,
         Command::CreateUser(a) => auth::create_user(admin, &a, false).await,
         Command::UpdateUser(a) => auth::create_user(admin, &a, true).await,
         Command::DeleteUser(a) => auth::delete_user(admin, &a).await,
