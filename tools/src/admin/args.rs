@@ -71,6 +71,49 @@ pub enum Command {
     QueryMsgById(QueryMsgByIdArgs),
     /// A message's trace records (Pub, then each consumer group's Sub).
     QueryMsgTraceById(super::trace::QueryMsgTraceByIdArgs),
+    /// Create or update a consumer group's settings on a broker or a cluster.
+    UpdateSubGroup(super::subgroup::UpdateSubGroupArgs),
+    /// Delete a consumer group's settings (with -c, its retry and DLQ topics too).
+    DeleteSubGroup(super::subgroup::DeleteSubGroupArgs),
+    /// The clients online in a producer group.
+    ProducerConnection(super::producer::ProducerConnectionArgs),
+    /// A broker's effective configuration (or every broker of a cluster).
+    GetBrokerConfig(super::broker_config::GetBrokerConfigArgs),
+    /// Change one key of a broker's configuration at run time.
+    UpdateBrokerConfig(super::broker_config::UpdateBrokerConfigArgs),
+    /// Each name server's effective configuration.
+    GetNamesrvConfig(super::namesrv::GetNamesrvConfigArgs),
+    /// Change one key of each name server's configuration at run time.
+    UpdateNamesrvConfig(super::namesrv::UpdateNamesrvConfigArgs),
+    /// Create or update a KV config entry on each name server.
+    UpdateKvConfig(super::namesrv::UpdateKvConfigArgs),
+    /// Delete a KV config entry from each name server.
+    DeleteKvConfig(super::namesrv::DeleteKvConfigArgs),
+    /// Take write permission away from a broker name's topics on each name server.
+    WipeWritePerm(super::namesrv::WritePermArgs),
+    /// Give a broker name's topics their write permission back on each name server.
+    AddWritePerm(super::namesrv::WritePermArgs),
+    /// Send one message.
+    SendMessage(super::send::SendMessageArgs),
+    /// Round trips of sends to each queue of a topic.
+    #[command(name = "checkMsgSendRT")]
+    CheckMsgSendRt(super::send::CheckMsgSendRtArgs),
+    /// Round trips of sends to each broker of a cluster.
+    #[command(name = "clusterRT")]
+    ClusterRt(super::send::ClusterRtArgs),
+    /// How the default strategy would share a topic's queues among consumer ids.
+    #[command(name = "allocateMQ")]
+    AllocateMq(super::allocate::AllocateMqArgs),
+    /// One message by queue and offset.
+    QueryMsgByOffset(super::read::QueryMsgByOffsetArgs),
+    /// Messages by unique key (the msgId a send returns).
+    QueryMsgByUniqueKey(super::read::QueryMsgByUniqueKeyArgs),
+    /// Every message of a topic (or of a time range), queue by queue.
+    PrintMsg(super::read::PrintMsgArgs),
+    /// The messages of one queue, and their count by tag.
+    PrintMsgByQueue(super::read::PrintMsgByQueueArgs),
+    /// Pull up to a number of messages of a topic or a queue.
+    ConsumeMessage(super::read::ConsumeMessageArgs),
     /// ACL 2.0: create a user.
     CreateUser(UserArgs),
     /// ACL 2.0: change a user's password, type or status.

@@ -108,7 +108,7 @@ pub async fn query_msg_by_id(
 }
 
 /// QUERY_MESSAGE by unique key (`UNIQ_KEY`) to the brokers of `topic`.
-async fn query_unique_key(
+pub(crate) async fn query_unique_key(
     admin: &AdminClient,
     topic: &str,
     id: &str,

@@ -13,14 +13,22 @@
 //! error on one line with exit code 1. A failed request names its request code and
 //! peer in front of the SDK's error.
 
+pub mod allocate;
 pub mod args;
 pub mod auth;
+pub mod broker_config;
 pub mod cluster;
 pub mod connection;
 pub mod consumer;
 pub mod message;
+pub mod namesrv;
 pub mod output;
+pub mod producer;
+pub mod read;
+pub mod send;
+pub mod subgroup;
 pub mod table;
+pub mod target;
 pub mod topic;
 pub mod trace;
 
@@ -130,6 +138,26 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::QueryMsgByKey(a) => message::query_msg_by_key(admin, &a).await,
         Command::QueryMsgById(a) => message::query_msg_by_id(admin, &a).await,
         Command::QueryMsgTraceById(a) => trace::query_msg_trace_by_id(admin, &a).await,
+        Command::UpdateSubGroup(a) => subgroup::update_sub_group(admin, &a).await,
+        Command::DeleteSubGroup(a) => subgroup::delete_sub_group(admin, &a).await,
+        Command::ProducerConnection(a) => producer::producer_connection(admin, &a).await,
+        Command::GetBrokerConfig(a) => broker_config::get_broker_config(admin, &a).await,
+        Command::UpdateBrokerConfig(a) => broker_config::update_broker_config(admin, &a).await,
+        Command::GetNamesrvConfig(a) => namesrv::get_namesrv_config(admin, &a).await,
+        Command::UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, &a).await,
+        Command::UpdateKvConfig(a) => namesrv::update_kv_config(admin, &a).await,
+        Command::DeleteKvConfig(a) => namesrv::delete_kv_config(admin, &a).await,
+        Command::WipeWritePerm(a) => namesrv::write_perm(admin, &a, false).await,
+        Command::AddWritePerm(a) => namesrv::write_perm(admin, &a, true).await,
+        Command::SendMessage(a) => send::send_message(admin, &a).await,
+        Command::CheckMsgSendRt(a) => send::check_msg_send_rt(admin, &a).await,
+        Command::ClusterRt(a) => send::cluster_rt(admin, &a).await,
+        Command::AllocateMq(a) => allocate::allocate_mq(admin, &a).await,
+        Command::QueryMsgByOffset(a) => read::query_msg_by_offset(admin, &a).await,
+        Command::QueryMsgByUniqueKey(a) => read::query_msg_by_unique_key(admin, &a).await,
+        Command::PrintMsg(a) => read::print_msg(admin, &a).await,
+        Command::PrintMsgByQueue(a) => read::print_msg_by_queue(admin, &a).await,
+        Command::ConsumeMessage(a) => read::consume_message(admin, &a).await,
         Command::CreateUser(a) => auth::create_user(admin, &a, false).await,
         Command::UpdateUser(a) => auth::create_user(admin, &a, true).await,
         Command::DeleteUser(a) => auth::delete_user(admin, &a).await,

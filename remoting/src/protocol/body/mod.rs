@@ -9,6 +9,7 @@ mod lock;
 mod misc;
 mod queue_table;
 mod register;
+mod subscription_group;
 mod topic_config;
 
 pub use admin::*;
@@ -18,6 +19,7 @@ pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;
 pub use register::*;
+pub use subscription_group::*;
 pub use topic_config::*;
 
 /// Declares a Java enum carried in JSON bodies: written by name, read by name or by ordinal
