@@ -7,10 +7,12 @@ mod access;
 mod ack;
 mod auth_admin;
 mod broker_admin;
+mod broker_config;
 mod client_manage;
 mod consumer_manage;
 mod group_admin;
 mod notification;
+mod offset_reset;
 mod pop;
 mod pull;
 mod put_response;
@@ -21,6 +23,7 @@ pub(crate) mod send;
 pub(crate) mod send_back;
 mod send_batch;
 mod send_dedupe;
+mod store_admin;
 mod topic_admin;
 pub(crate) mod transaction;
 
@@ -117,6 +120,16 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::GET_TOPIC_CONFIG => topic_admin::get_topic_config(b, request),
                 request_code::GET_BROKER_RUNTIME_INFO => broker_admin::get_broker_runtime_info(b),
                 request_code::GET_BROKER_CONFIG => broker_admin::get_broker_config(b),
+                request_code::UPDATE_BROKER_CONFIG => {
+                    broker_config::update_broker_config(b, request)
+                }
+                request_code::INVOKE_BROKER_TO_RESET_OFFSET => {
+                    offset_reset::invoke_broker_to_reset_offset(b, request)
+                }
+                request_code::CLEAN_EXPIRED_CONSUMEQUEUE => {
+                    store_admin::clean_expired_consume_queue(&self.broker).await
+                }
+                request_code::DELETE_EXPIRED_COMMITLOG => store_admin::delete_expired_commit_log(b),
                 request_code::GET_TOPIC_STATS_INFO => topic_admin::get_topic_stats_info(b, request),
                 request_code::GET_CONSUME_STATS => group_admin::get_consume_stats(b, request),
                 request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {

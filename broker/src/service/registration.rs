@@ -12,6 +12,7 @@ use vostok_remoting::protocol::header::{
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
 use vostok_remoting::protocol::message::record::crc32;
+use vostok_remoting::protocol::topic::perm;
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::RemotingCommand;
@@ -44,9 +45,18 @@ async fn run(broker: Arc<Broker>) {
 
 fn register_request(broker: &Broker) -> RemotingCommand {
     let config = &broker.config;
+    let mut wrapper = broker.topics.wrapper();
+    // A broker without write (or read) permission registers its topics without it,
+    // so that clients send (or pull) elsewhere, as RocketMQ's registerBrokerAll does.
+    let permission = broker.runtime.broker_permission();
+    if !perm::is_writeable(permission) || !perm::is_readable(permission) {
+        for topic in wrapper.topic_config_table.values_mut() {
+            topic.perm &= permission;
+        }
+    }
     let body = RegisterBrokerBody {
         filter_server_list: Vec::new(),
-        topic_config_serialize_wrapper: broker.topics.wrapper(),
+        topic_config_serialize_wrapper: wrapper,
     };
     let bytes = if config.compressed_register {
         body.encode_compressed()

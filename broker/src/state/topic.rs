@@ -222,6 +222,14 @@ impl TopicConfigManager {
         self.unsaved.notified().await
     }
 
+    /// A new data version and a registration at once, though no topic changed: what
+    /// the name servers hold depends on something else that did (the broker's
+    /// permission).
+    pub fn bump_version(&self) {
+        self.data_version.locked().next(now_millis());
+        self.changed.notify_one();
+    }
+
     fn on_change(&self) {
         self.data_version.locked().next(now_millis());
         self.file.mark_dirty();

@@ -15,6 +15,8 @@
 //! * [`config`]: `getBrokerConfig`, `updateBrokerConfig`, `getNameServerConfig`,
 //!   `updateNameServerConfig`, `createAndUpdateKvConfig`, `deleteKvConfig`,
 //!   `wipeWritePermOfBroker`, `addWritePermOfBroker`.
+//! * [`broker_ops`]: `resetOffsetByTimestamp`, `cleanExpiredConsumerQueue`,
+//!   `deleteExpiredCommitLog`.
 //! * [`pull`]: `pull` (the tools' pull consumer), `searchOffset`.
 //! * [`auth`]: ACL 2.0 users and ACLs (`createUser` … `listAcl`, codes 3001–3010).
 //!
@@ -30,6 +32,7 @@
 //! [`AdminClient::shutdown`]. Every call is bounded by `mq_client_api_timeout`.
 
 pub mod auth;
+pub mod broker_ops;
 pub mod cluster;
 pub mod config;
 pub mod consumer;

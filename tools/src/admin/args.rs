@@ -93,6 +93,15 @@ pub enum Command {
     WipeWritePerm(super::namesrv::WritePermArgs),
     /// Give a broker name's topics their write permission back on each name server.
     AddWritePerm(super::namesrv::WritePermArgs),
+    /// Move a consumer group's offsets of a topic to a time.
+    ResetOffsetByTime(super::offset::ResetOffsetByTimeArgs),
+    /// Move a consumer group's offsets of a topic to the queues' ends.
+    SkipAccumulatedMessage(super::offset::SkipAccumulatedMessageArgs),
+    /// Remove the consume queues of topics a broker no longer has.
+    #[command(name = "cleanExpiredCQ")]
+    CleanExpiredCq(super::housekeeping::HousekeepingArgs),
+    /// Have a broker delete its expired commitlog files now.
+    DeleteExpiredCommitLog(super::housekeeping::HousekeepingArgs),
     /// Send one message.
     SendMessage(super::send::SendMessageArgs),
     /// Round trips of sends to each queue of a topic.

@@ -20,8 +20,10 @@ pub mod broker_config;
 pub mod cluster;
 pub mod connection;
 pub mod consumer;
+pub mod housekeeping;
 pub mod message;
 pub mod namesrv;
+pub mod offset;
 pub mod output;
 pub mod producer;
 pub mod read;
@@ -149,6 +151,12 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::DeleteKvConfig(a) => namesrv::delete_kv_config(admin, &a).await,
         Command::WipeWritePerm(a) => namesrv::write_perm(admin, &a, false).await,
         Command::AddWritePerm(a) => namesrv::write_perm(admin, &a, true).await,
+        Command::ResetOffsetByTime(a) => offset::reset_offset_by_time(admin, &a).await,
+        Command::SkipAccumulatedMessage(a) => offset::skip_accumulated_message(admin, &a).await,
+        Command::CleanExpiredCq(a) => housekeeping::clean_expired_cq(admin, &a).await,
+        Command::DeleteExpiredCommitLog(a) => {
+            housekeeping::delete_expired_commit_log(admin, &a).await
+        }
         Command::SendMessage(a) => send::send_message(admin, &a).await,
         Command::CheckMsgSendRt(a) => send::check_msg_send_rt(admin, &a).await,
         Command::ClusterRt(a) => send::cluster_rt(admin, &a).await,

@@ -9,6 +9,7 @@ mod lock;
 mod misc;
 mod queue_table;
 mod register;
+mod reset_offset;
 mod subscription_group;
 mod topic_config;
 
@@ -19,6 +20,7 @@ pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;
 pub use register::*;
+pub use reset_offset::*;
 pub use subscription_group::*;
 pub use topic_config::*;
 
