@@ -262,6 +262,43 @@ async fn config_offset_and_housekeeping_verbs() {
     }
     again.sort();
     assert_eq!(again, ["m0", "m1", "m2"]);
+
+    // consumerStatus: the client describes itself through the broker.
+    let client_id = consumer.instance().unwrap().client_id().to_owned();
+    let text = ok(ns, &["consumerStatus", "-g", "SrvCG"]).await;
+    let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..2], ["1", client_id.as_str()], "{text}");
+    assert!(
+        text.contains("Same subscription in the same group of consumer"),
+        "{text}"
+    );
+    assert!(text.contains("Rebalance OK"), "{text}");
+    let text = ok(ns, &["consumerStatus", "-g", "SrvCG", "-i", &client_id]).await;
+    assert!(text.starts_with("#Consumer Properties#\n"), "{text}");
+    assert!(
+        text.contains(&format!("{:<40}: SrvCG", "consumerGroup")),
+        "{text}"
+    );
+    assert!(text.contains("Topic: SrvTopic"), "{text}");
+    let offsets = text.split("#Consumer Offset#").nth(1).expect("offsets");
+    let row: Vec<&str> = offsets
+        .lines()
+        .find(|l| l.starts_with("SrvTopic "))
+        .expect("the topic's queue")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row, ["SrvTopic", "verbs-s", "0", "3"], "{text}");
+    let v = json(ns, &["consumerStatus", "-g", "SrvCG"]).await;
+    assert_eq!(
+        v[client_id.as_str()]["properties"]["consumerGroup"],
+        "SrvCG"
+    );
+    assert!(
+        !mqadmin(ns, &["consumerStatus", "-g", "SrvCG", "-i", "nobody@1"])
+            .await
+            .status
+            .success()
+    );
     consumer.shutdown().await;
 
     // Store housekeeping answers success.

@@ -9,6 +9,7 @@ mod auth_admin;
 mod broker_admin;
 mod broker_config;
 mod client_manage;
+mod client_relay;
 mod consumer_manage;
 mod group_admin;
 mod notification;
@@ -143,6 +144,9 @@ impl RequestProcessor for BrokerProcessor {
                 }
                 request_code::GET_CONSUMER_CONNECTION_LIST => {
                     group_admin::get_consumer_connection_list(b, request)
+                }
+                request_code::GET_CONSUMER_RUNNING_INFO => {
+                    client_relay::get_consumer_running_info(b, request).await
                 }
                 request_code::GET_PRODUCER_CONNECTION_LIST => {
                     group_admin::get_producer_connection_list(b, request)

@@ -93,6 +93,8 @@ pub enum Command {
     WipeWritePerm(super::namesrv::WritePermArgs),
     /// Give a broker name's topics their write permission back on each name server.
     AddWritePerm(super::namesrv::WritePermArgs),
+    /// Each online client of a consumer group describes its state.
+    ConsumerStatus(super::consumer_status::ConsumerStatusArgs),
     /// Move a consumer group's offsets of a topic to a time.
     ResetOffsetByTime(super::offset::ResetOffsetByTimeArgs),
     /// Move a consumer group's offsets of a topic to the queues' ends.

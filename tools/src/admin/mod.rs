@@ -20,6 +20,7 @@ pub mod broker_config;
 pub mod cluster;
 pub mod connection;
 pub mod consumer;
+pub mod consumer_status;
 pub mod housekeeping;
 pub mod message;
 pub mod namesrv;
@@ -151,6 +152,7 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::DeleteKvConfig(a) => namesrv::delete_kv_config(admin, &a).await,
         Command::WipeWritePerm(a) => namesrv::write_perm(admin, &a, false).await,
         Command::AddWritePerm(a) => namesrv::write_perm(admin, &a, true).await,
+        Command::ConsumerStatus(a) => consumer_status::consumer_status(admin, &a).await,
         Command::ResetOffsetByTime(a) => offset::reset_offset_by_time(admin, &a).await,
         Command::SkipAccumulatedMessage(a) => offset::skip_accumulated_message(admin, &a).await,
         Command::CleanExpiredCq(a) => housekeeping::clean_expired_cq(admin, &a).await,

@@ -19,6 +19,7 @@ pub use batch_ack::*;
 pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;
+pub use queue_table::quote_object_keys;
 pub use register::*;
 pub use reset_offset::*;
 pub use subscription_group::*;
