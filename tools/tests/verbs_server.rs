@@ -1,7 +1,8 @@
 //! The verbs whose requests Vostok serves for them: `updateBrokerConfig`,
 //! `updateNamesrvConfig`, `resetOffsetByTime` (clients online: the broker resets and
 //! tells them; nobody online: the tool commits), `skipAccumulatedMessage`,
-//! `cleanExpiredCQ`, `deleteExpiredCommitLog`, against a real broker.
+//! `consumerStatus`, `statsAll`, `cleanExpiredCQ`, `deleteExpiredCommitLog`, against a
+//! real broker.
 
 mod common;
 
@@ -300,6 +301,31 @@ async fn config_offset_and_housekeeping_verbs() {
             .success()
     );
     consumer.shutdown().await;
+
+    // statsAll: both groups of the topic with their backlog; the rates Vostok does not
+    // keep print as "-".
+    let text = ok(ns, &["statsAll", "-t", "SrvTopic"]).await;
+    assert!(text.starts_with("#Topic "), "{text}");
+    let idle: Vec<&str> = text
+        .lines()
+        .find(|l| l.contains(" SrvIdle "))
+        .expect("SrvIdle row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        idle,
+        ["SrvTopic", "SrvIdle", "3", "-", "-", "-", "-"],
+        "{text}"
+    );
+    let v = json(ns, &["statsAll", "-t", "SrvTopic", "-a"]).await;
+    let groups: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["consumerGroup"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups, ["SrvCG", "SrvIdle"], "{v}");
+    assert!(v[1]["inTps"].is_null(), "{v}");
 
     // Store housekeeping answers success.
     assert_eq!(ok(ns, &["cleanExpiredCQ", "-b", &addr]).await, "success\n");

@@ -26,6 +26,7 @@ mod send_batch;
 mod send_dedupe;
 mod store_admin;
 mod topic_admin;
+mod topic_consumers;
 pub(crate) mod transaction;
 
 use std::sync::Arc;
@@ -144,6 +145,9 @@ impl RequestProcessor for BrokerProcessor {
                 }
                 request_code::GET_CONSUMER_CONNECTION_LIST => {
                     group_admin::get_consumer_connection_list(b, request)
+                }
+                request_code::QUERY_TOPIC_CONSUME_BY_WHO => {
+                    topic_consumers::query_topic_consume_by_who(b, request)
                 }
                 request_code::GET_CONSUMER_RUNNING_INFO => {
                     client_relay::get_consumer_running_info(b, request).await

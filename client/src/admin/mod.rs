@@ -17,6 +17,7 @@
 //!   `wipeWritePermOfBroker`, `addWritePermOfBroker`.
 //! * [`broker_ops`]: `resetOffsetByTimestamp`, `cleanExpiredConsumerQueue`,
 //!   `deleteExpiredCommitLog`.
+//! * [`stats`]: `queryTopicConsumeByWho`, `viewBrokerStatsData`.
 //! * [`pull`]: `pull` (the tools' pull consumer), `searchOffset`.
 //! * [`auth`]: ACL 2.0 users and ACLs (`createUser` … `listAcl`, codes 3001–3010).
 //!
@@ -39,6 +40,7 @@ pub mod consumer;
 pub mod group;
 pub mod message;
 pub mod pull;
+pub mod stats;
 pub mod topic;
 
 use std::time::Duration;

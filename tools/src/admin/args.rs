@@ -95,6 +95,8 @@ pub enum Command {
     AddWritePerm(super::namesrv::WritePermArgs),
     /// Each online client of a consumer group describes its state.
     ConsumerStatus(super::consumer_status::ConsumerStatusArgs),
+    /// Backlog, rates and 24-hour counts of every topic and group.
+    StatsAll(super::stats::StatsAllArgs),
     /// Move a consumer group's offsets of a topic to a time.
     ResetOffsetByTime(super::offset::ResetOffsetByTimeArgs),
     /// Move a consumer group's offsets of a topic to the queues' ends.

@@ -29,6 +29,7 @@ pub mod output;
 pub mod producer;
 pub mod read;
 pub mod send;
+pub mod stats;
 pub mod subgroup;
 pub mod table;
 pub mod target;
@@ -153,6 +154,7 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::WipeWritePerm(a) => namesrv::write_perm(admin, &a, false).await,
         Command::AddWritePerm(a) => namesrv::write_perm(admin, &a, true).await,
         Command::ConsumerStatus(a) => consumer_status::consumer_status(admin, &a).await,
+        Command::StatsAll(a) => stats::stats_all(admin, &a).await,
         Command::ResetOffsetByTime(a) => offset::reset_offset_by_time(admin, &a).await,
         Command::SkipAccumulatedMessage(a) => offset::skip_accumulated_message(admin, &a).await,
         Command::CleanExpiredCq(a) => housekeeping::clean_expired_cq(admin, &a).await,
