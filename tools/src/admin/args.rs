@@ -226,6 +226,8 @@ pub struct ConsumerConnectionArgs {
     /// Consumer group.
     #[arg(short = 'g', long = "consumerGroup", value_name = "GROUP")]
     pub group: String,
+    #[command(flatten)]
+    pub output: super::output::JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
