@@ -118,3 +118,53 @@ async fn sdk_trace_records_are_read_back_by_msg_id() {
     producer.shutdown().await;
     broker.shutdown().await;
 }
+
+struct Commit;
+
+impl vostok_client::TransactionListener for Commit {
+    fn execute_local_transaction(&self, _msg: &Message) -> vostok_client::LocalTransactionState {
+        vostok_client::LocalTransactionState::CommitMessage
+    }
+    fn check_local_transaction(&self, _msg: &MessageExt) -> vostok_client::LocalTransactionState {
+        vostok_client::LocalTransactionState::CommitMessage
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_transaction_leaves_pub_and_end_transaction_records() {
+    let (broker, _dir) = start_broker("trace-tx", |c| c.trace_topic_enable = true).await;
+    let ns = broker.namesrv_addr();
+    let mut config = ProducerConfig::new("TraceTxPG", &ns);
+    config.trace = TraceConfig::enabled();
+    let producer = vostok_client::TransactionProducer::new(config, Arc::new(Commit));
+    producer.start().await.unwrap();
+    let sent = producer
+        .send_message_in_transaction(Message::new("TraceTxTopic", "tx body").with_keys(["tx-1"]))
+        .await
+        .unwrap();
+    let id = sent.send_result.msg_id.clone();
+    let records = eventually("EndTransaction record", || async {
+        let out = mqadmin(&ns, &["queryMsgTraceById", "-i", &id, "--json"]).await;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let records = v.as_array()?.clone();
+        records
+            .iter()
+            .any(|r| r["traceType"] == "EndTransaction")
+            .then_some(records)
+    })
+    .await;
+    let end = records
+        .iter()
+        .find(|r| r["traceType"] == "EndTransaction")
+        .unwrap();
+    assert_eq!(end["transactionState"], "COMMIT_MESSAGE", "{records:?}");
+    assert_eq!(end["groupName"], "TraceTxPG");
+    assert_eq!(end["topic"], "TraceTxTopic");
+    assert_eq!(end["keys"], "tx-1");
+    assert!(
+        records.iter().any(|r| r["traceType"] == "Pub"),
+        "the half message's Pub: {records:?}"
+    );
+    producer.shutdown().await;
+    broker.shutdown().await;
+}
