@@ -2,12 +2,24 @@
 //! any RocketMQ-protocol cluster, on the SDK's admin layer
 //! ([`AdminClient`](vostok_client::AdminClient), RocketMQ's `MQAdminExt`).
 //!
-//! * [`args`]: the command line (RocketMQ's sub-command names and flags).
-//! * The sub-commands: [`cluster`] (`clusterList`, `brokerStatus`), [`topic`]
-//!   (`topicList`, `topicRoute`, `updateTopic`, `deleteTopic`, `topicStatus`),
-//!   [`consumer`] (`consumerProgress`), [`message`] (`queryMsgByKey`, `queryMsgById`),
-//!   [`auth`] (ACL 2.0: `createUser` … `listAcl`).
-//! * [`table`]: aligned text tables and timestamps.
+//! * [`args`]: the command line (RocketMQ's sub-command names and flags); each verb
+//!   family's own flags live with it.
+//! * The verbs, one file per family: [`cluster`] (`clusterList`, `brokerStatus`),
+//!   [`topic`] (`topicList`, `topicRoute`, `updateTopic`, `deleteTopic`,
+//!   `topicStatus`), [`allocate`] (`allocateMQ`), [`subgroup`] (`updateSubGroup`,
+//!   `deleteSubGroup`), [`consumer`] (`consumerProgress`), [`connection`]
+//!   (`consumerConnection`), [`producer`] (`producerConnection`), [`consumer_status`]
+//!   (`consumerStatus`), [`offset`] (`resetOffsetByTime`, `skipAccumulatedMessage`),
+//!   [`stats`] (`statsAll`), [`broker_config`] (`getBrokerConfig`,
+//!   `updateBrokerConfig`), [`namesrv`] (`getNamesrvConfig`, `updateNamesrvConfig`,
+//!   `updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`),
+//!   [`housekeeping`] (`cleanExpiredCQ`, `deleteExpiredCommitLog`), [`send`]
+//!   (`sendMessage`, `checkMsgSendRT`, `clusterRT`), [`message`] (`queryMsgByKey`,
+//!   `queryMsgById`), [`read`] (`queryMsgByOffset`, `queryMsgByUniqueKey`,
+//!   `printMsg`, `printMsgByQueue`, `consumeMessage`), [`trace`]
+//!   (`queryMsgTraceById`), [`auth`] (ACL 2.0: `createUser` … `listAcl`).
+//! * [`table`]: aligned text tables and timestamps; [`output`]: `--json`;
+//!   [`target`]: `-b ADDR` / `-c CLUSTER`.
 //!
 //! Each sub-command returns its whole output as text; the binary prints it, or the
 //! error on one line with exit code 1. A failed request names its request code and
