@@ -122,11 +122,11 @@ pub enum Command {
     /// Messages by unique key (the msgId a send returns).
     QueryMsgByUniqueKey(super::read::QueryMsgByUniqueKeyArgs),
     /// Every message of a topic (or of a time range), queue by queue.
-    PrintMsg(super::read::PrintMsgArgs),
+    PrintMsg(super::print::PrintMsgArgs),
     /// The messages of one queue, and their count by tag.
-    PrintMsgByQueue(super::read::PrintMsgByQueueArgs),
+    PrintMsgByQueue(super::print::PrintMsgByQueueArgs),
     /// Pull up to a number of messages of a topic or a queue.
-    ConsumeMessage(super::read::ConsumeMessageArgs),
+    ConsumeMessage(super::print::ConsumeMessageArgs),
     /// ACL 2.0: create a user.
     CreateUser(UserArgs),
     /// ACL 2.0: change a user's password, type or status.

@@ -15,8 +15,8 @@
 //!   `updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`),
 //!   [`housekeeping`] (`cleanExpiredCQ`, `deleteExpiredCommitLog`), [`send`]
 //!   (`sendMessage`, `checkMsgSendRT`, `clusterRT`), [`message`] (`queryMsgByKey`,
-//!   `queryMsgById`), [`read`] (`queryMsgByOffset`, `queryMsgByUniqueKey`,
-//!   `printMsg`, `printMsgByQueue`, `consumeMessage`), [`trace`]
+//!   `queryMsgById`), [`read`] (`queryMsgByOffset`, `queryMsgByUniqueKey`),
+//!   [`print`] (`printMsg`, `printMsgByQueue`, `consumeMessage`), [`trace`]
 //!   (`queryMsgTraceById`), [`auth`] (ACL 2.0: `createUser` … `listAcl`).
 //! * [`table`]: aligned text tables and timestamps; [`output`]: `--json`;
 //!   [`target`]: `-b ADDR` / `-c CLUSTER`.
@@ -38,6 +38,7 @@ pub mod message;
 pub mod namesrv;
 pub mod offset;
 pub mod output;
+pub mod print;
 pub mod producer;
 pub mod read;
 pub mod send;
@@ -179,9 +180,9 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::AllocateMq(a) => allocate::allocate_mq(admin, &a).await,
         Command::QueryMsgByOffset(a) => read::query_msg_by_offset(admin, &a).await,
         Command::QueryMsgByUniqueKey(a) => read::query_msg_by_unique_key(admin, &a).await,
-        Command::PrintMsg(a) => read::print_msg(admin, &a).await,
-        Command::PrintMsgByQueue(a) => read::print_msg_by_queue(admin, &a).await,
-        Command::ConsumeMessage(a) => read::consume_message(admin, &a).await,
+        Command::PrintMsg(a) => print::print_msg(admin, &a).await,
+        Command::PrintMsgByQueue(a) => print::print_msg_by_queue(admin, &a).await,
+        Command::ConsumeMessage(a) => print::consume_message(admin, &a).await,
         Command::CreateUser(a) => auth::create_user(admin, &a, false).await,
         Command::UpdateUser(a) => auth::create_user(admin, &a, true).await,
         Command::DeleteUser(a) => auth::delete_user(admin, &a).await,
