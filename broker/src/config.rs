@@ -86,6 +86,10 @@ pub struct BrokerConfig {
     pub broker_role: BrokerRole,
     pub region_id: String,
     pub trace_on: bool,
+    /// Create the message trace topic at start (`traceTopicEnable`; docs/trace.md).
+    pub trace_topic_enable: bool,
+    /// The message trace topic (`msgTraceTopicName`).
+    pub msg_trace_topic_name: String,
     pub broker_permission: i32,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
@@ -168,6 +172,8 @@ impl Default for BrokerConfig {
             broker_role: BrokerRole::AsyncMaster,
             region_id: "DefaultRegion".to_owned(),
             trace_on: true,
+            trace_topic_enable: false,
+            msg_trace_topic_name: vostok_remoting::protocol::topic::TRACE_TOPIC.to_owned(),
             broker_permission: perm::READ | perm::WRITE,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,

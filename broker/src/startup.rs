@@ -355,6 +355,7 @@ fn build_state(
         long_polling: LongPolling::new(),
         broker_addr,
         stats: BrokerStats::default(),
+        runtime: crate::state::runtime_config::RuntimeConfig::new(&config),
         boot_timestamp: now_millis(),
         master_addr: RwLock::new(None),
         master_changed: tokio::sync::Notify::new(),

@@ -7,6 +7,7 @@
 //! request, e.g. ACL signatures) are [`vostok_remoting::RpcHook`]s given in the config.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use vostok_remoting::protocol::body::MessageQueue;
 
@@ -36,6 +37,8 @@ pub struct SendMessageContext<'a> {
     pub send_result: Option<&'a SendResult>,
     /// Set before `send_message_after` on failure.
     pub error: Option<String>,
+    /// Set before `send_message_after`: time since the request was queued.
+    pub elapsed: Option<Duration>,
 }
 
 pub trait SendMessageHook: Send + Sync {
@@ -71,6 +74,11 @@ pub struct ConsumeMessageContext<'a> {
     /// Set for `consume_message_after`: `CONSUME_SUCCESS`, `RECONSUME_LATER`, ...
     pub status: Option<&'static str>,
     pub success: bool,
+    /// Names one listener call: the same in its before and after calls (Java trace's
+    /// `requestId`); empty when no hook was registered when the call began.
+    pub request_id: &'a str,
+    /// Set for `consume_message_after`: how long the listener call took.
+    pub elapsed: Option<Duration>,
 }
 
 pub trait ConsumeMessageHook: Send + Sync {

@@ -34,6 +34,8 @@
 //! * [`route`] (publish and subscribe queues of a route), [`message`] (messages,
 //!   compression), [`hook`] (send, check-forbidden and consume hooks), [`error`],
 //!   `service_state` (created, running, shut down).
+//! * [`trace`]: message trace records (`enableMsgTrace`) in RocketMQ's format, their
+//!   batching dispatcher and the hooks that write them.
 //!
 //! A send flows: producer → route lookup (name server, cached 30 s) → queue selection
 //! (round robin, fault avoidance) → SEND_MESSAGE_V2 to the broker's master → SendResult.
@@ -52,6 +54,7 @@ mod processor;
 pub mod producer;
 pub mod route;
 mod service_state;
+pub mod trace;
 
 pub use admin::AdminClient;
 pub use api::{PullResult, PullStatus};
@@ -68,6 +71,7 @@ pub use producer::{
     LocalTransactionState, MessageQueueSelector, Producer, ProducerConfig, SendResult, SendStatus,
     TransactionListener, TransactionProducer, TransactionSendResult,
 };
+pub use trace::TraceConfig;
 pub use vostok_remoting::auth::SessionCredentials;
 pub use vostok_remoting::protocol::body::{ConsumeFromWhere, MessageModel, MessageQueue};
 pub use vostok_remoting::protocol::message::sysflag::Compression;

@@ -134,6 +134,7 @@ impl NameServer {
             "name server starting"
         );
         let shared = Arc::new(Shared {
+            live: std::sync::RwLock::new(config.clone()),
             config,
             route: route.clone(),
             kv: Arc::new(kv),

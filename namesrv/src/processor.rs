@@ -36,6 +36,9 @@ type Reply = Result<RemotingCommand, RemotingCommand>;
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub config: NamesrvConfig,
+    /// The config as UPDATE_NAMESRV_CONFIG changed it (`admin::RUNTIME_KEYS`); what
+    /// the handlers read for those keys and GET_NAMESRV_CONFIG reports.
+    pub live: std::sync::RwLock<NamesrvConfig>,
     pub route: Arc<RouteInfoManager>,
     pub kv: Arc<KvConfigManager>,
     /// For `needWaitForService`.
@@ -80,6 +83,7 @@ impl NamesrvProcessor {
             code::WIPE_WRITE_PERM_OF_BROKER => admin::wipe_write_perm(s, channel, request),
             code::ADD_WRITE_PERM_OF_BROKER => admin::add_write_perm(s, channel, request),
             code::GET_NAMESRV_CONFIG => admin::get_namesrv_config(s),
+            code::UPDATE_NAMESRV_CONFIG => admin::update_namesrv_config(s, request),
             code::PUT_KV_CONFIG => kv::put_kv_config(s, request).await,
             code::GET_KV_CONFIG => kv::get_kv_config(s, request),
             code::DELETE_KV_CONFIG => kv::delete_kv_config(s, request).await,

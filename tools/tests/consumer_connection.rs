@@ -165,6 +165,24 @@ async fn remoting_and_grpc_consumers_are_listed_together() {
     assert!(out.contains("grpc-client@1"), "{out}");
     assert!(out.contains("MixedTopic"), "{out}");
     assert!(out.contains("TagA"), "{out}");
+    let (ok, json) = mqadmin(
+        &namesrv,
+        &["consumerConnection", "-g", "mixed-group", "--json"],
+    )
+    .await;
+    assert!(ok, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let languages: Vec<&str> = v["connectionSet"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["language"].as_str().unwrap())
+        .collect();
+    assert!(
+        languages.contains(&"PYTHON") && languages.contains(&"RUST"),
+        "{v}"
+    );
+    assert_eq!(v["subscriptionTable"]["MixedTopic"], "TagA", "{v}");
     consumer.shutdown().await;
     drop(tx);
     broker.shutdown().await;

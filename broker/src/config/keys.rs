@@ -56,6 +56,8 @@ impl BrokerConfig {
             }
             "regionId" => self.region_id = v.to_owned(),
             "traceOn" => self.trace_on = parse_bool(key, v)?,
+            "traceTopicEnable" => self.trace_topic_enable = parse_bool(key, v)?,
+            "msgTraceTopicName" => self.msg_trace_topic_name = v.to_owned(),
             "brokerPermission" => self.broker_permission = parse(key, v)?,
             "autoCreateTopicEnable" => self.auto_create_topic_enable = parse_bool(key, v)?,
             "autoCreateSubscriptionGroup" => {
@@ -149,6 +151,14 @@ impl BrokerConfig {
             ("brokerRole".into(), self.broker_role.name().to_owned()),
             ("regionId".into(), self.region_id.clone()),
             ("traceOn".into(), self.trace_on.to_string()),
+            (
+                "traceTopicEnable".into(),
+                self.trace_topic_enable.to_string(),
+            ),
+            (
+                "msgTraceTopicName".into(),
+                self.msg_trace_topic_name.clone(),
+            ),
             (
                 "brokerPermission".into(),
                 self.broker_permission.to_string(),

@@ -212,7 +212,7 @@ fn local_route(broker: &Broker, config: &TopicConfig) -> TopicRouteData {
         }],
         queue_datas: vec![QueueData {
             broker_name: name,
-            perm: config.perm & broker.config.broker_permission,
+            perm: config.perm & broker.runtime.broker_permission(),
             read_queue_nums: config.read_queue_nums,
             topic_sys_flag: config.topic_sys_flag,
             write_queue_nums: config.write_queue_nums,

@@ -205,7 +205,17 @@ mod tests {
             access(&with(code::UNREGISTER_CLIENT, &[("producerGroup", "P")])),
             Access::Open
         );
-        for admin in [code::UPDATE_AND_CREATE_TOPIC, code::GET_BROKER_CONFIG, 4242] {
+        for admin in [
+            code::UPDATE_AND_CREATE_TOPIC,
+            code::GET_BROKER_CONFIG,
+            code::UPDATE_BROKER_CONFIG,
+            code::INVOKE_BROKER_TO_RESET_OFFSET,
+            code::CLEAN_EXPIRED_CONSUMEQUEUE,
+            code::DELETE_EXPIRED_COMMITLOG,
+            code::GET_CONSUMER_RUNNING_INFO,
+            code::QUERY_TOPIC_CONSUME_BY_WHO,
+            4242,
+        ] {
             assert_eq!(access(&with(admin, &[])), Access::Admin, "code {admin}");
         }
     }

@@ -143,7 +143,9 @@ fn format_uptime(ms: i64) -> String {
 }
 
 pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
-    let text = vostok_remoting::support::properties::render(&broker.config.to_properties());
+    let mut pairs = broker.config.to_properties();
+    broker.runtime.overlay(&mut pairs);
+    let text = vostok_remoting::support::properties::render(&pairs);
     let version = json::to_vec(&broker.topics.data_version());
     let mut response = RemotingCommand::success().with_body(text.into_bytes());
     response

@@ -7,10 +7,13 @@ mod access;
 mod ack;
 mod auth_admin;
 mod broker_admin;
+mod broker_config;
 mod client_manage;
+mod client_relay;
 mod consumer_manage;
 mod group_admin;
 mod notification;
+mod offset_reset;
 mod pop;
 mod pull;
 mod put_response;
@@ -21,7 +24,9 @@ pub(crate) mod send;
 pub(crate) mod send_back;
 mod send_batch;
 mod send_dedupe;
+mod store_admin;
 mod topic_admin;
+mod topic_consumers;
 pub(crate) mod transaction;
 
 use std::sync::Arc;
@@ -117,6 +122,16 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::GET_TOPIC_CONFIG => topic_admin::get_topic_config(b, request),
                 request_code::GET_BROKER_RUNTIME_INFO => broker_admin::get_broker_runtime_info(b),
                 request_code::GET_BROKER_CONFIG => broker_admin::get_broker_config(b),
+                request_code::UPDATE_BROKER_CONFIG => {
+                    broker_config::update_broker_config(b, request)
+                }
+                request_code::INVOKE_BROKER_TO_RESET_OFFSET => {
+                    offset_reset::invoke_broker_to_reset_offset(b, request)
+                }
+                request_code::CLEAN_EXPIRED_CONSUMEQUEUE => {
+                    store_admin::clean_expired_consume_queue(&self.broker).await
+                }
+                request_code::DELETE_EXPIRED_COMMITLOG => store_admin::delete_expired_commit_log(b),
                 request_code::GET_TOPIC_STATS_INFO => topic_admin::get_topic_stats_info(b, request),
                 request_code::GET_CONSUME_STATS => group_admin::get_consume_stats(b, request),
                 request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
@@ -130,6 +145,12 @@ impl RequestProcessor for BrokerProcessor {
                 }
                 request_code::GET_CONSUMER_CONNECTION_LIST => {
                     group_admin::get_consumer_connection_list(b, request)
+                }
+                request_code::QUERY_TOPIC_CONSUME_BY_WHO => {
+                    topic_consumers::query_topic_consume_by_who(b, request)
+                }
+                request_code::GET_CONSUMER_RUNNING_INFO => {
+                    client_relay::get_consumer_running_info(b, request).await
                 }
                 request_code::GET_PRODUCER_CONNECTION_LIST => {
                     group_admin::get_producer_connection_list(b, request)

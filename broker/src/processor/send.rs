@@ -183,7 +183,7 @@ pub(super) fn check_message(
             ),
         ));
     }
-    if !perm::is_writeable(broker.config.broker_permission) {
+    if !perm::is_writeable(broker.runtime.broker_permission()) {
         return Err(error(
             response_code::NO_PERMISSION,
             format!(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tracing::{debug, info, warn};
-use vostok_remoting::protocol::body::{RegisterBrokerBody, TopicConfigSerializeWrapper};
+use vostok_remoting::protocol::body::RegisterBrokerBody;
 use vostok_remoting::protocol::header::{
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
@@ -46,26 +46,20 @@ async fn run(broker: Arc<Broker>) {
     }
 }
 
-/// The topic table as registered: a broker that is not both readable and writable
-/// (`brokerPermission`, e.g. read-only while it drains) registers every topic with its
-/// permission masked, so clients stop writing to (or reading from) it, as Apache's
-/// `registerBrokerAll` does. The stored table keeps the topics' own permissions.
-fn masked_topics(broker: &Broker) -> TopicConfigSerializeWrapper {
-    let mut wrapper = broker.topics.wrapper();
-    let broker_perm = broker.config.broker_permission;
-    if !perm::is_writeable(broker_perm) || !perm::is_readable(broker_perm) {
-        for topic in wrapper.topic_config_table.values_mut() {
-            topic.perm &= broker_perm;
-        }
-    }
-    wrapper
-}
-
 fn register_request(broker: &Broker) -> RemotingCommand {
     let config = &broker.config;
+    let mut wrapper = broker.topics.wrapper();
+    // A broker without write (or read) permission registers its topics without it,
+    // so that clients send (or pull) elsewhere, as RocketMQ's registerBrokerAll does.
+    let permission = broker.runtime.broker_permission();
+    if !perm::is_writeable(permission) || !perm::is_readable(permission) {
+        for topic in wrapper.topic_config_table.values_mut() {
+            topic.perm &= permission;
+        }
+    }
     let body = RegisterBrokerBody {
         filter_server_list: Vec::new(),
-        topic_config_serialize_wrapper: masked_topics(broker),
+        topic_config_serialize_wrapper: wrapper,
     };
     let bytes = if config.compressed_register {
         body.encode_compressed()

@@ -140,6 +140,16 @@ impl ClientRegistry {
         self.consumers.read_locked().get(group).cloned()
     }
 
+    /// The online groups subscribing to `topic` (Apache's `queryTopicConsumeByWho`).
+    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        self.consumers
+            .read_locked()
+            .iter()
+            .filter(|(_, g)| g.subscriptions.contains_key(topic))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     pub fn consumer_ids(&self, group: &str) -> Vec<String> {
         self.consumers
             .read_locked()

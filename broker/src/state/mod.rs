@@ -18,6 +18,7 @@ pub(crate) mod memory;
 pub(crate) mod offset;
 pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
+pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod subscription;
@@ -49,6 +50,7 @@ use long_polling::LongPolling;
 use offset::ConsumerOffsetManager;
 use pop::PopState;
 use rebalance_lock::RebalanceLockManager;
+use runtime_config::RuntimeConfig;
 use schedule::DelayOffsetTable;
 use stats::BrokerStats;
 use subscription::SubscriptionGroupManager;
@@ -59,6 +61,8 @@ use transaction::TransactionState;
 /// State shared by every request of one broker.
 pub struct Broker {
     pub(crate) config: BrokerConfig,
+    /// The keys that change at run time (UPDATE_BROKER_CONFIG).
+    pub(crate) runtime: RuntimeConfig,
     pub(crate) store: Arc<MessageStore>,
     pub(crate) topics: TopicConfigManager,
     pub(crate) subscriptions: SubscriptionGroupManager,

@@ -103,6 +103,17 @@ impl ConsumerOffsetManager {
             .unwrap_or_default()
     }
 
+    /// The groups with offsets committed on `topic` (Apache's `whichGroupByTopic`).
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        self.table
+            .locked()
+            .keys()
+            .filter_map(|k| k.rsplit_once(TOPIC_GROUP_SEPARATOR))
+            .filter(|(t, _)| *t == topic)
+            .map(|(_, g)| g.to_owned())
+            .collect()
+    }
+
     /// Drops the offsets of a deleted topic.
     pub fn remove_topic(&self, topic: &str) {
         let mut table = self.table.locked();

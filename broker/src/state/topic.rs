@@ -85,6 +85,9 @@ impl TopicConfigManager {
         put(TopicConfig::new(topic::TRANS_HALF_TOPIC, 1));
         put(TopicConfig::new(topic::TRANS_OP_HALF_TOPIC, 1));
         put(TopicConfig::new(topic::TIMER_TOPIC, 1));
+        if config.trace_topic_enable && !config.msg_trace_topic_name.is_empty() {
+            put(TopicConfig::new(config.msg_trace_topic_name.clone(), 1));
+        }
         put(
             TopicConfig::new(format!("{}_REPLY_TOPIC", config.broker_cluster_name), 1)
                 .with_perm(config.broker_permission),
@@ -217,6 +220,14 @@ impl TopicConfigManager {
     /// Resolves when the table changed and is not written yet.
     pub async fn unsaved(&self) {
         self.unsaved.notified().await
+    }
+
+    /// A new data version and a registration at once, though no topic changed: what
+    /// the name servers hold depends on something else that did (the broker's
+    /// permission).
+    pub fn bump_version(&self) {
+        self.data_version.locked().next(now_millis());
+        self.changed.notify_one();
     }
 
     fn on_change(&self) {

@@ -1,12 +1,14 @@
 //! Consumer-group requests: a group's progress on a broker (consume stats and
 //! committed offsets) and who in the group is online.
 
-use vostok_remoting::protocol::body::{ConsumeStats, ConsumerConnection, MessageQueue};
+use vostok_remoting::protocol::body::{
+    quote_object_keys, ConsumeStats, ConsumerConnection, MessageQueue,
+};
 use vostok_remoting::protocol::header::{
     GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
-    QueryConsumerOffsetRequestHeader,
+    GetConsumerRunningInfoRequestHeader, QueryConsumerOffsetRequestHeader,
 };
-use vostok_remoting::protocol::request_code;
+use vostok_remoting::protocol::{json, request_code};
 use vostok_remoting::RemotingCommand;
 
 use super::AdminClient;
@@ -50,6 +52,32 @@ impl AdminClient {
         );
         let response = self.call(broker_addr, request).await?;
         Ok(ConsumerConnection::decode(&response.body)?)
+    }
+
+    /// GET_CONSUMER_RUNNING_INFO (`getConsumerRunningInfo`) through one broker the
+    /// client is connected to: the client's own account of its options,
+    /// subscriptions and queues (Java `ConsumerRunningInfo`, as JSON; fastjson's
+    /// queue-object keys are read as strings).
+    pub async fn get_consumer_running_info(
+        &self,
+        broker_addr: &str,
+        group: &str,
+        client_id: &str,
+        jstack: bool,
+    ) -> Result<serde_json::Value> {
+        let header = GetConsumerRunningInfoRequestHeader {
+            consumer_group: group.to_owned(),
+            client_id: client_id.to_owned(),
+            jstack_enable: Some(jstack),
+        };
+        let request =
+            RemotingCommand::request_with_header(request_code::GET_CONSUMER_RUNNING_INFO, &header);
+        let response = self.call(broker_addr, request).await?;
+        let text = String::from_utf8_lossy(&response.body);
+        Ok(json::from_slice(
+            "ConsumerRunningInfo",
+            quote_object_keys(&text).as_bytes(),
+        )?)
     }
 
     /// QUERY_CONSUMER_OFFSET (`queryConsumerOffset`): the offset `group` committed on

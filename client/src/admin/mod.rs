@@ -10,6 +10,15 @@
 //!   `queryConsumerOffset`.
 //! * [`message`]: `queryMessage` (by key or unique key), `viewMessage` (by commitlog
 //!   offset).
+//! * [`group`]: `createAndUpdateSubscriptionGroupConfig`, `deleteSubscriptionGroup`,
+//!   `examineProducerConnectionInfo`.
+//! * [`config`]: `getBrokerConfig`, `updateBrokerConfig`, `getNameServerConfig`,
+//!   `updateNameServerConfig`, `createAndUpdateKvConfig`, `deleteKvConfig`,
+//!   `wipeWritePermOfBroker`, `addWritePermOfBroker`.
+//! * [`broker_ops`]: `resetOffsetByTimestamp`, `cleanExpiredConsumerQueue`,
+//!   `deleteExpiredCommitLog`.
+//! * [`stats`]: `queryTopicConsumeByWho`, `viewBrokerStatsData`.
+//! * [`pull`]: `pull` (the tools' pull consumer), `searchOffset`.
 //! * [`auth`]: ACL 2.0 users and ACLs (`createUser` … `listAcl`, codes 3001–3010).
 //!
 //! Calls the producers and consumers also make (routes, offsets) go through the same
@@ -24,9 +33,14 @@
 //! [`AdminClient::shutdown`]. Every call is bounded by `mq_client_api_timeout`.
 
 pub mod auth;
+pub mod broker_ops;
 pub mod cluster;
+pub mod config;
 pub mod consumer;
+pub mod group;
 pub mod message;
+pub mod pull;
+pub mod stats;
 pub mod topic;
 
 use std::time::Duration;
@@ -43,6 +57,7 @@ pub struct AdminClient {
     remoting: RemotingClient,
     namesrv: Vec<String>,
     timeout: Duration,
+    config: ClientConfig,
 }
 
 impl AdminClient {
@@ -58,7 +73,14 @@ impl AdminClient {
             remoting,
             namesrv: config.namesrv_addr.clone(),
             timeout: config.mq_client_api_timeout,
+            config: config.clone(),
         })
+    }
+
+    /// The config this client was made with: tools that also produce or consume
+    /// (`sendMessage`, `checkMsgSendRT`) build their clients from it.
+    pub fn client_config(&self) -> &ClientConfig {
+        &self.config
     }
 
     /// The name servers, in the order they are tried.

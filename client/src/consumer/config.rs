@@ -11,6 +11,7 @@ use vostok_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 
 use super::allocate::{AllocateMessageQueueAveragely, AllocateStrategy};
 use crate::instance::ClientConfig;
+use crate::trace::TraceConfig;
 
 /// The options of every consumer. Three defaults differ between the kinds, as in Java
 /// (push / lite pull): `pullBatchSize` 32 / 10, `brokerSuspendMaxTimeMillis` 15 s / 20 s,
@@ -94,6 +95,8 @@ pub struct ConsumerConfig {
     pub suspend_current_queue_time: Duration,
     /// `consumeTimeout`: a message consumed longer than this is sent back.
     pub consume_timeout: Duration,
+    /// `enableMsgTrace`, `customizedTraceTopic`: SubBefore and SubAfter records.
+    pub trace: TraceConfig,
 }
 
 impl Default for ConsumerConfig {
@@ -108,6 +111,7 @@ impl Default for ConsumerConfig {
             max_reconsume_times: -1,
             suspend_current_queue_time: Duration::from_secs(1),
             consume_timeout: Duration::from_secs(15 * 60),
+            trace: TraceConfig::default(),
         }
     }
 }

@@ -324,6 +324,7 @@ impl ProducerShared {
             namespace: self.namespace(),
             send_result: None,
             error: None,
+            elapsed: None,
         }
     }
 
@@ -342,6 +343,7 @@ impl ProducerShared {
         let mut ctx = self.hook_context(prepared, &attempt.mq, &attempt.addr, mode);
         ctx.send_result = result;
         ctx.error = error.map(ToString::to_string);
+        ctx.elapsed = Some(attempt.started.elapsed());
         for hook in &hooks {
             hook.send_message_after(&ctx);
         }

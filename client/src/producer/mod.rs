@@ -37,6 +37,8 @@ use crate::instance::registry::ProducerInner;
 use crate::instance::{ClientConfig, ClientInstance};
 use crate::route::TopicPublishInfo;
 use crate::service_state::ServiceState;
+use crate::trace::hook::SendMessageTraceHook;
+use crate::trace::{TraceConfig, TraceDispatcher};
 
 pub use fault::LatencyFaultTolerance;
 pub use selector::{MessageQueueSelector, SelectMessageQueueByHash, SelectMessageQueueByRandom};
@@ -79,6 +81,8 @@ pub struct ProducerConfig {
     pub back_pressure_for_async_send_num: usize,
     /// Response codes after which a send is retried on another broker.
     pub retry_response_codes: Vec<i32>,
+    /// `enableMsgTrace`, `customizedTraceTopic`: Pub and EndTransaction records.
+    pub trace: TraceConfig,
 }
 
 impl Default for ProducerConfig {
@@ -108,6 +112,7 @@ impl Default for ProducerConfig {
                 response_code::NOT_IN_CURRENT_UNIT,
                 response_code::GO_AWAY,
             ],
+            trace: TraceConfig::default(),
         }
     }
 }
@@ -136,6 +141,8 @@ pub(crate) struct ProducerShared {
     pub(crate) async_permits: Arc<Semaphore>,
     state: ServiceState,
     pub(crate) transaction_listener: OnceLock<Arc<dyn TransactionListener>>,
+    /// Set by `start` when tracing is on.
+    pub(crate) trace: OnceLock<Arc<TraceDispatcher>>,
 }
 
 /// Publishes messages; see the crate documentation for the modes. Cheap to clone:
@@ -173,6 +180,7 @@ impl Producer {
                 forbidden_hooks: RwLock::default(),
                 state: ServiceState::default(),
                 transaction_listener: OnceLock::new(),
+                trace: OnceLock::new(),
             }),
         }
     }
@@ -196,6 +204,7 @@ impl Producer {
         let _ = shared.instance.set(instance.clone());
         instance.start();
         instance.send_heartbeat_to_all_brokers().await;
+        self.start_trace().await;
         tracing::info!(group = %shared.group, client_id = %instance.client_id(), "producer started");
         Ok(())
     }
@@ -214,10 +223,38 @@ impl Producer {
             shared.async_permits.acquire_many(all),
         )
         .await;
+        if let Some(trace) = shared.trace.get() {
+            trace.shutdown().await;
+        }
         if let Some(instance) = shared.instance.get() {
             instance.unregister_producer(&shared.group).await;
         }
         tracing::info!(group = %shared.group, "producer shut down");
+    }
+
+    /// With `enableMsgTrace`, starts the trace dispatcher and its hook. A dispatcher
+    /// that cannot start leaves the producer working untraced, with a warning.
+    async fn start_trace(&self) {
+        let shared = &self.shared;
+        let config = &shared.config;
+        let Some(dispatcher) =
+            config
+                .trace
+                .dispatcher(&config.client, &config.producer_group, "PRODUCER")
+        else {
+            return;
+        };
+        if let Err(e) = dispatcher.start().await {
+            tracing::warn!(group = %shared.group, error = %e, "message trace not started");
+            return;
+        }
+        self.register_send_message_hook(Arc::new(SendMessageTraceHook::new(dispatcher.clone())));
+        let _ = shared.trace.set(dispatcher);
+    }
+
+    /// The trace dispatcher, when tracing is on and the producer started.
+    pub fn trace_dispatcher(&self) -> Option<&Arc<TraceDispatcher>> {
+        self.shared.trace.get()
     }
 
     /// Adds a hook called before and after every send attempt.

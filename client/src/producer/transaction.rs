@@ -24,6 +24,7 @@ use super::{Producer, ProducerConfig, ProducerShared};
 use crate::api;
 use crate::error::{ClientError, Result};
 use crate::message::Message;
+use crate::trace::hook::{end_transaction_record, EndTransactionContext};
 
 /// Outcome of a local transaction (Java `LocalTransactionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,6 +41,15 @@ impl LocalTransactionState {
             LocalTransactionState::CommitMessage => sysflag::TRANSACTION_COMMIT_TYPE,
             LocalTransactionState::RollbackMessage => sysflag::TRANSACTION_ROLLBACK_TYPE,
             LocalTransactionState::Unknown => sysflag::TRANSACTION_NOT_TYPE,
+        }
+    }
+
+    /// Java's enum constant name (`UNKNOW` is Java's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalTransactionState::CommitMessage => "COMMIT_MESSAGE",
+            LocalTransactionState::RollbackMessage => "ROLLBACK_MESSAGE",
+            LocalTransactionState::Unknown => "UNKNOW",
         }
     }
 }
@@ -153,8 +163,11 @@ impl TransactionProducer {
             }
             _ => LocalTransactionState::RollbackMessage,
         };
-        if let Err(e) = end_transaction(shared, &send_result, state).await {
-            warn!(msg_id = %send_result.msg_id, error = %e, "END_TRANSACTION failed; the broker will check back");
+        match end_transaction(shared, &send_result, state).await {
+            Ok(broker_addr) => trace_end(shared, &msg, &broker_addr, &send_result, state),
+            Err(e) => {
+                warn!(msg_id = %send_result.msg_id, error = %e, "END_TRANSACTION failed; the broker will check back")
+            }
         }
         Ok(TransactionSendResult {
             send_result,
@@ -163,11 +176,36 @@ impl TransactionProducer {
     }
 }
 
+/// The EndTransaction trace record, when tracing is on.
+fn trace_end(
+    shared: &ProducerShared,
+    msg: &Message,
+    broker_addr: &str,
+    result: &SendResult,
+    state: LocalTransactionState,
+) {
+    let Some(trace) = shared.trace.get() else {
+        return;
+    };
+    let record = end_transaction_record(&EndTransactionContext {
+        namespace: shared.namespace(),
+        producer_group: &shared.group,
+        message: msg,
+        broker_addr,
+        msg_id: &result.msg_id,
+        transaction_id: result.transaction_id.as_deref().unwrap_or(&result.msg_id),
+        state: state.name(),
+        from_transaction_check: false,
+    });
+    trace.append(record);
+}
+
+/// Sends END_TRANSACTION; returns the broker's address.
 async fn end_transaction(
     shared: &ProducerShared,
     result: &SendResult,
     state: LocalTransactionState,
-) -> Result<()> {
+) -> Result<String> {
     let instance = shared.instance()?;
     let (_, commit_log_offset) = decode_offset_msg_id(&result.offset_msg_id)?;
     let broker = &result.message_queue.broker_name;
@@ -197,7 +235,8 @@ async fn end_transaction(
         None,
         shared.config.send_msg_timeout,
     )
-    .await
+    .await?;
+    Ok(addr)
 }
 
 /// Serves CHECK_TRANSACTION_STATE: runs the listener on a blocking thread and answers

@@ -85,6 +85,10 @@ mod tests {
         assert_eq!(access(code::REGISTER_BROKER, &config), Some(Access::Admin));
         assert_eq!(access(code::PUT_KV_CONFIG, &config), Some(Access::Admin));
         assert_eq!(
+            access(code::UPDATE_NAMESRV_CONFIG, &config),
+            Some(Access::Admin)
+        );
+        assert_eq!(
             access(code::DELETE_TOPIC_IN_NAMESRV, &config),
             Some(Access::Admin)
         );

@@ -9,6 +9,7 @@ use vostok_remoting::protocol::header::{
     WipeWritePermOfBrokerResponseHeader,
 };
 use vostok_remoting::protocol::{request_code as code, response_code};
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{error, header, json_body, Reply, Shared};
@@ -19,14 +20,14 @@ fn disabled() -> RemotingCommand {
 }
 
 pub(super) fn get_all_topic_list(s: &Shared) -> Reply {
-    if !s.config.enable_all_topic_list {
+    if !s.live.read_locked().enable_all_topic_list {
         return Err(disabled());
     }
     Ok(json_body(&s.route.all_topic_list()))
 }
 
 pub(super) fn get_topics_by_cluster(s: &Shared, request: &RemotingCommand) -> Reply {
-    if !s.config.enable_topic_list {
+    if !s.live.read_locked().enable_topic_list {
         return Err(disabled());
     }
     let h: GetTopicsByClusterRequestHeader = header(request)?;
@@ -38,7 +39,7 @@ pub(super) fn get_system_topic_list(s: &Shared) -> Reply {
 }
 
 pub(super) fn get_unit_topic_list(s: &Shared, request: &RemotingCommand) -> Reply {
-    if !s.config.enable_topic_list {
+    if !s.live.read_locked().enable_topic_list {
         return Err(disabled());
     }
     let list = match request.code {
@@ -81,5 +82,53 @@ pub(super) fn add_write_perm(s: &Shared, channel: &Channel, request: &RemotingCo
 
 /// The effective config as `.properties` text, as `mqadmin getNamesrvConfig` prints.
 pub(super) fn get_namesrv_config(s: &Shared) -> Reply {
-    Ok(RemotingCommand::success().with_body(s.config.to_properties_text().into_bytes()))
+    Ok(
+        RemotingCommand::success()
+            .with_body(s.live.read_locked().to_properties_text().into_bytes()),
+    )
+}
+
+/// The keys UPDATE_NAMESRV_CONFIG changes at run time: those the request handlers
+/// read on each request. The rest (ports, paths, ACL, TLS, housekeeping periods) are
+/// read once at start.
+pub(super) const RUNTIME_KEYS: &[&str] = &[
+    "enableAllTopicList",
+    "enableTopicList",
+    "orderMessageEnable",
+    "returnOrderTopicConfigToBroker",
+    "needWaitForService",
+    "waitSecondsForService",
+];
+
+/// UPDATE_NAMESRV_CONFIG (318, docs/commands.md#name-server-configuration): the body
+/// is `.properties` text; every key must be one of [`RUNTIME_KEYS`] with a valid
+/// value, then all apply at once. Changes last until the name server stops.
+pub(super) fn update_namesrv_config(s: &Shared, request: &RemotingCommand) -> Reply {
+    let changes =
+        vostok_remoting::support::properties::parse(&String::from_utf8_lossy(&request.body));
+    if changes.is_empty() {
+        return Err(error(
+            response_code::SYSTEM_ERROR,
+            "no config in the request body",
+        ));
+    }
+    let mut live = s.live.write_locked();
+    let mut next = live.clone();
+    for (key, value) in &changes {
+        if !RUNTIME_KEYS.contains(&key.as_str()) {
+            return Err(error(
+                response_code::INVALID_PARAMETER,
+                format!(
+                    "{key} is read at start only (set it in namesrv.conf and restart); keys that change at run time: {}",
+                    RUNTIME_KEYS.join(", ")
+                ),
+            ));
+        }
+        if let Err(e) = next.apply_property(key, value) {
+            return Err(error(response_code::INVALID_PARAMETER, e.to_string()));
+        }
+    }
+    *live = next;
+    info!(changes = ?changes, "name server config updated at run time");
+    Ok(RemotingCommand::success())
 }

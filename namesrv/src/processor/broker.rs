@@ -15,6 +15,7 @@ use vostok_remoting::protocol::header::{
 };
 use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::{json, response_code, version};
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::monotonic;
 use vostok_remoting::{Channel, RemotingCommand};
 
@@ -106,7 +107,7 @@ pub(super) fn register_broker(s: &Shared, channel: &Channel, request: &RemotingC
         ha_server_addr: result.ha_server_addr,
         master_addr: result.master_addr,
     });
-    if s.config.return_order_topic_config_to_broker {
+    if s.live.read_locked().return_order_topic_config_to_broker {
         if let Some(table) = s.kv.list(NAMESPACE_ORDER_TOPIC_CONFIG) {
             response = response.with_body(json::to_vec(&KvTable { table }));
         }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tracing::warn;
 use vostok_remoting::protocol::header::GetRouteInfoRequestHeader;
 use vostok_remoting::protocol::response_code;
+use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::monotonic;
 use vostok_remoting::RemotingCommand;
 
@@ -18,9 +19,9 @@ use crate::kv_config::NAMESPACE_ORDER_TOPIC_CONFIG;
 /// parse it, and the Go client's text splitting needs the absence of spaces.
 pub(super) fn get_route_info_by_topic(s: &Shared, request: &RemotingCommand) -> Reply {
     let h: GetRouteInfoRequestHeader = header(request)?;
-    if s.config.need_wait_for_service
+    if s.live.read_locked().need_wait_for_service
         && monotonic().saturating_duration_since(s.started)
-            < Duration::from_secs(s.config.wait_seconds_for_service)
+            < Duration::from_secs(s.live.read_locked().wait_seconds_for_service)
     {
         warn!(topic = %h.topic, "route requested before the wait for brokers ended");
         return Err(error(response_code::SYSTEM_ERROR, "name server not ready"));
@@ -34,7 +35,7 @@ pub(super) fn get_route_info_by_topic(s: &Shared, request: &RemotingCommand) -> 
             ),
         ));
     };
-    if s.config.order_message_enable {
+    if s.live.read_locked().order_message_enable {
         route.order_topic_conf = s.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, &h.topic);
     }
     Ok(json_body(&route))

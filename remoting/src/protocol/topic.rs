@@ -14,6 +14,8 @@ pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 /// RocketMQ 5 timer-wheel topic for arbitrary-delay messages.
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+/// Where clients write message trace records unless told otherwise (docs/trace.md).
+pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
 pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
 /// Separator of a namespace and a resource name (`ns%topic`).

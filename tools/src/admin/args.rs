@@ -69,6 +69,64 @@ pub enum Command {
     QueryMsgByKey(QueryMsgByKeyArgs),
     /// Show messages by offset message id (or by unique key with -t).
     QueryMsgById(QueryMsgByIdArgs),
+    /// A message's trace records (Pub, then each consumer group's Sub).
+    QueryMsgTraceById(super::trace::QueryMsgTraceByIdArgs),
+    /// Create or update a consumer group's settings on a broker or a cluster.
+    UpdateSubGroup(super::subgroup::UpdateSubGroupArgs),
+    /// Delete a consumer group's settings (with -c, its retry and DLQ topics too).
+    DeleteSubGroup(super::subgroup::DeleteSubGroupArgs),
+    /// The clients online in a producer group.
+    ProducerConnection(super::producer::ProducerConnectionArgs),
+    /// A broker's effective configuration (or every broker of a cluster).
+    GetBrokerConfig(super::broker_config::GetBrokerConfigArgs),
+    /// Change one key of a broker's configuration at run time.
+    UpdateBrokerConfig(super::broker_config::UpdateBrokerConfigArgs),
+    /// Each name server's effective configuration.
+    GetNamesrvConfig(super::namesrv::GetNamesrvConfigArgs),
+    /// Change one key of each name server's configuration at run time.
+    UpdateNamesrvConfig(super::namesrv::UpdateNamesrvConfigArgs),
+    /// Create or update a KV config entry on each name server.
+    UpdateKvConfig(super::namesrv::UpdateKvConfigArgs),
+    /// Delete a KV config entry from each name server.
+    DeleteKvConfig(super::namesrv::DeleteKvConfigArgs),
+    /// Take write permission away from a broker name's topics on each name server.
+    WipeWritePerm(super::namesrv::WritePermArgs),
+    /// Give a broker name's topics their write permission back on each name server.
+    AddWritePerm(super::namesrv::WritePermArgs),
+    /// Each online client of a consumer group describes its state.
+    ConsumerStatus(super::consumer_status::ConsumerStatusArgs),
+    /// Backlog, rates and 24-hour counts of every topic and group.
+    StatsAll(super::stats::StatsAllArgs),
+    /// Move a consumer group's offsets of a topic to a time.
+    ResetOffsetByTime(super::offset::ResetOffsetByTimeArgs),
+    /// Move a consumer group's offsets of a topic to the queues' ends.
+    SkipAccumulatedMessage(super::offset::SkipAccumulatedMessageArgs),
+    /// Remove the consume queues of topics a broker no longer has.
+    #[command(name = "cleanExpiredCQ")]
+    CleanExpiredCq(super::housekeeping::HousekeepingArgs),
+    /// Have a broker delete its expired commitlog files now.
+    DeleteExpiredCommitLog(super::housekeeping::HousekeepingArgs),
+    /// Send one message.
+    SendMessage(super::send::SendMessageArgs),
+    /// Round trips of sends to each queue of a topic.
+    #[command(name = "checkMsgSendRT")]
+    CheckMsgSendRt(super::send::CheckMsgSendRtArgs),
+    /// Round trips of sends to each broker of a cluster.
+    #[command(name = "clusterRT")]
+    ClusterRt(super::send::ClusterRtArgs),
+    /// How the default strategy would share a topic's queues among consumer ids.
+    #[command(name = "allocateMQ")]
+    AllocateMq(super::allocate::AllocateMqArgs),
+    /// One message by queue and offset.
+    QueryMsgByOffset(super::read::QueryMsgByOffsetArgs),
+    /// Messages by unique key (the msgId a send returns).
+    QueryMsgByUniqueKey(super::read::QueryMsgByUniqueKeyArgs),
+    /// Every message of a topic (or of a time range), queue by queue.
+    PrintMsg(super::print::PrintMsgArgs),
+    /// The messages of one queue, and their count by tag.
+    PrintMsgByQueue(super::print::PrintMsgByQueueArgs),
+    /// Pull up to a number of messages of a topic or a queue.
+    ConsumeMessage(super::print::ConsumeMessageArgs),
     /// ACL 2.0: create a user.
     CreateUser(UserArgs),
     /// ACL 2.0: change a user's password, type or status.
@@ -168,6 +226,8 @@ pub struct ConsumerConnectionArgs {
     /// Consumer group.
     #[arg(short = 'g', long = "consumerGroup", value_name = "GROUP")]
     pub group: String,
+    #[command(flatten)]
+    pub output: super::output::JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]

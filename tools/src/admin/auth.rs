@@ -6,25 +6,10 @@ use vostok_client::AdminClient;
 use vostok_remoting::protocol::body::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
 use vostok_remoting::protocol::request_code as code;
 
-use super::args::{
-    AclArgs, DeleteAclArgs, DeleteUserArgs, ListAclArgs, ListUserArgs, Target, UserArgs,
-};
-use super::cluster::{cluster_info, cluster_masters};
+use super::args::{AclArgs, DeleteAclArgs, DeleteUserArgs, ListAclArgs, ListUserArgs, UserArgs};
 use super::table::Table;
+use super::target::masters as brokers;
 use super::{during, AdminError};
-
-/// The brokers a sub-command acts on.
-async fn brokers(admin: &AdminClient, target: &Target) -> Result<Vec<String>, AdminError> {
-    if let Some(addr) = &target.broker_addr {
-        return Ok(vec![addr.clone()]);
-    }
-    let cluster = target.cluster_name.as_deref().unwrap_or_default();
-    let info = cluster_info(admin).await?;
-    Ok(cluster_masters(&info, cluster)?
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect())
-}
 
 fn user_of(args: &UserArgs) -> UserInfo {
     UserInfo {

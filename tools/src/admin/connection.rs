@@ -23,6 +23,7 @@ pub async fn consumer_connection(
     topic::validate_group(&args.group).map_err(AdminError::Invalid)?;
     let info = cluster_info(admin).await?;
     let mut clients = Table::new(&["#", "#ClientId", "#ClientAddr", "#Language", "#Version"]);
+    let mut all = Vec::new();
     let mut subscriptions = BTreeMap::new();
     let mut kind = None;
     let mut n = 0;
@@ -44,11 +45,12 @@ pub async fn consumer_connection(
             n += 1;
             clients.row(vec![
                 n.to_string(),
-                c.client_id,
-                c.client_addr,
-                c.language,
+                c.client_id.clone(),
+                c.client_addr.clone(),
+                c.language.clone(),
                 c.version.to_string(),
             ]);
+            all.push(c);
         }
         for (t, sub) in connection.subscription_table {
             subscriptions.insert(t, sub.sub_string);
@@ -62,6 +64,20 @@ pub async fn consumer_connection(
             "consumer group {} has no client online",
             args.group
         )));
+    }
+    if args.output.json {
+        let (consume_type, model, from) = match kind {
+            Some((t, m, f)) => (Some(t.name()), m.map(|m| m.name()), f.map(|f| f.name())),
+            None => (None, None, None),
+        };
+        let doc = serde_json::json!({
+            "connectionSet": all,
+            "subscriptionTable": subscriptions,
+            "consumeType": consume_type,
+            "messageModel": model,
+            "consumeFromWhere": from,
+        });
+        return args.output.render(&doc, |_| String::new());
     }
     let mut out = clients.render();
     out.push_str("\nBelow is subscription:\n");

@@ -108,7 +108,7 @@ pub async fn query_msg_by_id(
 }
 
 /// QUERY_MESSAGE by unique key (`UNIQ_KEY`) to the brokers of `topic`.
-async fn query_unique_key(
+pub(crate) async fn query_unique_key(
     admin: &AdminClient,
     topic: &str,
     id: &str,
@@ -127,7 +127,7 @@ async fn query_unique_key(
 }
 
 /// QUERY_MESSAGE to one address of each broker name in the topic's route.
-async fn query_route(
+pub(crate) async fn query_route(
     admin: &AdminClient,
     header: &QueryMessageRequestHeader,
 ) -> Result<Vec<MessageExt>, AdminError> {

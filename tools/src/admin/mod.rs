@@ -2,25 +2,52 @@
 //! any RocketMQ-protocol cluster, on the SDK's admin layer
 //! ([`AdminClient`](vostok_client::AdminClient), RocketMQ's `MQAdminExt`).
 //!
-//! * [`args`]: the command line (RocketMQ's sub-command names and flags).
-//! * The sub-commands: [`cluster`] (`clusterList`, `brokerStatus`), [`topic`]
-//!   (`topicList`, `topicRoute`, `updateTopic`, `deleteTopic`, `topicStatus`),
-//!   [`consumer`] (`consumerProgress`), [`message`] (`queryMsgByKey`, `queryMsgById`),
-//!   [`auth`] (ACL 2.0: `createUser` … `listAcl`).
-//! * [`table`]: aligned text tables and timestamps.
+//! * [`args`]: the command line (RocketMQ's sub-command names and flags); each verb
+//!   family's own flags live with it.
+//! * The verbs, one file per family: [`cluster`] (`clusterList`, `brokerStatus`),
+//!   [`topic`] (`topicList`, `topicRoute`, `updateTopic`, `deleteTopic`,
+//!   `topicStatus`), [`allocate`] (`allocateMQ`), [`subgroup`] (`updateSubGroup`,
+//!   `deleteSubGroup`), [`consumer`] (`consumerProgress`), [`connection`]
+//!   (`consumerConnection`), [`producer`] (`producerConnection`), [`consumer_status`]
+//!   (`consumerStatus`), [`offset`] (`resetOffsetByTime`, `skipAccumulatedMessage`),
+//!   [`stats`] (`statsAll`), [`broker_config`] (`getBrokerConfig`,
+//!   `updateBrokerConfig`), [`namesrv`] (`getNamesrvConfig`, `updateNamesrvConfig`,
+//!   `updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`),
+//!   [`housekeeping`] (`cleanExpiredCQ`, `deleteExpiredCommitLog`), [`send`]
+//!   (`sendMessage`, `checkMsgSendRT`, `clusterRT`), [`message`] (`queryMsgByKey`,
+//!   `queryMsgById`), [`read`] (`queryMsgByOffset`, `queryMsgByUniqueKey`),
+//!   [`print`] (`printMsg`, `printMsgByQueue`, `consumeMessage`), [`trace`]
+//!   (`queryMsgTraceById`), [`auth`] (ACL 2.0: `createUser` … `listAcl`).
+//! * [`table`]: aligned text tables and timestamps; [`output`]: `--json`;
+//!   [`target`]: `-b ADDR` / `-c CLUSTER`.
 //!
 //! Each sub-command returns its whole output as text; the binary prints it, or the
 //! error on one line with exit code 1. A failed request names its request code and
 //! peer in front of the SDK's error.
 
+pub mod allocate;
 pub mod args;
 pub mod auth;
+pub mod broker_config;
 pub mod cluster;
 pub mod connection;
 pub mod consumer;
+pub mod consumer_status;
+pub mod housekeeping;
 pub mod message;
+pub mod namesrv;
+pub mod offset;
+pub mod output;
+pub mod print;
+pub mod producer;
+pub mod read;
+pub mod send;
+pub mod stats;
+pub mod subgroup;
 pub mod table;
+pub mod target;
 pub mod topic;
+pub mod trace;
 
 use std::time::Duration;
 
@@ -127,6 +154,35 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::ConsumerConnection(a) => connection::consumer_connection(admin, &a).await,
         Command::QueryMsgByKey(a) => message::query_msg_by_key(admin, &a).await,
         Command::QueryMsgById(a) => message::query_msg_by_id(admin, &a).await,
+        Command::QueryMsgTraceById(a) => trace::query_msg_trace_by_id(admin, &a).await,
+        Command::UpdateSubGroup(a) => subgroup::update_sub_group(admin, &a).await,
+        Command::DeleteSubGroup(a) => subgroup::delete_sub_group(admin, &a).await,
+        Command::ProducerConnection(a) => producer::producer_connection(admin, &a).await,
+        Command::GetBrokerConfig(a) => broker_config::get_broker_config(admin, &a).await,
+        Command::UpdateBrokerConfig(a) => broker_config::update_broker_config(admin, &a).await,
+        Command::GetNamesrvConfig(a) => namesrv::get_namesrv_config(admin, &a).await,
+        Command::UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, &a).await,
+        Command::UpdateKvConfig(a) => namesrv::update_kv_config(admin, &a).await,
+        Command::DeleteKvConfig(a) => namesrv::delete_kv_config(admin, &a).await,
+        Command::WipeWritePerm(a) => namesrv::write_perm(admin, &a, false).await,
+        Command::AddWritePerm(a) => namesrv::write_perm(admin, &a, true).await,
+        Command::ConsumerStatus(a) => consumer_status::consumer_status(admin, &a).await,
+        Command::StatsAll(a) => stats::stats_all(admin, &a).await,
+        Command::ResetOffsetByTime(a) => offset::reset_offset_by_time(admin, &a).await,
+        Command::SkipAccumulatedMessage(a) => offset::skip_accumulated_message(admin, &a).await,
+        Command::CleanExpiredCq(a) => housekeeping::clean_expired_cq(admin, &a).await,
+        Command::DeleteExpiredCommitLog(a) => {
+            housekeeping::delete_expired_commit_log(admin, &a).await
+        }
+        Command::SendMessage(a) => send::send_message(admin, &a).await,
+        Command::CheckMsgSendRt(a) => send::check_msg_send_rt(admin, &a).await,
+        Command::ClusterRt(a) => send::cluster_rt(admin, &a).await,
+        Command::AllocateMq(a) => allocate::allocate_mq(admin, &a).await,
+        Command::QueryMsgByOffset(a) => read::query_msg_by_offset(admin, &a).await,
+        Command::QueryMsgByUniqueKey(a) => read::query_msg_by_unique_key(admin, &a).await,
+        Command::PrintMsg(a) => print::print_msg(admin, &a).await,
+        Command::PrintMsgByQueue(a) => print::print_msg_by_queue(admin, &a).await,
+        Command::ConsumeMessage(a) => print::consume_message(admin, &a).await,
         Command::CreateUser(a) => auth::create_user(admin, &a, false).await,
         Command::UpdateUser(a) => auth::create_user(admin, &a, true).await,
         Command::DeleteUser(a) => auth::delete_user(admin, &a).await,

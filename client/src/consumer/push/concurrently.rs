@@ -44,7 +44,8 @@ impl ConsumeMessageService {
                 delay_level_when_next_consume: 0,
                 ack_index: i32::MAX,
             };
-            self.run_hooks(&mq, &msgs, None);
+            let call = self.hook_call(&core);
+            self.run_hooks(&call, &mq, &msgs, None);
             let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 listener.consume_message(&msgs, &mut ctx)
             }))
@@ -54,6 +55,7 @@ impl ConsumeMessageService {
             });
             let ok = status == ConsumeConcurrentlyStatus::ConsumeSuccess;
             self.run_hooks(
+                &call,
                 &mq,
                 &msgs,
                 Some((

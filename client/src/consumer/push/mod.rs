@@ -33,6 +33,8 @@ use crate::error::{ClientError, Result};
 use crate::hook::ConsumeMessageHook;
 use crate::instance::ClientInstance;
 use crate::service_state::ServiceState;
+use crate::trace::hook::ConsumeMessageTraceHook;
+use crate::trace::TraceDispatcher;
 use service::ConsumeMessageService;
 
 /// Receives messages pushed to a listener; see the module documentation.
@@ -64,6 +66,8 @@ struct PushShared {
     state: Arc<ServiceState>,
     pending_subs: RwLock<Vec<(String, MessageSelector)>>,
     core: OnceLock<Arc<ConsumerCore>>,
+    /// Set by `start` when tracing is on.
+    trace: OnceLock<Arc<TraceDispatcher>>,
 }
 
 impl PushConsumer {
@@ -74,6 +78,7 @@ impl PushConsumer {
                 state: Arc::default(),
                 pending_subs: RwLock::default(),
                 core: OnceLock::new(),
+                trace: OnceLock::new(),
             }),
         }
     }
@@ -164,6 +169,7 @@ impl PushConsumer {
             );
         }
         let _ = shared.core.set(core.clone());
+        self.start_trace().await;
         if let Err(e) = instance.register_consumer(core.clone()) {
             shared.state.mark_shut_down();
             return Err(e);
@@ -204,8 +210,40 @@ impl PushConsumer {
         core.offsets.persist_all(None).await;
         core.tracker.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), core.tracker.wait()).await;
+        if let Some(trace) = shared.trace.get() {
+            trace.shutdown().await;
+        }
         core.instance.unregister_consumer(&core.group).await;
         info!(group = %core.group, "push consumer shut down");
+    }
+
+    /// With `enableMsgTrace`, starts the trace dispatcher and its hook. A dispatcher
+    /// that cannot start leaves the consumer working untraced, with a warning.
+    async fn start_trace(&self) {
+        let service = &self.shared.service;
+        let common = &service.config.common;
+        let Some(dispatcher) =
+            service
+                .config
+                .trace
+                .dispatcher(&common.client, &common.consumer_group, "CONSUMER")
+        else {
+            return;
+        };
+        if let Err(e) = dispatcher.start().await {
+            warn!(group = %service.group, error = %e, "message trace not started");
+            return;
+        }
+        self.register_consume_message_hook(Arc::new(ConsumeMessageTraceHook::new(
+            dispatcher.clone(),
+            common.client.namespace.clone(),
+        )));
+        let _ = self.shared.trace.set(dispatcher);
+    }
+
+    /// The trace dispatcher, when tracing is on and the consumer started.
+    pub fn trace_dispatcher(&self) -> Option<&Arc<TraceDispatcher>> {
+        self.shared.trace.get()
     }
 
     /// Stops pulling until [`Self::resume`] (Java `suspend`).

@@ -56,7 +56,8 @@ impl ConsumeMessageService {
                 message_queue: mq.clone(),
                 suspend_current_queue_time_millis: -1,
             };
-            self.run_hooks(&mq, &msgs, None);
+            let call = self.hook_call(&core);
+            self.run_hooks(&call, &mq, &msgs, None);
             let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 listener.consume_message(&msgs, &mut ctx)
             }))
@@ -67,6 +68,7 @@ impl ConsumeMessageService {
             drop(permit);
             let ok = status == ConsumeOrderlyStatus::Success;
             self.run_hooks(
+                &call,
                 &mq,
                 &msgs,
                 Some((

@@ -26,6 +26,12 @@ use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::rebalance;
 use crate::hook::{ConsumeHooks, ConsumeMessageContext, ConsumeMessageHook};
 
+/// One listener call as its hooks see it.
+pub(super) struct HookCall {
+    request_id: String,
+    started: Instant,
+}
+
 /// See the module documentation.
 pub(crate) struct ConsumeMessageService {
     pub(super) config: ConsumerConfig,
@@ -71,10 +77,25 @@ impl ConsumeMessageService {
         self.paused.store(paused, Ordering::Release);
     }
 
+    /// What the hooks of one listener call share: a request id (only when hooks are
+    /// registered: it costs a unique id) and the start time.
+    pub(super) fn hook_call(&self, core: &ConsumerCore) -> HookCall {
+        let request_id = if self.hooks.read_locked().is_empty() {
+            String::new()
+        } else {
+            core.instance.next_uniq_id()
+        };
+        HookCall {
+            request_id,
+            started: Instant::now(),
+        }
+    }
+
     /// The consume hooks, before a listener call (`after` is `None`) or after it
     /// (`Some((status, success))`).
     pub(super) fn run_hooks(
         &self,
+        call: &HookCall,
         mq: &MessageQueue,
         msgs: &[MessageExt],
         after: Option<(&'static str, bool)>,
@@ -89,6 +110,8 @@ impl ConsumeMessageService {
             messages: msgs,
             status: after.map(|a| a.0),
             success: after.is_some_and(|a| a.1),
+            request_id: &call.request_id,
+            elapsed: after.map(|_| call.started.elapsed()),
         };
         for h in hooks.iter() {
             if after.is_some() {

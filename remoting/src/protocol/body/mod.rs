@@ -9,6 +9,8 @@ mod lock;
 mod misc;
 mod queue_table;
 mod register;
+mod reset_offset;
+mod subscription_group;
 mod topic_config;
 
 pub use admin::*;
@@ -17,7 +19,10 @@ pub use batch_ack::*;
 pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;
+pub use queue_table::quote_object_keys;
 pub use register::*;
+pub use reset_offset::*;
+pub use subscription_group::*;
 pub use topic_config::*;
 
 /// Declares a Java enum carried in JSON bodies: written by name, read by name or by ordinal

@@ -90,7 +90,7 @@ enum Frame {
 
 /// Rewrites object keys that are objects into JSON strings of their text; everything
 /// else is copied as is. Input without such keys is returned borrowed.
-pub(super) fn quote_object_keys(input: &str) -> Cow<'_, str> {
+pub fn quote_object_keys(input: &str) -> Cow<'_, str> {
     let bytes = input.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;

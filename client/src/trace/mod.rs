@@ -1,0 +1,82 @@
+//! Message trace as RocketMQ's clients write it (docs/trace.md): with `enableMsgTrace`
+//! a producer writes a `Pub` record per send and an `EndTransaction` record per ended
+//! transaction, a push consumer a `SubBefore` and a `SubAfter` record per listener
+//! call, to the trace topic (`RMQ_SYS_TRACE_TOPIC`, or `customizedTraceTopic`).
+//!
+//! * [`data`]: the records and their text format (Java `TraceDataEncoder`).
+//! * [`dispatcher`]: the bounded queue, batching and the trace producer (Java
+//!   `AsyncTraceDispatcher`).
+//! * [`hook`]: the send, consume and end-transaction hooks that make the records.
+//!
+//! Records written by Apache's clients decode the same way; `mqadmin queryMsgTraceById`
+//! reads them back through the broker's index (a trace message's keys are the msgIds
+//! and message keys it holds).
+
+pub mod data;
+pub mod dispatcher;
+pub mod hook;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use vostok_remoting::protocol::topic::TRACE_TOPIC;
+
+pub use data::{MessageType, TraceBean, TraceContext, TraceType};
+pub use dispatcher::TraceDispatcher;
+
+use crate::instance::ClientConfig;
+use crate::producer::{Producer, ProducerConfig};
+
+/// Trace options of a producer or a consumer (Java `enableMsgTrace`,
+/// `customizedTraceTopic`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceConfig {
+    /// `enableMsgTrace`: write trace records.
+    pub enable_msg_trace: bool,
+    /// `customizedTraceTopic`: the trace topic; `None` is `RMQ_SYS_TRACE_TOPIC`.
+    pub customized_trace_topic: Option<String>,
+}
+
+impl TraceConfig {
+    /// Tracing on, to the default trace topic.
+    pub fn enabled() -> Self {
+        TraceConfig {
+            enable_msg_trace: true,
+            customized_trace_topic: None,
+        }
+    }
+
+    pub fn topic(&self) -> &str {
+        self.customized_trace_topic
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or(TRACE_TOPIC)
+    }
+
+    /// The dispatcher of a host client, when tracing is on: its producer shares the
+    /// host's name servers and credentials, in a group of its own
+    /// (`_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>`).
+    pub(crate) fn dispatcher(
+        &self,
+        client: &ClientConfig,
+        group: &str,
+        kind: &str,
+    ) -> Option<Arc<TraceDispatcher>> {
+        if !self.enable_msg_trace {
+            return None;
+        }
+        let mut client = client.clone();
+        client.namespace = String::new();
+        let producer = Producer::new(ProducerConfig {
+            client,
+            producer_group: format!("_INNER_TRACE_PRODUCER-{group}-{kind}"),
+            send_msg_timeout: Duration::from_secs(5),
+            max_message_size: 128_000,
+            ..ProducerConfig::default()
+        });
+        Some(Arc::new(TraceDispatcher::new(
+            self.topic().to_owned(),
+            producer,
+        )))
+    }
+}
