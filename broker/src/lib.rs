@@ -36,6 +36,7 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub(crate) mod exporter;
 pub mod grpc;
 pub(crate) mod pop;
 pub mod processor;

@@ -44,6 +44,7 @@ use crate::state::topic::TopicConfigManager;
 use crate::state::transaction::TransactionState;
 use crate::state::Broker;
 
+mod ops;
 mod security;
 
 /// A running broker.
@@ -52,6 +53,7 @@ pub struct BrokerHandle {
     servers: Vec<RemotingServer>,
     grpc: Option<GrpcServer>,
     namesrv: Option<NameServer>,
+    ops: ops::OpsServers,
 }
 
 /// Feeds store arrivals to held pulls, the timer table and the delay levels.
@@ -141,6 +143,7 @@ impl Broker {
             None
         };
         let ha_listener = bind_ha(&mut config, configured_port).await?;
+        let ops_listeners = ops::bind_ops(&config).await?;
 
         let mut namesrv = None;
         if config.is_standalone() {
@@ -205,6 +208,7 @@ impl Broker {
         };
 
         service::spawn_all(&broker);
+        let ops = ops::start_ops(&broker, ops_listeners);
         registration::register_all(&broker).await;
         info!(
             broker = %broker.config.broker_name,
@@ -217,6 +221,7 @@ impl Broker {
             servers,
             grpc,
             namesrv,
+            ops,
         })
     }
 }
@@ -308,6 +313,10 @@ fn build_state(
         long_polling: LongPolling::new(),
         broker_addr,
         stats: BrokerStats::default(),
+        metrics: crate::state::metrics::BrokerMetrics::new(
+            config.ops.metrics.is_prom() || config.ops.console_on(),
+        ),
+        removals: Default::default(),
         boot_timestamp: now_millis(),
         master_addr: RwLock::new(None),
         master_changed: tokio::sync::Notify::new(),
@@ -380,6 +389,16 @@ impl BrokerHandle {
         self.grpc.as_ref().map(GrpcServer::local_addr)
     }
 
+    /// The bound `/metrics` address, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.ops.metrics.as_ref().map(|s| s.local_addr())
+    }
+
+    /// The bound web console address, when it is on.
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        self.ops.console.as_ref().map(|s| s.local_addr())
+    }
+
     /// Name servers the broker registers with (the embedded one in standalone mode).
     pub fn namesrv_addr(&self) -> String {
         self.broker.namesrv_addrs.join(";")
@@ -396,6 +415,7 @@ impl BrokerHandle {
         if let Some(grpc) = self.grpc {
             grpc.shutdown().await;
         }
+        self.ops.shutdown().await;
         for server in &self.servers {
             server.shutdown().await;
         }

@@ -96,6 +96,7 @@ impl BrokerConfig {
             _ if self.pop.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
             _ if self.grpc.apply_property(key, v)? => {}
+            _ if self.ops.apply_property(key, v)? => {}
             _ => {
                 let known = self
                     .store
@@ -246,6 +247,7 @@ impl BrokerConfig {
         ];
         out.extend(self.pop.to_properties());
         out.extend(self.grpc.to_properties());
+        out.extend(self.ops.to_properties());
         out.extend(self.store.to_properties());
         out.extend(self.security.to_properties());
         out

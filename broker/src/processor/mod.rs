@@ -62,6 +62,8 @@ impl RequestProcessor for BrokerProcessor {
             if let Some(refusal) = role::slave_refusal(b, request.code) {
                 return Some(refusal);
             }
+            let started = b.metrics.is_enabled().then(std::time::Instant::now);
+            let (code, oneway) = (request.code, request.is_oneway());
             let response = match request.code {
                 request_code::SEND_MESSAGE
                 | request_code::SEND_MESSAGE_V2
@@ -165,6 +167,12 @@ impl RequestProcessor for BrokerProcessor {
                     vostok_remoting::processor::not_supported(&request)
                 }
             };
+            if let Some(started) = started {
+                let answered = (!oneway).then_some(response.code);
+                b.metrics
+                    .rpc
+                    .observe(code, answered, false, started.elapsed());
+            }
             Some(response)
         })
     }

@@ -140,6 +140,24 @@ impl ClientRegistry {
         self.consumers.read_locked().get(group).cloned()
     }
 
+    /// Every online consumer group, cloned (admin listings, metrics).
+    pub fn consumer_groups(&self) -> Vec<(String, ConsumerGroupInfo)> {
+        self.consumers
+            .read_locked()
+            .iter()
+            .map(|(g, info)| (g.clone(), info.clone()))
+            .collect()
+    }
+
+    /// Every online producer, by group.
+    pub fn producer_groups(&self) -> Vec<(String, Vec<ClientChannelInfo>)> {
+        self.producers
+            .read_locked()
+            .iter()
+            .map(|(g, infos)| (g.clone(), infos.values().cloned().collect()))
+            .collect()
+    }
+
     pub fn consumer_ids(&self, group: &str) -> Vec<String> {
         self.consumers
             .read_locked()

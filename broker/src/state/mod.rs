@@ -13,10 +13,13 @@
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
+pub(crate) mod lag;
 pub(crate) mod long_polling;
+pub(crate) mod metrics;
 pub(crate) mod offset;
 pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
+pub(crate) mod removal;
 pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod subscription;
@@ -45,9 +48,11 @@ use client_registry::ClientRegistry;
 use consumer_filter::ConsumerFilterManager;
 use dedupe::DedupeWindow;
 use long_polling::LongPolling;
+use metrics::BrokerMetrics;
 use offset::ConsumerOffsetManager;
 use pop::PopState;
 use rebalance_lock::RebalanceLockManager;
+use removal::RemovedMessages;
 use schedule::DelayOffsetTable;
 use stats::BrokerStats;
 use subscription::SubscriptionGroupManager;
@@ -74,6 +79,10 @@ pub struct Broker {
     /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
     pub(crate) send_permits: Semaphore,
     pub(crate) stats: BrokerStats,
+    /// RocketMQ 5's request metrics (Prometheus and the console).
+    pub(crate) metrics: BrokerMetrics,
+    /// Messages an operator removed: pulls and pops skip them.
+    pub(crate) removals: RemovedMessages,
     pub(crate) uniq_ids: UniqIdGenerator,
     pub(crate) boot_timestamp: i64,
     /// Client for the name servers.
