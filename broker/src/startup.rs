@@ -20,7 +20,7 @@ use tracing::{info, warn};
 use vostok_namesrv::NameServer;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property;
-use vostok_remoting::protocol::topic::{perm, SCHEDULE_TOPIC, TIMER_TOPIC};
+use vostok_remoting::protocol::topic::{perm, REMOVED_MESSAGE_TOPIC, SCHEDULE_TOPIC, TIMER_TOPIC};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{ConnectionConfig, FrameLimits, RemotingServer, ServerConfig};
@@ -79,6 +79,11 @@ impl MessageArrivingListener for ArrivalBridge {
             broker.timers.on_arrival(max_offset - 1, at);
         } else if topic == SCHEDULE_TOPIC {
             broker.delay_offsets.on_arrival(queue_id);
+        } else if topic == REMOVED_MESSAGE_TOPIC {
+            // A slave learns removals as their records arrive from the master.
+            if let Some((t, q, o)) = crate::state::remove::from_properties(properties) {
+                broker.removals.add(&t, q, o);
+            }
         }
         broker
             .long_polling
@@ -197,6 +202,9 @@ impl Broker {
         );
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
+        // Messages removed before a restart stay removed.
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.replay_removals()).await;
         // Retries of sends answered before a restart must find their originals.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;

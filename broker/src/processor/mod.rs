@@ -11,6 +11,7 @@ mod client_manage;
 mod consumer_manage;
 mod group_admin;
 mod notification;
+mod ops_admin;
 mod pop;
 mod pull;
 mod put_response;
@@ -21,7 +22,7 @@ pub(crate) mod send;
 pub(crate) mod send_back;
 mod send_batch;
 mod send_dedupe;
-mod topic_admin;
+pub(crate) mod topic_admin;
 pub(crate) mod transaction;
 
 use std::sync::Arc;
@@ -159,6 +160,14 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::POLLING_INFO | request_code::POLLING_INFO_SHORT => {
                     notification::polling_info(b, request)
                 }
+                request_code::VOSTOK_MESSAGE_STATUS => ops_admin::message_status(b, request),
+                request_code::VOSTOK_BROWSE_MESSAGES => ops_admin::browse_messages(b, request),
+                request_code::VOSTOK_REMOVE_MESSAGE => ops_admin::remove_message(b, request).await,
+                request_code::VOSTOK_RESEND_DLQ_MESSAGE => {
+                    ops_admin::resend_dlq_message(b, request).await
+                }
+                request_code::VOSTOK_GET_GROUP_LAG => ops_admin::group_lag(b, request),
+                request_code::VOSTOK_GET_CONNECTED_CLIENTS => ops_admin::connected_clients(b),
                 request_code::AUTH_CREATE_USER..=request_code::AUTH_LIST_ACL => {
                     auth_admin::process(&self.broker, request).await
                 }

@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 
+use vostok_remoting::protocol::body::{GroupLagBody, QueueLagEntry};
 use vostok_remoting::protocol::topic;
 
 use super::Broker;
@@ -38,6 +39,31 @@ impl QueueLag {
     /// Milliseconds behind at `now`.
     pub(crate) fn latency_ms(&self, now: i64) -> i64 {
         self.oldest_unconsumed.map_or(0, |t| (now - t).max(0))
+    }
+}
+
+impl GroupLag {
+    /// The wire form (VOSTOK_GET_GROUP_LAG), figures at `now`.
+    pub(crate) fn to_body(&self, group: &str, now: i64) -> GroupLagBody {
+        GroupLagBody {
+            group: group.to_owned(),
+            now,
+            queues: self
+                .queues
+                .iter()
+                .map(|q| QueueLagEntry {
+                    topic: q.topic.clone(),
+                    queue_id: q.queue_id,
+                    broker_offset: q.broker_offset,
+                    consumer_offset: q.consumer_offset.unwrap_or(-1),
+                    lag: q.lag,
+                    oldest_store_timestamp: q.oldest_unconsumed.unwrap_or(0),
+                    latency_ms: q.latency_ms(now),
+                    inflight: q.inflight,
+                })
+                .collect(),
+            dlq_messages: self.dlq_messages,
+        }
     }
 }
 

@@ -33,16 +33,14 @@ type Labels = Vec<(&'static str, String)>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MessageKind {
     Normal = 0,
-    Fifo = 1,
-    Delay = 2,
-    Transaction = 3,
+    Delay = 1,
+    Transaction = 2,
 }
 
 impl MessageKind {
     fn name(self) -> &'static str {
         match self {
             MessageKind::Normal => "normal",
-            MessageKind::Fifo => "fifo",
             MessageKind::Delay => "delay",
             MessageKind::Transaction => "transaction",
         }
@@ -82,7 +80,7 @@ impl InMeter {
 /// The handles of one topic, by message type, plus plain totals for the console.
 #[derive(Default)]
 pub(crate) struct TopicIn {
-    kinds: [OnceLock<InMeter>; 4],
+    kinds: [OnceLock<InMeter>; 3],
     pub(crate) messages: AtomicU64,
 }
 

@@ -10,16 +10,19 @@
 //! (`processor`) and background services (`service`) sit above this floor and take
 //! `&Broker`; start-up (`startup`) builds it.
 
+pub(crate) mod browse;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
 pub(crate) mod lag;
 pub(crate) mod long_polling;
+pub(crate) mod message_status;
 pub(crate) mod metrics;
 pub(crate) mod offset;
 pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
 pub(crate) mod removal;
+pub(crate) mod remove;
 pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod subscription;

@@ -7,6 +7,7 @@ mod batch_ack;
 mod heartbeat;
 mod lock;
 mod misc;
+mod ops;
 mod queue_table;
 mod register;
 mod topic_config;
@@ -17,6 +18,7 @@ pub use batch_ack::*;
 pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;
+pub use ops::*;
 pub use register::*;
 pub use topic_config::*;
 
