@@ -35,6 +35,7 @@
 
 pub mod cli;
 pub mod config;
+pub(crate) mod console;
 pub mod error;
 pub(crate) mod exporter;
 pub mod grpc;

@@ -66,11 +66,7 @@ pub(super) fn start_ops(broker: &Arc<Broker>, listeners: OpsListeners) -> OpsSer
     });
     let console = listeners
         .console
-        .map(|l| {
-            let _ = l;
-            None::<HttpServer>
-        })
-        .flatten();
+        .map(|l| HttpServer::start(l, crate::console::handler(broker), "console"));
     OpsServers { metrics, console }
 }
 
