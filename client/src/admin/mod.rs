@@ -27,6 +27,7 @@ pub mod auth;
 pub mod cluster;
 pub mod consumer;
 pub mod message;
+pub mod ops;
 pub mod topic;
 
 use std::time::Duration;

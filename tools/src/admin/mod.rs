@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod connection;
 pub mod consumer;
 pub mod message;
+pub mod ops;
 pub mod table;
 pub mod topic;
 
@@ -127,6 +128,11 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::ConsumerConnection(a) => connection::consumer_connection(admin, &a).await,
         Command::QueryMsgByKey(a) => message::query_msg_by_key(admin, &a).await,
         Command::QueryMsgById(a) => message::query_msg_by_id(admin, &a).await,
+        Command::MessageStatus(a) => ops::message_status(admin, &a).await,
+        Command::BrowseMessage(a) => ops::browse_message(admin, &a).await,
+        Command::RemoveMessage(a) => ops::remove_message(admin, &a).await,
+        Command::ResendDlqMessage(a) => ops::resend_dlq_message(admin, &a).await,
+        Command::ConnectedClients(a) => ops::connected_clients(admin, &a).await,
         Command::CreateUser(a) => auth::create_user(admin, &a, false).await,
         Command::UpdateUser(a) => auth::create_user(admin, &a, true).await,
         Command::DeleteUser(a) => auth::delete_user(admin, &a).await,
