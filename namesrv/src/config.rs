@@ -68,6 +68,9 @@ pub struct NamesrvConfig {
     pub route_query_acl_enable: bool,
     /// `tls.*` keys.
     pub tls: vostok_remoting::tls::TlsConfig,
+    /// RocketMQ 5's exporter keys (`metricsExporterType=PROM`,
+    /// `metricsPromExporterHost`, `metricsPromExporterPort`, `metricsLabel`).
+    pub metrics: vostok_observe::MetricsConfig,
     /// The embedding broker's own name and credentials (standalone mode): an admin
     /// account allowed to register that one broker name, known without a file.
     pub embedded_broker: Option<(String, vostok_remoting::auth::SessionCredentials)>,
@@ -105,6 +108,7 @@ impl Default for NamesrvConfig {
             acl_enable: false,
             route_query_acl_enable: false,
             tls: vostok_remoting::tls::TlsConfig::default(),
+            metrics: vostok_observe::MetricsConfig::default(),
             embedded_broker: None,
         }
     }
@@ -176,6 +180,10 @@ impl NamesrvConfig {
                 self.acl_enable |= parse_bool(key, value)?
             }
             "routeQueryAclEnable" => self.route_query_acl_enable = parse_bool(key, value)?,
+            _ if self
+                .metrics
+                .apply_property(key, value)
+                .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))? => {}
             _ => {
                 return self
                     .tls
@@ -243,6 +251,7 @@ impl NamesrvConfig {
             self.route_query_acl_enable.to_string(),
         ));
         out.extend(self.tls.to_properties());
+        out.extend(self.metrics.to_properties());
         out
     }
 
@@ -289,6 +298,13 @@ impl NamesrvConfig {
                 "must not be empty",
             ));
         }
+        self.metrics.validate().map_err(|e| {
+            NamesrvError::invalid(
+                "metricsExporterType",
+                self.metrics.exporter_type.name(),
+                e.to_string(),
+            )
+        })?;
         if self.bind_address.trim().is_empty() {
             return Err(NamesrvError::invalid(
                 "bindAddress",
