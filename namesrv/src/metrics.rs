@@ -134,7 +134,13 @@ mod tests {
                     && s.labels.get("request_code") == Some("get_broker_cluster_info")
             })
             .unwrap_or_else(|| panic!("{body}"));
-        assert!(format!("{:?}", count.value).contains("2.0"), "{body}");
+        let n = match count.value {
+            prometheus_parse::Value::Untyped(v)
+            | prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v) => v,
+            ref other => panic!("{other:?}"),
+        };
+        assert_eq!(n, 2.0, "{body}");
         assert_eq!(count.labels.get("node_type"), Some("nameserver"));
         assert!(body.contains("rocketmq_namesrv_brokers{"), "{body}");
         client.shutdown().await;

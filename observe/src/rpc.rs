@@ -121,11 +121,13 @@ mod tests {
                     && s.labels.get("response_code") == Some("success")
             })
             .unwrap_or_else(|| panic!("no send sample in\n{text}"));
-        assert!(
-            matches!(count.value, prometheus_parse::Value::Untyped(v) if v == 1.0)
-                || format!("{:?}", count.value).contains("1.0"),
-            "{text}"
-        );
+        let n = match count.value {
+            prometheus_parse::Value::Untyped(v)
+            | prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v) => v,
+            ref other => panic!("{other:?}"),
+        };
+        assert_eq!(n, 1.0, "{text}");
         assert!(text.contains("result=\"oneway\""), "{text}");
     }
 }

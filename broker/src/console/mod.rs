@@ -70,28 +70,23 @@ impl Console {
     fn get(&self, r: &HttpRequest) -> HttpResponse {
         let flash = r.param("flash");
         let flash = flash.as_deref();
+        let name = r.param("name").unwrap_or_default();
         let body = match r.path.as_str() {
-            "/" => ("Cluster", pages::cluster(self)),
-            "/topics" => ("Topics", pages::topics(self)),
-            "/topic" => (
-                "Topic",
-                pages::topic(self, &r.param("name").unwrap_or_default()),
-            ),
-            "/groups" => ("Groups", pages::groups(self)),
-            "/group" => (
-                "Group",
-                pages::group(self, &r.param("name").unwrap_or_default()),
-            ),
-            "/clients" => ("Connected clients", pages::clients(self)),
-            "/messages" => ("Messages", message::search(self, r)),
-            "/browse" => ("Waiting messages", message::browse(self, r)),
+            "/" => ("Cluster".to_owned(), pages::cluster(self)),
+            "/topics" => ("Topics".to_owned(), pages::topics(self)),
+            "/topic" => (format!("Topic {name}"), pages::topic(self, &name)),
+            "/groups" => ("Groups".to_owned(), pages::groups(self)),
+            "/group" => (format!("Group {name}"), pages::group(self, &name)),
+            "/clients" => ("Connected clients".to_owned(), pages::clients(self)),
+            "/messages" => ("Messages".to_owned(), message::search(self, r)),
+            "/browse" => ("Waiting messages".to_owned(), message::browse(self, r)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
         };
         let (title, content) = body;
         HttpResponse::html(html::page(
             &self.broker.config.broker_name,
-            title,
+            &title,
             flash,
             &content,
         ))

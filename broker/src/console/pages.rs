@@ -225,9 +225,11 @@ pub(crate) fn topic(c: &Console, name: &str) -> String {
 pub(crate) fn groups(c: &Console) -> String {
     let b = &c.broker;
     let now = now_millis();
+    // The broker's own groups (revive, transaction check) are not the operator's.
     let rows: Vec<Vec<String>> = b
         .known_groups()
         .into_iter()
+        .filter(|g| !g.starts_with("CID_RMQ_SYS_"))
         .map(|g| {
             let lag = b.group_lag(&g, None);
             let behind: i64 = lag.queues.iter().map(|q| q.lag).sum();

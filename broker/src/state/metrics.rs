@@ -307,7 +307,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("rocketmq_message_size_bucket{le=\"1024.0\",topic=\"T\""),
+            text.contains(
+                "rocketmq_message_size_bucket{topic=\"T\",message_type=\"normal\",is_system=\"false\",le=\"1024\"} 1"
+            ),
             "{text}"
         );
     }
