@@ -83,13 +83,17 @@ fn load_config(args: &Args) -> Result<BrokerConfig, BrokerError> {
 /// Runs `mqbroker` until SIGINT or SIGTERM.
 pub fn main() -> ExitCode {
     let args = Args::parse();
-    let config = match load_config(&args) {
+    let mut config = match load_config(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("mqbroker: {e}");
             return ExitCode::from(2);
         }
     };
+    // `mqbroker` alone (standalone mode) serves the web console unless told not to.
+    if config.ops.console_enable.is_none() {
+        config.ops.console_enable = Some(config.is_standalone());
+    }
     if args.print_config || args.print_important {
         for (k, v) in config.to_properties() {
             if args.print_config || IMPORTANT.contains(&k.as_str()) {
@@ -128,6 +132,12 @@ pub fn main() -> ExitCode {
         if let Some(grpc) = handle.grpc_addr() {
             // Before the boot line, so whoever waits for that one has seen it.
             println!("gRPC endpoint {grpc} (MessagingService, TLS and plaintext)");
+        }
+        if let Some(metrics) = handle.metrics_addr() {
+            println!("Prometheus metrics on http://{metrics}/metrics");
+        }
+        if let Some(console) = handle.console_addr() {
+            println!("Web console on http://{console}/");
         }
         // The line RocketMQ prints; scripts and tests wait for it.
         println!(

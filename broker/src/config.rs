@@ -18,10 +18,12 @@ use crate::error::BrokerError;
 
 mod grpc;
 mod keys;
+mod ops;
 mod pop;
 mod security;
 
 pub use grpc::GrpcConfig;
+pub use ops::OpsConfig;
 pub use pop::PopConfig;
 pub use security::SecurityConfig;
 
@@ -140,6 +142,8 @@ pub struct BrokerConfig {
     pub pop: PopConfig,
     /// The gRPC endpoint (`grpcServerPort`, ...).
     pub grpc: GrpcConfig,
+    /// Metrics exporter, message trace and web console keys.
+    pub ops: OpsConfig,
     pub store: StoreConfig,
     /// ACL and TLS keys.
     pub security: SecurityConfig,
@@ -205,6 +209,7 @@ impl Default for BrokerConfig {
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
             pop: PopConfig::default(),
             grpc: GrpcConfig::default(),
+            ops: OpsConfig::default(),
             store,
             security: SecurityConfig::default(),
             limits: ServerLimits::default(),
@@ -297,6 +302,7 @@ impl BrokerConfig {
                 key: key.to_owned(),
                 reason,
             })?;
+        self.ops.validate()?;
         self.store.delay_levels().map_err(|e| BrokerError::Config {
             key: "messageDelayLevel".to_owned(),
             reason: e.to_string(),

@@ -5,6 +5,10 @@
 //!   the listeners, starts the services, shuts down ([`Broker::start`], [`BrokerHandle`]).
 //! * [`grpc`]: the gRPC endpoint of the 5.x clients (`MessagingService`), a second front
 //!   end that calls the POP operations, the state and the processors below it.
+//! * `console`: the web console (docs/operations.md#console), a third front end on
+//!   the observe crate's HTTP server: pages read the state, forms call the same
+//!   operations as the admin requests. `exporter`: the Prometheus registry of
+//!   `/metrics` and the gauges computed at scrape time.
 //! * [`processor`]: one function per request code, in one file per request family;
 //!   [`processor::BrokerProcessor`] is the request table.
 //! * [`pop`]: POP consumption operations (pop, ack, change invisible time) that the
@@ -18,7 +22,8 @@
 //! * [`state`]: the shared state every processor and service reads ([`Broker`]) and
 //!   its tables: topics, subscription groups, consumer offsets, clients, queue locks,
 //!   held pulls, delay offsets, timers, transactions, compiled SQL92 filters, the
-//!   duplication window, stats.
+//!   duplication window, stats, request metrics, removed messages; and what several
+//!   tables answer together (lag, message status, browse, removal).
 //! * [`config`]: `broker.conf`; [`error`]: [`BrokerError`].
 //!
 //! Request flow: the remoting server (plain or TLS, `tls.*` keys) hands each request to
@@ -35,7 +40,9 @@
 
 pub mod cli;
 pub mod config;
+pub(crate) mod console;
 pub mod error;
+pub(crate) mod exporter;
 pub mod grpc;
 pub(crate) mod pop;
 pub mod processor;

@@ -20,7 +20,7 @@ use tracing::{info, warn};
 use vostok_namesrv::NameServer;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property;
-use vostok_remoting::protocol::topic::{perm, SCHEDULE_TOPIC, TIMER_TOPIC};
+use vostok_remoting::protocol::topic::{perm, REMOVED_MESSAGE_TOPIC, SCHEDULE_TOPIC, TIMER_TOPIC};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{ConnectionConfig, FrameLimits, RemotingServer, ServerConfig};
@@ -44,6 +44,7 @@ use crate::state::topic::TopicConfigManager;
 use crate::state::transaction::TransactionState;
 use crate::state::Broker;
 
+mod ops;
 mod security;
 mod side_runtime;
 
@@ -55,6 +56,7 @@ pub struct BrokerHandle {
     servers: Vec<RemotingServer>,
     grpc: Option<GrpcServer>,
     namesrv: Option<NameServer>,
+    ops: ops::OpsServers,
     /// Declared last: the runtimes stop after what runs on them.
     runtimes: Vec<SideRuntime>,
 }
@@ -82,6 +84,11 @@ impl MessageArrivingListener for ArrivalBridge {
             broker.timers.on_arrival(max_offset - 1, at);
         } else if topic == SCHEDULE_TOPIC {
             broker.delay_offsets.on_arrival(queue_id);
+        } else if topic == REMOVED_MESSAGE_TOPIC {
+            // A slave learns removals as their records arrive from the master.
+            if let Some((t, q, o)) = crate::state::remove::from_properties(properties) {
+                broker.removals.add(&t, q, o);
+            }
         }
         broker
             .long_polling
@@ -146,6 +153,7 @@ impl Broker {
             None
         };
         let ha_listener = bind_ha(&mut config, configured_port).await?;
+        let ops_listeners = ops::bind_ops(&config).await?;
 
         let memory = vostok_remoting::ServerLimits::budget(config.memory_ceiling());
         info!(
@@ -238,6 +246,9 @@ impl Broker {
         );
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
+        // Messages removed before a restart stay removed.
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.replay_removals()).await;
         // Retries of sends answered before a restart must find their originals.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;
@@ -249,6 +260,7 @@ impl Broker {
         };
 
         service::spawn_all(&broker);
+        let ops = ops::start_ops(&broker, ops_listeners);
         registration::register_now(&broker).await;
         info!(
             broker = %broker.config.broker_name,
@@ -261,6 +273,7 @@ impl Broker {
             servers,
             grpc,
             namesrv,
+            ops,
             runtimes,
         })
     }
@@ -356,6 +369,10 @@ fn build_state(
         broker_addr,
         stats: BrokerStats::default(),
         runtime: crate::state::runtime_config::RuntimeConfig::new(&config),
+        metrics: crate::state::metrics::BrokerMetrics::new(
+            config.ops.metrics.is_prom() || config.ops.console_on(),
+        ),
+        removals: Default::default(),
         boot_timestamp: now_millis(),
         master_addr: RwLock::new(None),
         master_changed: tokio::sync::Notify::new(),
@@ -443,6 +460,16 @@ impl BrokerHandle {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The bound `/metrics` address, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.ops.metrics.as_ref().map(|s| s.local_addr())
+    }
+
+    /// The bound web console address, when it is on.
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        self.ops.console.as_ref().map(|s| s.local_addr())
+    }
+
     /// Name servers the broker registers with (the embedded one in standalone mode).
     pub fn namesrv_addr(&self) -> String {
         self.broker.namesrv_addrs.join(";")
@@ -459,6 +486,7 @@ impl BrokerHandle {
         if let Some(grpc) = self.grpc {
             grpc.shutdown().await;
         }
+        self.ops.shutdown().await;
         for server in &self.servers {
             server.shutdown().await;
         }

@@ -108,6 +108,9 @@ async fn serve(config: NamesrvConfig) -> Result<(), NamesrvError> {
             })?;
     let namesrv = NameServer::start(config, listener).await?;
     let mut stdout = std::io::stdout().lock();
+    if let Some(metrics) = namesrv.metrics_addr() {
+        let _ = writeln!(stdout, "Prometheus metrics on http://{metrics}/metrics");
+    }
     // Harnesses wait for this line; a closed stdout must not stop the server.
     let _ = writeln!(
         stdout,

@@ -72,6 +72,9 @@ pub struct NamesrvConfig {
     /// ...; docs/limits.md). A name server's memory ceiling defaults to an eighth of
     /// the machine's memory.
     pub limits: vostok_remoting::ServerLimits,
+    /// RocketMQ 5's exporter keys (`metricsExporterType=PROM`,
+    /// `metricsPromExporterHost`, `metricsPromExporterPort`, `metricsLabel`).
+    pub metrics: vostok_observe::MetricsConfig,
     /// The embedding broker's own name and credentials (standalone mode): an admin
     /// account allowed to register that one broker name, known without a file.
     pub embedded_broker: Option<(String, vostok_remoting::auth::SessionCredentials)>,
@@ -110,6 +113,7 @@ impl Default for NamesrvConfig {
             route_query_acl_enable: false,
             tls: vostok_remoting::tls::TlsConfig::default(),
             limits: vostok_remoting::ServerLimits::default(),
+            metrics: vostok_observe::MetricsConfig::default(),
             embedded_broker: None,
         }
     }
@@ -185,6 +189,10 @@ impl NamesrvConfig {
                 .limits
                 .apply(key, value)
                 .map_err(|reason| NamesrvError::invalid(key, value, reason))? => {}
+            _ if self
+                .metrics
+                .apply_property(key, value)
+                .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))? => {}
             _ => {
                 return self
                     .tls
@@ -260,6 +268,7 @@ impl NamesrvConfig {
         ));
         out.extend(self.limits.to_properties());
         out.extend(self.tls.to_properties());
+        out.extend(self.metrics.to_properties());
         out
     }
 
@@ -306,6 +315,13 @@ impl NamesrvConfig {
                 "must not be empty",
             ));
         }
+        self.metrics.validate().map_err(|e| {
+            NamesrvError::invalid(
+                "metricsExporterType",
+                self.metrics.exporter_type.name(),
+                e.to_string(),
+            )
+        })?;
         if self.bind_address.trim().is_empty() {
             return Err(NamesrvError::invalid(
                 "bindAddress",

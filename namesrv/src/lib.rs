@@ -53,6 +53,7 @@ pub mod config;
 pub mod error;
 pub mod housekeeping;
 pub mod kv_config;
+mod metrics;
 mod processor;
 pub mod route;
 mod security;
@@ -82,6 +83,8 @@ pub struct NameServer {
     /// Stops the housekeeping task.
     stop: CancellationToken,
     tasks: TaskTracker,
+    /// `/metrics`, when `metricsExporterType=PROM`.
+    metrics: Option<vostok_observe::HttpServer>,
 }
 
 impl NameServer {
@@ -128,6 +131,8 @@ impl NameServer {
             ..ServerConfig::default()
         };
         let scan_interval = config.scan_not_active_broker_interval;
+        let rpc = vostok_observe::RpcMetrics::default();
+        let metrics = metrics::start(&config, local_addr, &rpc, route.clone()).await?;
         info!(
             addr = %local_addr,
             config = ?config.to_properties(),
@@ -141,6 +146,7 @@ impl NameServer {
             started: vostok_remoting::support::time::monotonic(),
             connections: AtomicUsize::new(0),
             guard,
+            rpc: metrics.is_some().then_some(rpc),
         });
         let server = RemotingServer::start(
             listener,
@@ -161,12 +167,18 @@ impl NameServer {
             shared,
             stop,
             tasks,
+            metrics,
         })
     }
 
     /// The address the server listens on (the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.server.local_addr()
+    }
+
+    /// The bound `/metrics` address, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|m| m.local_addr())
     }
 
     pub fn config(&self) -> &NamesrvConfig {
@@ -201,6 +213,9 @@ impl NameServer {
         self.stop.cancel();
         self.tasks.wait().await;
         self.server.shutdown().await;
+        if let Some(m) = &self.metrics {
+            m.shutdown().await;
+        }
         let kv = self.shared.kv.clone();
         match tokio::task::spawn_blocking(move || kv.persist_if_dirty()).await {
             Ok(Ok(())) => {}

@@ -47,6 +47,8 @@ pub(crate) struct Shared {
     pub connections: AtomicUsize,
     /// ACL, when `aclEnable` is on: every request passes it first.
     pub guard: Option<vostok_auth::Guard>,
+    /// `rocketmq_rpc_latency`, when the exporter is on.
+    pub rpc: Option<vostok_observe::RpcMetrics>,
 }
 
 pub(crate) struct NamesrvProcessor {
@@ -113,7 +115,18 @@ impl RequestProcessor for NamesrvProcessor {
             opaque = request.opaque,
             peer = %channel.peer_addr(),
         );
-        Box::pin(async move { Some(self.dispatch(channel, &request).await) }.instrument(span))
+        Box::pin(
+            async move {
+                let started = Instant::now();
+                let response = self.dispatch(channel, &request).await;
+                if let Some(rpc) = &self.shared.rpc {
+                    let answered = (!request.is_oneway()).then_some(response.code);
+                    rpc.observe(request.code, answered, false, started.elapsed());
+                }
+                Some(response)
+            }
+            .instrument(span),
+        )
     }
 
     fn on_channel_connected(&self, _channel: &Channel) {

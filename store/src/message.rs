@@ -36,6 +36,12 @@ pub trait MessageFilter: Send + Sync {
         let _ = properties;
         true
     }
+    /// True when the message at `queue_offset` must be skipped whatever its tags (the
+    /// broker's removed messages); skipped offsets count as filtered out.
+    fn skips_queue_offset(&self, queue_offset: i64) -> bool {
+        let _ = queue_offset;
+        false
+    }
 }
 
 /// Told about every NOT/COMMIT record the dispatcher makes visible, right after its

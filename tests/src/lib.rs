@@ -8,6 +8,7 @@
 
 pub mod acl;
 pub mod client;
+pub mod http;
 pub mod netns;
 pub mod proxy;
 pub mod python;
@@ -269,6 +270,10 @@ pub struct Broker {
     pub store_dir: PathBuf,
     /// `ip:port` of the gRPC endpoint (5.x clients), when enabled.
     pub grpc_addr: Option<String>,
+    /// `ip:port` of `/metrics`, when `metricsExporterType=PROM`.
+    pub metrics_addr: Option<String>,
+    /// `ip:port` of the web console, when it is on.
+    pub console_addr: Option<String>,
     listen_port: u16,
     embedded_namesrv_port: u16,
     grpc_port: u16,
@@ -303,6 +308,8 @@ impl Broker {
         set("fastListenEnable", "false".into());
         set("grpcServerPort", grpc_port.to_string());
         set("storePathRootDir", store_dir.display().to_string());
+        // Standalone brokers serve the web console: on a free port, many run at once.
+        set("consolePort", "0".into());
         // 64 MiB commitlog files: a broker reserves its current file and the next, and
         // many test brokers run at once.
         set("mappedFileSizeCommitLog", (64 << 20).to_string());
@@ -347,7 +354,20 @@ impl Broker {
             .find_map(|l| l.strip_prefix("gRPC endpoint "))
             .and_then(|rest| rest.split(' ').next())
             .map(str::to_owned);
+        // `Prometheus metrics on http://<ip:port>/metrics`, `Web console on http://<ip:port>/`.
+        let http_addr = |prefix: &str| {
+            process
+                .early_lines
+                .iter()
+                .find_map(|l| l.strip_prefix(prefix))
+                .and_then(|rest| rest.split('/').next())
+                .map(str::to_owned)
+        };
+        let metrics_addr = http_addr("Prometheus metrics on http://");
+        let console_addr = http_addr("Web console on http://");
         Broker {
+            metrics_addr,
+            console_addr,
             grpc_port: grpc_addr.as_deref().map(port).unwrap_or(0),
             grpc_addr,
             listen_port: port(&addr),

@@ -105,6 +105,7 @@ impl BrokerConfig {
             _ if self.pop.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
             _ if self.grpc.apply_property(key, v)? => {}
+            _ if self.ops.apply_property(key, v)? => {}
             _ => {
                 let known = self
                     .store
@@ -263,6 +264,7 @@ impl BrokerConfig {
         ];
         out.extend(self.pop.to_properties());
         out.extend(self.grpc.to_properties());
+        out.extend(self.ops.to_properties());
         out.extend(self.store.to_properties());
         out.extend(self.security.to_properties());
         out.extend(self.limits.to_properties());

@@ -84,7 +84,7 @@ async fn pull(
     let filter = TagFilter(subscription_of(&topic, request.filter_expression.as_ref())?);
     let batch = request.batch_size.clamp(1, 32);
     let read = || {
-        broker.store.get_message(
+        broker.get_for_consumer(
             &group,
             &topic,
             queue.id,
@@ -127,6 +127,12 @@ async fn pull(
         }
     }
     broker.count_get(result.messages.len() as u64);
+    broker.metrics.record_get(
+        &topic,
+        &group,
+        result.messages.len() as u64,
+        result.buffer_total_size as u64,
+    );
     let found = !result.messages.is_empty();
     let mut out = vec![PullMessageResponse {
         content: Some(Content::Status(if found {

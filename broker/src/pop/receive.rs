@@ -260,7 +260,7 @@ impl Pass<'_> {
             .as_ref()
             .filter(|_| !topic::is_retry_topic(topic));
         let get = |from: i64| {
-            store.get_message(
+            broker.get_for_consumer(
                 &req.group,
                 topic,
                 queue_id,
@@ -327,6 +327,12 @@ impl Pass<'_> {
             return;
         }
         broker.count_get(got.messages.len() as u64);
+        broker.metrics.record_get(
+            topic,
+            &req.group,
+            got.messages.len() as u64,
+            got.messages.iter().map(|m| m.len() as u64).sum(),
+        );
         let retry = RetryFlag::of_topic(topic);
         pop::push_start_offset_info(&mut self.result.start_offset_info, retry, queue_id, offset);
         pop::push_msg_offset_info(&mut self.result.msg_offset_info, retry, queue_id, &offsets);

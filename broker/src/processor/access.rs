@@ -181,6 +181,21 @@ mod tests {
     }
 
     #[test]
+    fn operations_requests_are_admin_only() {
+        for code in [
+            code::VOSTOK_MESSAGE_STATUS,
+            code::VOSTOK_BROWSE_MESSAGES,
+            code::VOSTOK_REMOVE_MESSAGE,
+            code::VOSTOK_RESEND_DLQ_MESSAGE,
+            code::VOSTOK_GET_GROUP_LAG,
+            code::VOSTOK_GET_CONNECTED_CLIENTS,
+        ] {
+            let r = with(code, &[("topic", "T"), ("group", "G")]);
+            assert_eq!(access(&r), Access::Admin, "{}", code::name(code));
+        }
+    }
+
+    #[test]
     fn sends_pulls_and_unknown_codes() {
         assert_eq!(
             access(&with(code::SEND_MESSAGE_V2, &[("b", "T")])),

@@ -14,6 +14,7 @@ mod consumer_manage;
 mod group_admin;
 mod notification;
 mod offset_reset;
+mod ops_admin;
 mod pop;
 mod pull;
 mod put_response;
@@ -25,7 +26,7 @@ pub(crate) mod send_back;
 mod send_batch;
 mod send_dedupe;
 mod store_admin;
-mod topic_admin;
+pub(crate) mod topic_admin;
 mod topic_consumers;
 pub(crate) mod transaction;
 
@@ -67,6 +68,8 @@ impl RequestProcessor for BrokerProcessor {
             if let Some(refusal) = role::slave_refusal(b, request.code) {
                 return Some(refusal);
             }
+            let started = b.metrics.is_enabled().then(std::time::Instant::now);
+            let (code, oneway) = (request.code, request.is_oneway());
             let response = match request.code {
                 request_code::SEND_MESSAGE
                 | request_code::SEND_MESSAGE_V2
@@ -178,6 +181,14 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::POLLING_INFO | request_code::POLLING_INFO_SHORT => {
                     notification::polling_info(b, request)
                 }
+                request_code::VOSTOK_MESSAGE_STATUS => ops_admin::message_status(b, request),
+                request_code::VOSTOK_BROWSE_MESSAGES => ops_admin::browse_messages(b, request),
+                request_code::VOSTOK_REMOVE_MESSAGE => ops_admin::remove_message(b, request).await,
+                request_code::VOSTOK_RESEND_DLQ_MESSAGE => {
+                    ops_admin::resend_dlq_message(b, request).await
+                }
+                request_code::VOSTOK_GET_GROUP_LAG => ops_admin::group_lag(b, request),
+                request_code::VOSTOK_GET_CONNECTED_CLIENTS => ops_admin::connected_clients(b),
                 request_code::AUTH_CREATE_USER..=request_code::AUTH_LIST_ACL => {
                     auth_admin::process(&self.broker, request).await
                 }
@@ -186,6 +197,12 @@ impl RequestProcessor for BrokerProcessor {
                     vostok_remoting::processor::not_supported(&request)
                 }
             };
+            if let Some(started) = started {
+                let answered = (!oneway).then_some(response.code);
+                b.metrics
+                    .rpc
+                    .observe(code, answered, false, started.elapsed());
+            }
             Some(response)
         })
     }

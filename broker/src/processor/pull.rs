@@ -162,7 +162,7 @@ fn pull_inner(
     let max_count = header.max_msg_nums.max(1);
     let max_bytes = header.max_msg_bytes.filter(|b| *b > 0).unwrap_or(i32::MAX);
     let filter = ExpressionMessageFilter::new(subscription, sql);
-    let result = broker.store.get_message(
+    let result = broker.get_for_consumer(
         &header.consumer_group,
         &header.topic,
         header.queue_id,
@@ -231,6 +231,12 @@ fn pull_inner(
             body.extend_from_slice(record);
         }
         broker.count_get(result.messages.len() as u64);
+        broker.metrics.record_get(
+            &header.topic,
+            &header.consumer_group,
+            result.messages.len() as u64,
+            result.buffer_total_size as u64,
+        );
         RemotingCommand::response(code, None)
             .with_header(&response_header)
             .with_body(body.freeze())

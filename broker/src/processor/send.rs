@@ -20,6 +20,7 @@ use super::error;
 use super::put_response::{choose_queue, put_response};
 use super::send_dedupe;
 use crate::reroute::{self, Parking};
+use crate::state::metrics::MessageKind;
 use crate::state::Broker;
 
 pub(crate) async fn send_message(
@@ -160,8 +161,18 @@ pub(crate) async fn send_message(
     } else {
         msg.properties = props.into_string();
     }
+    let kind = if scan.prepared {
+        MessageKind::Transaction
+    } else if scan.delay_level > 0 || scan.timer {
+        MessageKind::Delay
+    } else {
+        MessageKind::Normal
+    };
     let result = broker.store.put_message(msg).await;
     broker.count_put(1);
+    broker
+        .metrics
+        .record_put(&topic_config.topic_name, kind, &result);
     if let Some(claim) = claim {
         send_dedupe::record(claim, &result, queue_id);
     }

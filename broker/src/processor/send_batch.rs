@@ -16,6 +16,7 @@ use vostok_store::MessageInner;
 use super::error;
 use super::put_response::{choose_queue, put_response};
 use super::send_dedupe;
+use crate::state::metrics::MessageKind;
 use crate::state::Broker;
 
 pub(super) async fn send_batch(
@@ -116,6 +117,9 @@ pub(super) async fn send_batch(
         let n = msgs.len() as u64;
         let result = broker.store.put_messages(msgs).await;
         broker.count_put(n);
+        broker
+            .metrics
+            .record_put(&header.topic, MessageKind::Normal, &result);
         return put_response(broker, result, queue_id, None);
     };
     if claim.all_duplicates() {
@@ -130,6 +134,9 @@ pub(super) async fn send_batch(
     let n = msgs.len() as u64;
     let result = broker.store.put_messages(msgs).await;
     broker.count_put(n);
+    broker
+        .metrics
+        .record_put(&header.topic, MessageKind::Normal, &result);
     let originals = claim.originals();
     send_dedupe::record(claim, &result, queue_id);
     let response = put_response(broker, result, queue_id, None);

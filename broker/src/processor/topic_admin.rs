@@ -123,6 +123,7 @@ pub(crate) async fn delete_topic(
     }
     broker.topics.delete(&header.topic);
     broker.offsets.remove_topic(&header.topic);
+    broker.removals.remove_topic(&header.topic);
     // Durable before the answer: the store's tombstone, the topic table and the
     // offsets, so that a crash right after cannot bring the topic back.
     let b = broker.clone();

@@ -150,6 +150,65 @@ impl ClientRegistry {
             .collect()
     }
 
+    /// Every online consumer group, cloned (admin listings, metrics).
+    pub fn consumer_groups(&self) -> Vec<(String, ConsumerGroupInfo)> {
+        self.consumers
+            .read_locked()
+            .iter()
+            .map(|(g, info)| (g.clone(), info.clone()))
+            .collect()
+    }
+
+    /// Every connected application (the operators' "connected clients" list), producers
+    /// first, sorted by group and client id.
+    pub fn connected_clients(&self) -> Vec<vostok_remoting::protocol::body::ConnectedClient> {
+        use vostok_remoting::protocol::body::ConnectedClient;
+        let row =
+            |role: &str, group: &str, c: &ClientChannelInfo, consume_type: &str| ConnectedClient {
+                role: role.to_owned(),
+                group: group.to_owned(),
+                client_id: c.client_id.clone(),
+                addr: c.channel.peer_addr().to_string(),
+                language: c.language.name().to_owned(),
+                version: c.version,
+                last_heartbeat_ms_ago: c.last_update.elapsed().as_millis() as i64,
+                consume_type: consume_type.to_owned(),
+            };
+        let mut out = Vec::new();
+        for (group, clients) in self.producer_groups() {
+            out.extend(clients.iter().map(|c| row("producer", &group, c, "")));
+        }
+        for (group, info) in self.consumer_groups() {
+            let mode = match info.consume_type {
+                ConsumeType::ConsumeActively => "pull",
+                ConsumeType::ConsumePassively => "push",
+                ConsumeType::ConsumePop => "pop",
+            };
+            out.extend(
+                info.channels
+                    .values()
+                    .map(|c| row("consumer", &group, c, mode)),
+            );
+        }
+        out.sort_by(|a, b| {
+            (a.role.as_str() != "producer", &a.group, &a.client_id).cmp(&(
+                b.role.as_str() != "producer",
+                &b.group,
+                &b.client_id,
+            ))
+        });
+        out
+    }
+
+    /// Every online producer, by group.
+    pub fn producer_groups(&self) -> Vec<(String, Vec<ClientChannelInfo>)> {
+        self.producers
+            .read_locked()
+            .iter()
+            .map(|(g, infos)| (g.clone(), infos.values().cloned().collect()))
+            .collect()
+    }
+
     pub fn consumer_ids(&self, group: &str) -> Vec<String> {
         self.consumers
             .read_locked()

@@ -10,14 +10,20 @@
 //! (`processor`) and background services (`service`) sit above this floor and take
 //! `&Broker`; start-up (`startup`) builds it.
 
+pub(crate) mod browse;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
+pub(crate) mod lag;
 pub(crate) mod long_polling;
 pub(crate) mod memory;
+pub(crate) mod message_status;
+pub(crate) mod metrics;
 pub(crate) mod offset;
 pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
+pub(crate) mod removal;
+pub(crate) mod remove;
 pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
@@ -47,9 +53,11 @@ use client_registry::ClientRegistry;
 use consumer_filter::ConsumerFilterManager;
 use dedupe::DedupeWindow;
 use long_polling::LongPolling;
+use metrics::BrokerMetrics;
 use offset::ConsumerOffsetManager;
 use pop::PopState;
 use rebalance_lock::RebalanceLockManager;
+use removal::RemovedMessages;
 use runtime_config::RuntimeConfig;
 use schedule::DelayOffsetTable;
 use stats::BrokerStats;
@@ -79,6 +87,10 @@ pub struct Broker {
     /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
     pub(crate) send_permits: Semaphore,
     pub(crate) stats: BrokerStats,
+    /// RocketMQ 5's request metrics (Prometheus and the console).
+    pub(crate) metrics: BrokerMetrics,
+    /// Messages an operator removed: pulls and pops skip them.
+    pub(crate) removals: RemovedMessages,
     pub(crate) uniq_ids: UniqIdGenerator,
     pub(crate) boot_timestamp: i64,
     /// Client for the name servers.

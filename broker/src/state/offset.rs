@@ -114,6 +114,16 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
+    /// Every `(topic, group)` with committed offsets.
+    pub fn topic_groups(&self) -> Vec<(String, String)> {
+        self.table
+            .locked()
+            .keys()
+            .filter_map(|k| k.rsplit_once(TOPIC_GROUP_SEPARATOR))
+            .map(|(t, g)| (t.to_owned(), g.to_owned()))
+            .collect()
+    }
+
     /// Drops the offsets of a deleted topic.
     pub fn remove_topic(&self, topic: &str) {
         let mut table = self.table.locked();

@@ -136,6 +136,16 @@ impl SubscriptionGroupManager {
         }
     }
 
+    /// Every configured group's name (metrics, the console).
+    pub fn group_names(&self) -> Vec<String> {
+        self.state
+            .read_locked()
+            .subscription_group_table
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     pub fn get(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         self.state
             .read_locked()

@@ -39,6 +39,7 @@ pub mod config;
 pub mod consumer;
 pub mod group;
 pub mod message;
+pub mod ops;
 pub mod pull;
 pub mod stats;
 pub mod topic;

@@ -16,6 +16,8 @@ pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
 /// Where clients write message trace records unless told otherwise (docs/trace.md).
 pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+/// Vostok: the durable record of messages an operator removed (docs/operations.md#removal).
+pub const REMOVED_MESSAGE_TOPIC: &str = "rmq_sys_REMOVED_MESSAGE";
 pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
 /// Separator of a namespace and a resource name (`ns%topic`).
@@ -89,6 +91,7 @@ pub fn is_not_allowed_send_topic(topic: &str) -> bool {
             | SELF_TEST_TOPIC
             | OFFSET_MOVED_EVENT
             | TIMER_TOPIC
+            | REMOVED_MESSAGE_TOPIC
     ) || topic.starts_with(REVIVE_TOPIC_PREFIX)
 }
 

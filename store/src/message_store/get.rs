@@ -150,7 +150,9 @@ impl MessageStore {
             }
             k += 1;
             if let Some(f) = filter {
-                if !f.is_matched_by_consume_queue(e.tags_code) {
+                if f.skips_queue_offset(offset + k as i64 - 1)
+                    || !f.is_matched_by_consume_queue(e.tags_code)
+                {
                     continue;
                 }
             }

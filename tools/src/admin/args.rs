@@ -127,6 +127,16 @@ pub enum Command {
     PrintMsgByQueue(super::print::PrintMsgByQueueArgs),
     /// Pull up to a number of messages of a topic or a queue.
     ConsumeMessage(super::print::ConsumeMessageArgs),
+    /// Where is my message: stored where, and for each group filtered, consumed, retried, dead-lettered or removed.
+    MessageStatus(super::ops::MessageStatusArgs),
+    /// Waiting messages of a topic (after a group's offsets), without consuming them.
+    BrowseMessage(super::ops::BrowseMessageArgs),
+    /// Remove one waiting message so that no group receives it.
+    RemoveMessage(super::ops::RemoveMessageArgs),
+    /// Send a dead-lettered message of a group back to its topic.
+    ResendDlqMessage(super::ops::ResendDlqMessageArgs),
+    /// Producers and consumers connected to each master broker.
+    ConnectedClients(super::ops::ConnectedClientsArgs),
     /// ACL 2.0: create a user.
     CreateUser(UserArgs),
     /// ACL 2.0: change a user's password, type or status.

@@ -1,10 +1,12 @@
-//! `consumerProgress`: a group's committed offset against each queue's max offset.
+//! `consumerProgress`: a group's committed offset against each queue's max offset,
+//! and, from a Vostok broker (VOSTOK_GET_GROUP_LAG), how long the oldest unconsumed
+//! message has waited (`#LagTime`), the group's retry queues and its DLQ count.
 
 use std::collections::BTreeSet;
 
 use vostok_client::{AdminClient, MessageQueue};
 use vostok_remoting::protocol::request_code::{
-    GET_CONSUMER_CONNECTION_LIST, GET_CONSUME_STATS, QUERY_CONSUMER_OFFSET,
+    GET_CONSUMER_CONNECTION_LIST, GET_CONSUME_STATS, QUERY_CONSUMER_OFFSET, VOSTOK_GET_GROUP_LAG,
 };
 use vostok_remoting::protocol::response_code::{CONSUMER_NOT_ONLINE, REQUEST_CODE_NOT_SUPPORTED};
 use vostok_remoting::protocol::topic;
@@ -34,11 +36,43 @@ pub async fn consumer_progress(
         "#Broker Offset",
         "#Consumer Offset",
         "#Diff",
+        "#LagTime",
     ]);
     let mut diff_total = 0i64;
+    let mut dlq_total = 0i64;
+    let mut retry_rows = Vec::new();
     for topic in &topics {
         let route = route(admin, topic).await?;
         for (broker_name, addr, queues) in broker_queues(&route) {
+            let lag = unless_answered(
+                admin.group_lag(&addr, &args.group, Some(topic)).await,
+                &[REQUEST_CODE_NOT_SUPPORTED],
+            )
+            .map_err(during(VOSTOK_GET_GROUP_LAG))?;
+            let lag_time = |t: &str, q: i32| {
+                lag.as_ref()
+                    .and_then(|l| l.queues.iter().find(|e| e.topic == t && e.queue_id == q))
+                    .map(|e| format!("{:.1}s", e.latency_ms as f64 / 1000.0))
+                    .unwrap_or_default()
+            };
+            if let Some(l) = &lag {
+                dlq_total = dlq_total.max(l.dlq_messages);
+                for e in l.queues.iter().filter(|e| topic::is_retry_topic(&e.topic)) {
+                    retry_rows.push(vec![
+                        e.topic.clone(),
+                        broker_name.clone(),
+                        e.queue_id.to_string(),
+                        e.broker_offset.to_string(),
+                        if e.consumer_offset >= 0 {
+                            e.consumer_offset.to_string()
+                        } else {
+                            String::new()
+                        },
+                        e.lag.to_string(),
+                        lag_time(&e.topic, e.queue_id),
+                    ]);
+                }
+            }
             for queue_id in 0..queues {
                 let mq = MessageQueue::new(topic, &broker_name, queue_id);
                 let broker_offset = max_offset(admin, &addr, &mq).await?;
@@ -57,12 +91,23 @@ pub async fn consumer_progress(
                     broker_offset.to_string(),
                     consumer_offset.map(|o| o.to_string()).unwrap_or_default(),
                     diff.to_string(),
+                    lag_time(topic, queue_id),
                 ]);
             }
         }
     }
+    retry_rows.dedup();
+    for row in retry_rows {
+        table.row(row);
+    }
     let mut out = table.render();
     out.push_str(&format!("\nDiff Total: {diff_total}\n"));
+    if dlq_total > 0 {
+        out.push_str(&format!(
+            "DLQ: {dlq_total} messages in %DLQ%{}\n",
+            args.group
+        ));
+    }
     Ok(out)
 }
 

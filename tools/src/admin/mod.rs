@@ -37,6 +37,7 @@ pub mod housekeeping;
 pub mod message;
 pub mod namesrv;
 pub mod offset;
+pub mod ops;
 pub mod output;
 pub mod print;
 pub mod producer;
@@ -183,6 +184,11 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::PrintMsg(a) => print::print_msg(admin, &a).await,
         Command::PrintMsgByQueue(a) => print::print_msg_by_queue(admin, &a).await,
         Command::ConsumeMessage(a) => print::consume_message(admin, &a).await,
+        Command::MessageStatus(a) => ops::message_status(admin, &a).await,
+        Command::BrowseMessage(a) => ops::browse_message(admin, &a).await,
+        Command::RemoveMessage(a) => ops::remove_message(admin, &a).await,
+        Command::ResendDlqMessage(a) => ops::resend_dlq_message(admin, &a).await,
+        Command::ConnectedClients(a) => ops::connected_clients(admin, &a).await,
         Command::CreateUser(a) => auth::create_user(admin, &a, false).await,
         Command::UpdateUser(a) => auth::create_user(admin, &a, true).await,
         Command::DeleteUser(a) => auth::delete_user(admin, &a).await,

@@ -157,6 +157,35 @@ impl CheckpointTable {
         AckOutcome::Acked { revive_qid, done }
     }
 
+    /// True when some live checkpoint of `group` on the queue holds `offset` unacked:
+    /// popped, not acked, not yet revived. A scan of the live checkpoints (admin only).
+    pub(crate) fn holds_unacked(
+        &self,
+        topic: &str,
+        group: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> bool {
+        self.by_id.values().any(|ck| {
+            ck.key.queue_id == queue_id
+                && &*ck.key.topic == topic
+                && &*ck.key.group == group
+                && ck.index_of(offset).is_some_and(|i| !ck.is_acked(i))
+        })
+    }
+
+    /// Unacked popped messages of `group` on one queue
+    /// (`rocketmq_consumer_inflight_messages`).
+    pub(crate) fn unacked_count(&self, topic: &str, group: &str, queue_id: i32) -> i64 {
+        self.by_id
+            .values()
+            .filter(|ck| {
+                ck.key.queue_id == queue_id && &*ck.key.topic == topic && &*ck.key.group == group
+            })
+            .map(|ck| (0..ck.diffs.len()).filter(|&i| !ck.is_acked(i)).count() as i64)
+            .sum()
+    }
+
     /// True when `offset` of checkpoint `key` is live and not acked.
     pub(crate) fn is_pending(&self, key: &CkKey, offset: i64) -> bool {
         self.get(key)

@@ -89,6 +89,11 @@ impl PopState {
         self.checkpoints.locked()
     }
 
+    /// Popped and not yet acked messages of `group` on one queue.
+    pub(crate) fn unacked_on(&self, topic: &str, group: &str, queue_id: i32) -> i64 {
+        self.checkpoints().unacked_count(topic, group, queue_id)
+    }
+
     pub(crate) fn orders(&self) -> MutexGuard<'_, OrderTable> {
         self.orders.locked()
     }

@@ -1,0 +1,100 @@
+//! Operations keys of `broker.conf` (docs/operations.md): the Prometheus exporter
+//! (RocketMQ 5's `metricsExporterType`, `metricsPromExporterHost`,
+//! `metricsPromExporterPort`, `metricsLabel`) and the web console (`consoleEnable`,
+//! `consolePort`, `consoleHost`).
+
+use vostok_observe::MetricsConfig;
+
+use crate::error::BrokerError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpsConfig {
+    pub metrics: MetricsConfig,
+    /// `consoleEnable` (**Vostok**): serve the web console. `None` (not set): `mqbroker`
+    /// turns it on in standalone mode and off in a cluster; an embedding program gets
+    /// none.
+    pub console_enable: Option<bool>,
+    /// `consolePort` (**Vostok**, default 8082); 0 binds a free port.
+    pub console_port: u16,
+    /// `consoleHost` (**Vostok**): address the console binds; empty: `bindAddress`
+    /// (127.0.0.1 in standalone mode).
+    pub console_host: String,
+}
+
+impl Default for OpsConfig {
+    fn default() -> Self {
+        OpsConfig {
+            metrics: MetricsConfig::default(),
+            console_enable: None,
+            console_port: 8082,
+            console_host: String::new(),
+        }
+    }
+}
+
+fn bad(key: &str, reason: String) -> BrokerError {
+    BrokerError::Config {
+        key: key.to_owned(),
+        reason,
+    }
+}
+
+fn flag(key: &str, v: &str) -> Result<bool, BrokerError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad(key, format!("expected true or false, got {v:?}"))),
+    }
+}
+
+impl OpsConfig {
+    /// Applies one key; false when it is not an operations key.
+    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, BrokerError> {
+        let v = v.trim();
+        match key {
+            "consoleEnable" => self.console_enable = Some(flag(key, v)?),
+            "consolePort" => {
+                self.console_port = v
+                    .parse()
+                    .map_err(|_| bad(key, format!("cannot parse {v:?}")))?
+            }
+            "consoleHost" => self.console_host = v.to_owned(),
+            _ => {
+                return self
+                    .metrics
+                    .apply_property(key, v)
+                    .map_err(|e| bad(key, e.to_string()))
+            }
+        }
+        Ok(true)
+    }
+
+    pub fn to_properties(&self) -> Vec<(String, String)> {
+        let mut out = self.metrics.to_properties();
+        out.extend(
+            [
+                (
+                    "consoleEnable",
+                    self.console_enable
+                        .map_or_else(String::new, |b| b.to_string()),
+                ),
+                ("consolePort", self.console_port.to_string()),
+                ("consoleHost", self.console_host.clone()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+        out
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), BrokerError> {
+        self.metrics
+            .validate()
+            .map_err(|e| bad("metricsExporterType", e.to_string()))
+    }
+
+    /// Whether the console runs.
+    pub fn console_on(&self) -> bool {
+        self.console_enable.unwrap_or(false)
+    }
+}

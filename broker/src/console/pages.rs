@@ -1,0 +1,380 @@
+//! Overview pages: the broker in its cluster, topics, groups with their lag, and the
+//! connected applications.
+
+use std::fmt::Write;
+
+use vostok_remoting::protocol::topic;
+use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::time::now_millis;
+
+use super::html::{duration, esc, form, hidden, table, time, url};
+use super::{svg, Console};
+
+/// This broker: role, addresses, disk, replication.
+pub(crate) fn cluster(c: &Console) -> String {
+    let b = &c.broker;
+    let cfg = &b.config;
+    let info = b.store.runtime_info();
+    let get = |k: &str| info.get(k).cloned().unwrap_or_default();
+    let store = &b.store;
+    let max = store.max_phy_offset();
+    let mut rows = vec![
+        vec!["Cluster".into(), esc(&cfg.broker_cluster_name)],
+        vec![
+            "Broker".into(),
+            format!("{} (id {})", esc(&cfg.broker_name), cfg.broker_id),
+        ],
+        vec!["Role".into(), cfg.broker_role.name().to_owned()],
+        vec!["Address".into(), esc(&b.broker_addr.to_string())],
+        vec!["Name servers".into(), esc(&b.namesrv_addrs.join("; "))],
+        vec!["Started".into(), time(b.boot_timestamp)],
+        vec![
+            "Store".into(),
+            esc(&cfg.store.store_path_root_dir.display().to_string()),
+        ],
+        vec![
+            "Disk used (commitlog volume)".into(),
+            format!(
+                "{:.1} %",
+                get("commitLogDiskRatio").parse::<f64>().unwrap_or(0.0) * 100.0
+            ),
+        ],
+        vec![
+            "Commitlog kept".into(),
+            format!("{} bytes", max - store.min_phy_offset()),
+        ],
+        vec![
+            "Flush behind".into(),
+            format!("{} bytes", max - store.flushed_phy_offset()),
+        ],
+        vec![
+            "Dispatch behind".into(),
+            format!("{} bytes", max - store.dispatched_phy_offset()),
+        ],
+        vec![
+            "Topics / groups".into(),
+            format!(
+                "{} / {}",
+                b.topics.topic_names().len(),
+                b.subscriptions.group_names().len()
+            ),
+        ],
+    ];
+    if let Some(master) = b.master_addr.read_locked().clone() {
+        rows.push(vec!["Master".into(), esc(&master)]);
+    }
+    let mut out = table("broker", &["", ""], &rows);
+    let slaves = store.ha_slaves();
+    if !slaves.is_empty() {
+        out.push_str("<h2>Slaves</h2>");
+        let rows: Vec<Vec<String>> = slaves
+            .iter()
+            .map(|s| {
+                vec![
+                    esc(&s.addr.to_string()),
+                    s.ack_offset.to_string(),
+                    s.behind_bytes.to_string(),
+                    if s.in_sync { "in sync" } else { "behind" }.to_owned(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            "slaves",
+            &["Slave", "Acked offset", "Behind (bytes)", "State"],
+            &rows,
+        ));
+    }
+    out.push_str("<div class=\"plots\">");
+    out.push_str(&svg::plot(
+        "Messages in, all topics",
+        "msg/s",
+        &c.history.rate_in(None),
+    ));
+    out.push_str(&svg::plot(
+        "Messages out, all groups",
+        "msg/s",
+        &c.history.rate_out(None),
+    ));
+    out.push_str("</div><p class=\"note\">Each broker serves its own console; this page shows this broker.</p>");
+    out
+}
+
+/// Every topic: queues, offsets, in rate; create and delete.
+pub(crate) fn topics(c: &Console) -> String {
+    let b = &c.broker;
+    let mut names = b.topics.topic_names();
+    names.sort();
+    let totals: std::collections::BTreeMap<String, u64> =
+        b.metrics.topic_in_totals().into_iter().collect();
+    let rates = |t: &str| c.history.rate_in(Some(t)).last().map_or(0.0, |p| p.1);
+    let rows: Vec<Vec<String>> = names
+        .iter()
+        .filter_map(|n| b.topics.get(n))
+        .map(|t| {
+            let queues = t.read_queue_nums.max(t.write_queue_nums);
+            let messages: i64 = (0..queues)
+                .map(|q| {
+                    b.store.max_offset_in_queue(&t.topic_name, q)
+                        - b.store.min_offset_in_queue(&t.topic_name, q)
+                })
+                .sum();
+            let delete = if topic::is_system_topic(&t.topic_name) {
+                String::new()
+            } else {
+                form(
+                    "/topics/delete",
+                    &c.token,
+                    &hidden("topic", &t.topic_name),
+                    "Delete",
+                )
+            };
+            vec![
+                format!(
+                    "<a href=\"/topic?name={}\">{}</a>",
+                    url(&t.topic_name),
+                    esc(&t.topic_name)
+                ),
+                format!("{}/{}", t.read_queue_nums, t.write_queue_nums),
+                t.perm.to_string(),
+                messages.to_string(),
+                totals.get(&t.topic_name).copied().unwrap_or(0).to_string(),
+                format!("{:.1}", rates(&t.topic_name)),
+                delete,
+            ]
+        })
+        .collect();
+    let mut out = table(
+        "topics",
+        &[
+            "Topic",
+            "Queues (r/w)",
+            "Perm",
+            "Messages kept",
+            "In since start",
+            "In msg/s",
+            "",
+        ],
+        &rows,
+    );
+    out.push_str("<h2>Create a topic</h2>");
+    out.push_str(&form(
+        "/topics/create",
+        &c.token,
+        "<label>Name <input name=\"topic\" required></label> <label>Queues <input name=\"queues\" type=\"number\" value=\"8\" min=\"1\" max=\"1024\"></label> ",
+        "Create",
+    ));
+    out
+}
+
+/// One topic: queues with offsets, in rate over the hour.
+pub(crate) fn topic(c: &Console, name: &str) -> String {
+    let b = &c.broker;
+    let Some(t) = b.topics.get(name) else {
+        return format!("<p class=\"warn\">No topic {} here.</p>", esc(name));
+    };
+    let rows: Vec<Vec<String>> = (0..t.read_queue_nums.max(t.write_queue_nums))
+        .map(|q| {
+            let (min, max) = (
+                b.store.min_offset_in_queue(name, q),
+                b.store.max_offset_in_queue(name, q),
+            );
+            vec![
+                q.to_string(),
+                min.to_string(),
+                max.to_string(),
+                time(
+                    b.store
+                        .message_store_timestamp(name, q, max - 1)
+                        .unwrap_or(0),
+                ),
+                format!(
+                    "<a href=\"/browse?topic={}&amp;queue={q}\">browse</a>",
+                    url(name)
+                ),
+            ]
+        })
+        .collect();
+    let mut out = table(
+        "queues",
+        &["Queue", "Min offset", "Max offset", "Last stored", ""],
+        &rows,
+    );
+    let groups: Vec<String> = b
+        .groups_of_topic(name)
+        .into_iter()
+        .map(|g| format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)))
+        .collect();
+    let _ = write!(
+        out,
+        "<p>Consumed by: {}</p>",
+        if groups.is_empty() {
+            "no group".to_owned()
+        } else {
+            groups.join(", ")
+        }
+    );
+    out.push_str(&svg::plot(
+        &format!("Messages in, {name}"),
+        "msg/s",
+        &c.history.rate_in(Some(name)),
+    ));
+    out
+}
+
+/// Every group: lag in messages and time, DLQ, clients.
+pub(crate) fn groups(c: &Console) -> String {
+    let b = &c.broker;
+    let now = now_millis();
+    // The broker's own groups (revive, transaction check) are not the operator's.
+    let rows: Vec<Vec<String>> = b
+        .known_groups()
+        .into_iter()
+        .filter(|g| !g.starts_with("CID_RMQ_SYS_"))
+        .map(|g| {
+            let lag = b.group_lag(&g, None);
+            let behind: i64 = lag.queues.iter().map(|q| q.lag).sum();
+            let ms = lag
+                .queues
+                .iter()
+                .map(|q| q.latency_ms(now))
+                .max()
+                .unwrap_or(0);
+            let clients = b.clients.consumer_group(&g).map_or(0, |i| i.channels.len());
+            vec![
+                format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)),
+                behind.to_string(),
+                duration(ms),
+                lag.dlq_messages.to_string(),
+                clients.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        "groups",
+        &["Group", "Lag (messages)", "Lag (time)", "DLQ", "Clients"],
+        &rows,
+    )
+}
+
+/// One group: per-queue progress, clients, lag over the hour.
+pub(crate) fn group(c: &Console, name: &str) -> String {
+    let b = &c.broker;
+    let now = now_millis();
+    let lag = b.group_lag(name, None);
+    let rows: Vec<Vec<String>> = lag
+        .queues
+        .iter()
+        .map(|q| {
+            vec![
+                esc(&q.topic),
+                q.queue_id.to_string(),
+                q.broker_offset.to_string(),
+                q.consumer_offset
+                    .map_or_else(|| "-".into(), |o| o.to_string()),
+                q.lag.to_string(),
+                duration(q.latency_ms(now)),
+                q.inflight.to_string(),
+                format!(
+                    "<a href=\"/browse?topic={}&amp;group={}&amp;queue={}\">browse</a>",
+                    url(&q.topic),
+                    url(name),
+                    q.queue_id
+                ),
+            ]
+        })
+        .collect();
+    let total: i64 = lag.queues.iter().map(|q| q.lag).sum();
+    let mut out = format!(
+        "<p>Behind: <strong id=\"lag-total\">{total}</strong> messages; DLQ: <span id=\"dlq\">{}</span> (<a href=\"/browse?topic={}\">browse</a>)</p>",
+        lag.dlq_messages,
+        url(&topic::dlq_topic(name))
+    );
+    out.push_str(&table(
+        "progress",
+        &[
+            "Topic",
+            "Queue",
+            "Broker offset",
+            "Consumer offset",
+            "Lag",
+            "Behind",
+            "In flight",
+            "",
+        ],
+        &rows,
+    ));
+    let clients: Vec<Vec<String>> = b
+        .clients
+        .connected_clients()
+        .into_iter()
+        .filter(|x| x.role == "consumer" && x.group == name)
+        .map(|x| {
+            vec![
+                esc(&x.client_id),
+                esc(&x.addr),
+                esc(&x.language),
+                x.version.to_string(),
+                duration(x.last_heartbeat_ms_ago),
+            ]
+        })
+        .collect();
+    out.push_str("<h2>Clients</h2>");
+    out.push_str(&table(
+        "clients",
+        &[
+            "Client id",
+            "Address",
+            "Language",
+            "Version",
+            "Last heartbeat",
+        ],
+        &clients,
+    ));
+    let (messages, seconds) = c.history.lag(name);
+    out.push_str("<div class=\"plots\">");
+    out.push_str(&svg::plot("Lag, messages", "msgs", &messages));
+    out.push_str(&svg::plot("Lag, seconds behind", "s", &seconds));
+    out.push_str(&svg::plot(
+        "Messages out",
+        "msg/s",
+        &c.history.rate_out(Some(name)),
+    ));
+    out.push_str("</div>");
+    out
+}
+
+/// Connected producers and consumers.
+pub(crate) fn clients(c: &Console) -> String {
+    let rows: Vec<Vec<String>> = c
+        .broker
+        .clients
+        .connected_clients()
+        .into_iter()
+        .map(|x| {
+            vec![
+                x.role,
+                esc(&x.group),
+                esc(&x.client_id),
+                esc(&x.addr),
+                esc(&x.language),
+                x.version.to_string(),
+                x.consume_type,
+                duration(x.last_heartbeat_ms_ago),
+            ]
+        })
+        .collect();
+    table(
+        "connected",
+        &[
+            "Role",
+            "Group",
+            "Client id",
+            "Address",
+            "Language",
+            "Version",
+            "Consume",
+            "Last heartbeat",
+        ],
+        &rows,
+    )
+}

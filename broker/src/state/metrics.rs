@@ -1,0 +1,316 @@
+//! What the send, pull and POP paths record for Prometheus and the console: RocketMQ
+//! 5's request metrics (docs/operations.md#metrics).
+//!
+//! * `rocketmq_messages_in_total`, `rocketmq_throughput_in_total`,
+//!   `rocketmq_message_size` by `topic`, `message_type`, `is_system`: one add per put
+//!   (a batch counts its messages; the size is the put's bytes over its messages, as
+//!   Apache records it).
+//! * `rocketmq_messages_out_total`, `rocketmq_throughput_out_total` by `topic`,
+//!   `consumer_group`, `is_retry`, `is_system`: one add per pull or pop that found
+//!   messages.
+//!
+//! Cost on the send path: one read lock and one hash of the topic name to find the
+//! topic's handles, then atomic adds; label text is built once per topic (and message
+//! type), never per message. With neither the exporter nor the console on, nothing is
+//! recorded at all.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use vostok_observe::prometheus_client::metrics::counter::Counter;
+use vostok_observe::prometheus_client::metrics::family::Family;
+use vostok_observe::prometheus_client::metrics::histogram::Histogram;
+use vostok_observe::prometheus_client::registry::Registry;
+use vostok_observe::RpcMetrics;
+use vostok_remoting::protocol::topic;
+use vostok_remoting::support::sync::RwLockExt;
+use vostok_store::PutMessageResult;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Apache's `message_type` label values (`TopicMessageType`, lower case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MessageKind {
+    Normal = 0,
+    Delay = 1,
+    Transaction = 2,
+}
+
+impl MessageKind {
+    fn name(self) -> &'static str {
+        match self {
+            MessageKind::Normal => "normal",
+            MessageKind::Delay => "delay",
+            MessageKind::Transaction => "transaction",
+        }
+    }
+}
+
+/// Apache's message size buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2, 4 MiB.
+const SIZE_BUCKETS: [f64; 6] = [
+    1024.0,
+    4096.0,
+    524_288.0,
+    1_048_576.0,
+    2_097_152.0,
+    4_194_304.0,
+];
+
+fn size_histogram() -> Histogram {
+    Histogram::new(SIZE_BUCKETS)
+}
+
+/// The handles of one topic and message type.
+struct InMeter {
+    messages: Counter,
+    bytes: Counter,
+    size: Histogram,
+}
+
+impl InMeter {
+    fn add(&self, count: u64, bytes: u64) {
+        self.messages.inc_by(count);
+        self.bytes.inc_by(bytes);
+        // Apache records the size of the put over its messages.
+        self.size.observe((bytes / count.max(1)) as f64);
+    }
+}
+
+/// The handles of one topic, by message type, plus plain totals for the console.
+#[derive(Default)]
+pub(crate) struct TopicIn {
+    kinds: [OnceLock<InMeter>; 3],
+    pub(crate) messages: AtomicU64,
+}
+
+/// The handles of one topic and group.
+pub(crate) struct OutMeter {
+    messages: Counter,
+    bytes: Counter,
+}
+
+impl OutMeter {
+    pub(crate) fn messages(&self) -> u64 {
+        self.messages.get()
+    }
+}
+
+/// The request metrics of one broker.
+pub(crate) struct BrokerMetrics {
+    /// False when neither the exporter nor the console is on: nothing is recorded.
+    enabled: bool,
+    pub(crate) rpc: RpcMetrics,
+    messages_in: Family<Labels, Counter>,
+    throughput_in: Family<Labels, Counter>,
+    message_size: Family<Labels, Histogram, fn() -> Histogram>,
+    messages_out: Family<Labels, Counter>,
+    throughput_out: Family<Labels, Counter>,
+    inbound: RwLock<HashMap<String, Arc<TopicIn>>>,
+    /// topic → group → handles.
+    outbound: RwLock<HashMap<String, HashMap<String, Arc<OutMeter>>>>,
+}
+
+fn is_system(t: &str) -> &'static str {
+    if topic::is_system_topic(t) {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+impl BrokerMetrics {
+    pub(crate) fn new(enabled: bool) -> Self {
+        BrokerMetrics {
+            enabled,
+            rpc: RpcMetrics::default(),
+            messages_in: Family::default(),
+            throughput_in: Family::default(),
+            message_size: Family::new_with_constructor(size_histogram),
+            messages_out: Family::default(),
+            throughput_out: Family::default(),
+            inbound: RwLock::default(),
+            outbound: RwLock::default(),
+        }
+    }
+
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Adds the request families to `registry`.
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        self.rpc.register(registry);
+        registry.register(
+            "rocketmq_messages_in",
+            "Total number of incoming messages",
+            self.messages_in.clone(),
+        );
+        registry.register(
+            "rocketmq_throughput_in",
+            "Total traffic of incoming messages",
+            self.throughput_in.clone(),
+        );
+        registry.register(
+            "rocketmq_message_size",
+            "Incoming messages size",
+            self.message_size.clone(),
+        );
+        registry.register(
+            "rocketmq_messages_out",
+            "Total number of outgoing messages",
+            self.messages_out.clone(),
+        );
+        registry.register(
+            "rocketmq_throughput_out",
+            "Total traffic of outgoing messages",
+            self.throughput_out.clone(),
+        );
+    }
+
+    /// A put to `topic` was answered: counts its messages and bytes when stored.
+    pub(crate) fn record_put(&self, topic: &str, kind: MessageKind, result: &PutMessageResult) {
+        if !self.enabled || !result.is_ok() {
+            return;
+        }
+        if let Some(a) = &result.append {
+            self.add_put(topic, kind, a.msg_num as u64, a.wrote_bytes as u64);
+        }
+    }
+
+    /// Adds `count` messages of `bytes` bytes to `topic`'s counters.
+    pub(crate) fn add_put(&self, topic: &str, kind: MessageKind, count: u64, bytes: u64) {
+        if !self.enabled || count == 0 {
+            return;
+        }
+        // The common case: the topic's handles exist; a read lock, no allocation.
+        if let Some(t) = self.inbound.read_locked().get(topic) {
+            if let Some(meter) = t.kinds[kind as usize].get() {
+                t.messages.fetch_add(count, Ordering::Relaxed);
+                meter.add(count, bytes);
+                return;
+            }
+        }
+        let t = self
+            .inbound
+            .write_locked()
+            .entry(topic.to_owned())
+            .or_default()
+            .clone();
+        t.messages.fetch_add(count, Ordering::Relaxed);
+        let meter = t.kinds[kind as usize].get_or_init(|| {
+            let labels: Labels = vec![
+                ("topic", topic.to_owned()),
+                ("message_type", kind.name().to_owned()),
+                ("is_system", is_system(topic).to_owned()),
+            ];
+            InMeter {
+                messages: self.messages_in.get_or_create_owned(&labels),
+                bytes: self.throughput_in.get_or_create_owned(&labels),
+                size: self.message_size.get_or_create_owned(&labels),
+            }
+        });
+        meter.add(count, bytes);
+    }
+
+    /// A pull or pop by `group` took `count` messages, `bytes` bytes, from `topic`.
+    pub(crate) fn record_get(&self, topic: &str, group: &str, count: u64, bytes: u64) {
+        if !self.enabled || count == 0 {
+            return;
+        }
+        if let Some(m) = self
+            .outbound
+            .read_locked()
+            .get(topic)
+            .and_then(|g| g.get(group))
+        {
+            m.messages.inc_by(count);
+            m.bytes.inc_by(bytes);
+            return;
+        }
+        let meter = {
+            {
+                let labels: Labels = vec![
+                    ("topic", topic.to_owned()),
+                    ("consumer_group", group.to_owned()),
+                    ("is_retry", topic::is_retry_topic(topic).to_string()),
+                    ("is_system", is_system(topic).to_owned()),
+                ];
+                let meter = Arc::new(OutMeter {
+                    messages: self.messages_out.get_or_create_owned(&labels),
+                    bytes: self.throughput_out.get_or_create_owned(&labels),
+                });
+                self.outbound
+                    .write_locked()
+                    .entry(topic.to_owned())
+                    .or_default()
+                    .entry(group.to_owned())
+                    .or_insert(meter)
+                    .clone()
+            }
+        };
+        meter.messages.inc_by(count);
+        meter.bytes.inc_by(bytes);
+    }
+
+    /// Messages stored per topic since start (console rates).
+    pub(crate) fn topic_in_totals(&self) -> Vec<(String, u64)> {
+        self.inbound
+            .read_locked()
+            .iter()
+            .map(|(t, m)| (t.clone(), m.messages.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// Messages taken per topic and group since start (console rates).
+    pub(crate) fn group_out_totals(&self) -> Vec<(String, String, u64)> {
+        let out = self.outbound.read_locked();
+        out.iter()
+            .flat_map(|(t, groups)| {
+                groups
+                    .iter()
+                    .map(move |(g, m)| (t.clone(), g.clone(), m.messages()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disabled_metrics_record_nothing() {
+        let m = BrokerMetrics::new(false);
+        m.add_put("T", MessageKind::Normal, 3, 300);
+        m.record_get("T", "G", 3, 300);
+        assert!(m.topic_in_totals().is_empty());
+        assert!(m.group_out_totals().is_empty());
+    }
+
+    #[test]
+    fn puts_and_gets_add_up_per_topic_and_group() {
+        let m = BrokerMetrics::new(true);
+        m.add_put("T", MessageKind::Normal, 3, 300);
+        m.add_put("T", MessageKind::Delay, 1, 50);
+        m.record_get("T", "G", 2, 200);
+        m.record_get("T", "G", 1, 100);
+        assert_eq!(m.topic_in_totals(), [("T".to_owned(), 4)]);
+        assert_eq!(m.group_out_totals(), [("T".into(), "G".into(), 3)]);
+        let mut registry = Registry::default();
+        m.register(&mut registry);
+        let text = vostok_observe::exporter::MetricsEndpoint::render(&registry);
+        assert!(
+            text.contains(
+                "rocketmq_messages_in_total{topic=\"T\",message_type=\"normal\",is_system=\"false\"} 3"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "rocketmq_message_size_bucket{topic=\"T\",message_type=\"normal\",is_system=\"false\",le=\"1024\"} 1"
+            ),
+            "{text}"
+        );
+    }
+}

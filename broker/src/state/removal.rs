@@ -1,0 +1,208 @@
+//! Messages an operator removed (docs/operations.md#removal): RocketMQ has no delete,
+//! so a removal is a record, and pulls and pops skip what the records name.
+//!
+//! A removal names one message by `(topic, queue id, queue offset)`, checked against
+//! its commitlog offset when it is made. It is stored as a message of the system topic
+//! `rmq_sys_REMOVED_MESSAGE` (JSON body, below) before the table here learns it, so
+//! it survives restarts (start-up replays the topic) and reaches slaves with the
+//! commitlog like any record. Reads consult the table only for a queue that has
+//! removals: an atomic load per pull otherwise.
+//!
+//! ```text
+//! {"topic":"T","queueId":1,"queueOffset":42,"commitLogOffset":8192,
+//!  "msgId":"7F00...","removedAt":1700000000000}
+//! ```
+//!
+//! Memory: one set entry per removed message; entries whose offsets retention has
+//! removed from the queue are dropped by [`RemovedMessages::prune`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+use vostok_remoting::support::sync::RwLockExt;
+use vostok_store::{GetMessageResult, MessageFilter};
+
+/// One removal record's body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Removal {
+    pub(crate) topic: String,
+    pub(crate) queue_id: i32,
+    pub(crate) queue_offset: i64,
+    pub(crate) commit_log_offset: i64,
+    #[serde(default)]
+    pub(crate) msg_id: String,
+    #[serde(default)]
+    pub(crate) removed_at: i64,
+}
+
+type QueueSet = Arc<BTreeSet<i64>>;
+
+/// The removed queue offsets of every queue.
+#[derive(Default)]
+pub(crate) struct RemovedMessages {
+    /// False while nothing was ever removed: the pull path's fast exit.
+    any: AtomicBool,
+    table: RwLock<HashMap<String, HashMap<i32, QueueSet>>>,
+}
+
+impl RemovedMessages {
+    /// Adds a removal (after its record is stored, or while replaying). True when new.
+    pub(crate) fn add(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        let mut table = self.table.write_locked();
+        let set = table
+            .entry(topic.to_owned())
+            .or_default()
+            .entry(queue_id)
+            .or_default();
+        if set.contains(&queue_offset) {
+            return false;
+        }
+        Arc::make_mut(set).insert(queue_offset);
+        self.any.store(true, Ordering::Release);
+        true
+    }
+
+    /// The removed offsets of a queue; `None` (cheaply) when it has none.
+    #[inline]
+    pub(crate) fn of_queue(&self, topic: &str, queue_id: i32) -> Option<QueueSet> {
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        self.table
+            .read_locked()
+            .get(topic)
+            .and_then(|q| q.get(&queue_id))
+            .filter(|s| !s.is_empty())
+            .cloned()
+    }
+
+    pub(crate) fn is_removed(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        self.of_queue(topic, queue_id)
+            .is_some_and(|s| s.contains(&queue_offset))
+    }
+
+    /// Removed offsets in `from..to` of a queue (lag excludes them).
+    pub(crate) fn count_in(&self, topic: &str, queue_id: i32, from: i64, to: i64) -> i64 {
+        match self.of_queue(topic, queue_id) {
+            Some(s) if from < to => s.range(from..to).count() as i64,
+            _ => 0,
+        }
+    }
+
+    /// Drops removals below each queue's min offset (`min_offset(topic, queue)`):
+    /// retention has deleted those messages anyway.
+    pub(crate) fn prune(&self, min_offset: impl Fn(&str, i32) -> i64) {
+        let mut table = self.table.write_locked();
+        for (topic, queues) in table.iter_mut() {
+            for (queue_id, set) in queues.iter_mut() {
+                let min = min_offset(topic, *queue_id);
+                if set.first().is_some_and(|first| *first < min) {
+                    Arc::make_mut(set).retain(|o| *o >= min);
+                }
+            }
+            queues.retain(|_, s| !s.is_empty());
+        }
+        table.retain(|_, q| !q.is_empty());
+    }
+
+    /// Forgets a deleted topic's removals.
+    pub(crate) fn remove_topic(&self, topic: &str) {
+        self.table.write_locked().remove(topic);
+    }
+}
+
+/// Wraps a pull's or pop's filter so that it also skips removed offsets.
+pub(crate) struct SkipRemoved<'a> {
+    pub(crate) inner: Option<&'a dyn MessageFilter>,
+    pub(crate) removed: QueueSet,
+}
+
+impl MessageFilter for SkipRemoved<'_> {
+    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
+        self.inner
+            .is_none_or(|f| f.is_matched_by_consume_queue(tags_code))
+    }
+
+    fn is_matched_by_commit_log(&self, properties: &str) -> bool {
+        self.inner
+            .is_none_or(|f| f.is_matched_by_commit_log(properties))
+    }
+
+    fn skips_queue_offset(&self, queue_offset: i64) -> bool {
+        self.removed.contains(&queue_offset)
+    }
+}
+
+impl super::Broker {
+    /// The store's `get_message` for a consumer: what `filter` passes, minus the
+    /// messages an operator removed. Costs one atomic load when nothing was removed.
+    #[allow(clippy::too_many_arguments)] // the store call's arguments, passed through
+    pub(crate) fn get_for_consumer(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: i32,
+        max_bytes: i32,
+        filter: Option<&dyn MessageFilter>,
+    ) -> GetMessageResult {
+        let skip = self
+            .removals
+            .of_queue(topic, queue_id)
+            .map(|removed| SkipRemoved {
+                inner: filter,
+                removed,
+            });
+        let filter = match &skip {
+            Some(s) => Some(s as &dyn MessageFilter),
+            None => filter,
+        };
+        self.store
+            .get_message(group, topic, queue_id, offset, max_count, max_bytes, filter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removals_are_kept_per_queue_and_pruned_by_retention() {
+        let r = RemovedMessages::default();
+        assert!(r.of_queue("T", 0).is_none());
+        assert!(r.add("T", 0, 5));
+        assert!(!r.add("T", 0, 5), "twice is once");
+        assert!(r.add("T", 0, 9));
+        assert!(r.add("U", 1, 2));
+        assert!(r.is_removed("T", 0, 5));
+        assert!(!r.is_removed("T", 1, 5));
+        assert_eq!(r.count_in("T", 0, 0, 10), 2);
+        assert_eq!(r.count_in("T", 0, 6, 10), 1);
+        r.prune(|t, _| if t == "T" { 6 } else { 0 });
+        assert!(!r.is_removed("T", 0, 5) && r.is_removed("T", 0, 9) && r.is_removed("U", 1, 2));
+        r.remove_topic("U");
+        assert!(!r.is_removed("U", 1, 2) && r.is_removed("T", 0, 9));
+    }
+
+    #[test]
+    fn the_record_body_is_camel_case_json() {
+        let body = Removal {
+            topic: "T".into(),
+            queue_id: 1,
+            queue_offset: 42,
+            commit_log_offset: 8192,
+            msg_id: "ID".into(),
+            removed_at: 7,
+        };
+        let text = serde_json::to_string(&body).unwrap();
+        assert_eq!(
+            text,
+            r#"{"topic":"T","queueId":1,"queueOffset":42,"commitLogOffset":8192,"msgId":"ID","removedAt":7}"#
+        );
+        assert_eq!(serde_json::from_str::<Removal>(&text).unwrap(), body);
+    }
+}

@@ -1,0 +1,226 @@
+//! RocketMQ 5's metrics exporter keys and the Prometheus endpoint.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `metricsExporterType` | `DISABLE` | `PROM` serves `/metrics`; Apache's `OTLP_GRPC` and `LOG` are refused |
+//! | `metricsPromExporterHost` | `""` | address to bind; empty: the server's own bind address |
+//! | `metricsPromExporterPort` | `5557` | port of `/metrics` |
+//! | `metricsLabel` | `""` | extra labels on every metric, `k1:v1,k2:v2` |
+//!
+//! Apache: `common:metrics/MetricsExporterType.java`, `BrokerConfig.java`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::registry::Registry;
+
+use crate::http::{BoxFuture, HttpHandler, HttpRequest, HttpResponse};
+use crate::ObserveError;
+
+/// `metricsExporterType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExporterType {
+    Disable,
+    OtlpGrpc,
+    Prom,
+    Log,
+}
+
+impl ExporterType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExporterType::Disable => "DISABLE",
+            ExporterType::OtlpGrpc => "OTLP_GRPC",
+            ExporterType::Prom => "PROM",
+            ExporterType::Log => "LOG",
+        }
+    }
+}
+
+impl std::str::FromStr for ExporterType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "DISABLE" | "" => Ok(ExporterType::Disable),
+            "OTLP_GRPC" => Ok(ExporterType::OtlpGrpc),
+            "PROM" => Ok(ExporterType::Prom),
+            "LOG" => Ok(ExporterType::Log),
+            other => Err(format!(
+                "unknown metricsExporterType {other:?} (DISABLE, PROM, OTLP_GRPC or LOG)"
+            )),
+        }
+    }
+}
+
+/// The exporter keys of a broker or a name server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    pub exporter_type: ExporterType,
+    /// Empty: the server's bind address.
+    pub prom_host: String,
+    pub prom_port: u16,
+    /// `k1:v1,k2:v2`, added to every metric.
+    pub label: String,
+}
+
+/// Apache's `metricsPromExporterPort` default.
+pub const DEFAULT_PROM_PORT: u16 = 5557;
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            exporter_type: ExporterType::Disable,
+            prom_host: String::new(),
+            prom_port: DEFAULT_PROM_PORT,
+            label: String::new(),
+        }
+    }
+}
+
+impl MetricsConfig {
+    /// True when `/metrics` is served.
+    pub fn is_prom(&self) -> bool {
+        self.exporter_type == ExporterType::Prom
+    }
+
+    /// Applies one key; `Ok(false)` when the key is not an exporter key.
+    pub fn apply_property(&mut self, key: &str, value: &str) -> Result<bool, ObserveError> {
+        let bad = |reason: String| ObserveError::Config {
+            key: key.to_owned(),
+            reason,
+        };
+        let v = value.trim();
+        match key {
+            "metricsExporterType" => self.exporter_type = v.parse().map_err(bad)?,
+            "metricsPromExporterHost" => self.prom_host = v.to_owned(),
+            "metricsPromExporterPort" => {
+                self.prom_port = v.parse().map_err(|_| bad(format!("cannot parse {v:?}")))?
+            }
+            "metricsLabel" => self.label = v.to_owned(),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Refuses the exporters Vostok does not have.
+    pub fn validate(&self) -> Result<(), ObserveError> {
+        match self.exporter_type {
+            ExporterType::OtlpGrpc | ExporterType::Log => Err(ObserveError::Config {
+                key: "metricsExporterType".into(),
+                reason: format!(
+                    "{} is not available in Vostok: use PROM (or DISABLE)",
+                    self.exporter_type.name()
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn to_properties(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "metricsExporterType".into(),
+                self.exporter_type.name().into(),
+            ),
+            ("metricsPromExporterHost".into(), self.prom_host.clone()),
+            ("metricsPromExporterPort".into(), self.prom_port.to_string()),
+            ("metricsLabel".into(), self.label.clone()),
+        ]
+    }
+
+    /// `metricsLabel` as pairs; malformed items are skipped (Apache warns and skips).
+    pub fn extra_labels(&self) -> Vec<(String, String)> {
+        self.label
+            .split(',')
+            .filter_map(|item| {
+                let (k, v) = item.split_once(':')?;
+                let (k, v) = (k.trim(), v.trim());
+                (!k.is_empty() && !v.contains(':')).then(|| (k.to_owned(), v.to_owned()))
+            })
+            .collect()
+    }
+
+    /// A registry whose every metric carries `labels` (Apache's `cluster`,
+    /// `node_type`, `node_id`), then `metricsLabel`'s.
+    pub fn registry(&self, labels: &[(&str, &str)]) -> Registry {
+        let mut all: Vec<(Cow<'static, str>, Cow<'static, str>)> = labels
+            .iter()
+            .map(|(k, v)| (Cow::Owned((*k).to_owned()), Cow::Owned((*v).to_owned())))
+            .collect();
+        all.extend(
+            self.extra_labels()
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k), Cow::Owned(v))),
+        );
+        Registry::with_labels(all.into_iter())
+    }
+}
+
+/// Serves `GET /metrics` (and `/`) from a registry, in the Prometheus text format.
+pub struct MetricsEndpoint {
+    registry: Arc<Registry>,
+}
+
+impl MetricsEndpoint {
+    pub fn new(registry: Arc<Registry>) -> Self {
+        MetricsEndpoint { registry }
+    }
+
+    /// The registry's text, as a scrape gets it.
+    pub fn render(registry: &Registry) -> String {
+        let mut text = String::new();
+        if let Err(e) = prometheus_text::encode(&mut text, registry) {
+            tracing::warn!(error = %e, "metrics encoding failed");
+        }
+        text
+    }
+}
+
+impl HttpHandler for MetricsEndpoint {
+    fn handle(&self, request: HttpRequest) -> BoxFuture<HttpResponse> {
+        let registry = self.registry.clone();
+        Box::pin(async move {
+            if request.method != "GET" && request.method != "HEAD" {
+                return HttpResponse::text(405, "GET only\n");
+            }
+            match request.path.as_str() {
+                "/metrics" | "/" => {
+                    // Collectors read broker tables: keep them off the reactor.
+                    let text = tokio::task::spawn_blocking(move || Self::render(&registry))
+                        .await
+                        .unwrap_or_default();
+                    HttpResponse::new(200, prometheus_text::CONTENT_TYPE, text)
+                }
+                _ => HttpResponse::text(404, "not found: try /metrics\n"),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_labels_parse() {
+        let mut c = MetricsConfig::default();
+        assert!(c.apply_property("metricsExporterType", "prom").unwrap());
+        assert!(c.apply_property("metricsPromExporterPort", "6000").unwrap());
+        assert!(c
+            .apply_property("metricsLabel", "dc:eu1, bad ,rack:r2")
+            .unwrap());
+        assert!(!c.apply_property("listenPort", "1").unwrap());
+        assert!(c.apply_property("metricsPromExporterPort", "x").is_err());
+        assert!(c.is_prom());
+        assert_eq!(
+            c.extra_labels(),
+            [("dc".into(), "eu1".into()), ("rack".into(), "r2".into())]
+        );
+        c.validate().unwrap();
+        c.exporter_type = ExporterType::OtlpGrpc;
+        assert!(c.validate().is_err());
+        let props = c.to_properties();
+        assert!(props.contains(&("metricsPromExporterPort".into(), "6000".into())));
+    }
+}

@@ -1,0 +1,31 @@
+//! Operating Vostok: what the broker and the name server expose to the tools operators
+//! already run.
+//!
+//! * [`http`]: a small HTTP/1.1 server (hyper) with bounded connections, bodies and
+//!   header time, handing each request to an [`http::HttpHandler`]; the metrics
+//!   endpoint and the broker's web console both sit on it.
+//! * [`exporter`]: RocketMQ 5's exporter keys (`metricsExporterType`,
+//!   `metricsPromExporterHost`, `metricsPromExporterPort`, `metricsLabel`) and the
+//!   `/metrics` endpoint in the Prometheus text format (0.0.4).
+//! * [`rpc`]: `rocketmq_rpc_latency`, the remoting request histogram both servers keep.
+//!
+//! Metric names, labels and buckets are RocketMQ 5's (docs/operations.md#metrics), so
+//! that the Grafana boards written for Apache RocketMQ read Vostok unchanged. Recording
+//! is atomics on handles resolved once per label set; label text is built only when
+//! Prometheus scrapes.
+
+pub mod exporter;
+pub mod http;
+pub mod rpc;
+
+pub use exporter::{ExporterType, MetricsConfig};
+pub use http::{HttpHandler, HttpRequest, HttpResponse, HttpServer};
+pub use prometheus_client;
+pub use rpc::RpcMetrics;
+
+/// Why an HTTP listener or the exporter could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    #[error("{key}: {reason}")]
+    Config { key: String, reason: String },
+}

@@ -1,0 +1,193 @@
+//! The web console in a real headless browser (Debian's chromium over WebDriver):
+//! search a message, see where it is, remove it, see the group's lag drop. Skipped,
+//! saying so, where chromium or chromedriver is not installed.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use vostok_remoting::protocol::response_code;
+use vostok_tests::client::TestClient;
+use vostok_tests::{Broker, BrokerOptions};
+
+/// A chromedriver process, killed on drop.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn find(program: &str) -> Option<String> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|dir| format!("{dir}/{program}"))
+        .find(|p| std::path::Path::new(p).is_file())
+}
+
+/// chromedriver on a free port and a session of headless chromium, or `None` (with
+/// a message) when either is missing.
+async fn browser() -> Option<(Driver, Client)> {
+    let (Some(driver), Some(chromium)) = (find("chromedriver"), find("chromium")) else {
+        eprintln!("SKIPPED: chromium and chromedriver are needed for the console test (apt-get install chromium chromium-driver)");
+        return None;
+    };
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let driver = Driver(child);
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        }),
+    );
+    // chromedriver needs a moment to listen: retry the session for up to 30 s.
+    for _ in 0..300 {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector)
+            .capabilities(caps.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(client) => return Some((driver, client)),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    panic!("no WebDriver session from chromedriver on port {port}");
+}
+
+async fn text(client: &Client, css: &str) -> String {
+    client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .expect("element text")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_a_message_remove_it_and_see_the_lag_drop() {
+    let Some((_driver, client)) = browser().await else {
+        return;
+    };
+    let broker = Broker::start(BrokerOptions::default());
+    let console = format!(
+        "http://{}",
+        broker
+            .console_addr
+            .clone()
+            .expect("console address printed")
+    );
+    let c = TestClient::default();
+    let (topic, group) = ("ConsoleTopic", "ConsoleGroup");
+    assert_eq!(
+        c.create_topic(&broker.addr, topic, 1).await.code,
+        response_code::SUCCESS
+    );
+    for i in 0..3 {
+        let props = TestClient::properties(Some("t"), Some(&format!("order-{i}")));
+        c.send(&broker.addr, topic, 0, format!("body {i}"), props)
+            .await;
+    }
+    c.wait_dispatched(&broker.addr).await;
+    // The group is known to the broker and has consumed nothing.
+    c.update_offset(&broker.addr, group, topic, 0, 0).await;
+
+    client
+        .goto(&format!("{console}/group?name={group}"))
+        .await
+        .expect("group page");
+    assert_eq!(text(&client, "#lag-total").await, "3");
+
+    // Search by key, see the status.
+    client
+        .goto(&format!("{console}/messages"))
+        .await
+        .expect("messages page");
+    client
+        .find(Locator::Css("#q-topic"))
+        .await
+        .expect("topic field")
+        .send_keys(topic)
+        .await
+        .expect("type");
+    client
+        .find(Locator::Css("#q-key"))
+        .await
+        .expect("key field")
+        .send_keys("order-1")
+        .await
+        .expect("type");
+    client
+        .find(Locator::Css("#search"))
+        .await
+        .expect("search button")
+        .click()
+        .await
+        .expect("search");
+    let status = text(&client, "table#status").await;
+    assert!(
+        status.contains(group) && status.contains("waiting"),
+        "{status}"
+    );
+
+    // Remove it: the page says so, and so does the status.
+    client
+        .find(Locator::XPath("//button[text()='Remove this message']"))
+        .await
+        .expect("remove button")
+        .click()
+        .await
+        .expect("remove");
+    let flash = text(&client, "#flash").await;
+    assert!(flash.starts_with("removed"), "{flash}");
+    assert!(text(&client, "#removed")
+        .await
+        .contains("Removed by an operator"));
+    assert!(text(&client, "table#status").await.contains("removed"));
+
+    // The lag dropped by one, and a pull no longer gets it.
+    client
+        .goto(&format!("{console}/group?name={group}"))
+        .await
+        .expect("group page");
+    assert_eq!(text(&client, "#lag-total").await, "2");
+    let pulled = c
+        .pull(&broker.addr, group, topic, 0, 0, 32, None, "*")
+        .await;
+    let keys: Vec<&str> = pulled
+        .messages
+        .iter()
+        .filter_map(|m| m.properties.get("KEYS"))
+        .collect();
+    assert_eq!(keys, ["order-0", "order-2"]);
+
+    // A POST without the page's token is refused.
+    let forged = vostok_tests::http::request(
+        broker.console_addr.as_deref().unwrap_or_default(),
+        "POST",
+        "/topics/delete",
+        &[("content-type", "application/x-www-form-urlencoded")],
+        &format!("topic={topic}"),
+    )
+    .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    client.close().await.expect("close the session");
+}
