@@ -99,6 +99,16 @@ for _profile, _label in (("acl", "ACL on"), ("tls", "TLS on")):
         PROFILE[_name] = _profile
         ROWS.append((_name, _row[1], _row[2], _row[3], None))
 
+# The async and batch rows again with the Prometheus exporter on (metricsExporterType=PROM):
+# what recording RocketMQ 5's metrics on the send path costs (issue 19's bar: 3 %).
+# The plain rows run with the console and the exporter off, so nothing is recorded.
+METRICS_BASE = ["async window 1,024, 1 task", "async window 1,024, 8 tasks",
+                "batch x32, 1 task", "batch x32, 8 tasks"]
+for _row in [r for r in ROWS if r[0] in METRICS_BASE]:
+    _name = f"{_row[0]}, metrics on"
+    PROFILE[_name] = "metrics"
+    ROWS.append((_name, _row[1], _row[2], _row[3], None))
+
 BENCH_ACL = """accounts:
   - accessKey: bench-user
     secretKey: bench-secret
@@ -236,7 +246,7 @@ class Vostok(Target):
             ("brokerName", "bench-a"), ("brokerIP1", "127.0.0.1"), ("brokerIP2", "127.0.0.1"),
             ("listenPort", port), ("fastListenEnable", "false"),
             ("embeddedNamesrvPort", ns_port), ("storePathRootDir", self.dir / "store"),
-            ("flushDiskType", flush), *(settings or {}).items(),
+            ("flushDiskType", flush), ("consoleEnable", "false"), *(settings or {}).items(),
         ]
         self.client_flags = []
         if profile == "acl":
@@ -244,6 +254,8 @@ class Vostok(Target):
             (self.dir / "conf" / "plain_acl.yml").write_text(BENCH_ACL)
             settings += [("aclEnable", "true"), ("rocketmqHome", self.dir)]
             self.client_flags = ["--access-key", "bench-user", "--secret-key", "bench-secret"]
+        elif profile == "metrics":
+            settings += [("metricsExporterType", "PROM"), ("metricsPromExporterPort", free_port())]
         elif profile == "tls":
             make_certs(self.dir)
             settings += [("tls.server.mode", "enforcing"),
@@ -392,6 +404,8 @@ def run_matrix(opts, targets, bench, log):
     common = ["-q", "--warmup", str(opts.warmup)]
     results = {}  # (row, target) -> [figures]
     rows = [r for r in ROWS if not opts.rows or any(s in r[0] for s in opts.rows)]
+    if opts.only:
+        rows = [r for r in rows if r[0] in opts.only]
     json_path = Path(opts.work) / "run.json"
     backlog_rows = [(name, flags) for name, _, kind, flags, _ in rows if kind == "consume"]
     # A plain row and its ACL/TLS variants run interleaved, run by run, so that they
@@ -602,10 +616,10 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         ratios = [a["rate"] / b["rate"] for a, b in zip(secure, base) if b["rate"]]
         if ratios and len(secure) == len(base):
             r = median(ratios)
-            costs.append(f"| {name} | {r:.2f} | {(1 - r) * 100:+.0f} % | "
-                         f"{' '.join(f'{x:.2f}' for x in ratios)} |")
+            costs.append(f"| {name} | {r:.3f} | {(1 - r) * 100:+.1f} % | "
+                         f"{' '.join(f'{x:.3f}' for x in ratios)} |")
     if costs:
-        out += ["Security rows against their plain row: the median over runs of the variant's "
+        out += ["Variant rows against their plain row: the median over runs of the variant's "
                 "rate divided by the plain row's in the same round (runs interleaved).", "",
                 "| row | rate / plain | cost | per run |", "|---|---:|---:|---|", *costs, ""]
     if peer_note:
@@ -627,6 +641,7 @@ def main():
     ap.add_argument("--out", default=str(HERE / "results.md"))
     ap.add_argument("--work", default=None, help="temp dir for stores and logs")
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these")
+    ap.add_argument("--only", nargs="*", help="only rows with exactly these names")
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--peer-namesrv", default=shutil.which("rocketmq-namesrv-rust"))
     ap.add_argument("--peer-broker", default=shutil.which("rocketmq-broker-rust"))
