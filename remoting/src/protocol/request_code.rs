@@ -187,8 +187,6 @@ codes! {
     RAFT_APPEND_ENTRIES = 19001,
     RAFT_VOTE = 19002,
     RAFT_INSTALL_SNAPSHOT = 19003,
-    /// A follower hands a client write to the leader it knows (Vostok).
-    RAFT_FORWARD_WRITE = 19004,
 }
 
 #[cfg(test)]

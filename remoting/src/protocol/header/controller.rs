@@ -42,6 +42,8 @@ command_header! {
         master_address: Option<String> = "masterAddress",
         master_epoch: Option<i32> = "masterEpoch",
         sync_state_set_epoch: Option<i32> = "syncStateSetEpoch",
+        /// Vostok: the master's replication address (see `haAddress` above).
+        master_ha_address: Option<String> = "masterHaAddress",
     }
 }
 
@@ -53,6 +55,9 @@ command_header! {
         broker_id: i64 = "brokerId",
         broker_address: String = "brokerAddress",
         invoke_time: Option<i64> = "invokeTime",
+        /// Vostok: where the broker's replication port listens (`ip:port`), handed to
+        /// its slaves when it is master. Java brokers do not send it.
+        ha_address: Option<String> = "haAddress",
     }
 }
 
@@ -68,6 +73,8 @@ command_header! {
         master_broker_id: Option<i64> = "masterBrokerId",
         master_address: Option<String> = "masterAddress",
         master_epoch: Option<i32> = "masterEpoch",
+        /// Vostok: the master's replication address.
+        master_ha_address: Option<String> = "masterHaAddress",
     }
 }
 
