@@ -94,6 +94,7 @@ impl BrokerConfig {
             "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
             _ if self.pop.apply_property(key, v)? => {}
+            _ if self.controller.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
             _ if self.grpc.apply_property(key, v)? => {}
             _ => {
@@ -245,6 +246,7 @@ impl BrokerConfig {
             ),
         ];
         out.extend(self.pop.to_properties());
+        out.extend(self.controller.to_properties());
         out.extend(self.grpc.to_properties());
         out.extend(self.store.to_properties());
         out.extend(self.security.to_properties());

@@ -75,6 +75,24 @@ impl HaClient {
         }
     }
 
+    /// Controller mode: stop replicating (this broker became master, or must
+    /// truncate before following its new master).
+    pub fn clear_master(&self) {
+        let mut current = self.store.ha_state().client_master.write_locked();
+        if current.is_some() {
+            *current = None;
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Connected to the master and replicating.
+    pub fn is_connected(&self) -> bool {
+        self.store
+            .ha_state()
+            .client_connected
+            .load(Ordering::Acquire)
+    }
+
     fn master(&self) -> Option<String> {
         self.store.ha_state().client_master.read_locked().clone()
     }
