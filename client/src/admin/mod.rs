@@ -10,6 +10,8 @@
 //!   `queryConsumerOffset`.
 //! * [`message`]: `queryMessage` (by key or unique key), `viewMessage` (by commitlog
 //!   offset).
+//! * [`controller`]: controller mode: `getControllerMetaData`, `getInSyncStateData`,
+//!   `electMaster`.
 //! * [`auth`]: ACL 2.0 users and ACLs (`createUser` … `listAcl`, codes 3001–3010).
 //!
 //! Calls the producers and consumers also make (routes, offsets) go through the same
@@ -26,6 +28,7 @@
 pub mod auth;
 pub mod cluster;
 pub mod consumer;
+pub mod controller;
 pub mod message;
 pub mod topic;
 
