@@ -74,9 +74,15 @@ impl ControllerLink {
 
 /// BROKER_HEARTBEAT to every controller; true when at least one took it.
 pub(crate) async fn heartbeat_all(broker: &Broker, header: &BrokerHeartbeatRequestHeader) -> bool {
+    // A heartbeat older than the next one is worth nothing: bounded by the interval.
+    let timeout = broker
+        .config
+        .controller
+        .broker_heartbeat_interval
+        .clamp(Duration::from_secs(1), TIMEOUT);
     let calls = broker.config.controller.controller_addr.iter().map(|addr| {
         let req = RemotingCommand::request_with_header(request_code::BROKER_HEARTBEAT, header);
-        async move { broker.outer.invoke_sync(addr, req, TIMEOUT).await }
+        async move { broker.outer.invoke_sync(addr, req, timeout).await }
     });
     join_all(calls)
         .await

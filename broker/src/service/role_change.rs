@@ -87,11 +87,14 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
 /// The master's epoch history (GET_BROKER_EPOCH_CACHE on its main port).
 async fn master_epochs(broker: &Broker, master_addr: &str) -> Option<EpochEntryCache> {
     let req = RemotingCommand::request(request_code::GET_BROKER_EPOCH_CACHE);
-    match broker
-        .outer
-        .invoke_sync(master_addr, req, Duration::from_secs(3))
-        .await
-    {
+    // Bounded by the poll period: an unreachable master must not hold up the poll
+    // that will tell this broker about the next master.
+    let timeout = broker
+        .config
+        .controller
+        .sync_broker_metadata_period
+        .clamp(Duration::from_millis(200), Duration::from_secs(3));
+    match broker.outer.invoke_sync(master_addr, req, timeout).await {
         Ok(r) if r.code == response_code::SUCCESS => json::from_slice("epochCache", &r.body).ok(),
         Ok(r) => {
             warn!(
