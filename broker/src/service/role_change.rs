@@ -22,8 +22,6 @@ use super::{registration, sync_state_set};
 use crate::state::replicas::ReplicaRole;
 use crate::state::Broker;
 
-static MASTER_SERVICES: std::sync::Once = std::sync::Once::new();
-
 /// Stops the replication client and waits (briefly) until its connection is gone.
 async fn stop_replicating(broker: &Broker) {
     let Some(client) = broker.ha_client.get() else {
@@ -80,7 +78,10 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
         .store
         .set_role(false, broker.config.controller.all_ack_in_sync_state_set);
     broker.replicas.set_role(ReplicaRole::Master);
-    MASTER_SERVICES.call_once(|| super::spawn_master_services(broker));
+    broker
+        .replicas
+        .master_services
+        .call_once(|| super::spawn_master_services(broker));
     registration::register_all(broker).await;
 }
 

@@ -32,6 +32,8 @@ pub struct ReplicaState {
     pub(crate) last_controller_ok_ms: AtomicI64,
     /// The current master's (id, main address, HA address), when known.
     pub(crate) master: RwLock<Option<(i64, String, String)>>,
+    /// The master-only services start on the first promotion.
+    pub(crate) master_services: std::sync::Once,
 }
 
 impl ReplicaState {
@@ -44,6 +46,7 @@ impl ReplicaState {
             epochs: Mutex::new(epochs),
             last_controller_ok_ms: AtomicI64::new(0),
             master: RwLock::new(None),
+            master_services: std::sync::Once::new(),
         }
     }
 

@@ -101,7 +101,9 @@ async fn read_reports<R: AsyncRead + Unpin>(
         if let Some(offset) = decode_reports(&mut buf)? {
             let now = now_millis();
             link.last_report_ms.store(now, Ordering::Relaxed);
-            if offset >= store.max_phy_offset() {
+            let max = store.max_phy_offset();
+            let before = link.max_at_last_report.swap(max, Ordering::AcqRel);
+            if offset >= max.min(before) {
                 link.caught_up_ms.store(now, Ordering::Release);
             }
             if link.ack.swap(offset, Ordering::AcqRel) < 0 {

@@ -28,8 +28,11 @@ pub(crate) struct SlaveLink {
     /// Controller mode: the broker id from the slave's handshake (-1 before it).
     pub(crate) slave_id: AtomicI64,
     /// Controller mode: when the slave last acknowledged everything this master
-    /// had at that moment (0 = never).
+    /// had at its previous report (0 = never): under load a slave is never level
+    /// with the master's end, but one report behind it is caught up.
     pub(crate) caught_up_ms: AtomicI64,
+    /// The master's end when the previous report arrived.
+    pub(crate) max_at_last_report: AtomicI64,
 }
 
 impl SlaveLink {
@@ -106,6 +109,7 @@ impl HaState {
             last_report_ms: AtomicI64::new(0),
             slave_id: AtomicI64::new(-1),
             caught_up_ms: AtomicI64::new(0),
+            max_at_last_report: AtomicI64::new(i64::MAX),
         });
         let mut links = self.links.locked();
         links.push(link.clone());
