@@ -9,7 +9,11 @@
 #   deploy/cluster-netns.sh start P  start process P again, on its store
 #
 # Needs root (ip netns) and iproute2. Settings: deploy/cluster/*.conf (the addresses
-# below are read from there). Logs and data: $VOSTOK_CLUSTER_DIR (/tmp/vostok-cluster);
+# below are read from there), or the directory $VOSTOK_CLUSTER_CONF names: one
+# namesrv-*.conf per name server and one broker-*.conf per broker, started in that
+# order (masters before brokers whose name ends in -s). deploy/controller/ is a
+# controller-mode group: three name servers each running a controller, three brokers
+# of one group. Logs and data: $VOSTOK_CLUSTER_DIR (/tmp/vostok-cluster);
 # `down` keeps them, so that `up` resumes on the same stores. VOSTOK_NO_BUILD=1 skips
 # the build.
 #
@@ -20,14 +24,15 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-conf="$root/deploy/cluster"
+conf=${VOSTOK_CLUSTER_CONF:-$root/deploy/cluster}
 dir=${VOSTOK_CLUSTER_DIR:-/tmp/vostok-cluster}
 bin="$root/target/release"
 bridge=vkc-br0
 gateway=10.250.0.1/24
 # Start order: name servers, masters, slaves.
-namesrvs=(namesrv-1 namesrv-2)
-brokers=(broker-a broker-b broker-a-s broker-b-s)
+names() { (cd "$conf" && ls -1 "$1"*.conf 2>/dev/null | sed 's/\.conf$//' | sort); }
+mapfile -t namesrvs < <(names namesrv-)
+mapfile -t brokers < <(names broker- | grep -v -- '-s$'; names broker- | grep -- '-s$')
 
 die() { echo "cluster-netns: $*" >&2; exit 1; }
 
@@ -64,12 +69,15 @@ launch() { # name, program, args...
   local name=$1 ns out log; shift
   ns=$(ns_of "$name"); out="$dir/logs/$name.out"; log="$dir/logs/$name.log"
   setsid ip netns exec "$ns" "$@" >"$out" 2>>"$log" </dev/null &
+  local pid=$!
   for _ in $(seq 1 300); do
     if grep -q "boot success" "$out" 2>/dev/null; then
       printf '  %-11s %s\n' "$name" "$(grep "boot success" "$out")"
       return
     fi
-    if [ -z "$(ip netns pids "$ns")" ]; then
+    # The process itself, not the namespace: a child that has not entered the
+    # namespace yet is not listed there.
+    if ! kill -0 "$pid" 2>/dev/null; then
       die "$name exited; see $log ($0 down removes what started)"
     fi
     sleep 0.1
@@ -83,7 +91,8 @@ start_one() {
   case $name in
     namesrv-*)
       launch "$name" "$bin/mqnamesrv" -c "$conf/$name.conf" \
-        -o "kvConfigPath=$dir/data/$name/kvConfig.json" ;;
+        -o "kvConfigPath=$dir/data/$name/kvConfig.json" \
+        -o "controllerStorePath=$dir/data/$name/controller" ;;
     *)
       launch "$name" "$bin/mqbroker" -c "$conf/$name.conf" \
         -o "storePathRootDir=$dir/data/$name" ;;
@@ -135,7 +144,7 @@ up() {
   echo "starting (logs in $dir/logs):"
   for name in "${namesrvs[@]}" "${brokers[@]}"; do start_one "$name"; done
   local addrs
-  addrs=$(setting broker-a namesrvAddr)
+  addrs=$(setting "${brokers[0]}" namesrvAddr)
   cat <<EOF
 
 Cluster up. From this machine (root namespace, 10.250.0.1 on $bridge):

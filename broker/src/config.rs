@@ -16,12 +16,14 @@ use vostok_store::StoreConfig;
 
 use crate::error::BrokerError;
 
+mod controller;
 mod grpc;
 mod keys;
 mod ops;
 mod pop;
 mod security;
 
+pub use controller::ControllerModeConfig;
 pub use grpc::GrpcConfig;
 pub use ops::OpsConfig;
 pub use pop::PopConfig;
@@ -140,6 +142,8 @@ pub struct BrokerConfig {
     pub timer_max_delay: Duration,
     /// POP consumption (`reviveQueueNum`, `popPollingSize`, ...).
     pub pop: PopConfig,
+    /// Controller mode (`enableControllerMode`, `controllerAddr`, ...).
+    pub controller: ControllerModeConfig,
     /// The gRPC endpoint (`grpcServerPort`, ...).
     pub grpc: GrpcConfig,
     /// Metrics exporter, message trace and web console keys.
@@ -208,6 +212,7 @@ impl Default for BrokerConfig {
             timer_wheel_enable: true,
             timer_max_delay: Duration::from_secs(30 * 24 * 3600),
             pop: PopConfig::default(),
+            controller: ControllerModeConfig::default(),
             grpc: GrpcConfig::default(),
             ops: OpsConfig::default(),
             store,
@@ -262,10 +267,13 @@ impl BrokerConfig {
                 "must match ^[%|a-zA-Z0-9_-]+$ (it is also a topic name)",
             );
         }
-        if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
+        self.controller.validate()?;
+        if self.controller.enable {
+            // brokerId and brokerRole are placeholders the controller replaces.
+        } else if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
             return bad("brokerId", "a SLAVE needs a brokerId > 0");
         }
-        if self.broker_role != BrokerRole::Slave && self.broker_id != 0 {
+        if !self.controller.enable && self.broker_role != BrokerRole::Slave && self.broker_id != 0 {
             return bad("brokerId", "a master has brokerId 0");
         }
         if self.default_topic_queue_nums <= 0 {

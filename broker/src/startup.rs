@@ -131,6 +131,12 @@ impl Broker {
         })??;
         config.store.ha.sync_master = config.broker_role == BrokerRole::SyncMaster;
         config.store.ha.replica = config.broker_role == BrokerRole::Slave;
+        if config.controller.enable {
+            // No role until the controller assigns one: refuse local puts.
+            config.store.ha.controller_mode = true;
+            config.store.ha.replica = true;
+            config.store.ha.sync_master = false;
+        }
         let store_config = config.store.clone();
         let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
             .await
@@ -261,6 +267,9 @@ impl Broker {
 
         service::spawn_all(&broker);
         let ops = ops::start_ops(&broker, ops_listeners);
+        if broker.config.controller.enable {
+            service::replicas_manager::spawn(&broker);
+        }
         registration::register_now(&broker).await;
         info!(
             broker = %broker.config.broker_name,
@@ -287,7 +296,7 @@ async fn bind_ha(
     config: &mut BrokerConfig,
     configured_port: u16,
 ) -> Result<Option<TcpListener>, BrokerError> {
-    if !config.is_master() {
+    if !config.is_master() && !config.controller.enable {
         return Ok(None);
     }
     let explicit = config.ha_listen_port.is_some();
@@ -303,7 +312,11 @@ async fn bind_ha(
             }
             Ok(Some(l))
         }
-        Err(e) if !explicit && config.broker_role == BrokerRole::AsyncMaster => {
+        Err(e)
+            if !explicit
+                && !config.controller.enable
+                && config.broker_role == BrokerRole::AsyncMaster =>
+        {
             warn!(port, error = %e, "HA port unavailable: this master accepts no slaves");
             Ok(None)
         }
@@ -328,7 +341,7 @@ fn start_replication(broker: &Arc<Broker>, ha_listener: Option<TcpListener>) {
             broker.shutdown.clone(),
         ));
     }
-    if !broker.config.is_master() {
+    if !broker.config.is_master() || broker.config.controller.enable {
         let client = vostok_store::ha::HaClient::start(
             broker.store.clone(),
             &broker.tasks,
@@ -351,6 +364,9 @@ fn build_state(
     Broker {
         outer: security::outer_client(&security, &duties),
         guard: security.guard,
+        replicas: crate::state::replicas::ReplicaState::new(vostok_store::ha::EpochFile::load(
+            vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
+        )),
         namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),

@@ -78,6 +78,10 @@ pub struct NamesrvConfig {
     /// The embedding broker's own name and credentials (standalone mode): an admin
     /// account allowed to register that one broker name, known without a file.
     pub embedded_broker: Option<(String, vostok_remoting::auth::SessionCredentials)>,
+    /// `enableControllerInNamesrv`: also run a controller (docs/controller.md), set
+    /// up by the controller keys of the same file (`controllerDLegerPeers`, ...).
+    pub enable_controller_in_namesrv: bool,
+    pub controller: vostok_controller::ControllerConfig,
 }
 
 fn home_dir() -> PathBuf {
@@ -115,6 +119,8 @@ impl Default for NamesrvConfig {
             limits: vostok_remoting::ServerLimits::default(),
             metrics: vostok_observe::MetricsConfig::default(),
             embedded_broker: None,
+            enable_controller_in_namesrv: false,
+            controller: vostok_controller::ControllerConfig::default(),
         }
     }
 }
@@ -149,6 +155,18 @@ impl NamesrvConfig {
     /// Sets the field of a RocketMQ key. `Ok(false)` for a key this name server does
     /// not know (Java ignores those too; the caller may warn).
     pub fn apply_property(&mut self, key: &str, value: &str) -> Result<bool, NamesrvError> {
+        if key == "enableControllerInNamesrv" {
+            self.enable_controller_in_namesrv = parse_bool(key, value.trim())?;
+            return Ok(true);
+        }
+        // Controller keys; the few both share (scanNotActiveBrokerInterval) go to both.
+        let controller_key = self
+            .controller
+            .apply_property(key, value.trim())
+            .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))?;
+        if controller_key && key != "scanNotActiveBrokerInterval" && key != "bindAddress" {
+            return Ok(true);
+        }
         let raw = value;
         let value = value.trim();
         match key {
@@ -262,6 +280,19 @@ impl NamesrvConfig {
             .map(|(k, v)| (k.to_owned(), v))
             .collect();
         out.push(("aclEnable".into(), self.acl_enable.to_string()));
+        out.push((
+            "enableControllerInNamesrv".into(),
+            self.enable_controller_in_namesrv.to_string(),
+        ));
+        if self.enable_controller_in_namesrv {
+            out.extend(
+                self.controller
+                    .to_properties()
+                    .into_iter()
+                    .filter(|(k, _)| *k != "scanNotActiveBrokerInterval" && *k != "bindAddress")
+                    .map(|(k, v)| (k.to_owned(), v)),
+            );
+        }
         out.push((
             "routeQueryAclEnable".into(),
             self.route_query_acl_enable.to_string(),

@@ -34,6 +34,9 @@ pub enum NamesrvError {
     /// The listen address cannot be bound (in use, not local, no permission).
     #[error("security settings: {0}")]
     Security(String),
+    /// The embedded controller (`enableControllerInNamesrv`) did not start.
+    #[error("controller: {0}")]
+    Controller(#[from] vostok_controller::ControllerError),
     #[error("cannot bind {addr}: {source}")]
     Bind {
         addr: String,

@@ -79,6 +79,8 @@ use processor::{NamesrvProcessor, Shared};
 /// A running name server.
 pub struct NameServer {
     server: RemotingServer,
+    /// `enableControllerInNamesrv`: the controller running beside it.
+    controller: Option<vostok_controller::Controller>,
     shared: Arc<Shared>,
     /// Stops the housekeeping task.
     stop: CancellationToken,
@@ -161,8 +163,18 @@ impl NameServer {
         }
         tasks.spawn(housekeeping::run(route, scan_interval, stop.clone()));
         tasks.close();
+        let controller = if shared.config.enable_controller_in_namesrv {
+            let c = shared.config.controller.clone();
+            let listener = vostok_controller::cli::bind(&c).await?;
+            let controller = vostok_controller::Controller::start(c, listener).await?;
+            info!(addr = %controller.local_addr(), "controller started in the name server");
+            Some(controller)
+        } else {
+            None
+        };
         info!(addr = %local_addr, "name server started");
         Ok(NameServer {
+            controller,
             server,
             shared,
             stop,
@@ -215,6 +227,9 @@ impl NameServer {
         self.server.shutdown().await;
         if let Some(m) = &self.metrics {
             m.shutdown().await;
+        }
+        if let Some(c) = &self.controller {
+            c.shutdown().await;
         }
         let kv = self.shared.kv.clone();
         match tokio::task::spawn_blocking(move || kv.persist_if_dirty()).await {

@@ -17,6 +17,7 @@ mod ha;
 mod info;
 mod put;
 mod query;
+mod truncate;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
@@ -112,6 +113,14 @@ impl MessageStore {
             tombstones: Tombstones::load(&root),
             ha: Default::default(),
         });
+        inner
+            .ha
+            .replica
+            .store(inner.config.ha.replica, Ordering::Release);
+        inner
+            .ha
+            .sync_master
+            .store(inner.config.ha.sync_master, Ordering::Release);
         inner.recover(last_exit_ok)?;
         // Before the first put: the file the writer continues in has its blocks, and
         // the next one is ready.

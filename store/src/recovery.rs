@@ -177,7 +177,7 @@ impl StoreInner {
     /// Zeroes everything after `end` in its file and removes later files. A file
     /// that would start at `end` holds nothing (a next file created ahead of time
     /// and never written) and is removed too.
-    fn cut_commit_log(&self, end: i64) -> Result<()> {
+    pub(crate) fn cut_commit_log(&self, end: i64) -> Result<()> {
         let q = self.commitlog.files();
         let base = q.file_base(end);
         q.remove_from(if base == end {
@@ -186,7 +186,10 @@ impl StoreInner {
             base + q.file_size() as i64
         })?;
         if let Some(f) = q.find(end) {
-            // SAFETY: recovery runs before any reader or writer exists.
+            // SAFETY: recovery runs before any reader or writer exists; a replica's
+            // truncation (`MessageStore::truncate_to`) runs with replication stopped,
+            // local puts refused and the consume queues already cut below `end`, so
+            // no writer touches the file and no new reader is sent past `end`.
             unsafe { f.truncate_to((end - f.base()) as usize)? };
         }
         Ok(())

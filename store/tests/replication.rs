@@ -145,3 +145,39 @@ async fn an_empty_replica_starts_at_a_file_boundary() {
         (from, max)
     );
 }
+
+/// Controller mode: a replica that holds more than its new master cuts the tail,
+/// consume queues included, and continues at the cut as the next master's log does.
+#[tokio::test]
+async fn a_replica_truncates_to_the_new_masters_log_and_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(small_config(dir.path(), FILE)).unwrap();
+    let mut ends = Vec::new();
+    for i in 0..40 {
+        let r = store
+            .put_message(message("A", 0, vec![b'x'; 60 + i], String::new()))
+            .await;
+        assert!(r.is_ok());
+        ends.push(store.max_phy_offset());
+    }
+    settle(&store);
+    // Refused while it is a master.
+    assert!(store.truncate_to(ends[19]).is_err());
+    store.set_role(true, false);
+    store.truncate_to(ends[19]).unwrap();
+    assert_eq!(store.max_phy_offset(), ends[19]);
+    assert_eq!(store.raw_write_end(), ends[19]);
+    assert_eq!(store.next_queue_offset("A", 0), 20);
+    assert_eq!(pull_all(&store, "A", 0).len(), 20);
+    // Promoted again: appends continue right after the cut, queue offsets too.
+    store.set_role(false, false);
+    let r = store
+        .put_message(message("A", 0, "after", String::new()))
+        .await;
+    assert!(r.is_ok());
+    assert_eq!(r.append.as_ref().unwrap().wrote_offset, ends[19]);
+    assert_eq!(r.append.unwrap().queue_offset, 20);
+    settle(&store);
+    let all = pull_all(&store, "A", 0);
+    assert_eq!(all.len(), 21);
+}

@@ -186,6 +186,18 @@ fn shell_value(script: &str, name: &str) -> String {
         .to_owned()
 }
 
+/// The processes the script starts from a config directory: name servers, then
+/// brokers (the script orders them by file name, masters before `-s` slaves).
+fn script_processes(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = files(dir, ".conf")
+        .iter()
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
 fn the_network_namespace_cluster_agrees_with_its_script() {
     let script_path = deploy().join("cluster-netns.sh");
@@ -196,7 +208,6 @@ fn the_network_namespace_cluster_agrees_with_its_script() {
         .expect("bash");
     assert!(syntax.success(), "bash -n cluster-netns.sh");
     let script = read(&script_path);
-    let conf = |name: &str| read(&deploy().join("cluster").join(format!("{name}.conf")));
     let (gateway, prefix) = shell_value(&script, "gateway")
         .split_once('/')
         .map(|(a, p)| (a.to_owned(), p.to_owned()))
@@ -207,41 +218,54 @@ fn the_network_namespace_cluster_agrees_with_its_script() {
         .expect("dotted address")
         .0
         .to_owned();
-    let mut addresses = BTreeSet::from([gateway.clone()]);
-    let mut address = |what: &str, ip: &str| {
-        assert!(
-            ip.starts_with(&format!("{subnet}.")),
-            "{what}: {ip} not on {subnet}.0/24"
-        );
-        assert!(addresses.insert(ip.to_owned()), "{what}: {ip} used twice");
-    };
-
-    let mut namesrvs = BTreeSet::new();
-    for name in shell_value(&script, "namesrvs").split_whitespace() {
-        assert!(
-            format!("vkc-{name}").len() <= 15,
-            "interface name of {name}"
-        );
-        let config = effective(name, true, &conf(name), &[]);
-        address(name, &config["bindAddress"]);
-        namesrvs.insert(format!(
-            "{}:{}",
-            config["bindAddress"], config["listenPort"]
-        ));
+    // The classic cluster and the controller-mode one (VOSTOK_CLUSTER_CONF).
+    for (dir_name, confs) in [("cluster", 6), ("controller", 6)] {
+        let dir = deploy().join(dir_name);
+        let conf = |name: &str| read(&dir.join(format!("{name}.conf")));
+        let mut addresses = BTreeSet::from([gateway.clone()]);
+        let mut address = |what: &str, ip: &str| {
+            assert!(
+                ip.starts_with(&format!("{subnet}.")),
+                "{what}: {ip} not on {subnet}.0/24"
+            );
+            assert!(addresses.insert(ip.to_owned()), "{what}: {ip} used twice");
+        };
+        let mut namesrvs = BTreeSet::new();
+        for name in script_processes(&dir, "namesrv-") {
+            assert!(
+                format!("vkc-{name}").len() <= 15,
+                "interface name of {name}"
+            );
+            let config = effective(&name, true, &conf(&name), &[]);
+            address(&name, &config["bindAddress"]);
+            namesrvs.insert(format!(
+                "{}:{}",
+                config["bindAddress"], config["listenPort"]
+            ));
+        }
+        let mut brokers = BTreeMap::new();
+        for name in script_processes(&dir, "broker-") {
+            assert!(
+                format!("vkc-{name}").len() <= 15,
+                "interface name of {name}"
+            );
+            let config = effective(&name, false, &conf(&name), &[]);
+            address(&name, &config["brokerIP1"]);
+            assert!(config["storePathRootDir"].ends_with(&format!("/{name}")));
+            brokers.insert(name.to_owned(), (config, None));
+        }
+        assert_eq!(files(&dir, ".conf").len(), confs, "{dir_name}");
+        if dir_name == "cluster" {
+            check_brokers("cluster-netns", &brokers, &namesrvs);
+        } else {
+            for (name, (config, _)) in &brokers {
+                assert_eq!(config["enableControllerMode"], "true", "{name}");
+                for ns in config["namesrvAddr"].split(';') {
+                    assert!(namesrvs.contains(ns), "{name}: unknown name server {ns}");
+                }
+            }
+        }
     }
-    let mut brokers = BTreeMap::new();
-    for name in shell_value(&script, "brokers").split_whitespace() {
-        assert!(
-            format!("vkc-{name}").len() <= 15,
-            "interface name of {name}"
-        );
-        let config = effective(name, false, &conf(name), &[]);
-        address(name, &config["brokerIP1"]);
-        assert!(config["storePathRootDir"].ends_with(&format!("/{name}")));
-        brokers.insert(name.to_owned(), (config, None));
-    }
-    assert_eq!(files(&deploy().join("cluster"), ".conf").len(), 6);
-    check_brokers("cluster-netns", &brokers, &namesrvs);
 }
 
 /// `-c FILE` and the `-o KEY=VALUE` options of a command line.

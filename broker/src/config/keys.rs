@@ -103,6 +103,7 @@ impl BrokerConfig {
                     reason,
                 })? => {}
             _ if self.pop.apply_property(key, v)? => {}
+            _ if self.controller.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
             _ if self.grpc.apply_property(key, v)? => {}
             _ if self.ops.apply_property(key, v)? => {}
@@ -263,6 +264,7 @@ impl BrokerConfig {
             ),
         ];
         out.extend(self.pop.to_properties());
+        out.extend(self.controller.to_properties());
         out.extend(self.grpc.to_properties());
         out.extend(self.ops.to_properties());
         out.extend(self.store.to_properties());

@@ -93,11 +93,57 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     RemotingCommand::success().with_body(json::to_vec(&KvTable { table }))
 }
 
+/// GET_BROKER_EPOCH_CACHE (controller mode, docs/controller.md#epoch-file): this
+/// broker's epoch history with each epoch's end offset, and its max offset.
+pub(crate) fn get_broker_epoch_cache(broker: &Broker) -> RemotingCommand {
+    use vostok_remoting::protocol::body::{EpochEntry, EpochEntryCache};
+    use vostok_remoting::support::sync::MutexExt;
+    let entries = broker.replicas.epochs.locked().entries().to_vec();
+    let max = broker.store.max_phy_offset();
+    let epoch_list = entries
+        .iter()
+        .enumerate()
+        .map(|(i, &(epoch, start))| EpochEntry {
+            epoch,
+            start_offset: start,
+            end_offset: entries.get(i + 1).map_or(max, |n| n.1),
+        })
+        .collect();
+    let cache = EpochEntryCache {
+        cluster_name: broker.config.broker_cluster_name.clone(),
+        broker_name: broker.config.broker_name.clone(),
+        broker_id: broker.replicas.broker_id(),
+        epoch_list,
+        max_offset: max,
+    };
+    RemotingCommand::success().with_body(json::to_vec(&cache))
+}
+
 /// Replication state: a master's slaves (`haSlaves`: `addr:ackOffset:behindBytes:inSync`
 /// separated by `;`), a slave's master link; read by `mqadmin clusterList`.
 fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
-    put("brokerRole", broker.config.broker_role.name().to_owned());
-    if broker.config.is_master() {
+    let role = if !broker.config.controller.enable {
+        broker.config.broker_role.name()
+    } else if broker.is_master() {
+        "SYNC_MASTER"
+    } else {
+        "SLAVE"
+    };
+    put("brokerRole", role.to_owned());
+    if broker.config.controller.enable {
+        let (sss, sss_epoch) = broker.replicas.sync_state_set();
+        put(
+            "controllerBrokerId",
+            broker.replicas.broker_id().to_string(),
+        );
+        put("masterEpoch", broker.replicas.master_epoch().to_string());
+        put(
+            "syncStateSet",
+            sss.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+        );
+        put("syncStateSetEpoch", sss_epoch.to_string());
+    }
+    if broker.is_master() {
         let slaves = broker.store.ha_slaves();
         put("haConnectionCount", slaves.len().to_string());
         put(

@@ -208,7 +208,7 @@ fn pull_inner(
     };
     // A slave does not correct offsets (`offsetCheckInSlave` false): it may only be
     // behind its master, so the consumer retries rather than moving its offset.
-    let code = if code == response_code::PULL_OFFSET_MOVED && !config.is_master() {
+    let code = if code == response_code::PULL_OFFSET_MOVED && !broker.is_master() {
         response_header.next_begin_offset = header.queue_offset;
         response_code::PULL_RETRY_IMMEDIATELY
     } else {
@@ -216,7 +216,7 @@ fn pull_inner(
     };
 
     let has_commit = header.sys_flag & PULL_FLAG_COMMIT_OFFSET != 0;
-    if first && has_commit && config.is_master() {
+    if first && has_commit && broker.is_master() {
         broker.offsets.commit(
             &header.consumer_group,
             &header.topic,

@@ -13,7 +13,7 @@ use crate::state::Broker;
 
 /// The refusal for `code` on a slave, `None` when the request is served.
 pub(crate) fn slave_refusal(broker: &Broker, code: i32) -> Option<RemotingCommand> {
-    if broker.config.is_master() {
+    if broker.is_master() {
         return None;
     }
     let what = match code {

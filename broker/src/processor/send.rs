@@ -185,11 +185,22 @@ pub(super) fn check_message(
     channel: &Channel,
     header: &SendMessageRequestHeader,
 ) -> Result<TopicConfig, RemotingCommand> {
-    if !broker.config.is_master() {
+    if !broker.is_master() {
         return Err(error(
             response_code::SERVICE_NOT_AVAILABLE,
             format!(
                 "the broker[{}] is a slave: send to its master",
+                broker.config.broker_name
+            ),
+        ));
+    }
+    if !broker.holds_lease() {
+        // Fencing: a master that reached no controller for a lease may have been
+        // replaced (docs/controller.md#fencing).
+        return Err(error(
+            response_code::SERVICE_NOT_AVAILABLE,
+            format!(
+                "the broker[{}] lost contact with its controllers: not taking sends",
                 broker.config.broker_name
             ),
         ));

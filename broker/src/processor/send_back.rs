@@ -25,7 +25,7 @@ pub(crate) async fn consumer_send_msg_back(
             format!("subscription group not exist, {}", header.group),
         );
     };
-    if !broker.config.is_writeable() {
+    if !(broker.is_master() && perm::is_writeable(broker.config.broker_permission)) {
         return error(
             response_code::NO_PERMISSION,
             format!(

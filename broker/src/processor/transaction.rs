@@ -19,7 +19,7 @@ pub(crate) async fn end_transaction(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, EndTransactionRequestHeader);
-    if !broker.config.is_master() {
+    if !broker.is_master() {
         return error(
             response_code::SLAVE_NOT_AVAILABLE,
             "the broker is a slave: end transactions on the master",

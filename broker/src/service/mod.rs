@@ -10,19 +10,35 @@
 //! * [`transaction_check`]: checks back transactions left unknown.
 //! * [`revive`]: brings back popped messages not acked in time (POP).
 //! * [`slave_sync`]: a slave's copy of its master's metadata (SlaveSynchronize).
+//! * [`replicas_manager`]: controller mode: id, registration, heartbeats, role
+//!   (with [`controller_client`], [`role_change`], [`sync_state_set`]).
 
 pub(crate) mod config_flush;
+pub(crate) mod controller_client;
 pub(crate) mod housekeeping;
 pub(crate) mod registration;
+pub(crate) mod replicas_manager;
 pub(crate) mod revive;
+pub(crate) mod role_change;
 pub(crate) mod schedule;
 pub(crate) mod slave_sync;
+pub(crate) mod sync_state_set;
 pub(crate) mod timer;
 pub(crate) mod transaction_check;
 
 use std::sync::Arc;
 
 use crate::state::Broker;
+
+/// Controller mode: the services only a master runs, started when this broker is
+/// first promoted (they keep running after a demotion; the store refuses their
+/// writes then).
+pub(crate) fn spawn_master_services(broker: &Arc<Broker>) {
+    schedule::spawn(broker);
+    transaction_check::spawn(broker);
+    timer::spawn(broker);
+    revive::spawn(broker);
+}
 
 /// Starts every background service; one line per service.
 pub(crate) fn spawn_all(broker: &Arc<Broker>) {

@@ -72,7 +72,7 @@ fn register_request(broker: &Broker) -> RemotingCommand {
         cluster_name: config.broker_cluster_name.clone(),
         // `brokerIP2:haListenPort` while the HA listener runs (masters), else empty.
         ha_server_addr: broker.ha_server_addr.read_locked().clone(),
-        broker_id: config.broker_id,
+        broker_id: broker.registered_broker_id(),
         heartbeat_timeout_millis: Some(config.channel_expired_timeout.as_millis() as i64),
         enable_acting_master: Some(false),
         compressed: Some(config.compressed_register),
@@ -127,7 +127,8 @@ pub(crate) async fn register_all(broker: &Broker) {
 /// (docs/replication.md): the main address for the
 /// metadata sync, the HA address for the replication client.
 fn learn_master(broker: &Broker, header: RegisterBrokerResponseHeader) {
-    if broker.config.is_master() {
+    // In controller mode the controllers say who the master is.
+    if broker.is_master() || broker.config.controller.enable {
         return;
     }
     if let Some(master) = header.master_addr.filter(|m| !m.is_empty()) {
@@ -155,7 +156,7 @@ pub(crate) async fn unregister_all(broker: &Broker) {
         broker_name: config.broker_name.clone(),
         broker_addr: broker.broker_addr.to_string(),
         cluster_name: config.broker_cluster_name.clone(),
-        broker_id: config.broker_id,
+        broker_id: broker.registered_broker_id(),
     };
     let calls = broker.namesrv_addrs.iter().map(|addr| {
         let request =

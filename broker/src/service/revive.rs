@@ -30,7 +30,7 @@ use crate::state::Broker;
 const MAX_PER_PASS: usize = 1024;
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
-    if !broker.config.is_master() {
+    if !broker.is_master() {
         return;
     }
     let b = broker.clone();

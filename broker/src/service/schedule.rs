@@ -37,7 +37,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
     let Ok(levels) = broker.config.store.delay_levels() else {
         return;
     };
-    if !broker.config.is_master() {
+    if !broker.is_master() {
         return;
     }
     for (i, delay) in levels.into_iter().enumerate() {

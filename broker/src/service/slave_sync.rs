@@ -23,7 +23,7 @@ const PERIOD: Duration = Duration::from_secs(10);
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
-    if broker.config.is_master() {
+    if broker.config.is_master() && !broker.config.controller.enable {
         return;
     }
     let b = broker.clone();
@@ -39,6 +39,9 @@ async fn run(broker: Arc<Broker>) {
             _ = broker.master_changed.notified() => {}
         }
         wait = PERIOD;
+        if broker.is_master() {
+            continue;
+        }
         let master = broker.master_addr.read_locked().clone();
         let Some(master) = master.filter(|m| *m != broker.broker_addr.to_string()) else {
             continue;

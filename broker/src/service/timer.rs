@@ -28,7 +28,7 @@ const MAX_ROLLS_PER_PASS: usize = 256;
 
 /// Starts the delivery task and the checkpoint writer.
 pub(crate) fn spawn(broker: &Arc<Broker>) {
-    if !broker.config.is_master() || !broker.config.timer_wheel_enable {
+    if !broker.is_master() || !broker.config.timer_wheel_enable {
         return;
     }
     let b = broker.clone();

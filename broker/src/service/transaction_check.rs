@@ -30,7 +30,7 @@ const MAX_ROUND: Duration = Duration::from_secs(60);
 
 /// Starts the check service.
 pub(crate) fn spawn(broker: &Arc<Broker>) {
-    if !broker.config.is_master() {
+    if !broker.is_master() {
         return;
     }
     broker.topics.get_or_create(

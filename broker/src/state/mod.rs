@@ -24,6 +24,7 @@ pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
 pub(crate) mod removal;
 pub(crate) mod remove;
+pub(crate) mod replicas;
 pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
@@ -124,6 +125,8 @@ pub struct Broker {
     /// The small runtime of the broker's duties (registration, client expiry, offset
     /// flushes): no request flood can hold them up.
     pub(crate) duties: tokio::runtime::Handle,
+    /// Controller mode: id, role, epochs (docs/controller.md).
+    pub(crate) replicas: replicas::ReplicaState,
 }
 
 impl Broker {
@@ -142,6 +145,47 @@ impl Broker {
     /// The process's memory account.
     pub fn memory(&self) -> &Arc<vostok_remoting::MemoryBudget> {
         &self.memory
+    }
+
+    /// Takes sends and writes its own commitlog: the configured role, or in
+    /// controller mode the role the controller assigned. A controller-mode master
+    /// whose lease ran out (no controller answered for
+    /// `controllerHeartBeatTimeoutMills`) stops taking sends.
+    pub fn is_master(&self) -> bool {
+        if !self.config.controller.enable {
+            return self.config.is_master();
+        }
+        self.replicas.role() == replicas::ReplicaRole::Master
+    }
+
+    /// A controller-mode master still holding its lease.
+    pub(crate) fn holds_lease(&self) -> bool {
+        if !self.config.controller.enable {
+            return true;
+        }
+        let last = self.replicas.last_controller_ok_ms.load(Ordering::Acquire);
+        let lease = self
+            .config
+            .controller
+            .controller_heartbeat_timeout
+            .as_millis() as i64;
+        vostok_remoting::support::time::now_millis() - last < lease
+    }
+
+    /// The id this broker registers with the name servers under: 0 for a master.
+    pub fn registered_broker_id(&self) -> i64 {
+        if !self.config.controller.enable {
+            return self.config.broker_id;
+        }
+        if self.is_master() {
+            0
+        } else {
+            self.replicas.broker_id().max(1)
+        }
+    }
+
+    pub fn replicas(&self) -> &replicas::ReplicaState {
+        &self.replicas
     }
 
     pub(crate) fn on_channel_closed(&self, channel: &Channel) {

@@ -19,6 +19,8 @@
 //!   `deleteExpiredCommitLog`.
 //! * [`stats`]: `queryTopicConsumeByWho`, `viewBrokerStatsData`.
 //! * [`pull`]: `pull` (the tools' pull consumer), `searchOffset`.
+//! * [`controller`]: controller mode: `getControllerMetaData`, `getInSyncStateData`,
+//!   `electMaster`.
 //! * [`auth`]: ACL 2.0 users and ACLs (`createUser` … `listAcl`, codes 3001–3010).
 //!
 //! Calls the producers and consumers also make (routes, offsets) go through the same
@@ -37,6 +39,7 @@ pub mod broker_ops;
 pub mod cluster;
 pub mod config;
 pub mod consumer;
+pub mod controller;
 pub mod group;
 pub mod message;
 pub mod ops;

@@ -165,6 +165,28 @@ codes! {
     REGISTER_TOPIC_IN_NAMESRV = 217,
     UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST = 225,
     GET_SUBSCRIPTIONGROUP_CONFIG = 352,
+    /// Controller mode (docs/controller.md#requests): broker and admin → controller,
+    /// controller → broker for NOTIFY_BROKER_ROLE_CHANGED, admin → broker for
+    /// GET_BROKER_EPOCH_CACHE.
+    CONTROLLER_ALTER_SYNC_STATE_SET = 1001,
+    CONTROLLER_ELECT_MASTER = 1002,
+    CONTROLLER_REGISTER_BROKER = 1003,
+    CONTROLLER_GET_REPLICA_INFO = 1004,
+    CONTROLLER_GET_METADATA_INFO = 1005,
+    CONTROLLER_GET_SYNC_STATE_DATA = 1006,
+    GET_BROKER_EPOCH_CACHE = 1007,
+    NOTIFY_BROKER_ROLE_CHANGED = 1008,
+    UPDATE_CONTROLLER_CONFIG = 1009,
+    GET_CONTROLLER_CONFIG = 1010,
+    CLEAN_BROKER_DATA = 1011,
+    CONTROLLER_GET_NEXT_BROKER_ID = 1012,
+    CONTROLLER_APPLY_BROKER_ID = 1013,
+    /// Vostok's own codes, between the controllers of one quorum only: the Raft
+    /// messages (JSON bodies), on the controllers' remoting port. No RocketMQ code
+    /// uses this range.
+    RAFT_APPEND_ENTRIES = 19001,
+    RAFT_VOTE = 19002,
+    RAFT_INSTALL_SNAPSHOT = 19003,
     /// Vostok's private range, 9000–9099 (docs/commands.md#vostok-operations).
     VOSTOK_MESSAGE_STATUS = 9001,
     VOSTOK_BROWSE_MESSAGES = 9002,

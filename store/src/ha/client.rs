@@ -24,7 +24,8 @@ use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
 use super::wire::{
-    decode_transfer, encode_report, TransferFrame, MAX_TRANSFER_BODY, SLAVE_READ_BUFFER,
+    decode_transfer, encode_handshake, encode_report, TransferFrame, MAX_TRANSFER_BODY,
+    SLAVE_READ_BUFFER,
 };
 use crate::error::{Result, StoreError};
 use crate::MessageStore;
@@ -72,6 +73,24 @@ impl HaClient {
             *current = Some(addr.to_owned());
             self.changed.notify_waiters();
         }
+    }
+
+    /// Controller mode: stop replicating (this broker became master, or must
+    /// truncate before following its new master).
+    pub fn clear_master(&self) {
+        let mut current = self.store.ha_state().client_master.write_locked();
+        if current.is_some() {
+            *current = None;
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Connected to the master and replicating.
+    pub fn is_connected(&self) -> bool {
+        self.store
+            .ha_state()
+            .client_connected
+            .load(Ordering::Acquire)
     }
 
     fn master(&self) -> Option<String> {
@@ -142,6 +161,10 @@ where
     let config = &store.config().ha;
     let (mut reader, mut writer) = tokio::io::split(stream);
     let mut reported = store.raw_write_end();
+    if config.controller_mode {
+        let id = ha.self_id.load(Ordering::Acquire);
+        writer.write_all(&encode_handshake(id)).await.map_err(io)?;
+    }
     writer
         .write_all(&encode_report(reported))
         .await

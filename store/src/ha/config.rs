@@ -26,6 +26,12 @@ pub struct HaConfig {
     /// Not a key: set from `brokerRole=SLAVE`. The commitlog is written only by
     /// replication; local puts are refused (SERVICE_NOT_AVAILABLE).
     pub replica: bool,
+    /// Not a key: set from `enableControllerMode` (docs/controller.md#replication):
+    /// a slave opens its connection with a handshake naming its broker id, a new
+    /// slave is sent the whole commitlog, and a SYNC put waits for every member of
+    /// the SyncStateSet instead of any slave. The role changes at run time
+    /// ([`crate::MessageStore::set_role`]).
+    pub controller_mode: bool,
 }
 
 impl Default for HaConfig {
@@ -38,6 +44,7 @@ impl Default for HaConfig {
             master_address: None,
             sync_master: false,
             replica: false,
+            controller_mode: false,
         }
     }
 }

@@ -23,7 +23,7 @@ use tracing::{debug, error, info, warn};
 use vostok_remoting::support::time::now_millis;
 
 use super::state::SlaveLink;
-use super::wire::{decode_reports, encode_transfer_header};
+use super::wire::{decode_handshake, decode_reports, encode_transfer_header};
 use crate::error::{Result, StoreError};
 use crate::MessageStore;
 
@@ -74,6 +74,7 @@ async fn read_reports<R: AsyncRead + Unpin>(
     let housekeeping = store.config().ha.housekeeping_interval;
     let ha = store.ha_state();
     let mut buf = BytesMut::with_capacity(1024);
+    let mut handshake_due = store.config().ha.controller_mode;
     loop {
         buf.reserve(512);
         let n = match tokio::time::timeout(housekeeping, reader.read_buf(&mut buf)).await {
@@ -87,14 +88,31 @@ async fn read_reports<R: AsyncRead + Unpin>(
         if n == 0 {
             return Ok(());
         }
+        if handshake_due {
+            match decode_handshake(&mut buf)? {
+                Some(id) => {
+                    link.slave_id.store(id, Ordering::Release);
+                    handshake_due = false;
+                    info!(slave = %link.addr, broker_id = id, "slave handshake");
+                }
+                None => continue,
+            }
+        }
         if let Some(offset) = decode_reports(&mut buf)? {
-            link.last_report_ms.store(now_millis(), Ordering::Relaxed);
+            let now = now_millis();
+            link.last_report_ms.store(now, Ordering::Relaxed);
+            let max = store.max_phy_offset();
+            let before = link.max_at_last_report.swap(max, Ordering::AcqRel);
+            if offset >= max.min(before) {
+                link.caught_up_ms.store(now, Ordering::Release);
+            }
             if link.ack.swap(offset, Ordering::AcqRel) < 0 {
                 first.send_replace(Some(offset));
             }
             let sent = link.sent.load(Ordering::Acquire);
             if sent >= 0 {
                 ha.group.on_ack(offset.min(sent));
+                ha.acked.notify_waiters();
             }
         }
     }
@@ -103,6 +121,10 @@ async fn read_reports<R: AsyncRead + Unpin>(
 /// Where the transfer to a slave that reported `requested` starts, or why it cannot.
 fn start_offset(store: &MessageStore, requested: i64, peer: SocketAddr) -> Result<i64> {
     let max = store.max_phy_offset();
+    if requested == 0 && store.config().ha.controller_mode {
+        // Controller mode: any replica may become master, so it gets everything.
+        return Ok(store.min_phy_offset());
+    }
     if requested == 0 {
         let file = store.config().mapped_file_size_commit_log as i64;
         return Ok(max - max % file);

@@ -10,6 +10,7 @@
 //! | [`master`] | the master's listener |
 //! | `connection` | one slave's connection on the master: reports in, commitlog out |
 //! | [`client`] | the slave's connection to its master |
+//! | [`epoch`] | controller mode: the epoch file and the consistent point |
 //!
 //! Floors: `wire`, `config`, `group_transfer` and `state` are parts the store's
 //! shared state holds (the put path waits in `group_transfer`); `master`,
@@ -23,6 +24,7 @@
 pub mod client;
 pub mod config;
 mod connection;
+pub mod epoch;
 pub(crate) mod group_transfer;
 pub mod master;
 pub(crate) mod state;
@@ -31,5 +33,6 @@ pub mod wire;
 pub use client::HaClient;
 pub use config::HaConfig;
 pub use connection::serve_slave;
+pub use epoch::{consistent_point, epoch_file_path, EpochFile};
 pub use master::serve;
 pub use state::{MasterLinkInfo, SlaveInfo};

@@ -25,6 +25,25 @@ pub(crate) struct SlaveLink {
     pub(crate) sent: AtomicI64,
     pub(crate) connected_ms: i64,
     pub(crate) last_report_ms: AtomicI64,
+    /// Controller mode: the broker id from the slave's handshake (-1 before it).
+    pub(crate) slave_id: AtomicI64,
+    /// Controller mode: when the slave last acknowledged everything this master
+    /// had at its previous report (0 = never): under load a slave is never level
+    /// with the master's end, but one report behind it is caught up.
+    pub(crate) caught_up_ms: AtomicI64,
+    /// The master's end when the previous report arrived.
+    pub(crate) max_at_last_report: AtomicI64,
+}
+
+impl SlaveLink {
+    /// What the slave acknowledged of what this connection sent it.
+    pub(crate) fn acked(&self) -> i64 {
+        let sent = self.sent.load(Ordering::Acquire);
+        if sent < 0 {
+            return -1;
+        }
+        self.ack.load(Ordering::Acquire).min(sent)
+    }
 }
 
 /// A slave as the master sees it.
@@ -39,6 +58,10 @@ pub struct SlaveInfo {
     pub in_sync: bool,
     pub connected_ms: i64,
     pub last_report_ms: i64,
+    /// Controller mode: the slave's broker id (-1 = unknown).
+    pub slave_id: i64,
+    /// Controller mode: when it last had everything this master had (0 = never).
+    pub caught_up_ms: i64,
 }
 
 /// This slave's connection to its master.
@@ -65,6 +88,15 @@ pub(crate) struct HaState {
     pub(crate) client_last_read_ms: AtomicI64,
     pub(crate) client_master: RwLock<Option<String>>,
     pub(crate) client_error: RwLock<Option<String>>,
+    /// The role, changeable at run time in controller mode (set from the config at open).
+    pub(crate) replica: AtomicBool,
+    pub(crate) sync_master: AtomicBool,
+    /// Controller mode: this broker's id (sent in the slave handshake) and, on a
+    /// master, the other members of its SyncStateSet, each of which must hold a put.
+    pub(crate) self_id: AtomicI64,
+    pub(crate) in_sync_others: RwLock<Vec<i64>>,
+    /// Signalled on every acknowledgement (controller-mode waiters).
+    pub(crate) acked: Notify,
 }
 
 impl HaState {
@@ -75,6 +107,9 @@ impl HaState {
             sent: AtomicI64::new(-1),
             connected_ms: now_millis(),
             last_report_ms: AtomicI64::new(0),
+            slave_id: AtomicI64::new(-1),
+            caught_up_ms: AtomicI64::new(0),
+            max_at_last_report: AtomicI64::new(i64::MAX),
         });
         let mut links = self.links.locked();
         links.push(link.clone());
@@ -123,9 +158,22 @@ impl HaState {
                     in_sync: ack >= 0 && behind < max_gap,
                     connected_ms: l.connected_ms,
                     last_report_ms: l.last_report_ms.load(Ordering::Relaxed),
+                    slave_id: l.slave_id.load(Ordering::Acquire),
+                    caught_up_ms: l.caught_up_ms.load(Ordering::Acquire),
                 }
             })
             .collect()
+    }
+
+    /// Controller mode: true when every other SyncStateSet member acknowledged `end`.
+    pub(crate) fn all_in_sync_have(&self, end: i64) -> bool {
+        let others = self.in_sync_others.read_locked();
+        let links = self.links.locked();
+        others.iter().all(|id| {
+            links
+                .iter()
+                .any(|l| l.slave_id.load(Ordering::Acquire) == *id && l.acked() >= end)
+        })
     }
 
     pub(crate) fn master_link(&self) -> MasterLinkInfo {

@@ -50,6 +50,34 @@ impl TransferFrame {
     }
 }
 
+/// Size of a controller-mode slave's handshake (Apache `AutoSwitchHAClient`'s
+/// layout): `[state = 1: i32][isSyncFromLastFile: i16][isAsyncLearner: i16][brokerId: i64]`.
+pub const HANDSHAKE_SIZE: usize = 16;
+
+/// A controller-mode slave's first bytes on a connection.
+pub fn encode_handshake(broker_id: i64) -> [u8; HANDSHAKE_SIZE] {
+    let mut out = [0u8; HANDSHAKE_SIZE];
+    out[0..4].copy_from_slice(&1i32.to_be_bytes());
+    out[8..16].copy_from_slice(&broker_id.to_be_bytes());
+    out
+}
+
+/// The slave's broker id once the whole handshake is buffered (consumed then).
+pub fn decode_handshake(buf: &mut BytesMut) -> Result<Option<i64>> {
+    if buf.len() < HANDSHAKE_SIZE {
+        return Ok(None);
+    }
+    let mut h = buf.split_to(HANDSHAKE_SIZE);
+    let state = h.get_i32();
+    if state != 1 {
+        return Err(StoreError::HaProtocol {
+            reason: format!("expected a handshake (state 1), got state {state}"),
+        });
+    }
+    h.advance(4);
+    Ok(Some(h.get_i64()))
+}
+
 /// A slave's offset report.
 pub fn encode_report(offset: i64) -> [u8; REPORT_SIZE] {
     offset.to_be_bytes()
@@ -115,6 +143,19 @@ pub fn decode_transfer(buf: &mut BytesMut, max_body: usize) -> Result<Option<Tra
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handshake_round_trip_and_bad_state() {
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&encode_handshake(3)[..10]);
+        assert_eq!(decode_handshake(&mut buf).unwrap(), None);
+        buf.extend_from_slice(&encode_handshake(3)[10..]);
+        buf.extend_from_slice(&encode_report(77));
+        assert_eq!(decode_handshake(&mut buf).unwrap(), Some(3));
+        assert_eq!(decode_reports(&mut buf).unwrap(), Some(77));
+        let mut bad = BytesMut::from(&encode_report(0).repeat(2)[..]);
+        assert!(decode_handshake(&mut bad).is_err());
+    }
 
     /// Golden bytes written by hand from the format above.
     #[test]

@@ -1,7 +1,10 @@
 //! What replication needs from the facade: the bytes a master sends, the SYNC_MASTER
 //! wait, and the replication state for the admin side.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
+use vostok_remoting::support::sync::RwLockExt;
 
 use super::MessageStore;
 use crate::ha::state::{HaState, MasterLinkInfo, SlaveInfo};
@@ -9,6 +12,52 @@ use crate::result::PutMessageStatus;
 use crate::stats::Stats;
 
 impl MessageStore {
+    /// Controller mode (`allAckInSyncStateSet`): PUT_OK once every other member of
+    /// the SyncStateSet acknowledged `end` (at once when the master is alone in it),
+    /// FLUSH_SLAVE_TIMEOUT after `syncFlushTimeout`. A master cut off from its
+    /// in-sync replicas therefore never answers PUT_OK (docs/controller.md#fencing).
+    async fn wait_in_sync_state_set(&self, end: i64) -> PutMessageStatus {
+        let i = self.inner();
+        let deadline = tokio::time::Instant::now() + i.config.sync_flush_timeout;
+        loop {
+            let acked = i.ha.acked.notified();
+            tokio::pin!(acked);
+            acked.as_mut().enable();
+            if i.ha.all_in_sync_have(end) {
+                return PutMessageStatus::PutOk;
+            }
+            if tokio::time::timeout_at(deadline, acked).await.is_err() {
+                Stats::add(&i.stats.slave_timeouts, 1);
+                tracing::warn!(offset = end, "the SyncStateSet did not acknowledge in time");
+                return PutMessageStatus::FlushSlaveTimeout;
+            }
+        }
+    }
+
+    /// Controller mode: this store's role, changed at run time. A replica refuses
+    /// local puts; `sync` makes puts wait for the SyncStateSet.
+    pub fn set_role(&self, replica: bool, sync: bool) {
+        let ha = self.ha_state();
+        ha.replica.store(replica, Ordering::Release);
+        ha.sync_master.store(sync && !replica, Ordering::Release);
+        // Waiters re-check against the new role's rules.
+        ha.acked.notify_waiters();
+    }
+
+    /// Controller mode: this broker's id, sent in the replication handshake.
+    pub fn set_broker_id(&self, id: i64) {
+        self.ha_state().self_id.store(id, Ordering::Release);
+    }
+
+    /// Controller mode: the SyncStateSet a put must reach (this broker excluded).
+    pub fn set_sync_state_set(&self, members: &[i64]) {
+        let ha = self.ha_state();
+        let me = ha.self_id.load(Ordering::Acquire);
+        *ha.in_sync_others.write_locked() =
+            members.iter().copied().filter(|id| *id != me).collect();
+        ha.acked.notify_waiters();
+    }
+
     pub(crate) fn ha_state(&self) -> &HaState {
         &self.inner().ha
     }
@@ -52,6 +101,9 @@ impl MessageStore {
     /// slave acknowledged `end`, FLUSH_SLAVE_TIMEOUT after `syncFlushTimeout`.
     pub(crate) async fn wait_replicated(&self, end: i64) -> PutMessageStatus {
         let i = self.inner();
+        if i.config.ha.controller_mode {
+            return self.wait_in_sync_state_set(end).await;
+        }
         let gap = i.config.ha.max_gap_not_in_sync;
         if !i.ha.is_slave_ok(i.commitlog.max_offset(), gap) {
             Stats::add(&i.stats.slave_not_available, 1);

@@ -47,7 +47,7 @@ impl MessageStore {
         let i = self.inner();
         if i.state.shutdown.load(Ordering::Acquire)
             || i.state.write_error.load(Ordering::Acquire)
-            || i.config.ha.replica
+            || i.ha.replica.load(Ordering::Acquire)
         {
             return Err(PutMessageStatus::ServiceNotAvailable);
         }
@@ -161,7 +161,7 @@ impl MessageStore {
             property::find(&prepared[0].msg.properties, property::WAIT_STORE_MSG_OK)
                 != Some("false");
         let flush = wait_store_ok && i.config.flush_disk_type == FlushDiskType::SyncFlush;
-        let replicate = wait_store_ok && i.config.ha.sync_master;
+        let replicate = wait_store_ok && i.ha.sync_master.load(Ordering::Acquire);
         let end = appended.wrote_offset + appended.wrote_bytes as i64;
         // Disk and slave are waited for together; a slave's failure wins, as in
         // RocketMQ (both are "stored, but" answers).

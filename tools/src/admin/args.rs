@@ -153,6 +153,44 @@ pub enum Command {
     DeleteAcl(DeleteAclArgs),
     /// ACL 2.0: list ACLs.
     ListAcl(ListAclArgs),
+    /// Controller mode: the controller quorum and its Raft leader.
+    GetControllerMetaData(ControllerArgs),
+    /// Controller mode: each broker group's master, epoch and SyncStateSet.
+    GetSyncStateSet(SyncStateSetArgs),
+    /// Controller mode: make a broker of a group its master (it must be alive and,
+    /// unless the controllers allow unclean elections, in the SyncStateSet).
+    ElectMaster(ElectMasterArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ControllerArgs {
+    /// A controller's address (any of the quorum).
+    #[arg(short = 'a', long = "controllerAddress", value_name = "ADDR")]
+    pub controller: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SyncStateSetArgs {
+    /// A controller's address (any of the quorum).
+    #[arg(short = 'a', long = "controllerAddress", value_name = "ADDR")]
+    pub controller: String,
+    /// Broker names, comma-separated; every group when absent.
+    #[arg(short = 'b', long = "brokerName", value_name = "NAMES")]
+    pub broker_names: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ElectMasterArgs {
+    /// A controller's address (any of the quorum).
+    #[arg(short = 'a', long = "controllerAddress", value_name = "ADDR")]
+    pub controller: String,
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: String,
+    #[arg(short = 'b', long = "brokerName", value_name = "NAME")]
+    pub broker_name: String,
+    /// The controller-assigned id of the broker to elect.
+    #[arg(short = 'i', long = "brokerId", value_name = "ID")]
+    pub broker_id: i64,
 }
 
 #[derive(Args, Debug, Clone)]

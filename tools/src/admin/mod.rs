@@ -33,6 +33,7 @@ pub mod cluster;
 pub mod connection;
 pub mod consumer;
 pub mod consumer_status;
+pub mod controller;
 pub mod housekeeping;
 pub mod message;
 pub mod namesrv;
@@ -197,6 +198,9 @@ pub async fn run(admin: &AdminClient, command: Command) -> Result<String, AdminE
         Command::UpdateAcl(a) => auth::create_acl(admin, &a, true).await,
         Command::DeleteAcl(a) => auth::delete_acl(admin, &a).await,
         Command::ListAcl(a) => auth::list_acls(admin, &a).await,
+        Command::GetControllerMetaData(a) => controller::metadata(admin, &a).await,
+        Command::GetSyncStateSet(a) => controller::sync_state_set(admin, &a).await,
+        Command::ElectMaster(a) => controller::elect_master(admin, &a).await,
     }
 }
 

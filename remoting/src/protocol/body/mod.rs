@@ -4,6 +4,7 @@
 mod admin;
 mod auth;
 mod batch_ack;
+mod controller;
 mod heartbeat;
 mod lock;
 mod misc;
@@ -17,6 +18,7 @@ mod topic_config;
 pub use admin::*;
 pub use auth::*;
 pub use batch_ack::*;
+pub use controller::*;
 pub use heartbeat::*;
 pub use lock::*;
 pub use misc::*;

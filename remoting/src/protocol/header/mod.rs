@@ -10,6 +10,7 @@
 mod admin;
 mod auth;
 mod client;
+mod controller;
 mod namesrv;
 mod offset;
 mod ops;
@@ -24,6 +25,7 @@ mod transaction;
 pub use admin::*;
 pub use auth::*;
 pub use client::*;
+pub use controller::*;
 pub use namesrv::*;
 pub use offset::*;
 pub use ops::*;

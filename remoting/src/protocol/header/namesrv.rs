@@ -43,6 +43,8 @@ command_header! {
         max_offset: Option<i64> = "maxOffset",
         confirm_offset: Option<i64> = "confirmOffset",
         heartbeat_timeout_mills: Option<i64> = "heartbeatTimeoutMills",
+        /// Controller mode: a lower value wins an election among equals.
+        election_priority: Option<i32> = "electionPriority",
     }
 }
 

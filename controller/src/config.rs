@@ -1,0 +1,233 @@
+//! Controller settings with RocketMQ's `ControllerConfig` key names and defaults
+//! (docs/controller.md#configuration). The peer keys keep their DLedger names
+//! although the engine is Raft: `controllerDLegerPeers=n0-ip:port;n1-ip:port;n2-ip:port`,
+//! `controllerDLegerSelfId=n0`. Each controller serves brokers, tools and its peers
+//! on its own peer address, as an Apache DLedger controller does.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::ControllerError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// `controllerDLegerGroup`: the quorum's name (shown by GET_METADATA_INFO).
+    pub group: String,
+    /// `controllerDLegerPeers`: (id, address) of every controller, `n0` = Raft node 0.
+    pub peers: Vec<(String, String)>,
+    /// `controllerDLegerSelfId`.
+    pub self_id: String,
+    /// `controllerStorePath`: the Raft log, vote and snapshot (`$HOME/DLedgerController`).
+    pub store_path: PathBuf,
+    /// `scanNotActiveBrokerInterval`: how often the leader looks for dead masters.
+    pub scan_not_active_broker_interval: Duration,
+    /// `enableElectUncleanMaster`: elect a replica outside the SyncStateSet when no
+    /// member is alive (may lose acknowledged messages).
+    pub enable_elect_unclean_master: bool,
+    /// `controllerHeartBeatTimeoutMills` (the broker key; a broker's heartbeat names
+    /// its own): a broker silent this long is dead.
+    pub heartbeat_timeout: Duration,
+    /// `bindAddress` (Vostok): where to bind; the peer address's port is used.
+    pub bind_address: String,
+    /// Raft timings (Vostok keys): `raftHeartbeatIntervalMills`,
+    /// `raftElectionTimeoutMills` (min; max is twice it).
+    pub raft_heartbeat_interval: Duration,
+    pub raft_election_timeout: Duration,
+}
+
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            group: "DefaultControllerGroup".into(),
+            peers: vec![("n0".into(), "127.0.0.1:9878".into())],
+            self_id: "n0".into(),
+            store_path: home_dir().join("DLedgerController"),
+            scan_not_active_broker_interval: Duration::from_millis(5000),
+            enable_elect_unclean_master: false,
+            heartbeat_timeout: Duration::from_millis(10_000),
+            bind_address: "0.0.0.0".into(),
+            raft_heartbeat_interval: Duration::from_millis(200),
+            raft_election_timeout: Duration::from_millis(1000),
+        }
+    }
+}
+
+/// `n0-ip:port;n1-ip:port` → [(n0, ip:port), ...].
+pub fn parse_peers(value: &str) -> Result<Vec<(String, String)>, ControllerError> {
+    let key = "controllerDLegerPeers";
+    let mut peers = Vec::new();
+    for part in value.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((id, addr)) = part.split_once('-') else {
+            return Err(ControllerError::config(
+                key,
+                value,
+                "each peer is id-ip:port",
+            ));
+        };
+        node_number(id)
+            .ok_or_else(|| ControllerError::config(key, value, "ids are n0, n1, ..."))?;
+        peers.push((id.to_owned(), addr.to_owned()));
+    }
+    if peers.is_empty() {
+        return Err(ControllerError::config(key, value, "no peer"));
+    }
+    Ok(peers)
+}
+
+/// `n3` → 3: the Raft node id.
+pub fn node_number(id: &str) -> Option<u64> {
+    id.strip_prefix('n')?.parse().ok()
+}
+
+impl ControllerConfig {
+    /// Applies one key; `Ok(false)` for a key that is not a controller key.
+    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, ControllerError> {
+        let ms = |v: &str| {
+            v.trim()
+                .parse::<u64>()
+                .map(Duration::from_millis)
+                .map_err(|_| ControllerError::config(key, v, "not a number of milliseconds"))
+        };
+        let flag = |v: &str| match v.trim() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(ControllerError::config(key, v, "true or false")),
+        };
+        match key {
+            "controllerDLegerGroup" => self.group = v.to_owned(),
+            "controllerDLegerPeers" => self.peers = parse_peers(v)?,
+            "controllerDLegerSelfId" => self.self_id = v.trim().to_owned(),
+            "controllerStorePath" => self.store_path = PathBuf::from(v),
+            "scanNotActiveBrokerInterval" => self.scan_not_active_broker_interval = ms(v)?,
+            "enableElectUncleanMaster" => self.enable_elect_unclean_master = flag(v)?,
+            "controllerHeartBeatTimeoutMills" => self.heartbeat_timeout = ms(v)?,
+            "bindAddress" => self.bind_address = v.to_owned(),
+            "raftHeartbeatIntervalMills" => self.raft_heartbeat_interval = ms(v)?,
+            "raftElectionTimeoutMills" => self.raft_election_timeout = ms(v)?,
+            // Apache keys with nothing to configure here.
+            "controllerType"
+            | "notifyBrokerRoleChanged"
+            | "scanInactiveMasterInterval"
+            | "controllerThreadPoolNums"
+            | "controllerRequestThreadPoolQueueCapacity"
+            | "mappedFileSize"
+            | "electMasterMaxRetryCount"
+            | "isProcessReadEvent" => {}
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Loads a `.properties` file; returns the keys it did not know.
+    pub fn load_properties_file(&mut self, path: &Path) -> Result<Vec<String>, ControllerError> {
+        let pairs = vostok_remoting::support::properties::load(path).map_err(|source| {
+            ControllerError::Io {
+                action: "reading",
+                path: path.to_owned(),
+                source,
+            }
+        })?;
+        let mut unknown = Vec::new();
+        for (k, v) in pairs {
+            if !self.apply_property(&k, &v)? {
+                unknown.push(k);
+            }
+        }
+        Ok(unknown)
+    }
+
+    pub fn validate(&self) -> Result<(), ControllerError> {
+        if self.self_address().is_none() {
+            return Err(ControllerError::config(
+                "controllerDLegerSelfId",
+                &self.self_id,
+                "not one of controllerDLegerPeers",
+            ));
+        }
+        if self.raft_heartbeat_interval * 3 > self.raft_election_timeout {
+            return Err(ControllerError::config(
+                "raftElectionTimeoutMills",
+                &self.raft_election_timeout.as_millis().to_string(),
+                "must be at least 3 Raft heartbeat intervals",
+            ));
+        }
+        Ok(())
+    }
+
+    /// This controller's Raft node id.
+    pub fn self_node(&self) -> u64 {
+        node_number(&self.self_id).unwrap_or(0)
+    }
+
+    /// This controller's peer address.
+    pub fn self_address(&self) -> Option<&str> {
+        self.peers
+            .iter()
+            .find(|(id, _)| *id == self.self_id)
+            .map(|(_, a)| a.as_str())
+    }
+
+    /// `controllerDLegerPeers` as written.
+    pub fn peers_string(&self) -> String {
+        let parts: Vec<String> = self.peers.iter().map(|(i, a)| format!("{i}-{a}")).collect();
+        parts.join(";")
+    }
+
+    pub fn to_properties(&self) -> Vec<(&'static str, String)> {
+        let ms = |d: Duration| d.as_millis().to_string();
+        vec![
+            ("controllerDLegerGroup", self.group.clone()),
+            ("controllerDLegerPeers", self.peers_string()),
+            ("controllerDLegerSelfId", self.self_id.clone()),
+            ("controllerStorePath", self.store_path.display().to_string()),
+            (
+                "scanNotActiveBrokerInterval",
+                ms(self.scan_not_active_broker_interval),
+            ),
+            (
+                "enableElectUncleanMaster",
+                self.enable_elect_unclean_master.to_string(),
+            ),
+            (
+                "controllerHeartBeatTimeoutMills",
+                ms(self.heartbeat_timeout),
+            ),
+            ("bindAddress", self.bind_address.clone()),
+            (
+                "raftHeartbeatIntervalMills",
+                ms(self.raft_heartbeat_interval),
+            ),
+            ("raftElectionTimeoutMills", ms(self.raft_election_timeout)),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_parse_as_dledger_writes_them() {
+        let mut c = ControllerConfig::default();
+        c.apply_property(
+            "controllerDLegerPeers",
+            "n0-10.0.0.1:9878;n1-10.0.0.2:9878;n2-10.0.0.3:9878",
+        )
+        .unwrap();
+        c.apply_property("controllerDLegerSelfId", "n1").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.self_node(), 1);
+        assert_eq!(c.self_address(), Some("10.0.0.2:9878"));
+        assert!(parse_peers("x-1:2").is_err());
+        assert!(parse_peers("n0").is_err());
+        c.apply_property("controllerDLegerSelfId", "n5").unwrap();
+        assert!(c.validate().is_err());
+    }
+}

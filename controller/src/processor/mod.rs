@@ -1,0 +1,73 @@
+//! The controller's request processor (docs/controller.md#requests): one `match` on
+//! the request code. Heartbeats, GET_METADATA_INFO and the Raft messages are served
+//! by every controller; everything else only by the Raft leader, others answer
+//! CONTROLLER_NOT_LEADER (brokers then ask GET_METADATA_INFO who leads).
+
+mod broker;
+mod elect;
+mod query;
+mod raft;
+
+use std::sync::Arc;
+
+use vostok_remoting::protocol::header::CommandHeader;
+use vostok_remoting::protocol::{request_code, response_code};
+use vostok_remoting::{BoxFuture, Channel, RemotingCommand, RequestProcessor};
+
+use crate::node::ControllerNode;
+
+pub use elect::elect_for;
+
+pub struct ControllerProcessor {
+    pub node: Arc<ControllerNode>,
+}
+
+fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(code, Some(remark.into()))
+}
+
+fn header<H: CommandHeader>(request: &RemotingCommand) -> Result<H, RemotingCommand> {
+    request.decode_header::<H>().map_err(|e| {
+        error(
+            response_code::CONTROLLER_INVALID_REQUEST,
+            format!("bad request header: {e}"),
+        )
+    })
+}
+
+async fn dispatch(node: &ControllerNode, request: RemotingCommand) -> RemotingCommand {
+    let code = request.code;
+    match code {
+        request_code::BROKER_HEARTBEAT => return broker::heartbeat(node, &request),
+        request_code::CONTROLLER_GET_METADATA_INFO => return query::metadata(node),
+        request_code::RAFT_VOTE
+        | request_code::RAFT_APPEND_ENTRIES
+        | request_code::RAFT_INSTALL_SNAPSHOT => return raft::serve(node, &request).await,
+        _ => {}
+    }
+    if !node.is_leader() {
+        return node.not_leader();
+    }
+    let answer = match code {
+        request_code::CONTROLLER_GET_NEXT_BROKER_ID => broker::next_broker_id(node, &request),
+        request_code::CONTROLLER_APPLY_BROKER_ID => broker::apply_broker_id(node, &request).await,
+        request_code::CONTROLLER_REGISTER_BROKER => broker::register(node, &request).await,
+        request_code::CONTROLLER_ALTER_SYNC_STATE_SET => broker::alter(node, &request).await,
+        request_code::CONTROLLER_ELECT_MASTER => elect::elect_master(node, &request).await,
+        request_code::CONTROLLER_GET_REPLICA_INFO => query::replica_info(node, &request),
+        request_code::CONTROLLER_GET_SYNC_STATE_DATA => query::sync_state_data(node, &request),
+        request_code::CLEAN_BROKER_DATA => query::clean(node, &request).await,
+        _ => Ok(vostok_remoting::processor::not_supported(&request)),
+    };
+    answer.unwrap_or_else(|e| e)
+}
+
+impl RequestProcessor for ControllerProcessor {
+    fn process<'a>(
+        &'a self,
+        _channel: &'a Channel,
+        request: RemotingCommand,
+    ) -> BoxFuture<'a, Option<RemotingCommand>> {
+        Box::pin(async move { Some(dispatch(&self.node, request).await) })
+    }
+}

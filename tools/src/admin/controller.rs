@@ -1,0 +1,96 @@
+//! Controller-mode sub-commands (RocketMQ `getControllerMetaData`,
+//! `getSyncStateSet`, `electMaster`; docs/controller.md#admin).
+
+use vostok_client::AdminClient;
+use vostok_remoting::protocol::request_code::{
+    CONTROLLER_ELECT_MASTER, CONTROLLER_GET_METADATA_INFO, CONTROLLER_GET_SYNC_STATE_DATA,
+};
+
+use super::args::{ControllerArgs, ElectMasterArgs, SyncStateSetArgs};
+use super::table::Table;
+use super::{during, AdminError};
+
+pub async fn metadata(admin: &AdminClient, args: &ControllerArgs) -> Result<String, AdminError> {
+    let m = admin
+        .get_controller_metadata(&args.controller)
+        .await
+        .map_err(during(CONTROLLER_GET_METADATA_INFO))?;
+    Ok(format!(
+        "#ControllerGroup        : {}\n#ControllerLeaderId     : {}\n#ControllerLeaderAddress: {}\n#IsLeader               : {}\n#Peers                  : {}\n",
+        m.group.unwrap_or_default(),
+        m.controller_leader_id.unwrap_or_default(),
+        m.controller_leader_address.unwrap_or_default(),
+        m.is_leader,
+        m.peers.unwrap_or_default(),
+    ))
+}
+
+pub async fn sync_state_set(
+    admin: &AdminClient,
+    args: &SyncStateSetArgs,
+) -> Result<String, AdminError> {
+    let names: Vec<String> = args
+        .broker_names
+        .as_deref()
+        .map(|s| {
+            s.split(',')
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let info = admin
+        .get_sync_state_data(&args.controller, &names)
+        .await
+        .map_err(during(CONTROLLER_GET_SYNC_STATE_DATA))?;
+    let mut table = Table::new(&[
+        "#BrokerName",
+        "#MasterId",
+        "#MasterAddr",
+        "#MasterEpoch",
+        "#SyncStateSetEpoch",
+        "#SyncStateSet",
+        "#NotInSync",
+    ]);
+    for (name, g) in &info.replicas_info_table {
+        let list = |rs: &[vostok_remoting::protocol::body::ReplicaIdentity]| {
+            rs.iter()
+                .map(|r| format!("{}{}", r.broker_id, if r.alive { "" } else { "(dead)" }))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        table.row(vec![
+            name.clone(),
+            g.master_broker_id.map_or("-".into(), |id| id.to_string()),
+            g.master_address.clone().unwrap_or_else(|| "-".into()),
+            g.master_epoch.to_string(),
+            g.sync_state_set_epoch.to_string(),
+            list(&g.in_sync_replicas),
+            list(&g.not_in_sync_replicas),
+        ]);
+    }
+    Ok(table.render())
+}
+
+pub async fn elect_master(
+    admin: &AdminClient,
+    args: &ElectMasterArgs,
+) -> Result<String, AdminError> {
+    let (h, body) = admin
+        .elect_master(
+            &args.controller,
+            &args.cluster_name,
+            &args.broker_name,
+            args.broker_id,
+        )
+        .await
+        .map_err(during(CONTROLLER_ELECT_MASTER))?;
+    Ok(format!(
+        "#BrokerName   : {}\n#MasterId     : {}\n#MasterAddress: {}\n#MasterEpoch  : {}\n#SyncStateSet : {:?}\n",
+        args.broker_name,
+        h.master_broker_id.map_or("-".into(), |id| id.to_string()),
+        h.master_address.unwrap_or_default(),
+        h.master_epoch.unwrap_or_default(),
+        body.sync_state_set,
+    ))
+}
