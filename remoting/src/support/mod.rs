@@ -8,8 +8,10 @@
 //!   never turns every later lock of the same table into a second panic.
 //! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
 //! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
+//! * [`latency_trace`]: opt-in per-message timestamps along the produce → consume path.
 
 pub mod config_file;
+pub mod latency_trace;
 pub mod properties;
 pub mod sync;
 pub mod time;
