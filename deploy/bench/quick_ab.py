@@ -33,6 +33,7 @@ SETTINGS = {"mappedFileSizeCommitLog": 64 << 20}
 
 def run_once(build, row, opts, log):
     name, flush, kind, flags = row
+    flags = flags + build.extra
     json_path = Path(opts.work) / "run.json"
     if json_path.exists():
         json_path.unlink()
@@ -73,16 +74,19 @@ def main():
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these")
     ap.add_argument("--work", default=None)
     ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")
+    ap.add_argument("--flags-b", default="", help="extra mqbench flags for B, one string")
     opts = ap.parse_args()
     opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-quick-ab-")
     builds = []
-    for d in (opts.a, opts.b):
+    for d, extra in ((opts.a, opts.flags_a), (opts.b, opts.flags_b)):
         d = Path(d)
         for b in ("mqbroker", "mqbench", "mqadmin"):
             if not (d / b).exists():
                 sys.exit(f"{d / b} not found")
         build = Vostok(d, opts.work)
         build.bench = d / "mqbench"
+        build.extra = extra.split()
         builds.append(build)
     rows = [r for r in ROWS if not opts.rows or any(s in r[0] for s in opts.rows)]
     results = {}  # (row, build index) -> [figures]

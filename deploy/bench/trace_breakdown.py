@@ -4,6 +4,8 @@ Vostok broker with the latency trace on (VOSTOK_LATENCY_TRACE, in the broker and
 mqbench), joins the broker's and the client's timestamps per message (by commitlog
 offset) and prints, for each stage, p50 / p99 / p99.9 / max, and for the messages in
 the end-to-end tail (at or above its p99) how much of their latency each stage took.
+First it measures how late a sleeping thread wakes on this machine at the moment: every
+hand-off between threads along the path can meet that delay.
 
   deploy/bench/trace_breakdown.py                        # e2e at 10,000 msg/s, 6 s
   deploy/bench/trace_breakdown.py --rate 50000 --batch 32
@@ -18,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from matrix import Vostok, settle
@@ -55,6 +58,20 @@ def run(opts, work):
         broker.stop()
         settle()
         del os.environ["VOSTOK_LATENCY_TRACE"]
+
+
+def wakeup_delay(n=5000):
+    """How late a thread sleeping 200 µs wakes on this machine now: the scheduling
+    delay every hand-off between threads along the path can meet."""
+    late = []
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        time.sleep(0.0002)
+        late.append((time.perf_counter_ns() - t) / 1000 - 200)
+    late.sort()
+    print(f"Wake-up delay of a 200 µs sleep (this machine, now): p50 {late[n // 2] / 1000:.3f} "
+          f"p99 {late[int(n * 0.99)] / 1000:.3f} p99.9 {late[int(n * 0.999)] / 1000:.3f} "
+          f"max {late[-1] / 1000:.3f} ms; load average {os.getloadavg()[0]:.1f}\n")
 
 
 def load(dir):
@@ -124,6 +141,7 @@ def main():
     opts.dir.mkdir(parents=True, exist_ok=True)
     try:
         if not opts.no_run:
+            wakeup_delay()
             run(opts, work)
         report(load(opts.dir), opts.skip)
     finally:
