@@ -4,9 +4,9 @@
 # minutes once built). Each of A and B is
 #   .          the working tree as it is (built into the usual release target),
 #   a directory holding mqbroker, mqbench and mqadmin, or
-#   a git revision (exported with git archive and built in the same target directory,
-#              so dependencies are shared; binaries kept in $target/quick-ab/bin-<commit>
-#              for the next comparison).
+#   a git revision (exported with git archive, built in $target/quick-ab, a target
+#              directory of its own so that the working tree's binaries are never
+#              replaced; binaries kept in $target/quick-ab/bin-<commit> for next time).
 # Example: deploy/bench/quick-ab.sh main .        Extra arguments go to quick_ab.py.
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -34,20 +34,18 @@ bins() {
             src="$(mktemp -d)"
             git -C "$root" archive "$commit" | tar -x -C "$src"
             echo "building $spec ($commit)" >&2
-            (cd "$src" && CARGO_TARGET_DIR="$target" \
-                cargo build --release -q -p vostok-broker -p vostok-tools) >&2
+            (cd "$src" && CARGO_TARGET_DIR="$target/quick-ab" \
+                cargo build --release -q -p vostok-broker -p vostok-tools) >&2 \
+                || { rm -rf "$src"; exit 1; }
             mkdir -p "$out"
-            cp "$target/release/"{mqbroker,mqbench,mqadmin} "$out/"
+            cp "$target/quick-ab/release/"{mqbroker,mqbench,mqadmin} "$out/"
             rm -rf "$src"
         fi
         echo "$out"
     fi
 }
 
-# Revisions first: they share target/release with the working tree, built last.
-if [ "$a" != "." ]; then dir_a="$(bins "$a")"; fi
-if [ "$b" != "." ]; then dir_b="$(bins "$b")"; fi
-if [ "$a" = "." ]; then dir_a="$(bins "$a")"; fi
-if [ "$b" = "." ]; then dir_b="$(bins "$b")"; fi
+dir_a="$(bins "$a")"
+dir_b="$(bins "$b")"
 exec python3 "$root/deploy/bench/quick_ab.py" "$dir_a" "$dir_b" \
     --label-a "$a" --label-b "$b" "$@"

@@ -121,6 +121,7 @@ def main():
               f"{ratio(mb['rate'], ma['rate'])} | {fmt(ma['p50'], 3)} / {fmt(ma['p99'], 3)} | "
               f"{fmt(mb['p50'], 3)} / {fmt(mb['p99'], 3)} | {ratio(mb['p99'], ma['p99'])} | "
               f"{spread[0]} | {spread[1]} |")
+    print(f"\nmqbench output: {Path(opts.work) / 'mqbench.log'}")
     if opts.json:
         Path(opts.json).write_text(json.dumps(
             {f"{name}|{(la, lb)[k]}": v for (name, k), v in results.items()}, indent=1))
