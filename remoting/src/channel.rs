@@ -307,10 +307,14 @@ impl Channel {
         }
     }
 
-    /// Queues a response to a request received on this channel.
+    /// Queues a response to a request received on this channel: binary if it says so (the
+    /// answer to a binary request, docs/wire.md#binary-header), else as the connection.
     pub async fn send_response(&self, mut response: RemotingCommand) -> Result<()> {
         response.mark_response();
-        let frame = match self.encode(&mut response) {
+        if response.serialize_type != SerializeType::RocketMq {
+            response.serialize_type = self.inner.serialize_type;
+        }
+        let frame = match self.inner.codec.encode_frame(&response) {
             Ok(frame) => frame,
             Err(e) => {
                 // The peer is owed an answer even when ours does not fit in a frame.
@@ -447,6 +451,8 @@ impl Channel {
             let _permit = permit;
             let oneway = request.is_oneway();
             let opaque = request.opaque;
+            // Answered in kind, as the Java server does.
+            let binary = request.serialize_type == SerializeType::RocketMq;
             let code = request.code;
             let original = if hooks.is_empty() {
                 None
@@ -472,6 +478,9 @@ impl Channel {
             }
             if let Some(mut response) = response {
                 response.opaque = opaque;
+                if binary {
+                    response.serialize_type = SerializeType::RocketMq;
+                }
                 if let Some(original) = &original {
                     hooks.after(&channel.inner.peer.to_string(), original, &mut response);
                 }

@@ -194,8 +194,7 @@ pub async fn start(
     if args.lite_pull {
         let mut config = LitePullConsumerConfig::new(group, &common.namesrv);
         common
-            .security
-            .apply(&mut config.common.client)
+            .configure(&mut config.common.client)
             .map_err(BenchError::Args)?;
         config.common.consume_from_where = from_where(from);
         if let Some(n) = args.pull_batch {
@@ -229,8 +228,7 @@ pub async fn start(
     }
     let mut config = ConsumerConfig::new(group, &common.namesrv);
     common
-        .security
-        .apply(&mut config.common.client)
+        .configure(&mut config.common.client)
         .map_err(BenchError::Args)?;
     config.common.consume_from_where = from_where(from);
     if let Some(n) = args.pull_batch {
