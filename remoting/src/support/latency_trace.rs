@@ -146,3 +146,34 @@ fn writer(path: PathBuf) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// The only test in this crate that touches the variable: the tracer is set up
+    /// once per process, from the environment of its first use.
+    #[test]
+    fn stamps_reach_the_trace_file_as_stage_offset_micros() {
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var(ENV, dir.path());
+        assert!(enabled());
+        stamp_at(Stage::Dispatched, 4096, 1_700_000_000_000_000);
+        stamp(Stage::Pulled, 4096);
+        let path = dir.path().join(format!("{}.trace", std::process::id()));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let lines = loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            if lines.len() >= 2 || Instant::now() > deadline {
+                break lines;
+            }
+            std::thread::sleep(WRITE_INTERVAL / 4);
+        };
+        assert_eq!(lines[0], "3 4096 1700000000000000");
+        let fields: Vec<&str> = lines[1].split(' ').collect();
+        assert_eq!(fields[..2], ["4", "4096"]);
+        assert!(fields[2].parse::<u64>().unwrap() > 1_700_000_000_000_000);
+    }
+}
