@@ -15,6 +15,7 @@ use vostok_remoting::protocol::header::*;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::{json, request_code, response_code};
+use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::{RemotingClient, RemotingCommand};
 
 use crate::error::{ClientError, Result};
@@ -274,6 +275,12 @@ pub(crate) async fn pull_message(
     } else {
         Vec::new()
     };
+    if latency_trace::enabled() {
+        let now = latency_trace::now_micros();
+        for m in &messages {
+            latency_trace::stamp_at(Stage::ClientPulled, m.commit_log_offset, now);
+        }
+    }
     Ok(PullResult {
         status,
         next_begin_offset: h.next_begin_offset,

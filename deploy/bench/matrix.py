@@ -244,7 +244,7 @@ class Vostok(Target):
         args = [str(self.binary)]
         settings = [
             ("brokerName", "bench-a"), ("brokerIP1", "127.0.0.1"), ("brokerIP2", "127.0.0.1"),
-            ("listenPort", port), ("fastListenEnable", "false"),
+            ("listenPort", port), ("fastListenEnable", "false"), ("grpcServerPort", 0),
             ("embeddedNamesrvPort", ns_port), ("storePathRootDir", self.dir / "store"),
             ("flushDiskType", flush), ("consoleEnable", "false"), *(settings or {}).items(),
         ]

@@ -148,7 +148,8 @@ class ReplicatedVostok:
         role = "SYNC_MASTER" if mode == "SYNC_MASTER" else "ASYNC_MASTER"
         port, ha_port, ns_port, slave_port = (self.free_port() for _ in range(4))
         common = [("brokerName", "bench-a"), ("brokerIP1", "127.0.0.1"), ("brokerIP2", "127.0.0.1"),
-                  ("fastListenEnable", "false"), ("flushDiskType", "ASYNC_FLUSH")]
+                  ("fastListenEnable", "false"), ("grpcServerPort", 0),
+                  ("flushDiskType", "ASYNC_FLUSH")]
         master = self._broker("master", common + [
             ("listenPort", port), ("haListenPort", ha_port), ("brokerRole", role),
             ("embeddedNamesrvPort", ns_port), ("storePathRootDir", self.dir / "master")])

@@ -310,6 +310,15 @@ impl Channel {
         self.inner.codec.encode_frame(cmd)
     }
 
+    /// A response keeps a binary header when its request had one (answered in kind, as
+    /// the Java server does); otherwise it takes the connection's serialisation.
+    fn encode_response(&self, cmd: &mut RemotingCommand) -> Result<Frame> {
+        if cmd.serialize_type != SerializeType::RocketMq {
+            cmd.serialize_type = self.inner.serialize_type;
+        }
+        self.inner.codec.encode_frame(cmd)
+    }
+
     /// Queues a frame charged to `charge` (which must cover `frame.len()` plus
     /// [`FRAME_OVERHEAD`]).
     async fn enqueue(&self, frame: Frame, charge: Reservation, room: Room) -> Result<()> {
@@ -409,7 +418,8 @@ impl Channel {
         }
     }
 
-    /// Queues a response to a request received on this channel.
+    /// Queues a response to a request received on this channel: binary if it says so (the
+    /// answer to a binary request, docs/wire.md#binary-header), else as the connection.
     pub async fn send_response(&self, response: RemotingCommand) -> Result<()> {
         self.respond(response, self.inner.budget.empty()).await
     }
@@ -424,7 +434,7 @@ impl Channel {
     ) -> Result<()> {
         response.mark_response();
         let opaque = response.opaque;
-        let frame = match self.encode(&mut response) {
+        let frame = match self.encode_response(&mut response) {
             Ok(frame) => frame,
             Err(e) => {
                 // The peer is owed an answer even when ours does not fit in a frame.

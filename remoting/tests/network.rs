@@ -470,6 +470,29 @@ async fn binary_headers_can_be_chosen_and_both_are_read() {
 }
 
 #[tokio::test]
+async fn a_json_server_answers_binary_requests_in_binary() {
+    let (server, _) = start(ServerConfig::default()).await;
+    let addr = server.local_addr().to_string();
+    let json = RemotingClient::new(ClientConfig::default(), None);
+    let response = json.invoke_sync(&addr, echo(b"plain"), T).await.unwrap();
+    assert_eq!(
+        response.serialize_type,
+        vostok_remoting::SerializeType::Json
+    );
+    assert_eq!(&response.body[..], b"plain");
+
+    let mut config = ClientConfig::default();
+    config.connection.serialize_type = vostok_remoting::SerializeType::RocketMq;
+    let binary = RemotingClient::new(config, None);
+    let response = binary.invoke_sync(&addr, echo(b"binary"), T).await.unwrap();
+    assert_eq!(
+        response.serialize_type,
+        vostok_remoting::SerializeType::RocketMq
+    );
+    assert_eq!(&response.body[..], b"binary");
+}
+
+#[tokio::test]
 async fn connect_failure_is_a_typed_error() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();

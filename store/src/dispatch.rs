@@ -16,6 +16,7 @@ use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
+use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::support::sync::RwLockExt;
 
 use crate::commitlog::append::gets_queue_offset;
@@ -109,6 +110,7 @@ impl StoreInner {
             )?;
         }
         if notify && counted {
+            latency_trace::stamp(Stage::Dispatched, phy);
             let listener = self.dispatch.listener.read_locked().clone();
             if let Some(l) = listener {
                 l.arriving(

@@ -11,6 +11,7 @@
 //! start takes it with [`MappedFileQueue::take_ready`], which does no I/O.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
@@ -26,6 +27,9 @@ pub(crate) struct MappedFileQueue {
     /// The next file, created ahead of the writer and not yet in `files`. Locked
     /// before `files` when both are taken.
     ready: Mutex<Option<Arc<MappedFile>>>,
+    /// A file was created by [`MappedFileQueue::create`] and the directory not synced
+    /// since: [`MappedFileQueue::flush`] syncs it first.
+    dir_unsynced: AtomicBool,
 }
 
 impl MappedFileQueue {
@@ -72,6 +76,7 @@ impl MappedFileQueue {
             prealloc,
             files: RwLock::new(files),
             ready: Mutex::new(None),
+            dir_unsynced: AtomicBool::new(false),
         })
     }
 
@@ -138,15 +143,15 @@ impl MappedFileQueue {
     /// file (or be aligned, for the first one).
     /// The file is created before the list is locked, so that readers never wait
     /// for its I/O; each queue has one writer, which is the only one to call this.
+    /// The directory is synced by the next [`MappedFileQueue::flush`], not here: the
+    /// writer is the dispatcher, and a directory fsync per new consume-queue file held
+    /// it for seconds when a topic's many queues started at once (docs/store.md).
     pub(crate) fn create(&self, base: i64) -> Result<Arc<MappedFile>> {
         if let Some(last) = self.last() {
             assert_eq!(base, last.end(), "new store file must follow the last one");
         }
         let file = self.create_file(base)?;
-        if let Err(e) = sync_dir(&self.dir) {
-            let _ = file.remove();
-            return Err(e);
-        }
+        self.dir_unsynced.store(true, Ordering::Release);
         self.write().push(Arc::clone(&file));
         Ok(file)
     }
@@ -246,8 +251,10 @@ impl MappedFileQueue {
         Ok(removed)
     }
 
-    /// Flushes every file with unflushed data.
+    /// Flushes every file with unflushed data, after the directory when a file was
+    /// created since the last flush.
     pub(crate) fn flush(&self) -> Result<()> {
+        self.sync_dir_if_needed()?;
         for f in self.files() {
             if f.wrote() > f.flushed() {
                 f.flush()?;
@@ -256,8 +263,20 @@ impl MappedFileQueue {
         Ok(())
     }
 
-    /// fdatasync of every file starting at or after `from`.
+    fn sync_dir_if_needed(&self) -> Result<()> {
+        if self.dir_unsynced.swap(false, Ordering::AcqRel) {
+            if let Err(e) = sync_dir(&self.dir) {
+                self.dir_unsynced.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// fdatasync of every file starting at or after `from` (and of the directory when
+    /// a file was created since it was last synced).
     pub(crate) fn sync_files_from(&self, from: i64) -> Result<()> {
+        self.sync_dir_if_needed()?;
         for f in self.files() {
             if f.end() > from {
                 f.sync_file()?;

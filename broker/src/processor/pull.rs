@@ -20,6 +20,7 @@ use vostok_remoting::protocol::header::{
 };
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::perm;
+use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::GetMessageStatus;
 
@@ -230,6 +231,9 @@ fn pull_inner(
         for record in &result.messages {
             body.extend_from_slice(record);
         }
+        if latency_trace::enabled() {
+            stamp_pulled(&result.messages);
+        }
         broker.count_get(result.messages.len() as u64);
         broker.metrics.record_get(
             &header.topic,
@@ -355,4 +359,15 @@ fn check_property_filter(broker: &Broker, expression_type: &str) -> Result<(), R
         response_code::SYSTEM_ERROR,
         format!("The broker does not support consumer to filter message by {expression_type}"),
     ))
+}
+
+/// Stamps each record of a pull response as pulled (opt-in latency trace).
+fn stamp_pulled(records: &[bytes::Bytes]) {
+    let now = latency_trace::now_micros();
+    for record in records {
+        // PHYSICALOFFSET: bytes 28..36 of the record (docs/store.md).
+        if let Some(b) = record.get(28..36).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
+            latency_trace::stamp_at(Stage::Pulled, i64::from_be_bytes(b), now);
+        }
+    }
 }

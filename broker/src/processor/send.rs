@@ -13,6 +13,7 @@ use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::protocol::{response_code, version};
+use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::MessageInner;
 
@@ -28,6 +29,7 @@ pub(crate) async fn send_message(
     channel: &Channel,
     request: RemotingCommand,
 ) -> RemotingCommand {
+    let received = latency_trace::enabled().then(latency_trace::now_micros);
     let header = match SendMessageRequestHeader::decode(request.code, &request.ext_fields) {
         Ok(h) => h,
         Err(e) => return super::header_error(&request, e),
@@ -173,6 +175,10 @@ pub(crate) async fn send_message(
     broker
         .metrics
         .record_put(&topic_config.topic_name, kind, &result);
+    if let (Some(received), Some(append)) = (received, result.append.as_ref()) {
+        latency_trace::stamp_at(Stage::Received, append.wrote_offset, received);
+        latency_trace::stamp(Stage::Appended, append.wrote_offset);
+    }
     if let Some(claim) = claim {
         send_dedupe::record(claim, &result, queue_id);
     }

@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 use super::reader::FrameReader;
 use super::{Channel, ChannelContext};
 use crate::budget::Reservation;
-use crate::command::RemotingCommand;
+use crate::command::{RemotingCommand, SerializeType};
 use crate::error::RemotingError;
 use crate::protocol::{request_code, response_code};
 use crate::support::log_limit::LogLimit;
@@ -191,6 +191,8 @@ impl Channel {
             let _in_flight = in_flight;
             let oneway = request.is_oneway();
             let opaque = request.opaque;
+            // Answered in kind, as the Java server does.
+            let binary = request.serialize_type == SerializeType::RocketMq;
             let code = request.code;
             let original = if hooks.is_empty() {
                 None
@@ -216,6 +218,9 @@ impl Channel {
             }
             if let Some(mut response) = response {
                 response.opaque = opaque;
+                if binary {
+                    response.serialize_type = SerializeType::RocketMq;
+                }
                 if let Some(original) = &original {
                     hooks.after(&channel.inner.peer.to_string(), original, &mut response);
                 }

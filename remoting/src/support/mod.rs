@@ -9,8 +9,10 @@
 //! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
 //! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
 //! * [`log_limit`]: at most one log line a second for events a flood repeats.
+//! * [`latency_trace`]: opt-in per-message timestamps along the produce → consume path.
 
 pub mod config_file;
+pub mod latency_trace;
 pub mod log_limit;
 pub mod properties;
 pub mod sync;

@@ -70,9 +70,30 @@ pub struct CommonArgs {
     /// No progress line.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Header serialisation of the requests the SDK sends (the broker answers in kind).
+    #[arg(long, value_enum, default_value_t = Serialize::Json)]
+    pub serialize_type: Serialize,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Serialize {
+    /// JSON headers, every client's default.
+    Json,
+    /// Binary (`ROCKETMQ`) headers.
+    Rocketmq,
 }
 
 impl CommonArgs {
+    /// Credentials, TLS and header serialisation of an SDK client.
+    pub fn configure(&self, client: &mut vostok_client::ClientConfig) -> Result<(), String> {
+        self.security.apply(client)?;
+        client.remoting.connection.serialize_type = match self.serialize_type {
+            Serialize::Json => vostok_remoting::SerializeType::Json,
+            Serialize::Rocketmq => vostok_remoting::SerializeType::RocketMq,
+        };
+        Ok(())
+    }
+
     /// The measured duration limit: `-d`, or 10 s when no count was given.
     pub fn duration_limit(&self) -> Option<Duration> {
         match (self.duration, self.count) {

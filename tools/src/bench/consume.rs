@@ -15,6 +15,7 @@ use vostok_client::{
     LitePullConsumer, LitePullConsumerConfig, MessageExt, MessageListener, PushConsumer,
     SimpleConsumer, SimpleConsumerConfig,
 };
+use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::support::sync::MutexExt;
 
 use super::args::{CommonArgs, ConsumerArgs, From};
@@ -98,9 +99,14 @@ impl ConsumeState {
         let measuring = self.measuring.load(Ordering::Relaxed);
         let mut bytes = 0u64;
         let mut hist = measuring.then(|| self.latency[shard].locked());
+        let trace = latency_trace::enabled();
         for m in msgs.iter().map(Borrow::borrow) {
             bytes += m.body.len() as u64;
             let stamp = Stamp::read(&m.body);
+            if let (true, Some(s)) = (trace, stamp.as_ref()) {
+                latency_trace::stamp_at(Stage::Sent, m.commit_log_offset, s.sent_at_us);
+                latency_trace::stamp_at(Stage::Consumed, m.commit_log_offset, now_us);
+            }
             let seen = self.tracker.as_ref().map(|t| t.observe(stamp.as_ref()));
             let Some(h) = hist.as_mut() else {
                 continue;
@@ -188,8 +194,7 @@ pub async fn start(
     if args.lite_pull {
         let mut config = LitePullConsumerConfig::new(group, &common.namesrv);
         common
-            .security
-            .apply(&mut config.common.client)
+            .configure(&mut config.common.client)
             .map_err(BenchError::Args)?;
         config.common.consume_from_where = from_where(from);
         if let Some(n) = args.pull_batch {
@@ -223,8 +228,7 @@ pub async fn start(
     }
     let mut config = ConsumerConfig::new(group, &common.namesrv);
     common
-        .security
-        .apply(&mut config.common.client)
+        .configure(&mut config.common.client)
         .map_err(BenchError::Args)?;
     config.common.consume_from_where = from_where(from);
     if let Some(n) = args.pull_batch {

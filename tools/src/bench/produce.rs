@@ -101,8 +101,7 @@ pub async fn start_producer(
 ) -> Result<Producer, BenchError> {
     let mut config = ProducerConfig::new(group, &common.namesrv);
     common
-        .security
-        .apply(&mut config.client)
+        .configure(&mut config.client)
         .map_err(BenchError::Args)?;
     config.default_topic_queue_nums = args.queues.max(1);
     config.send_msg_timeout = Duration::from_millis(args.send_timeout.max(1));

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The regression guard: a quick subset of the matrix run against two builds side by
+side, interleaved run by run (A, B, then B, A, ...), so that both meet the same load on
+a shared machine. Prints each row's median per build and the ratio B / A.
+
+Run through quick-ab.sh, which builds the two revisions (or takes two directories that
+hold mqbroker, mqbench and mqadmin). Needs only python3.
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from matrix import Vostok, figures, kill, median, mqbench
+
+# name, flush mode, mqbench command, its flags; "higher" is the better direction of the
+# row's headline figure.
+ROWS = [
+    ("async window 1,024, 1 task", "ASYNC_FLUSH", "produce",
+     ["--mode", "async", "--window", "1024", "-w", "1"]),
+    ("batch x32, 1 task", "ASYNC_FLUSH", "produce", ["--mode", "batch", "--batch", "32", "-w", "1"]),
+    ("SYNC_FLUSH sync, 64 tasks", "SYNC_FLUSH", "produce", ["--mode", "sync", "-w", "64"]),
+    ("e2e at 10,000 msg/s", "ASYNC_FLUSH", "e2e",
+     ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"]),
+]
+# Small commitlog files: a run writes at most a few hundred MiB, and they roll often
+# enough that file creation is part of every run.
+SETTINGS = {"mappedFileSizeCommitLog": 64 << 20}
+
+
+def run_once(build, row, opts, log):
+    name, flush, kind, flags = row
+    flags = flags + build.extra
+    json_path = Path(opts.work) / "run.json"
+    if json_path.exists():
+        json_path.unlink()
+    try:
+        ns, pid = build.start(flush, None, SETTINGS)
+    except RuntimeError as e:
+        print(f"   {e}", flush=True)
+        build.stop()
+        return None
+    try:
+        v = mqbench(build.bench, kind, ns, pid, flags,
+                    ["-q", "--warmup", str(opts.warmup), "-d", str(opts.duration)], json_path, log)
+    finally:
+        # The store is thrown away: no graceful shutdown, and its dirty pages are
+        # dropped with the files, so there is no writeback to wait for.
+        kill(build.proc)
+        build.stop()
+    return None if v is None else figures(v, kind)
+
+
+def fmt(v, digits):
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def ratio(b, a):
+    return f"{b / a:.2f}" if a and b is not None else "–"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("a", help="directory with build A's mqbroker, mqbench, mqadmin")
+    ap.add_argument("b", help="directory with build B's binaries")
+    ap.add_argument("--label-a", default="A")
+    ap.add_argument("--label-b", default="B")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=2)
+    ap.add_argument("--warmup", type=float, default=0.5)
+    ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these")
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")
+    ap.add_argument("--flags-b", default="", help="extra mqbench flags for B, one string")
+    opts = ap.parse_args()
+    opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-quick-ab-")
+    builds = []
+    for d, extra in ((opts.a, opts.flags_a), (opts.b, opts.flags_b)):
+        d = Path(d)
+        for b in ("mqbroker", "mqbench", "mqadmin"):
+            if not (d / b).exists():
+                sys.exit(f"{d / b} not found")
+        build = Vostok(d, opts.work)
+        build.bench = d / "mqbench"
+        build.extra = extra.split()
+        builds.append(build)
+    rows = [r for r in ROWS if not opts.rows or any(s in r[0] for s in opts.rows)]
+    results = {}  # (row, build index) -> [figures]
+    t0 = time.time()
+    with open(Path(opts.work) / "mqbench.log", "w") as log:
+        for row in rows:
+            for i in range(opts.runs):
+                order = (0, 1) if i % 2 == 0 else (1, 0)
+                for k in order:
+                    f = run_once(builds[k], row, opts, log)
+                    label = (opts.label_a, opts.label_b)[k]
+                    if f is None:
+                        print(f"   {row[0]}: {label} run {i + 1}: mqbench failed", flush=True)
+                        continue
+                    results.setdefault((row[0], k), []).append(f)
+                    print(f"   {row[0]}: {label} run {i + 1}: {f['rate']:,.0f} msg/s "
+                          f"p50 {fmt(f['p50'], 3)} p99 {fmt(f['p99'], 3)} ms", flush=True)
+    la, lb = opts.label_a, opts.label_b
+    print(f"\n{opts.runs} runs per build, interleaved; {opts.duration} s measured after "
+          f"{opts.warmup} s warm-up; {time.time() - t0:.0f} s in all. Medians; the spread "
+          "is min–max of the runs.\n")
+    print(f"| row | {la} msg/s | {lb} msg/s | {lb}/{la} | {la} p50 / p99 ms | "
+          f"{lb} p50 / p99 ms | p99 {lb}/{la} | {la} spread | {lb} spread |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+    for name, *_ in rows:
+        a, b = results.get((name, 0), []), results.get((name, 1), [])
+        ma = {k: median([r[k] for r in a]) for k in ("rate", "p50", "p99")}
+        mb = {k: median([r[k] for r in b]) for k in ("rate", "p50", "p99")}
+        spread = [f"{min(r['rate'] for r in x):,.0f}–{max(r['rate'] for r in x):,.0f}"
+                  if x else "–" for x in (a, b)]
+        print(f"| {name} | {fmt(ma['rate'], 0)} | {fmt(mb['rate'], 0)} | "
+              f"{ratio(mb['rate'], ma['rate'])} | {fmt(ma['p50'], 3)} / {fmt(ma['p99'], 3)} | "
+              f"{fmt(mb['p50'], 3)} / {fmt(mb['p99'], 3)} | {ratio(mb['p99'], ma['p99'])} | "
+              f"{spread[0]} | {spread[1]} |")
+    print(f"\nmqbench output: {Path(opts.work) / 'mqbench.log'}")
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(
+            {f"{name}|{(la, lb)[k]}": v for (name, k), v in results.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
