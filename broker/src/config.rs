@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use vostok_namesrv::NamesrvConfig;
+use vostok_remoting::limits::MachineMemory;
 use vostok_remoting::protocol::topic::perm;
+use vostok_remoting::ServerLimits;
 use vostok_store::StoreConfig;
 
 use crate::error::BrokerError;
@@ -137,6 +139,10 @@ pub struct BrokerConfig {
     pub store: StoreConfig,
     /// ACL and TLS keys.
     pub security: SecurityConfig,
+    /// Memory ceiling and connection bounds (`maxMemoryBytes`, `serverMaxConnections`,
+    /// ...; docs/limits.md). A broker's memory ceiling defaults to a quarter of the
+    /// machine's memory.
+    pub limits: ServerLimits,
 }
 
 impl Default for BrokerConfig {
@@ -195,6 +201,7 @@ impl Default for BrokerConfig {
             grpc: GrpcConfig::default(),
             store,
             security: SecurityConfig::default(),
+            limits: ServerLimits::default(),
         }
     }
 }
@@ -278,11 +285,23 @@ impl BrokerConfig {
         }
         self.pop.validate()?;
         self.grpc.validate()?;
+        self.limits
+            .validate()
+            .map_err(|(key, reason)| BrokerError::Config {
+                key: key.to_owned(),
+                reason,
+            })?;
         self.store.delay_levels().map_err(|e| BrokerError::Config {
             key: "messageDelayLevel".to_owned(),
             reason: e.to_string(),
         })?;
         Ok(())
+    }
+
+    /// The ceiling of the process's memory: `maxMemoryBytes`, else a quarter of the
+    /// machine's (the page cache needs the rest for the commitlog).
+    pub fn memory_ceiling(&self) -> u64 {
+        self.limits.memory_ceiling(4, &MachineMemory::read())
     }
 
     /// True when no name server is configured: the broker runs its own.
@@ -349,6 +368,9 @@ impl BrokerConfig {
                 .store_path_root_dir
                 .join("namesrv")
                 .join("kvConfig.json"),
+            // Its connections are bounded like the broker's; its memory is the
+            // broker's own account.
+            limits: self.limits.clone(),
             ..NamesrvConfig::default()
         }
     }

@@ -45,6 +45,9 @@ use crate::state::transaction::TransactionState;
 use crate::state::Broker;
 
 mod security;
+mod side_runtime;
+
+use side_runtime::SideRuntime;
 
 /// A running broker.
 pub struct BrokerHandle {
@@ -52,6 +55,8 @@ pub struct BrokerHandle {
     servers: Vec<RemotingServer>,
     grpc: Option<GrpcServer>,
     namesrv: Option<NameServer>,
+    /// Declared last: the runtimes stop after what runs on them.
+    runtimes: Vec<SideRuntime>,
 }
 
 /// Feeds store arrivals to held pulls, the timer table and the delay levels.
@@ -142,6 +147,21 @@ impl Broker {
         };
         let ha_listener = bind_ha(&mut config, configured_port).await?;
 
+        let memory = vostok_remoting::ServerLimits::budget(config.memory_ceiling());
+        info!(
+            ceiling = config.memory_ceiling(),
+            limit = memory.limit(),
+            soft_limit = memory.soft_limit(),
+            "memory ceiling"
+        );
+        let side = |name: &str| {
+            SideRuntime::start(name).map_err(|source| BrokerError::Config {
+                key: "maxMemoryBytes".into(),
+                reason: format!("cannot start the {name} thread: {source}"),
+            })
+        };
+        let duties = side("broker-duties")?;
+        let mut runtimes = Vec::new();
         let mut namesrv = None;
         if config.is_standalone() {
             let mut ns_config = config.embedded_namesrv_config();
@@ -159,7 +179,23 @@ impl Broker {
                     addr: config.bind_addr(ns_config.listen_port).to_string(),
                     source,
                 })?;
-            let server = NameServer::start(ns_config, ns_listener).await?;
+            // On a runtime of its own, sharing the broker's memory account: route
+            // queries keep answering whatever the broker's requests do.
+            let ns_runtime = side("namesrv")?;
+            let ns_memory = memory.clone();
+            let server = ns_runtime
+                .handle()
+                .spawn(NameServer::start_with_budget(
+                    ns_config,
+                    ns_listener,
+                    ns_memory,
+                ))
+                .await
+                .map_err(|e| BrokerError::Config {
+                    key: "embeddedNamesrvPort".into(),
+                    reason: format!("embedded name server start-up failed: {e}"),
+                })??;
+            runtimes.push(ns_runtime);
             info!(addr = %ns_addr, "embedded name server started (standalone mode)");
             let reachable = if ns_addr.ip().is_unspecified() {
                 SocketAddr::from(([127, 0, 0, 1], ns_addr.port()))
@@ -172,7 +208,15 @@ impl Broker {
 
         let server_tls = security.server_tls.clone();
         let grpc_tls = security.grpc_tls.clone();
-        let broker = Arc::new(build_state(config, store, bound_port, security));
+        let broker = Arc::new(build_state(
+            config,
+            store,
+            bound_port,
+            security,
+            memory,
+            duties.handle().clone(),
+        ));
+        runtimes.push(duties);
         if let Some(guard) = &broker.guard {
             guard.watch(broker.shutdown.clone());
         }
@@ -205,7 +249,7 @@ impl Broker {
         };
 
         service::spawn_all(&broker);
-        registration::register_all(&broker).await;
+        registration::register_now(&broker).await;
         info!(
             broker = %broker.config.broker_name,
             addr = %broker.broker_addr,
@@ -217,6 +261,7 @@ impl Broker {
             servers,
             grpc,
             namesrv,
+            runtimes,
         })
     }
 }
@@ -286,10 +331,12 @@ fn build_state(
     store: Arc<MessageStore>,
     bound_port: u16,
     security: security::Security,
+    memory: Arc<vostok_remoting::MemoryBudget>,
+    duties: tokio::runtime::Handle,
 ) -> Broker {
     let broker_addr = config.broker_addr(bound_port);
     Broker {
-        outer: security::outer_client(&security),
+        outer: security::outer_client(&security, &duties),
         guard: security.guard,
         namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
@@ -316,6 +363,8 @@ fn build_state(
         registration: tokio::sync::Mutex::new(false),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
+        memory,
+        duties,
         config,
         store,
     }
@@ -328,15 +377,20 @@ async fn serve(
     listener: TcpListener,
     tls: Option<Arc<vostok_remoting::tls::ServerTls>>,
 ) -> Vec<RemotingServer> {
+    let limits = &broker.config.limits;
     let server_config = ServerConfig {
-        connection: ConnectionConfig {
-            idle_timeout: broker.config.server_channel_max_idle,
-            limits: FrameLimits {
-                max_frame: broker.config.max_frame_size,
-                ..Default::default()
+        connection: limits.connection(
+            ConnectionConfig {
+                idle_timeout: broker.config.server_channel_max_idle,
+                limits: FrameLimits {
+                    max_frame: broker.config.max_frame_size,
+                    ..Default::default()
+                },
+                ..ConnectionConfig::default()
             },
-            ..ConnectionConfig::default()
-        },
+            broker.memory.clone(),
+        ),
+        max_connections: limits.connections_for(&broker.memory),
         tls,
         ..ServerConfig::default()
     };
@@ -380,6 +434,14 @@ impl BrokerHandle {
         self.grpc.as_ref().map(GrpcServer::local_addr)
     }
 
+    /// Successful registrations with a name server since start.
+    pub fn registrations(&self) -> u64 {
+        self.broker
+            .stats
+            .registrations
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Name servers the broker registers with (the embedded one in standalone mode).
     pub fn namesrv_addr(&self) -> String {
         self.broker.namesrv_addrs.join(";")
@@ -413,6 +475,7 @@ impl BrokerHandle {
         }
         let store = broker.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        drop(self.runtimes);
         info!("broker stopped");
     }
 }

@@ -68,6 +68,10 @@ pub struct NamesrvConfig {
     pub route_query_acl_enable: bool,
     /// `tls.*` keys.
     pub tls: vostok_remoting::tls::TlsConfig,
+    /// Memory ceiling and connection bounds (`maxMemoryBytes`, `serverMaxConnections`,
+    /// ...; docs/limits.md). A name server's memory ceiling defaults to an eighth of
+    /// the machine's memory.
+    pub limits: vostok_remoting::ServerLimits,
     /// The embedding broker's own name and credentials (standalone mode): an admin
     /// account allowed to register that one broker name, known without a file.
     pub embedded_broker: Option<(String, vostok_remoting::auth::SessionCredentials)>,
@@ -105,6 +109,7 @@ impl Default for NamesrvConfig {
             acl_enable: false,
             route_query_acl_enable: false,
             tls: vostok_remoting::tls::TlsConfig::default(),
+            limits: vostok_remoting::ServerLimits::default(),
             embedded_broker: None,
         }
     }
@@ -176,6 +181,10 @@ impl NamesrvConfig {
                 self.acl_enable |= parse_bool(key, value)?
             }
             "routeQueryAclEnable" => self.route_query_acl_enable = parse_bool(key, value)?,
+            _ if self
+                .limits
+                .apply(key, value)
+                .map_err(|reason| NamesrvError::invalid(key, value, reason))? => {}
             _ => {
                 return self
                     .tls
@@ -184,6 +193,13 @@ impl NamesrvConfig {
             }
         }
         Ok(true)
+    }
+
+    /// The ceiling of the process's memory: `maxMemoryBytes`, else an eighth of the
+    /// machine's.
+    pub fn memory_ceiling(&self) -> u64 {
+        self.limits
+            .memory_ceiling(8, &vostok_remoting::limits::MachineMemory::read())
     }
 
     /// Every setting as a RocketMQ key and its text, in a fixed order; feeding them
@@ -242,6 +258,7 @@ impl NamesrvConfig {
             "routeQueryAclEnable".into(),
             self.route_query_acl_enable.to_string(),
         ));
+        out.extend(self.limits.to_properties());
         out.extend(self.tls.to_properties());
         out
     }
@@ -295,6 +312,16 @@ impl NamesrvConfig {
                 "",
                 "must not be empty",
             ));
+        }
+        if let Err((key, reason)) = self.limits.validate() {
+            let value = self
+                .limits
+                .to_properties()
+                .into_iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v)
+                .unwrap_or_default();
+            return Err(NamesrvError::invalid(key, &value, reason));
         }
         Ok(())
     }

@@ -64,7 +64,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info};
-use vostok_remoting::{ConnectionConfig, RemotingServer, ServerConfig};
+use vostok_remoting::{ConnectionConfig, MemoryBudget, RemotingServer, ServerConfig, ServerLimits};
 
 pub use config::NamesrvConfig;
 pub use error::NamesrvError;
@@ -91,6 +91,18 @@ impl NameServer {
         listener: TcpListener,
     ) -> Result<NameServer, NamesrvError> {
         config.validate()?;
+        let budget = ServerLimits::budget(config.memory_ceiling());
+        Self::start_with_budget(config, listener, budget).await
+    }
+
+    /// Like [`NameServer::start`], with the memory account of an embedding process
+    /// (a standalone broker shares its own) instead of one sized from the config.
+    pub async fn start_with_budget(
+        config: NamesrvConfig,
+        listener: TcpListener,
+        budget: Arc<MemoryBudget>,
+    ) -> Result<NameServer, NamesrvError> {
+        config.validate()?;
         let local_addr = listener.local_addr().map_err(NamesrvError::Listener)?;
         let kv_path = config.kv_config_path.clone();
         let kv = tokio::task::spawn_blocking(move || KvConfigManager::load(kv_path))
@@ -102,10 +114,14 @@ impl NameServer {
         let route = Arc::new(RouteInfoManager::new((&config).into()));
         let (guard, tls) = security::open(&config).await?;
         let server_config = ServerConfig {
-            connection: ConnectionConfig {
-                idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
-                ..ConnectionConfig::default()
-            },
+            connection: config.limits.connection(
+                ConnectionConfig {
+                    idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
+                    ..ConnectionConfig::default()
+                },
+                budget.clone(),
+            ),
+            max_connections: config.limits.connections_for(&budget),
             tls,
             ..ServerConfig::default()
         };

@@ -1,42 +1,50 @@
 //! One TCP connection, used the same way by servers and clients.
 //!
-//! Each connection has a reader task and a writer task. The reader decodes frames:
-//! responses complete the pending call with their opaque; requests run on their own
-//! task through the [`RequestProcessor`], at most `max_inflight_requests` at a time
-//! (beyond that the reader stops reading, so a flooding peer is slowed by TCP rather
-//! than buffered). The writer drains a bounded queue of encoded frames and writes them
-//! in batches. Either side may send requests: a [`Channel`] is the handle for both.
+//! Each connection has a reader task and a writer task. The reader decodes frames
+//! (`reader`): responses complete the pending call with their opaque; requests run on
+//! their own task through the [`RequestProcessor`], at most `max_inflight_requests` at
+//! a time (beyond that the reader stops reading, so a flooding peer is slowed by TCP
+//! rather than buffered). The writer (`outbox`) drains a queue bounded in bytes and
+//! writes its frames in batches; while that queue is past its high-water mark the
+//! reader stops reading too, and a peer that reads nothing for `write_stall_timeout`
+//! is disconnected. Every frame held, received or queued, is reserved from the
+//! process's [`MemoryBudget`]. Either side may send requests: a [`Channel`] is the
+//! handle for both.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::{FutureExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
-use tokio_util::codec::FramedRead;
+use futures_util::FutureExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
+use crate::budget::{MemoryBudget, Reservation};
 use crate::codec::{Frame, FrameLimits, RemotingCodec};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::error::{RemotingError, Result};
 use crate::processor::{RequestProcessor, RpcHooks};
-use crate::protocol::{request_code, response_code};
+use crate::protocol::response_code;
+use crate::support::log_limit::LogLimit;
 use crate::support::sync::MutexExt;
 use crate::support::time::coarse_millis;
 use crate::tls::Stream;
-use crate::writer::WriteBatch;
 
 mod detached;
+mod outbox;
+mod pending;
+mod read_loop;
+mod reader;
 pub use detached::DetachedReceiver;
+pub use pending::PendingResponse;
+
+use outbox::{Outbox, Queued, FRAME_OVERHEAD};
+use reader::FrameReader;
 
 /// Per-connection settings shared by servers and clients.
 #[derive(Debug, Clone)]
@@ -47,6 +55,18 @@ pub struct ConnectionConfig {
     pub idle_timeout: Duration,
     /// Encoded frames waiting for the socket; a full queue makes senders wait.
     pub write_queue_capacity: usize,
+    /// Bytes queued for the socket past which the reader stops reading and requests
+    /// this side sends wait (`writeBufferHighWaterMark`).
+    pub write_high_water: usize,
+    /// Reading resumes once the queue is down to this (`writeBufferLowWaterMark`).
+    pub write_low_water: usize,
+    /// A connection whose queue stays full this long without a byte written is closed
+    /// (`writeStallTimeoutMillis`).
+    pub write_stall_timeout: Duration,
+    /// A frame must be complete this long after its first byte (`frameReadTimeoutMillis`).
+    pub frame_read_timeout: Duration,
+    /// The process's memory account; unlimited unless a server sets one.
+    pub budget: Arc<MemoryBudget>,
     /// Incoming requests processed at once on one connection.
     pub max_inflight_requests: usize,
     /// Header serialisation of everything this side sends. JSON by default, as the Java
@@ -62,6 +82,11 @@ impl Default for ConnectionConfig {
             limits: FrameLimits::default(),
             idle_timeout: Duration::from_secs(120),
             write_queue_capacity: 4096,
+            write_high_water: 4 << 20,
+            write_low_water: 1 << 20,
+            write_stall_timeout: Duration::from_secs(30),
+            frame_read_timeout: Duration::from_secs(30),
+            budget: MemoryBudget::unlimited(),
             max_inflight_requests: 4096,
             serialize_type: SerializeType::Json,
             drain_timeout: Duration::from_secs(5),
@@ -79,13 +104,21 @@ struct Inner {
     local: SocketAddr,
     codec: RemotingCodec,
     serialize_type: SerializeType,
-    tx: mpsc::Sender<Frame>,
+    tx: mpsc::Sender<Queued>,
+    outbox: Arc<Outbox>,
+    budget: Arc<MemoryBudget>,
     pending: PendingTable,
     /// Cancelled when the connection is gone: no more reads, writer draining.
     closed: CancellationToken,
+    /// Cancelled when queued frames are to be dropped rather than written.
+    aborted: CancellationToken,
     /// Mirrors `closed` for the hot path (the token's check takes a lock).
     closed_flag: std::sync::atomic::AtomicBool,
     last_activity_ms: AtomicU64,
+    /// Requests received and not yet answered.
+    inflight: AtomicUsize,
+    /// Never closed to make room for another connection.
+    protected: AtomicBool,
 }
 
 /// A handle to one connection: cheap to clone, usable from any task.
@@ -126,6 +159,10 @@ pub(crate) struct ChannelContext {
     pub tracker: TaskTracker,
     /// Cancelled to stop reading new requests (server shutdown).
     pub shutdown: CancellationToken,
+    /// The runtime the connection's tasks run on; the current one when `None`.
+    pub runtime: Option<tokio::runtime::Handle>,
+    /// The connection's own cost in the budget, held as long as it lives.
+    pub charge: Option<Reservation>,
 }
 
 impl Inner {
@@ -133,6 +170,46 @@ impl Inner {
         self.closed_flag.store(true, Ordering::Release);
         self.closed.cancel();
     }
+
+    /// Closes and drops what is queued, a write in progress included.
+    fn abort(&self) {
+        self.mark_closed();
+        self.aborted.cancel();
+    }
+
+    fn new(
+        peer: SocketAddr,
+        local: SocketAddr,
+        config: &ConnectionConfig,
+        tx: mpsc::Sender<Queued>,
+    ) -> Inner {
+        Inner {
+            id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            local,
+            codec: RemotingCodec::new(config.limits),
+            serialize_type: config.serialize_type,
+            tx,
+            outbox: Outbox::new(config.write_high_water, config.write_low_water),
+            budget: config.budget.clone(),
+            pending: Mutex::new(HashMap::new()),
+            closed: CancellationToken::new(),
+            aborted: CancellationToken::new(),
+            closed_flag: AtomicBool::new(false),
+            last_activity_ms: AtomicU64::new(coarse_millis()),
+            inflight: AtomicUsize::new(0),
+            protected: AtomicBool::new(false),
+        }
+    }
+}
+
+/// How a frame waits for room in the write queue.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Room {
+    /// Until the queue is below its high-water mark (requests this side sends).
+    Wait,
+    /// Not at all: its memory is reserved and the reader has stopped (responses).
+    Take,
 }
 
 impl Channel {
@@ -168,27 +245,30 @@ impl Channel {
     {
         let (tx, rx) = mpsc::channel(ctx.config.write_queue_capacity.max(1));
         let channel = Channel {
-            inner: Arc::new(Inner {
-                id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
-                peer,
-                local,
-                codec: RemotingCodec::new(ctx.config.limits),
-                serialize_type: ctx.config.serialize_type,
-                tx,
-                pending: Mutex::new(HashMap::new()),
-                closed: CancellationToken::new(),
-                closed_flag: std::sync::atomic::AtomicBool::new(false),
-                last_activity_ms: AtomicU64::new(coarse_millis()),
-            }),
+            inner: Arc::new(Inner::new(peer, local, &ctx.config, tx)),
         };
-        ctx.tracker.spawn(write_loop(wr, rx, channel.inner.clone()));
+        let tracker = ctx.tracker.clone();
+        let runtime = ctx.runtime.clone();
+        let writer = outbox::write_loop(wr, rx, channel.inner.clone());
         let reader = channel.clone();
         ctx.processor.on_channel_connected(&channel);
-        ctx.tracker.clone().spawn(async move {
-            let framed =
-                FramedRead::with_capacity(rd, RemotingCodec::new(ctx.config.limits), 64 * 1024);
-            reader.read_loop(framed, ctx).await;
-        });
+        let frames = FrameReader::new(
+            rd,
+            RemotingCodec::new(ctx.config.limits),
+            ctx.config.budget.clone(),
+            ctx.config.frame_read_timeout,
+        );
+        let read = async move { reader.read_loop(frames, ctx).await };
+        match runtime {
+            Some(runtime) => {
+                tracker.spawn_on(writer, &runtime);
+                tracker.spawn_on(read, &runtime);
+            }
+            None => {
+                tracker.spawn(writer);
+                tracker.spawn(read);
+            }
+        }
         channel
     }
 
@@ -230,20 +310,41 @@ impl Channel {
         self.inner.codec.encode_frame(cmd)
     }
 
-    async fn enqueue(&self, frame: Frame) -> Result<()> {
+    /// Queues a frame charged to `charge` (which must cover `frame.len()` plus
+    /// [`FRAME_OVERHEAD`]).
+    async fn enqueue(&self, frame: Frame, charge: Reservation, room: Room) -> Result<()> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        match self.inner.tx.try_send(frame) {
+        let queued = match room {
+            Room::Take => self.inner.outbox.admit(frame, charge),
+            Room::Wait => tokio::select! {
+                queued = self.inner.outbox.admit_when_room(frame, charge) => queued,
+                _ = self.inner.closed.cancelled() => return Err(self.closed_error()),
+            },
+        };
+        match self.inner.tx.try_send(queued) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Closed(_)) => Err(self.closed_error()),
-            Err(mpsc::error::TrySendError::Full(frame)) => self
+            Err(mpsc::error::TrySendError::Full(queued)) => self
                 .inner
                 .tx
-                .send(frame)
+                .send(queued)
                 .await
                 .map_err(|_| self.closed_error()),
         }
+    }
+
+    /// The budget's bytes for a request this side sends.
+    fn charge_request(&self, frame: &Frame) -> Result<Reservation> {
+        let bytes = frame.len() + FRAME_OVERHEAD;
+        self.inner
+            .budget
+            .try_reserve(bytes)
+            .ok_or(RemotingError::NoMemory {
+                what: "an outgoing request",
+                bytes,
+            })
     }
 
     /// Sends a request and waits for its response.
@@ -261,6 +362,7 @@ impl Channel {
     ) -> Result<PendingResponse> {
         cmd.flag &= !(crate::command::FLAG_RESPONSE | crate::command::FLAG_ONEWAY);
         let frame = self.encode(&mut cmd)?;
+        let charge = self.charge_request(&frame)?;
         let (tx, rx) = oneshot::channel();
         let opaque = cmd.opaque;
         self.inner.pending.locked().insert(opaque, tx);
@@ -278,17 +380,16 @@ impl Channel {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        // Only a full write queue makes this wait, so only then is a timer armed.
-        match self.inner.tx.try_send(frame) {
-            Ok(()) => Ok(pending),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(self.closed_error()),
-            Err(mpsc::error::TrySendError::Full(frame)) => {
-                match tokio::time::timeout_at(deadline, self.enqueue(frame)).await {
-                    Ok(Ok(())) => Ok(pending),
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(pending.timeout_error()),
-                }
-            }
+        // Only a full queue makes this wait, so only then is a timer armed.
+        let queue = self.enqueue(frame, charge, Room::Wait);
+        tokio::pin!(queue);
+        if let Some(done) = queue.as_mut().now_or_never() {
+            return done.map(|()| pending);
+        }
+        match tokio::time::timeout_at(deadline, queue).await {
+            Ok(Ok(())) => Ok(pending),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(pending.timeout_error()),
         }
     }
 
@@ -296,7 +397,8 @@ impl Channel {
     pub async fn invoke_oneway(&self, mut cmd: RemotingCommand, timeout: Duration) -> Result<()> {
         cmd.mark_oneway();
         let frame = self.encode(&mut cmd)?;
-        match tokio::time::timeout(timeout, self.enqueue(frame)).await {
+        let charge = self.charge_request(&frame)?;
+        match tokio::time::timeout(timeout, self.enqueue(frame, charge, Room::Wait)).await {
             Ok(r) => r,
             Err(_) => Err(RemotingError::Timeout {
                 peer: self.inner.peer,
@@ -308,22 +410,66 @@ impl Channel {
     }
 
     /// Queues a response to a request received on this channel.
-    pub async fn send_response(&self, mut response: RemotingCommand) -> Result<()> {
+    pub async fn send_response(&self, response: RemotingCommand) -> Result<()> {
+        self.respond(response, self.inner.budget.empty()).await
+    }
+
+    /// Queues a response, paid for from `allowance` (what its request reserved) and the
+    /// budget. A response the budget cannot take is replaced by a SYSTEM_BUSY: the
+    /// peer is owed an answer, and a small one always fits in the request's allowance.
+    async fn respond(
+        &self,
+        mut response: RemotingCommand,
+        mut allowance: Reservation,
+    ) -> Result<()> {
         response.mark_response();
+        let opaque = response.opaque;
         let frame = match self.encode(&mut response) {
             Ok(frame) => frame,
             Err(e) => {
                 // The peer is owed an answer even when ours does not fit in a frame.
-                warn!(peer = %self.inner.peer, opaque = response.opaque, error = %e, "response cannot be encoded");
-                let mut fallback = RemotingCommand::response(
+                warn!(peer = %self.inner.peer, opaque, error = %e, "response cannot be encoded");
+                self.encode_fallback(
+                    opaque,
                     response_code::SYSTEM_ERROR,
                     format!("response not encodable: {e}"),
-                );
-                fallback.opaque = response.opaque;
-                self.encode(&mut fallback)?
+                )?
             }
         };
-        self.enqueue(frame).await
+        let bytes = frame.len() + FRAME_OVERHEAD;
+        if bytes <= allowance.bytes() {
+            let charge = allowance.split_off(bytes);
+            return self.enqueue(frame, charge, Room::Take).await;
+        }
+        if let Some(more) = self.inner.budget.try_reserve(bytes - allowance.bytes()) {
+            allowance.merge(more);
+            return self.enqueue(frame, allowance, Room::Take).await;
+        }
+        if let Some(suppressed) = NO_MEMORY_FOR_RESPONSE.allow() {
+            warn!(peer = %self.inner.peer, bytes, used = self.inner.budget.used(), suppressed, "memory ceiling reached: a response is replaced by SYSTEM_BUSY");
+        }
+        let busy = self.encode_fallback(
+            opaque,
+            response_code::SYSTEM_BUSY,
+            "[MEMORY]broker busy: memory ceiling reached, try again later".to_owned(),
+        )?;
+        let bytes = busy.len() + FRAME_OVERHEAD;
+        if allowance.bytes() < bytes {
+            // Only a response sent without a request's allowance gets here.
+            allowance.merge(
+                self.inner
+                    .budget
+                    .reserve_unchecked(bytes - allowance.bytes()),
+            );
+        }
+        self.enqueue(busy, allowance, Room::Take).await
+    }
+
+    fn encode_fallback(&self, opaque: i32, code: i32, remark: String) -> Result<Frame> {
+        let mut fallback = RemotingCommand::response(code, remark);
+        fallback.opaque = opaque;
+        fallback.mark_response();
+        self.encode(&mut fallback)
     }
 
     fn complete(&self, response: RemotingCommand) {
@@ -348,238 +494,30 @@ impl Channel {
             .store(coarse_millis(), Ordering::Relaxed);
     }
 
-    async fn read_loop<R: AsyncRead + Unpin>(
-        self,
-        mut framed: FramedRead<R, RemotingCodec>,
-        ctx: ChannelContext,
-    ) {
-        let permits = Arc::new(Semaphore::new(ctx.config.max_inflight_requests.max(1)));
-        let idle = ctx.config.idle_timeout;
-        let mut graceful = false;
-        // Built once and polled in every round: a fresh future per frame would register
-        // with the tokens and the timer wheel each time.
-        let shutdown = ctx.shutdown.clone();
-        let closed = self.inner.closed.clone();
-        let shutdown = shutdown.cancelled();
-        let closed = closed.cancelled();
-        let idle_sleep = tokio::time::sleep(if idle.is_zero() {
-            Duration::from_secs(86_400 * 365)
-        } else {
-            idle
-        });
-        tokio::pin!(shutdown, closed, idle_sleep);
-        loop {
-            tokio::select! {
-                biased;
-                _ = &mut shutdown => {
-                    debug!(peer = %self.inner.peer, "stop reading: shutting down");
-                    graceful = true;
-                    break;
-                }
-                _ = &mut closed => break,
-                frame = framed.next() => match frame {
-                    Some(Ok(cmd)) => {
-                        self.touch();
-                        if cmd.is_response() {
-                            self.complete(cmd);
-                        } else {
-                            let permit = match permits.clone().acquire_owned().await {
-                                Ok(p) => p,
-                                Err(_) => break,
-                            };
-                            self.dispatch(cmd, permit, &ctx).await;
-                        }
-                    }
-                    Some(Err(RemotingError::Io(e))) => {
-                        // A reset or a read error is the peer going away, not bad input.
-                        debug!(peer = %self.inner.peer, error = %e, "connection lost");
-                        break;
-                    }
-                    Some(Err(e)) => {
-                        warn!(peer = %self.inner.peer, error = %e, "closing connection: bad frame");
-                        break;
-                    }
-                    None => {
-                        debug!(peer = %self.inner.peer, "connection closed by peer");
-                        break;
-                    }
-                },
-                _ = &mut idle_sleep, if !idle.is_zero() => {
-                    let last = self.inner.last_activity_ms.load(Ordering::Relaxed);
-                    let quiet = Duration::from_millis(coarse_millis().saturating_sub(last));
-                    if quiet >= idle {
-                        info!(peer = %self.inner.peer, idle_secs = idle.as_secs(), "closing idle connection");
-                        break;
-                    }
-                    idle_sleep.as_mut().reset(tokio::time::Instant::now() + (idle - quiet));
-                }
-            }
-        }
-        if graceful {
-            // Requests already read still get their answers, within the drain timeout.
-            let max = ctx.config.max_inflight_requests.max(1) as u32;
-            if tokio::time::timeout(ctx.config.drain_timeout, permits.acquire_many(max))
-                .await
-                .is_err()
-            {
-                warn!(peer = %self.inner.peer, "requests still in flight after the drain timeout");
-            }
-        }
-        self.inner.mark_closed();
-        let failed: Vec<_> = self.inner.pending.locked().drain().collect();
-        drop(failed); // dropping the senders fails every waiting call at once
-        ctx.processor.on_channel_closed(&self);
+    /// When the connection last read or wrote, on [`coarse_millis`]'s clock.
+    pub fn last_activity_millis(&self) -> u64 {
+        self.inner.last_activity_ms.load(Ordering::Relaxed)
     }
 
-    /// Runs one request. Its first poll happens right here on the reader: most requests
-    /// (sends, offset updates) complete without waiting, and answering them inline saves
-    /// a task spawn and a wake-up. A request that must wait continues on its own task.
-    async fn dispatch(
-        &self,
-        mut request: RemotingCommand,
-        permit: OwnedSemaphorePermit,
-        ctx: &ChannelContext,
-    ) {
-        let channel = self.clone();
-        let processor = ctx.processor.clone();
-        let hooks = ctx.hooks.clone();
-        let mut task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
-            let _permit = permit;
-            let oneway = request.is_oneway();
-            let opaque = request.opaque;
-            let code = request.code;
-            let original = if hooks.is_empty() {
-                None
-            } else {
-                hooks.before(&channel.inner.peer.to_string(), &mut request);
-                Some(request.clone())
-            };
-            let outcome = AssertUnwindSafe(processor.process(&channel, request))
-                .catch_unwind()
-                .await;
-            let response = match outcome {
-                Ok(response) => response,
-                Err(_) => {
-                    warn!(peer = %channel.inner.peer, code, name = request_code::name(code), "request processor panicked");
-                    Some(RemotingCommand::response(
-                        response_code::SYSTEM_ERROR,
-                        format!("internal error processing request code {code}"),
-                    ))
-                }
-            };
-            if oneway {
-                return;
-            }
-            if let Some(mut response) = response {
-                response.opaque = opaque;
-                if let Some(original) = &original {
-                    hooks.after(&channel.inner.peer.to_string(), original, &mut response);
-                }
-                if let Err(e) = channel.send_response(response).await {
-                    debug!(peer = %channel.inner.peer, opaque, error = %e, "response not sent");
-                }
-            }
-        });
-        let done = std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx).is_ready())).await;
-        if !done {
-            ctx.tracker.spawn(task);
-        }
+    /// Requests received on this connection and not yet answered.
+    pub fn requests_in_flight(&self) -> usize {
+        self.inner.inflight.load(Ordering::Relaxed)
+    }
+
+    /// Bytes queued for the socket.
+    pub fn queued_bytes(&self) -> usize {
+        self.inner.outbox.queued()
+    }
+
+    /// Keeps this connection when the server closes idle ones to make room (a name
+    /// server's connection from a registered broker).
+    pub fn protect(&self) {
+        self.inner.protected.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_protected(&self) -> bool {
+        self.inner.protected.load(Ordering::Relaxed)
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut wr: W,
-    mut rx: mpsc::Receiver<Frame>,
-    inner: Arc<Inner>,
-) {
-    let mut batch = WriteBatch::default();
-    let closed = inner.closed.clone();
-    let closed = closed.cancelled();
-    tokio::pin!(closed);
-    loop {
-        let first = tokio::select! {
-            biased;
-            frame = rx.recv() => match frame {
-                Some(frame) => frame,
-                None => break,
-            },
-            _ = &mut closed => {
-                // Flush what is already queued (e.g. responses of drained requests).
-                rx.close();
-                while let Ok(frame) = rx.try_recv() {
-                    batch.push(frame);
-                }
-                if !batch.is_empty() && batch.write_to(&mut wr).await.is_ok() {
-                    let _ = wr.flush().await;
-                }
-                break;
-            }
-        };
-        batch.push(first);
-        while batch.has_room() {
-            match rx.try_recv() {
-                Ok(frame) => batch.push(frame),
-                Err(_) => break,
-            }
-        }
-        // TLS holds records back until flushed; a socket's flush does nothing.
-        let result = match batch.write_to(&mut wr).await {
-            Ok(()) => wr.flush().await,
-            Err(e) => Err(e),
-        };
-        inner
-            .last_activity_ms
-            .store(coarse_millis(), Ordering::Relaxed);
-        if let Err(e) = result {
-            debug!(peer = %inner.peer, error = %e, "write failed; closing connection");
-            inner.mark_closed();
-            break;
-        }
-    }
-    let _ = wr.shutdown().await;
-}
-
-/// A request on its way: await [`PendingResponse::wait`] for the answer.
-pub struct PendingResponse {
-    channel: Channel,
-    rx: oneshot::Receiver<RemotingCommand>,
-    opaque: i32,
-    code: i32,
-    deadline: tokio::time::Instant,
-    started: tokio::time::Instant,
-    done: bool,
-}
-
-impl PendingResponse {
-    fn timeout_error(&self) -> RemotingError {
-        RemotingError::Timeout {
-            peer: self.channel.inner.peer,
-            code: self.code,
-            opaque: self.opaque,
-            timeout: self.deadline.saturating_duration_since(self.started),
-        }
-    }
-
-    /// The response, or a timeout / connection error. The pending slot is freed either way.
-    pub async fn wait(mut self) -> Result<RemotingCommand> {
-        let outcome = tokio::time::timeout_at(self.deadline, &mut self.rx).await;
-        self.done = true;
-        match outcome {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(_)) => Err(self.channel.closed_error()),
-            Err(_) => {
-                self.channel.forget(self.opaque);
-                Err(self.timeout_error())
-            }
-        }
-    }
-}
-
-impl Drop for PendingResponse {
-    fn drop(&mut self) {
-        // A caller that gave up (dropped the future) must not leak its slot.
-        if !self.done {
-            self.channel.forget(self.opaque);
-        }
-    }
-}
+static NO_MEMORY_FOR_RESPONSE: LogLimit = LogLimit::new();

@@ -39,6 +39,10 @@ pub struct ClientConfig {
     pub oneway_permits: usize,
     /// Wrap every connection in TLS (`tls.enable`); `None` connects in plain TCP.
     pub tls: Option<Arc<ClientTls>>,
+    /// The runtime every connection's tasks run on, whichever task connects; the
+    /// caller's when `None`. A broker runs its name-server connections on its own
+    /// small runtime, so that no request flood can hold up its registration.
+    pub runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Default for ClientConfig {
@@ -49,6 +53,7 @@ impl Default for ClientConfig {
             async_permits: 65_535,
             oneway_permits: 65_535,
             tls: None,
+            runtime: None,
         }
     }
 }
@@ -172,6 +177,8 @@ impl RemotingClient {
                 hooks: RpcHooks::default(),
                 tracker: self.tracker.clone(),
                 shutdown: self.shutdown.clone(),
+                runtime: self.config.runtime.clone(),
+                charge: None,
             },
         )?;
         debug!(addr, local = %channel.local_addr(), "connected");

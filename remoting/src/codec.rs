@@ -10,7 +10,8 @@
 //!
 //! The decoder is sans-IO and bounded: it checks the length words against
 //! [`FrameLimits`] before buffering a frame, returns `Ok(None)` without consuming
-//! anything until the whole frame is present, then takes exactly one frame. Garbage
+//! anything until the whole frame is present (growing its buffer by at most 64 KiB
+//! at a time meanwhile), then takes exactly one frame. Garbage
 //! is an `Err`, which closes that one connection.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -24,6 +25,9 @@ pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 /// Default largest header. Headers carry the property string (at most 32 KiB, up to six
 /// times that once JSON-escaped) and little else.
 pub const DEFAULT_MAX_HEADER: usize = 1024 * 1024;
+
+/// Most the decoder asks its buffer to grow by while a frame is incomplete.
+const READ_AHEAD: usize = 64 * 1024;
 
 /// Size limits applied before a frame is buffered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +103,15 @@ impl RemotingCodec {
             });
         }
         Ok((serialize_type, header))
+    }
+
+    /// The whole length of the frame at the start of `src` (its length word included),
+    /// checked against the limits, once its length word has arrived.
+    pub fn frame_len(&self, src: &[u8]) -> Result<Option<usize>, RemotingError> {
+        if src.len() < 4 {
+            return Ok(None);
+        }
+        self.check_prefix(src).map(|length| Some(4 + length))
     }
 
     /// Decodes one complete frame (without its leading length word).
@@ -209,7 +222,9 @@ impl Decoder for RemotingCodec {
         let length = self.check_prefix(src)?;
         let total = 4 + length;
         if src.len() < total {
-            src.reserve(total - src.len());
+            // Room for what is missing, but no more than a read's worth at a time: a
+            // frame's length word alone must not make its whole size resident.
+            src.reserve((total - src.len()).min(READ_AHEAD));
             return Ok(None);
         }
         let mut frame = src.split_to(total).freeze();

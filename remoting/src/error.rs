@@ -91,6 +91,14 @@ pub enum RemotingError {
     ConnectionClosed { peer: SocketAddr },
     #[error("too many {kind} requests in flight (limit {limit})")]
     TooManyRequests { kind: &'static str, limit: usize },
+    #[error("frame of {length} bytes not finished within {timeout:?} ({received} bytes received)")]
+    FrameTimeout {
+        length: usize,
+        received: usize,
+        timeout: Duration,
+    },
+    #[error("no memory for {what} of {bytes} bytes (the process's memory ceiling is reached)")]
+    NoMemory { what: &'static str, bytes: usize },
     #[error("remoting {0} is shut down")]
     Shutdown(&'static str),
     #[error(transparent)]

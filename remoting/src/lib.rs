@@ -6,7 +6,11 @@
 //!   the message record format shared by the store, the broker and the clients.
 //!
 //! * [`channel`]: one connection (reader and writer tasks, pending calls by opaque,
-//!   bounded write queue and request concurrency, idle close).
+//!   a write queue bounded in bytes, request concurrency, backpressure on a peer that
+//!   does not read, deadlines on frames and idle connections).
+//! * [`budget`]: the process's memory account ([`MemoryBudget`]) every frame received
+//!   or queued reserves from; [`limits`]: the keys that size it and the connection
+//!   limits (`maxMemoryBytes`, `serverMaxConnections`, ...), shared by both servers.
 //! * [`server`] and [`client`]: [`RemotingServer`] dispatches requests to a
 //!   [`RequestProcessor`]; [`RemotingClient`] keeps one multiplexed connection per
 //!   address and offers sync, async and oneway calls.
@@ -27,11 +31,13 @@
 //! crate implements.
 
 pub mod auth;
+pub mod budget;
 pub mod channel;
 pub mod client;
 pub mod codec;
 pub mod command;
 pub mod error;
+pub mod limits;
 pub mod processor;
 pub mod protocol;
 pub mod server;
@@ -39,10 +45,12 @@ pub mod support;
 pub mod tls;
 mod writer;
 
+pub use budget::{MemoryBudget, Reservation};
 pub use channel::{Channel, ConnectionConfig, DetachedReceiver};
 pub use client::{ClientConfig, RemotingClient, ResponseFuture};
 pub use codec::{Frame, FrameLimits, RemotingCodec};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 pub use error::{DecodeError, HeaderError, RemotingError};
+pub use limits::ServerLimits;
 pub use processor::{BoxFuture, RequestProcessor, RpcHook};
 pub use server::{RemotingServer, ServerConfig};

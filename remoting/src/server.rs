@@ -5,6 +5,12 @@
 //! a table of live channels (the broker sends requests back over them), and shuts down
 //! gracefully: it stops accepting and reading, lets requests in flight answer, then
 //! closes every connection.
+//!
+//! Admission: each connection reserves [`CONNECTION_BYTES`] of the memory budget and
+//! counts against `max_connections`. At the limit, a new connection makes room by
+//! closing the connection idle the longest (one with nothing in flight or queued,
+//! idle for at least a second and not protected, see [`Channel::protect`]); when no
+//! connection qualifies, or the budget has no room, the new one is closed at once.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -17,8 +23,11 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use crate::channel::{Channel, ChannelContext, ConnectionConfig};
+use crate::limits::CONNECTION_BYTES;
 use crate::processor::{BoxFuture, RequestProcessor, RpcHook, RpcHooks};
+use crate::support::log_limit::LogLimit;
 use crate::support::sync::MutexExt;
+use crate::support::time::coarse_millis;
 use crate::tls::{ServerTls, Stream};
 use crate::RemotingCommand;
 
@@ -30,6 +39,8 @@ pub struct ServerConfig {
     pub shutdown_timeout: Duration,
     /// TLS per `tls.server.mode`; `None` serves plain connections only.
     pub tls: Option<Arc<ServerTls>>,
+    /// Connections served at once (`serverMaxConnections`).
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +49,7 @@ impl Default for ServerConfig {
             connection: ConnectionConfig::default(),
             shutdown_timeout: Duration::from_secs(10),
             tls: None,
+            max_connections: usize::MAX,
         }
     }
 }
@@ -111,12 +123,17 @@ impl RemotingServer {
             inner: processor,
             channels: channels.clone(),
         });
+        let admission = Admission {
+            channels: channels.clone(),
+            max_connections: config.max_connections.max(1),
+        };
         tracker.spawn(accept_loop(
             listener,
             processor,
             rpc_hooks,
             config.connection.clone(),
             config.tls.clone(),
+            admission,
             tracker.clone(),
             shutdown.clone(),
         ));
@@ -167,12 +184,68 @@ impl Drop for RemotingServer {
     }
 }
 
+/// Decides whether a new connection is served.
+struct Admission {
+    channels: ChannelTable,
+    max_connections: usize,
+}
+
+/// A connection closed to make room must have been idle this long.
+const MIN_IDLE_TO_EVICT_MS: u64 = 1000;
+
+static REFUSED: LogLimit = LogLimit::new();
+static EVICTED: LogLimit = LogLimit::new();
+
+impl Admission {
+    /// Makes room for one more connection if there is none; false when there is no
+    /// connection to close for it.
+    fn make_room(&self, peer: SocketAddr) -> bool {
+        let channels = self.channels.locked();
+        if channels.len() < self.max_connections {
+            return true;
+        }
+        let live = channels.values().filter(|c| !c.is_closed()).count();
+        if live < self.max_connections {
+            return true; // the rest are closing
+        }
+        let now = coarse_millis();
+        let victim = channels
+            .values()
+            .filter(|c| {
+                !c.is_closed()
+                    && !c.is_protected()
+                    && c.requests_in_flight() == 0
+                    && c.queued_bytes() == 0
+                    && now.saturating_sub(c.last_activity_millis()) >= MIN_IDLE_TO_EVICT_MS
+            })
+            .min_by_key(|c| c.last_activity_millis());
+        match victim {
+            Some(victim) => {
+                if let Some(suppressed) = EVICTED.allow() {
+                    info!(%peer, closed = %victim.peer_addr(), idle_ms = now.saturating_sub(victim.last_activity_millis()), limit = self.max_connections, suppressed, "connection limit reached: closing the connection idle the longest");
+                }
+                victim.close();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+fn refuse(peer: SocketAddr, reason: &'static str) {
+    if let Some(suppressed) = REFUSED.allow() {
+        warn!(%peer, reason, suppressed, "connection refused");
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // the server's parts, handed over once at start
 async fn accept_loop(
     listener: TcpListener,
     processor: Arc<dyn RequestProcessor>,
     hooks: RpcHooks,
     config: ConnectionConfig,
     tls: Option<Arc<ServerTls>>,
+    admission: Admission,
     tracker: TaskTracker,
     shutdown: CancellationToken,
 ) {
@@ -184,12 +257,25 @@ async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 debug!(%peer, "connection accepted");
+                let Some(charge) = config.budget.try_reserve(CONNECTION_BYTES) else {
+                    refuse(peer, "memory ceiling reached");
+                    continue;
+                };
+                if !admission.make_room(peer) {
+                    refuse(
+                        peer,
+                        "connection limit reached and no idle connection to close",
+                    );
+                    continue;
+                }
                 let ctx = ChannelContext {
                     config: config.clone(),
                     processor: processor.clone(),
                     hooks: hooks.clone(),
                     tracker: tracker.clone(),
                     shutdown: shutdown.clone(),
+                    runtime: None,
+                    charge: Some(charge),
                 };
                 match &tls {
                     None => start_channel(Stream::Plain(stream), ctx),

@@ -446,6 +446,28 @@ impl TestClient {
             .offset
     }
 
+    /// GET_BROKER_RUNTIME_INFO as a table.
+    pub async fn runtime_info(&self, addr: &str) -> std::collections::BTreeMap<String, String> {
+        let response = self
+            .call(
+                addr,
+                RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO),
+            )
+            .await;
+        assert_eq!(
+            response.code,
+            response_code::SUCCESS,
+            "{}",
+            response.remark()
+        );
+        vostok_remoting::protocol::json::from_slice::<vostok_remoting::protocol::body::KvTable>(
+            "runtime info",
+            &response.body,
+        )
+        .map(|kv| kv.table)
+        .unwrap_or_else(|e| panic!("runtime info of {addr}: {e}"))
+    }
+
     /// Waits until the broker's store has dispatched every record it holds, so that a
     /// message whose send was acknowledged is visible to pulls.
     pub async fn wait_dispatched(&self, addr: &str) {

@@ -122,6 +122,12 @@ impl Process {
         self.child.as_ref().map(Child::id).unwrap_or(0)
     }
 
+    /// The process's anonymous resident memory (`RssAnon` in `/proc/<pid>/status`):
+    /// what its heap and stacks take, without the mapped commitlog's pages.
+    pub fn rss_anon_bytes(&self) -> Option<u64> {
+        rss_anon_bytes(self.pid())
+    }
+
     /// SIGKILL, and wait for the process to be gone.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -154,6 +160,14 @@ impl Process {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+}
+
+/// `RssAnon` of process `pid` in bytes (see [`Process::rss_anon_bytes`]).
+pub fn rss_anon_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 impl Drop for Process {

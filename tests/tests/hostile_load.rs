@@ -11,6 +11,9 @@ use vostok_remoting::RemotingCommand;
 use vostok_tests::client::TestClient;
 use vostok_tests::{Broker, BrokerOptions};
 
+/// How long one flooding call may wait.
+const T: Duration = Duration::from_secs(10);
+
 fn heartbeat(client_id: &str, groups: impl IntoIterator<Item = String>) -> RemotingCommand {
     let heartbeat = HeartbeatData {
         client_id: client_id.into(),
@@ -216,4 +219,101 @@ async fn a_deleted_topic_stays_deleted_after_kill9() {
     let got = client.drain(&broker.addr, "reader", "Doomed", 0, 0).await;
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0].body[..], b"new");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_and_route_queries_go_on_during_a_flood() {
+    let namesrv = vostok_tests::Namesrv::start();
+    let broker = Broker::start(BrokerOptions {
+        namesrv: Some(namesrv.addr.clone()),
+        ..BrokerOptions::default()
+    });
+    let client = std::sync::Arc::new(TestClient::default());
+    client.create_topic(&broker.addr, "Steady", 2).await;
+    client
+        .wait_for_route(&namesrv.addr, "Steady", |r| !r.queue_datas.is_empty())
+        .await;
+    let registered = |info: &std::collections::BTreeMap<String, String>| -> u64 {
+        info.get("nameServerRegistrations")
+            .and_then(|v| v.parse().ok())
+            .expect("nameServerRegistrations in the runtime info")
+    };
+    let before = registered(&client.runtime_info(&broker.addr).await);
+
+    // Until told to stop: heartbeats creating 64 groups each (and their %RETRY%
+    // topics, each a reason to register), and pipelined full topic-table reads.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rounds = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut flood = Vec::new();
+    for task in 0..3 {
+        let (stop, rounds) = (stop.clone(), rounds.clone());
+        let client = TestClient::new(&format!("flood{task}"));
+        let addr = broker.addr.clone();
+        flood.push(tokio::spawn(async move {
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let names = groups(&format!("f{task}r{round}"), 64);
+                let request = heartbeat("flood", names);
+                // A flooding call may time out on a loaded machine: it is tried again.
+                let Ok(answer) = client.remoting.invoke_sync(&addr, request, T).await else {
+                    continue;
+                };
+                assert_eq!(answer.code, response_code::SUCCESS, "{}", answer.remark());
+                round += 1;
+                if task == 0 {
+                    rounds.store(round, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for _ in 0..16 {
+        let stop = stop.clone();
+        let client = client.clone();
+        let addr = broker.addr.clone();
+        flood.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let all = RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG);
+                if let Ok(answer) = client.remoting.invoke_sync(&addr, all, T).await {
+                    assert_eq!(answer.code, response_code::SUCCESS, "{}", answer.remark());
+                }
+            }
+        }));
+    }
+
+    // While it runs: the route stays, and the groups created in its fifth round reach
+    // the name server (the broker registered them).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while rounds.load(std::sync::atomic::Ordering::Relaxed) < 5 {
+        assert!(tokio::time::Instant::now() < deadline, "the flood is stuck");
+        assert!(client.route(&namesrv.addr, "Steady").await.is_some());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    loop {
+        assert!(
+            client.route(&namesrv.addr, "Steady").await.is_some(),
+            "route lost during the flood"
+        );
+        if client
+            .route(&namesrv.addr, "%RETRY%f0r4_0")
+            .await
+            .is_some_and(|r| !r.queue_datas.is_empty())
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no registration reached the name server during the flood"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        flood.iter().all(|t| !t.is_finished()),
+        "observed while the flood ran"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for task in flood {
+        task.await.expect("flood task");
+    }
+    let after = registered(&client.runtime_info(&broker.addr).await);
+    assert!(after > before, "registrations {before} -> {after}");
 }

@@ -93,6 +93,13 @@ impl BrokerConfig {
             "maxFrameSize" => self.max_frame_size = parse(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = parse_bool(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay = Duration::from_secs(parse(key, v)?),
+            _ if self
+                .limits
+                .apply(key, v)
+                .map_err(|reason| BrokerError::Config {
+                    key: key.to_owned(),
+                    reason,
+                })? => {}
             _ if self.pop.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
             _ if self.grpc.apply_property(key, v)? => {}
@@ -248,6 +255,7 @@ impl BrokerConfig {
         out.extend(self.grpc.to_properties());
         out.extend(self.store.to_properties());
         out.extend(self.security.to_properties());
+        out.extend(self.limits.to_properties());
         out
     }
 }

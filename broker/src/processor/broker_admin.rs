@@ -12,6 +12,7 @@ use crate::state::Broker;
 
 pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     let mut table: BTreeMap<String, String> = broker.store.runtime_info();
+    table.extend(broker.health_info());
     let (put_tps, get_tps) = broker.stats.tps();
     let now = vostok_remoting::support::time::now_millis();
     let mut put = |k: &str, v: String| {

@@ -44,6 +44,13 @@ pub(crate) async fn send_message(
             "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
         );
     }
+    // Near the memory ceiling producers wait, rather than memory growing to it.
+    if broker.memory.is_pressed() {
+        return error(
+            response_code::SYSTEM_BUSY,
+            "[MEMORY]broker busy: memory nearly at its ceiling, start flow control for a while",
+        );
+    }
     let mut header = header;
     let topic_config = match check_message(broker, channel, &header) {
         Ok(config) => config,
@@ -338,7 +345,8 @@ pub(super) fn max_delay_level(broker: &Broker) -> i32 {
 const TIMER_PRECISION_MS: i64 = 1000;
 
 /// Where a timer message waits, `None` when it is due within the timer's precision
-/// (it is then stored at once), or MESSAGE_ILLEGAL.
+/// (it is then stored at once), or MESSAGE_ILLEGAL, or SYSTEM_BUSY when the pending
+/// timers are at their limit.
 fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>, RemotingCommand> {
     let illegal =
         |remark: String| RemotingCommand::response(response_code::MESSAGE_ILLEGAL, remark);
@@ -356,7 +364,18 @@ fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>,
             "timer message delay {delay} ms exceeds the maximum of {max} ms"
         )));
     }
-    Ok((delay > TIMER_PRECISION_MS / 10).then_some(Parking::Timer { at }))
+    if delay <= TIMER_PRECISION_MS / 10 {
+        return Ok(None);
+    }
+    // Bounded like every table that grows with load (docs/limits.md).
+    let limit = broker.max_pending_timers();
+    if broker.timers.pending() >= limit {
+        return Err(RemotingCommand::response(
+            response_code::SYSTEM_BUSY,
+            format!("[TIMER]timer message is under flow control, max num limit is {limit}"),
+        ));
+    }
+    Ok(Some(Parking::Timer { at }))
 }
 
 /// Delays apply to ordinary and committed messages only (docs/flows.md#delay-levels).

@@ -1,7 +1,9 @@
 //! Small periodic duties: flushing consumer offsets (`flushConsumerOffsetInterval`),
 //! expiring clients that stopped sending heartbeats (RocketMQ's
-//! `ClientHousekeepingService`, every 10 s, `channelExpiredTimeout`), and turning the
-//! message counters into per-second rates.
+//! `ClientHousekeepingService`, every 10 s, `channelExpiredTimeout`), turning the
+//! message counters into per-second rates and estimating the tables for the memory
+//! account. They run on the duties runtime (`Broker::duties`): a request flood
+//! cannot delay them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,38 +14,57 @@ const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
 const STATS_PERIOD: Duration = Duration::from_secs(1);
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
+    let duties = &broker.duties;
     let b = broker.clone();
-    broker.tasks.spawn(async move {
-        let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
-        tick.tick().await;
-        loop {
-            tokio::select! {
-                _ = tick.tick() => b.offsets.persist(false),
-                _ = b.shutdown.cancelled() => break,
-            }
-        }
-    });
+    broker.tasks.spawn_on(persist_offsets(b), duties);
     let b = broker.clone();
-    broker.tasks.spawn(async move {
-        let mut tick = tokio::time::interval(CLIENT_SCAN_PERIOD);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    let changed = b.clients.scan_expired(Instant::now(), b.config.channel_expired_timeout);
-                    b.notify_consumer_ids_changed(changed);
+    broker.tasks.spawn_on(expire_clients(b), duties);
+    let b = broker.clone();
+    broker.tasks.spawn_on(
+        async move {
+            let mut tick = tokio::time::interval(STATS_PERIOD);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        b.stats.sample();
+                        b.sample_memory();
+                    }
+                    _ = b.shutdown.cancelled() => break,
                 }
-                _ = b.shutdown.cancelled() => break,
             }
-        }
-    });
-    let b = broker.clone();
-    broker.tasks.spawn(async move {
-        let mut tick = tokio::time::interval(STATS_PERIOD);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => b.stats.sample(),
-                _ = b.shutdown.cancelled() => break,
+        },
+        duties,
+    );
+}
+
+/// Writes `consumerOffset.json` every `flushConsumerOffsetInterval` when it changed.
+async fn persist_offsets(b: Arc<Broker>) {
+    let mut tick = tokio::time::interval(b.config.flush_consumer_offset_interval);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                // A write and an fsync: off the duties thread, which also registers.
+                let owner = b.clone();
+                let write = tokio::task::spawn_blocking(move || owner.offsets.persist(false));
+                let _ = write.await;
             }
+            _ = b.shutdown.cancelled() => break,
         }
-    });
+    }
+}
+
+/// Drops the clients silent for `channelExpiredTimeout`, every [`CLIENT_SCAN_PERIOD`].
+async fn expire_clients(b: Arc<Broker>) {
+    let mut tick = tokio::time::interval(CLIENT_SCAN_PERIOD);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let timeout = b.config.channel_expired_timeout;
+                let changed = b.clients.scan_expired(Instant::now(), timeout);
+                b.notify_consumer_ids_changed(changed);
+            }
+            _ = b.shutdown.cancelled() => break,
+        }
+    }
 }

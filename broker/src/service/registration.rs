@@ -1,7 +1,8 @@
 //! Registration with the name servers (`BrokerOuterAPI`,
 //! docs/flows.md#broker-registration): with every name server in parallel, at start, every
 //! `registerNameServerPeriod`, and at once when the topic table changes; unregistration on
-//! clean shutdown.
+//! clean shutdown. It runs on the duties runtime (`Broker::duties`), as do the
+//! name-server connections, so no request flood can make it miss its period.
 
 use std::sync::Arc;
 
@@ -22,7 +23,9 @@ use crate::state::Broker;
 /// the broker reports itself started).
 pub(crate) fn spawn(broker: &Arc<Broker>) {
     let b = broker.clone();
-    broker.tasks.spawn(async move { run(b).await });
+    broker
+        .tasks
+        .spawn_on(async move { run(b).await }, &broker.duties);
 }
 
 /// Registers periodically and on topic changes until shutdown.
@@ -68,6 +71,15 @@ fn register_request(broker: &Broker) -> RemotingCommand {
     RemotingCommand::request_with_header(request_code::REGISTER_BROKER, &header).with_body(bytes)
 }
 
+/// One registration round with every name server, run on the duties runtime.
+pub(crate) async fn register_now(broker: &Arc<Broker>) {
+    let b = broker.clone();
+    let round = broker.duties.spawn(async move { register_all(&b).await });
+    if let Err(e) = round.await {
+        warn!(error = %e, "registration round did not finish");
+    }
+}
+
 /// One registration round with every name server.
 pub(crate) async fn register_all(broker: &Broker) {
     let unregistered = broker.registration.lock().await;
@@ -85,6 +97,10 @@ pub(crate) async fn register_all(broker: &Broker) {
         match result {
             Ok(response) if response.code == response_code::SUCCESS => {
                 debug!(namesrv = %addr, "registered");
+                broker
+                    .stats
+                    .registrations
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if let Ok(header) = response.decode_header::<RegisterBrokerResponseHeader>() {
                     learn_master(broker, header);
                 }

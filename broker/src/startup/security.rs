@@ -91,10 +91,14 @@ pub(crate) fn open(config: &mut BrokerConfig) -> Result<Security, BrokerError> {
 }
 
 /// The client towards the name servers.
-pub(crate) fn outer_client(security: &Security) -> RemotingClient {
+pub(crate) fn outer_client(
+    security: &Security,
+    runtime: &tokio::runtime::Handle,
+) -> RemotingClient {
     let client = RemotingClient::new(
         ClientConfig {
             tls: security.client_tls.clone(),
+            runtime: Some(runtime.clone()),
             ..ClientConfig::default()
         },
         None,

@@ -14,6 +14,7 @@ pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
 pub(crate) mod long_polling;
+pub(crate) mod memory;
 pub(crate) mod offset;
 pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
@@ -100,6 +101,13 @@ pub struct Broker {
     pub(crate) tasks: TaskTracker,
     /// ACL (1.0 or 2.0) when switched on: every request passes it first.
     pub(crate) guard: Option<vostok_auth::Guard>,
+    /// The process's memory account (docs/limits.md): frames and queues reserve from
+    /// it, the tables report to it ([`memory`]); producers get SYSTEM_BUSY when it is
+    /// pressed.
+    pub(crate) memory: Arc<vostok_remoting::MemoryBudget>,
+    /// The small runtime of the broker's duties (registration, client expiry, offset
+    /// flushes): no request flood can hold them up.
+    pub(crate) duties: tokio::runtime::Handle,
 }
 
 impl Broker {
@@ -113,6 +121,11 @@ impl Broker {
 
     pub fn broker_addr(&self) -> SocketAddr {
         self.broker_addr
+    }
+
+    /// The process's memory account.
+    pub fn memory(&self) -> &Arc<vostok_remoting::MemoryBudget> {
+        &self.memory
     }
 
     pub(crate) fn on_channel_closed(&self, channel: &Channel) {

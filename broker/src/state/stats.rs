@@ -11,6 +11,8 @@ pub struct BrokerStats {
     pub put: AtomicU64,
     /// Messages returned by pulls since start.
     pub get: AtomicU64,
+    /// Successful registrations with a name server since start.
+    pub registrations: AtomicU64,
     rates: Mutex<Rates>,
 }
 

@@ -165,6 +165,11 @@ impl TransactionState {
         self.state.locked()
     }
 
+    /// Ranges of finished roots held (for the memory account).
+    pub(crate) fn finished_ranges(&self) -> usize {
+        self.lock().finished.len()
+    }
+
     pub(crate) fn is_finished(&self, root: i64) -> bool {
         self.lock().finished.contains(root)
     }

@@ -94,6 +94,9 @@ pub(super) fn register_broker(s: &Shared, channel: &Channel, request: &RemotingC
         channel: Some(channel.clone()),
     };
     let result = s.route.register_broker(registration, monotonic());
+    // Closing it would drop the broker's routes: never chosen to make room for
+    // another connection.
+    channel.protect();
     if channel.is_closed() {
         // The connection closed while this registration was being applied, possibly
         // after its close was handled: drop the broker now rather than at expiry.

@@ -9,10 +9,8 @@
 //! Apache's proxy does the same with its `GrpcClientChannel`, a Netty channel whose
 //! writes become telemetry commands.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::BytesMut;
 use tokio::sync::mpsc;
@@ -20,16 +18,17 @@ use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use super::{Channel, Inner, NEXT_CHANNEL_ID};
-use crate::codec::{Frame, FrameLimits, RemotingCodec};
-use crate::command::{RemotingCommand, SerializeType};
-use crate::support::time::coarse_millis;
+use super::outbox::{Outbox, Queued};
+use super::{Channel, ConnectionConfig, Inner};
+use crate::codec::RemotingCodec;
+use crate::command::RemotingCommand;
 
 /// The receiving end of a detached channel: the commands written to it, in order.
 pub struct DetachedReceiver {
-    rx: mpsc::Receiver<Frame>,
+    rx: mpsc::Receiver<Queued>,
     codec: RemotingCodec,
     closed: CancellationToken,
+    outbox: Arc<Outbox>,
 }
 
 impl Channel {
@@ -42,26 +41,17 @@ impl Channel {
         capacity: usize,
     ) -> (Channel, DetachedReceiver) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        let limits = FrameLimits::default();
-        let closed = CancellationToken::new();
+        let config = ConnectionConfig::default();
+        let inner = Inner::new(peer, local, &config, tx);
+        let closed = inner.closed.clone();
         let channel = Channel {
-            inner: Arc::new(Inner {
-                id: NEXT_CHANNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-                peer,
-                local,
-                codec: RemotingCodec::new(limits),
-                serialize_type: SerializeType::Json,
-                tx,
-                pending: Mutex::new(HashMap::new()),
-                closed: closed.clone(),
-                closed_flag: AtomicBool::new(false),
-                last_activity_ms: AtomicU64::new(coarse_millis()),
-            }),
+            inner: Arc::new(inner),
         };
         let receiver = DetachedReceiver {
             rx,
-            codec: RemotingCodec::new(limits),
+            codec: RemotingCodec::new(config.limits),
             closed,
+            outbox: channel.inner.outbox.clone(),
         };
         (channel, receiver)
     }
@@ -71,14 +61,18 @@ impl DetachedReceiver {
     /// The next command written to the channel; `None` once the channel is closed.
     pub async fn recv(&mut self) -> Option<RemotingCommand> {
         loop {
-            let frame = tokio::select! {
+            let queued = tokio::select! {
                 biased;
-                frame = self.rx.recv() => frame?,
+                queued = self.rx.recv() => queued?,
                 _ = self.closed.cancelled() => return None,
             };
+            let frame = &queued.frame;
             let mut buf = BytesMut::with_capacity(frame.len());
             buf.extend_from_slice(&frame.head);
             buf.extend_from_slice(&frame.body);
+            let len = frame.len();
+            drop(queued);
+            self.outbox.wrote(len);
             match self.codec.decode(&mut buf) {
                 Ok(Some(cmd)) => return Some(cmd),
                 // Frames come from this process's own encoder; one that does not decode

@@ -8,8 +8,10 @@
 //!   never turns every later lock of the same table into a second panic.
 //! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
 //! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
+//! * [`log_limit`]: at most one log line a second for events a flood repeats.
 
 pub mod config_file;
+pub mod log_limit;
 pub mod properties;
 pub mod sync;
 pub mod time;
