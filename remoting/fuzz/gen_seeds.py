@@ -65,6 +65,9 @@ def frames_and_headers():
         write("frame", f"json-{i}", b"\xff\xff\x06" + frame(j, 0, body))
         write("frame", f"binary-{i}", b"\xff\xff\x06" + frame(b, 1, body))
         all_frames += frame(j, 0, body)
+        # The mixed target reads frames as they come off the wire.
+        write("decode", f"json-{i}", frame(j, 0, body))
+        write("decode", f"binary-{i}", frame(b, 1, body))
     write("frame", "many-frames", b"\x10\x00\xff" + all_frames)
     write("frame", "cut-short", b"\x10\x00\x00" + all_frames[:-3])
     write("json_header", "java", json.dumps({
