@@ -65,8 +65,8 @@ impl Raw {
         Ok(())
     }
 
-    /// The route of `topic` on a name server, `Ok(None)` when it has none (the
-    /// response code then).
+    /// Whether a name server has a route for `topic`: `Ok(Err(code))` with its answer
+    /// when it has none.
     pub async fn route(&self, namesrv: &str, topic: &str) -> Result<Result<(), i32>, String> {
         let header = GetRouteInfoRequestHeader {
             topic: topic.into(),
