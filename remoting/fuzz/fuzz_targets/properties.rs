@@ -25,7 +25,8 @@ fuzz_target!(|data: &[u8]| {
     let ours: BTreeMap<&str, &str> = decoded.iter().collect();
     assert_eq!(ours.len(), decoded.len(), "a name appears twice");
     assert_eq!(ours, java);
-    for (k, v) in &java {
+    // Lookups scan the text: a sample of names keeps the target linear.
+    for (k, v) in java.iter().take(16) {
         assert_eq!(find(&text, k), Some(*v));
         assert_eq!(decoded.get(k), Some(*v));
     }
