@@ -171,13 +171,26 @@ impl IndexService {
             }
             None => (0, 0),
         };
-        let mut ms = now_ms.max(vostok_remoting::support::time::now_millis());
+        let ms = now_ms.max(vostok_remoting::support::time::now_millis());
+        // Names sort in creation order. When the newest file's name is ahead of the
+        // clock (the clock was set back, or a record's store time is wrong) the next
+        // name follows it, as a number, rather than waiting for the clock to get there.
+        let mut name: u64 = local_time_name(ms).parse().unwrap_or(0);
+        if let Some(newest) = self.files().last() {
+            let newest: u64 = newest
+                .path()
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            name = name.max(newest + 1);
+        }
         let path = loop {
-            let path = self.dir.join(local_time_name(ms));
-            if !path.exists() && self.files().last().is_none_or(|l| *l.path() < *path) {
+            let path = self.dir.join(format!("{name:017}"));
+            if !path.exists() {
                 break path;
             }
-            ms += 1;
+            name += 1;
         };
         let file = Arc::new(IndexFile::create(
             path,

@@ -3,15 +3,15 @@
 //! decoded transfer frame re-encodes to the bytes it came from.
 //!
 //! Run from `store/`: `cargo +nightly fuzz run ha_frames fuzz/corpus/ha_frames
-//! fuzz/seeds` (`fuzz/seeds` holds hand-written frames: a report, a transfer, a
-//! heartbeat, a bad size; new inputs go to the first, untracked directory).
+//! fuzz/seeds/ha_frames` (`fuzz/seeds/ha_frames` holds hand-written frames: a report,
+//! a transfer, a heartbeat, a bad size; new inputs go to the first, untracked
+//! directory).
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use vostok_store::ha::wire::{
-    decode_reports, decode_transfer, encode_transfer_header, MAX_TRANSFER_BODY,
-    SLAVE_READ_BUFFER,
+    decode_reports, decode_transfer, encode_transfer_header, MAX_TRANSFER_BODY, SLAVE_READ_BUFFER,
 };
 
 fuzz_target!(|data: &[u8]| {

@@ -1,7 +1,7 @@
 //! The pull path (RocketMQ `DefaultMessageStore.getMessage`, docs/commands.md#pulling,
 //! docs/store.md#read-path).
 
-use vostok_remoting::protocol::message::record::{RecordView, MAGIC_V1, MAGIC_V2};
+use vostok_remoting::protocol::message::record::{RecordKind, RecordView};
 
 use super::MessageStore;
 use crate::config::CQ_UNIT_SIZE;
@@ -36,14 +36,15 @@ impl Limits {
     }
 }
 
-/// A stored record of `size` bytes starts here (cheap check before handing it out).
-fn looks_like_record(bytes: &[u8], size: usize) -> bool {
+/// The record of `size` bytes a consume-queue entry points to at `phy` is intact: it
+/// parses, its body CRC matches and it says it is at `phy`. Recovery verifies only
+/// the files it walks (docs/store.md#recovery); a damaged older file must not reach a
+/// consumer. The lookups by offset and key check the same (`CommitLog::read_record`).
+fn intact_record(bytes: &[u8], size: usize, phy: i64) -> bool {
     bytes.len() == size
-        && size >= 8
-        && i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize == size
         && matches!(
-            i32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
-            MAGIC_V1 | MAGIC_V2
+            RecordView::parse(bytes, true),
+            Ok(RecordKind::Message(view)) if view.physical_offset() == phy
         )
 }
 
@@ -156,17 +157,25 @@ impl MessageStore {
                     continue;
                 }
             }
-            let Some(bytes) = i
-                .commitlog
-                .read(e.phy, size)
-                .filter(|b| looks_like_record(b, size))
-            else {
+            let Some(bytes) = i.commitlog.read(e.phy, size) else {
                 if result.messages.is_empty() {
                     result.status = MessageWasRemoving;
                 }
                 next_phy_file_start = i.commitlog.roll_next_file(e.phy);
                 continue;
             };
+            if !intact_record(&bytes, size, e.phy) {
+                // Damaged on disk: skipped (the consumer moves past it), never served.
+                tracing::error!(
+                    topic,
+                    queue_id,
+                    queue_offset = offset + k as i64 - 1,
+                    commit_log_offset = e.phy,
+                    size,
+                    "skipping a corrupt commitlog record"
+                );
+                continue;
+            }
             if let Some(f) = filter {
                 let props = RecordView::parse_message(&bytes, false)
                     .map(|v| v.properties())
