@@ -43,6 +43,20 @@ impl ControllerNode {
         Some((id, addr))
     }
 
+    /// Confirms with a quorum that this node still leads and waits until its state
+    /// machine has applied everything committed before the check: a newly elected
+    /// leader may not yet have applied its predecessor's last entries, and a deposed
+    /// one may not know it yet. Reads answered after this are not stale.
+    pub async fn ensure_leader(&self) -> Result<(), RemotingCommand> {
+        if !self.is_leader() {
+            return Err(self.not_leader());
+        }
+        match self.raft.ensure_linearizable().await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(self.not_leader()),
+        }
+    }
+
     pub fn not_leader(&self) -> RemotingCommand {
         let leader = self.leader().map(|(_, a)| a).unwrap_or_default();
         RemotingCommand::response(

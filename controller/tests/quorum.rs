@@ -99,9 +99,17 @@ async fn leader(client: &RemotingClient, q: &Quorum) -> String {
     panic!("no controller leader");
 }
 
+/// Sends `req` to the leader, asking again (as brokers do) while leadership moves.
 async fn call(client: &RemotingClient, q: &Quorum, req: RemotingCommand) -> RemotingCommand {
-    let addr = leader(client, q).await;
-    client.invoke_sync(&addr, req, T).await.unwrap()
+    for _ in 0..100 {
+        let addr = leader(client, q).await;
+        let resp = client.invoke_sync(&addr, req.clone(), T).await.unwrap();
+        if resp.code != response_code::CONTROLLER_NOT_LEADER {
+            return resp;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no controller kept its leadership long enough to answer");
 }
 
 async fn heartbeat(client: &RemotingClient, q: &Quorum, id: i64, max_offset: i64) {

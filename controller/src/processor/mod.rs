@@ -45,8 +45,8 @@ async fn dispatch(node: &ControllerNode, request: RemotingCommand) -> RemotingCo
         | request_code::RAFT_INSTALL_SNAPSHOT => return raft::serve(node, &request).await,
         _ => {}
     }
-    if !node.is_leader() {
-        return node.not_leader();
+    if let Err(not_leader) = node.ensure_leader().await {
+        return not_leader;
     }
     let answer = match code {
         request_code::CONTROLLER_GET_NEXT_BROKER_ID => broker::next_broker_id(node, &request),
