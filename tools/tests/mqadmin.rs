@@ -4,95 +4,17 @@
 //! topic with the name server, dispatching sent messages to the consume queues), the
 //! test re-asks until the change shows, within a deadline.
 
-use std::future::Future;
-use std::process::Output;
 use std::time::Duration;
 
-use tempfile::TempDir;
-use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
+use vostok_broker::{Broker, BrokerConfig};
 use vostok_client::{Message, Producer, ProducerConfig};
 use vostok_remoting::protocol::header::UpdateConsumerOffsetRequestHeader;
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::{ClientConfig, RemotingClient, RemotingCommand};
 
-/// Longest wait for one `mqadmin` run or one asynchronous broker change.
-const DEADLINE: Duration = Duration::from_secs(20);
+mod common;
 
-async fn start_broker(name: &str) -> (BrokerHandle, TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = BrokerConfig {
-        broker_name: name.into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
-    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
-    let broker = Broker::start(config).await.expect("broker starts");
-    (broker, dir)
-}
-
-/// Runs `mqadmin -n NAMESRV ARGS...`, NAMESRV_ADDR unset.
-async fn mqadmin(namesrv: &str, args: &[&str]) -> Output {
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
-        .args(args)
-        .arg("-n")
-        .arg(namesrv)
-        .env_remove("NAMESRV_ADDR")
-        .kill_on_drop(true)
-        .output();
-    tokio::time::timeout(DEADLINE, run)
-        .await
-        .unwrap_or_else(|_| panic!("mqadmin {args:?} did not finish within {DEADLINE:?}"))
-        .expect("mqadmin runs")
-}
-
-/// Stdout of a run that must succeed.
-async fn ok(namesrv: &str, args: &[&str]) -> String {
-    let out = mqadmin(namesrv, args).await;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "mqadmin {args:?} failed ({})\nstdout:\n{stdout}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
-/// Stderr of a run that must fail with exit code 1 and a one-line message.
-async fn fails(namesrv: &str, args: &[&str]) -> String {
-    let out = mqadmin(namesrv, args).await;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "mqadmin {args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
-    assert!(stderr.starts_with("mqadmin: "), "{stderr:?}");
-    stderr
-}
-
-/// Re-runs `check` until it returns `Some`, or fails after [`DEADLINE`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {DEADLINE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use common::{eventually, fails, mqadmin, ok, start_broker};
 
 /// `(broker, queue, min, max)` rows of `topicStatus` output.
 fn status_rows(text: &str) -> Vec<(String, i32, i64, i64)> {
@@ -112,7 +34,7 @@ fn status_rows(text: &str) -> Vec<(String, i32, i64, i64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topic_lifecycle_offsets_and_message_queries() {
-    let (broker, _dir) = start_broker("admin-a").await;
+    let (broker, _dir) = start_broker("admin-a", |_| {}).await;
     let ns_owned = broker.namesrv_addr();
     let ns = ns_owned.as_str();
     let broker_addr = broker.addr().to_string();
@@ -364,7 +286,7 @@ async fn topic_lifecycle_offsets_and_message_queries() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_exit_1_with_one_line_naming_what_failed() {
-    let (broker, _dir) = start_broker("admin-b").await;
+    let (broker, _dir) = start_broker("admin-b", |_| {}).await;
     let ns_owned = broker.namesrv_addr();
     let ns = ns_owned.as_str();
 
@@ -528,7 +450,7 @@ async fn acl_2_verbs_manage_users_and_policies() {
 /// holds everything the master has).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_list_shows_roles_and_the_slaves_lag() {
-    let (master, _dir) = start_broker("admin-ha").await;
+    let (master, _dir) = start_broker("admin-ha", |_| {}).await;
     let ns_owned = master.namesrv_addr();
     let ns = ns_owned.as_str();
     let slave_dir = tempfile::tempdir().expect("temp dir");
