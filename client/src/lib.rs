@@ -21,7 +21,8 @@
 //! * `processor`: requests brokers send to the client; `api`: one function per RPC.
 //! * [`producer`]: [`producer::send`] (send modes, retries), `attempt` (one attempt of
 //!   a send), [`producer::send_result`], [`producer::batch`], [`producer::selector`],
-//!   [`producer::transaction`], [`producer::fault`], [`producer::request`].
+//!   [`producer::transaction`], [`producer::fault`], [`producer::request`],
+//!   [`producer::trace`] (the producer that carries trace records).
 //! * [`consumer`]: [`consumer::config`], [`consumer::listener`], `subscription`, `core`
 //!   (the consumer core, what the instance registers for either kind) with `inner`,
 //!   `rebalance`, `pull`, `process_queue`, `offset_store`, `offset_table`, `send_back`,

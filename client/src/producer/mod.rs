@@ -16,6 +16,7 @@ pub mod request;
 pub mod selector;
 pub mod send;
 pub mod send_result;
+pub mod trace;
 pub mod transaction;
 
 use std::collections::HashMap;
@@ -237,11 +238,12 @@ impl Producer {
     async fn start_trace(&self) {
         let shared = &self.shared;
         let config = &shared.config;
-        let Some(dispatcher) =
-            config
-                .trace
-                .dispatcher(&config.client, &config.producer_group, "PRODUCER")
-        else {
+        let Some(dispatcher) = trace::dispatcher(
+            &config.trace,
+            &config.client,
+            &config.producer_group,
+            "PRODUCER",
+        ) else {
             return;
         };
         if let Err(e) = dispatcher.start().await {

@@ -9,12 +9,16 @@
 //!   waited [`BATCH_WAIT`], and when the dispatcher shuts down.
 //! * A trace message's body is its records' text; its keys are every record's msgId and
 //!   message keys, so that a lookup by key in the trace topic finds it.
+//! * The dispatcher sends through a [`TraceProducer`]: the SDK's own producer
+//!   (`producer::trace`), seen through a trait so that tracing does not depend on the
+//!   producer it traces.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -23,7 +27,6 @@ use vostok_remoting::support::sync::MutexExt;
 
 use super::data::{encode, TraceContext, TraceTransfer};
 use crate::message::Message;
-use crate::producer::Producer;
 
 /// Records waiting to be batched (Java's `traceContextQueue`).
 pub const QUEUE_CAPACITY: usize = 1024;
@@ -34,18 +37,27 @@ pub const BATCH_WAIT: Duration = Duration::from_millis(500);
 /// Longest a shutdown waits for the last batches.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
+/// What a dispatcher sends its batches with: a producer of its own, started and shut
+/// down with the dispatcher.
+pub trait TraceProducer: Send + Sync + 'static {
+    fn start(&self) -> BoxFuture<'_, crate::Result<()>>;
+    /// Sends one trace message and waits for the answer.
+    fn send(&self, message: Message) -> BoxFuture<'_, crate::Result<()>>;
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
 /// Batches trace records and sends them to one trace topic.
 pub struct TraceDispatcher {
     topic: String,
     queue: Mutex<Option<mpsc::Sender<TraceContext>>>,
     dropped: AtomicU64,
     worker: Mutex<Option<JoinHandle<()>>>,
-    producer: Producer,
+    producer: Arc<dyn TraceProducer>,
 }
 
 impl TraceDispatcher {
     /// A dispatcher sending to `topic` with `producer` (started by [`Self::start`]).
-    pub fn new(topic: String, producer: Producer) -> Self {
+    pub fn new(topic: String, producer: Arc<dyn TraceProducer>) -> Self {
         TraceDispatcher {
             topic,
             queue: Mutex::new(None),
@@ -67,8 +79,7 @@ impl TraceDispatcher {
 
     /// Starts the trace producer and the batching task.
     pub async fn start(&self) -> crate::Result<()> {
-        // Boxed: a producer's start starts its dispatcher, whose start starts a producer.
-        Box::pin(self.producer.start()).await?;
+        self.producer.start().await?;
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let worker = tokio::spawn(run(rx, self.topic.clone(), self.producer.clone()));
         *self.queue.locked() = Some(tx);
@@ -97,19 +108,23 @@ impl TraceDispatcher {
                 warn!(topic = %self.topic, "trace records not sent within the shutdown wait");
             }
         }
-        Box::pin(self.producer.shutdown()).await;
+        self.producer.shutdown().await;
     }
 }
 
 /// The batching task: ends when every sender is gone, after sending what it holds.
-async fn run(mut rx: mpsc::Receiver<TraceContext>, topic: String, producer: Producer) {
+async fn run(
+    mut rx: mpsc::Receiver<TraceContext>,
+    topic: String,
+    producer: Arc<dyn TraceProducer>,
+) {
     let mut batch = Batch::default();
     loop {
         let received = match batch.first_at {
             Some(first) => match tokio::time::timeout_at(first + BATCH_WAIT, rx.recv()).await {
                 Ok(r) => r,
                 Err(_) => {
-                    send(&producer, &topic, batch.take()).await;
+                    send(producer.as_ref(), &topic, batch.take()).await;
                     continue;
                 }
             },
@@ -122,10 +137,10 @@ async fn run(mut rx: mpsc::Receiver<TraceContext>, topic: String, producer: Prod
             continue;
         }
         if batch.add(encode(&ctx)) >= MAX_BATCH_BYTES {
-            send(&producer, &topic, batch.take()).await;
+            send(producer.as_ref(), &topic, batch.take()).await;
         }
     }
-    send(&producer, &topic, batch.take()).await;
+    send(producer.as_ref(), &topic, batch.take()).await;
 }
 
 #[derive(Default)]
@@ -162,7 +177,7 @@ pub fn trace_message(topic: &str, records: &[TraceTransfer]) -> Message {
     Message::new(topic, body.into_bytes()).with_keys(keys)
 }
 
-async fn send(producer: &Producer, topic: &str, records: Vec<TraceTransfer>) {
+async fn send(producer: &dyn TraceProducer, topic: &str, records: Vec<TraceTransfer>) {
     if records.is_empty() {
         return;
     }
@@ -175,11 +190,53 @@ async fn send(producer: &Producer, topic: &str, records: Vec<TraceTransfer>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::producer::ProducerConfig;
+
+    /// Keeps what it is asked to send.
+    #[derive(Default)]
+    struct Sent(Mutex<Vec<Message>>);
+
+    impl TraceProducer for Sent {
+        fn start(&self) -> BoxFuture<'_, crate::Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn send(&self, message: Message) -> BoxFuture<'_, crate::Result<()>> {
+            self.0.locked().push(message);
+            Box::pin(async { Ok(()) })
+        }
+        fn shutdown(&self) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    fn pub_record(msg_id: &str) -> TraceContext {
+        let mut ctx = TraceContext::new(super::super::TraceType::Pub);
+        ctx.beans.push(super::super::TraceBean {
+            msg_id: msg_id.into(),
+            ..Default::default()
+        });
+        ctx
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_sends_what_is_queued_as_one_message() {
+        let sent = Arc::new(Sent::default());
+        let d = TraceDispatcher::new("T".into(), sent.clone());
+        d.start().await.expect("start");
+        d.append(pub_record("ID1"));
+        d.append(pub_record("ID2"));
+        d.shutdown().await;
+        let sent = sent.0.locked();
+        assert_eq!(
+            sent.len(),
+            1,
+            "two records within the batch wait: one message"
+        );
+        assert_eq!(sent[0].keys().collect::<Vec<_>>(), ["ID1", "ID2"]);
+    }
 
     #[test]
     fn a_full_queue_drops_and_counts_without_waiting() {
-        let d = TraceDispatcher::new("T".into(), Producer::new(ProducerConfig::default()));
+        let d = TraceDispatcher::new("T".into(), Arc::new(Sent::default()));
         d.append(super::super::TraceContext::new(
             super::super::TraceType::Pub,
         ));

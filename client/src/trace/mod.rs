@@ -4,8 +4,8 @@
 //! call, to the trace topic (`RMQ_SYS_TRACE_TOPIC`, or `customizedTraceTopic`).
 //!
 //! * [`data`]: the records and their text format (Java `TraceDataEncoder`).
-//! * [`dispatcher`]: the bounded queue, batching and the trace producer (Java
-//!   `AsyncTraceDispatcher`).
+//! * [`dispatcher`]: the bounded queue and batching (Java `AsyncTraceDispatcher`); the
+//!   producer it sends with is built by `producer::trace`.
 //! * [`hook`]: the send, consume and end-transaction hooks that make the records.
 //!
 //! Records written by Apache's clients decode the same way; `mqadmin queryMsgTraceById`
@@ -16,16 +16,10 @@ pub mod data;
 pub mod dispatcher;
 pub mod hook;
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use vostok_remoting::protocol::topic::TRACE_TOPIC;
 
 pub use data::{MessageType, TraceBean, TraceContext, TraceType};
-pub use dispatcher::TraceDispatcher;
-
-use crate::instance::ClientConfig;
-use crate::producer::{Producer, ProducerConfig};
+pub use dispatcher::{TraceDispatcher, TraceProducer};
 
 /// Trace options of a producer or a consumer (Java `enableMsgTrace`,
 /// `customizedTraceTopic`).
@@ -51,32 +45,5 @@ impl TraceConfig {
             .as_deref()
             .filter(|t| !t.trim().is_empty())
             .unwrap_or(TRACE_TOPIC)
-    }
-
-    /// The dispatcher of a host client, when tracing is on: its producer shares the
-    /// host's name servers and credentials, in a group of its own
-    /// (`_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>`).
-    pub(crate) fn dispatcher(
-        &self,
-        client: &ClientConfig,
-        group: &str,
-        kind: &str,
-    ) -> Option<Arc<TraceDispatcher>> {
-        if !self.enable_msg_trace {
-            return None;
-        }
-        let mut client = client.clone();
-        client.namespace = String::new();
-        let producer = Producer::new(ProducerConfig {
-            client,
-            producer_group: format!("_INNER_TRACE_PRODUCER-{group}-{kind}"),
-            send_msg_timeout: Duration::from_secs(5),
-            max_message_size: 128_000,
-            ..ProducerConfig::default()
-        });
-        Some(Arc::new(TraceDispatcher::new(
-            self.topic().to_owned(),
-            producer,
-        )))
     }
 }

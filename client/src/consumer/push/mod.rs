@@ -222,12 +222,12 @@ impl PushConsumer {
     async fn start_trace(&self) {
         let service = &self.shared.service;
         let common = &service.config.common;
-        let Some(dispatcher) =
-            service
-                .config
-                .trace
-                .dispatcher(&common.client, &common.consumer_group, "CONSUMER")
-        else {
+        let Some(dispatcher) = crate::producer::trace::dispatcher(
+            &service.config.trace,
+            &common.client,
+            &common.consumer_group,
+            "CONSUMER",
+        ) else {
             return;
         };
         if let Err(e) = dispatcher.start().await {
