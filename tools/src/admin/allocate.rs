@@ -10,9 +10,9 @@ use vostok_client::consumer::{AllocateMessageQueueAveragely, AllocateStrategy};
 use vostok_client::route::subscribe_queues;
 use vostok_client::{AdminClient, MessageQueue};
 
+use super::error::AdminError;
 use super::output::JsonFlag;
 use super::topic::route;
-use super::AdminError;
 
 #[derive(Args, Debug, Clone)]
 pub struct AllocateMqArgs {

@@ -2,14 +2,91 @@
 //! `deleteUser`, `listUser`, `createAcl`, `updateAcl`, `deleteAcl`, `listAcl`. Each
 //! acts on one broker (`-b`) or on every master of a cluster (`-c`).
 
+use clap::Args;
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::body::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
 use vostok_remoting::protocol::request_code as code;
 
-use super::args::{AclArgs, DeleteAclArgs, DeleteUserArgs, ListAclArgs, ListUserArgs, UserArgs};
+use super::error::{during, AdminError};
 use super::table::Table;
-use super::target::masters as brokers;
-use super::{during, AdminError};
+use super::target::{masters as brokers, Target};
+
+#[derive(Args, Debug, Clone)]
+pub struct UserArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// User name.
+    #[arg(short = 'u', long = "username")]
+    pub username: String,
+    /// Password (the secret key clients sign with).
+    #[arg(short = 'p', long = "password")]
+    pub password: Option<String>,
+    /// `Super` or `Normal`.
+    #[arg(short = 't', long = "userType")]
+    pub user_type: Option<String>,
+    /// `enable` or `disable` (updateUser).
+    #[arg(short = 's', long = "userStatus")]
+    pub user_status: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DeleteUserArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(short = 'u', long = "username")]
+    pub username: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ListUserArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Only users whose name contains this.
+    #[arg(short = 'f', long = "filter")]
+    pub filter: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AclArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Subject, `User:<name>`.
+    #[arg(short = 's', long = "subject")]
+    pub subject: String,
+    /// Resources, comma-separated: `Topic:orders`, `Group:g*`, `Topic:*`, `*`.
+    #[arg(short = 'r', long = "resources", value_delimiter = ',')]
+    pub resources: Vec<String>,
+    /// Actions, comma-separated: `Pub`, `Sub`, `All`, ...
+    #[arg(short = 'a', long = "actions", value_delimiter = ',')]
+    pub actions: Vec<String>,
+    /// Source addresses or CIDR blocks, comma-separated.
+    #[arg(short = 'i', long = "sourceIp", value_delimiter = ',')]
+    pub source_ips: Vec<String>,
+    /// `Allow` or `Deny`.
+    #[arg(short = 'd', long = "decision")]
+    pub decision: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DeleteAclArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(short = 's', long = "subject")]
+    pub subject: String,
+    /// Only this resource's entry (else the whole ACL).
+    #[arg(short = 'r', long = "resource")]
+    pub resource: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ListAclArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(short = 's', long = "subject")]
+    pub subject: Option<String>,
+    #[arg(short = 'r', long = "resource")]
+    pub resource: Option<String>,
+}
 
 fn user_of(args: &UserArgs) -> UserInfo {
     UserInfo {

@@ -9,8 +9,8 @@ use vostok_client::AdminClient;
 use vostok_remoting::protocol::request_code::{GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG};
 
 use super::cluster::{cluster_info, cluster_masters};
+use super::error::{during, AdminError};
 use super::output::JsonFlag;
-use super::{during, AdminError};
 
 #[derive(Args, Debug, Clone)]
 #[command(group(ArgGroup::new("target").required(true).args(["broker_addr", "cluster_name"])))]

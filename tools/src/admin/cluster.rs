@@ -1,5 +1,6 @@
 //! `clusterList` and `brokerStatus`, and the cluster lookups other sub-commands share.
 
+use clap::{ArgGroup, Args};
 use std::collections::BTreeMap;
 
 use vostok_client::AdminClient;
@@ -7,9 +8,19 @@ use vostok_remoting::protocol::request_code::{GET_BROKER_CLUSTER_INFO, GET_BROKE
 use vostok_remoting::protocol::route::ClusterInfo;
 use vostok_remoting::protocol::topic::MASTER_ID;
 
-use super::args::BrokerStatusArgs;
+use super::error::{during, AdminError};
 use super::table::Table;
-use super::{during, AdminError};
+
+#[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("target").required(true).args(["broker_addr", "cluster_name"])))]
+pub struct BrokerStatusArgs {
+    /// One broker.
+    #[arg(short = 'b', long = "brokerAddr", value_name = "ADDR")]
+    pub broker_addr: Option<String>,
+    /// Every broker of this cluster, masters and slaves.
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+}
 
 /// GET_BROKER_CLUSTER_INFO from the first name server that answers.
 pub async fn cluster_info(admin: &AdminClient) -> Result<ClusterInfo, AdminError> {

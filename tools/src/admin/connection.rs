@@ -1,6 +1,7 @@
 //! `consumerConnection`: who is online in a consumer group (remoting and gRPC clients
 //! alike), with the language each client speaks, and what the group subscribes.
 
+use clap::Args;
 use std::collections::BTreeMap;
 
 use vostok_client::AdminClient;
@@ -8,10 +9,18 @@ use vostok_remoting::protocol::request_code::GET_CONSUMER_CONNECTION_LIST;
 use vostok_remoting::protocol::response_code::CONSUMER_NOT_ONLINE;
 use vostok_remoting::protocol::topic;
 
-use super::args::ConsumerConnectionArgs;
 use super::cluster::cluster_info;
+use super::error::{during, unless_answered, AdminError};
 use super::table::Table;
-use super::{during, unless_answered, AdminError};
+
+#[derive(Args, Debug, Clone)]
+pub struct ConsumerConnectionArgs {
+    /// Consumer group.
+    #[arg(short = 'g', long = "consumerGroup", value_name = "GROUP")]
+    pub group: String,
+    #[command(flatten)]
+    pub output: super::output::JsonFlag,
+}
 
 /// GET_CONSUMER_CONNECTION_LIST on every master, merged: the clients, then the
 /// subscriptions and the group's consume type and model, as RocketMQ's

@@ -2,6 +2,7 @@
 //! and, from a Vostok broker (VOSTOK_GET_GROUP_LAG), how long the oldest unconsumed
 //! message has waited (`#LagTime`), the group's retry queues and its DLQ count.
 
+use clap::Args;
 use std::collections::BTreeSet;
 
 use vostok_client::{AdminClient, MessageQueue};
@@ -11,11 +12,21 @@ use vostok_remoting::protocol::request_code::{
 use vostok_remoting::protocol::response_code::{CONSUMER_NOT_ONLINE, REQUEST_CODE_NOT_SUPPORTED};
 use vostok_remoting::protocol::topic;
 
-use super::args::ConsumerProgressArgs;
 use super::cluster::cluster_info;
+use super::error::{during, unless_answered, AdminError};
 use super::table::Table;
 use super::topic::{broker_queues, max_offset, route};
-use super::{during, unless_answered, AdminError};
+
+#[derive(Args, Debug, Clone)]
+pub struct ConsumerProgressArgs {
+    /// Consumer group.
+    #[arg(short = 'g', long = "groupName", value_name = "GROUP")]
+    pub group: String,
+    /// Only this topic; needed when no broker can tell the group's topics (the group is
+    /// offline and the broker serves no GET_CONSUME_STATS).
+    #[arg(short = 't', long = "topic")]
+    pub topic: Option<String>,
+}
 
 /// Topics from `-t`, else from the brokers: the subscriptions of the online group
 /// (GET_CONSUMER_CONNECTION_LIST), else the topics it has offsets for

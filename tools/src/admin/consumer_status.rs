@@ -17,8 +17,8 @@ use vostok_remoting::protocol::request_code::{
 use vostok_remoting::protocol::response_code::CONSUMER_NOT_ONLINE;
 
 use super::cluster::cluster_info;
+use super::error::{during, unless_answered, AdminError};
 use super::output::JsonFlag;
-use super::{during, unless_answered, AdminError};
 
 #[derive(Args, Debug, Clone)]
 pub struct ConsumerStatusArgs {

@@ -1,14 +1,45 @@
 //! Controller-mode sub-commands (RocketMQ `getControllerMetaData`,
 //! `getSyncStateSet`, `electMaster`; docs/controller.md#admin).
 
+use clap::Args;
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::request_code::{
     CONTROLLER_ELECT_MASTER, CONTROLLER_GET_METADATA_INFO, CONTROLLER_GET_SYNC_STATE_DATA,
 };
 
-use super::args::{ControllerArgs, ElectMasterArgs, SyncStateSetArgs};
+use super::error::{during, AdminError};
 use super::table::Table;
-use super::{during, AdminError};
+
+#[derive(Args, Debug, Clone)]
+pub struct ControllerArgs {
+    /// A controller's address (any of the quorum).
+    #[arg(short = 'a', long = "controllerAddress", value_name = "ADDR")]
+    pub controller: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SyncStateSetArgs {
+    /// A controller's address (any of the quorum).
+    #[arg(short = 'a', long = "controllerAddress", value_name = "ADDR")]
+    pub controller: String,
+    /// Broker names, comma-separated; every group when absent.
+    #[arg(short = 'b', long = "brokerName", value_name = "NAMES")]
+    pub broker_names: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ElectMasterArgs {
+    /// A controller's address (any of the quorum).
+    #[arg(short = 'a', long = "controllerAddress", value_name = "ADDR")]
+    pub controller: String,
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: String,
+    #[arg(short = 'b', long = "brokerName", value_name = "NAME")]
+    pub broker_name: String,
+    /// The controller-assigned id of the broker to elect.
+    #[arg(short = 'i', long = "brokerId", value_name = "ID")]
+    pub broker_id: i64,
+}
 
 pub async fn metadata(admin: &AdminClient, args: &ControllerArgs) -> Result<String, AdminError> {
     let m = admin

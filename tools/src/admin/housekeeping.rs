@@ -10,8 +10,8 @@ use vostok_remoting::protocol::request_code::{
 };
 
 use super::cluster::{cluster_info, cluster_masters};
+use super::error::{during, AdminError};
 use super::output::JsonFlag;
-use super::{during, AdminError};
 
 #[derive(Args, Debug, Clone)]
 pub struct HousekeepingArgs {

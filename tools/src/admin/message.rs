@@ -1,6 +1,7 @@
 //! `queryMsgByKey` and `queryMsgById`: messages found through a broker's index or by
 //! commitlog offset, through the SDK's admin layer.
 
+use clap::Args;
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
@@ -9,10 +10,43 @@ use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::request_code::{QUERY_MESSAGE, VIEW_MESSAGE_BY_ID};
 
-use super::args::{QueryMsgByIdArgs, QueryMsgByKeyArgs};
+use super::error::{during, AdminError};
 use super::table::format_millis;
 use super::topic::route;
-use super::{during, AdminError};
+
+#[derive(Args, Debug, Clone)]
+pub struct QueryMsgByKeyArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// One of the message's keys.
+    #[arg(short = 'k', long = "msgKey", value_name = "KEY")]
+    pub key: String,
+    /// Most messages asked of each broker.
+    #[arg(short = 'c', long = "maxNum", value_name = "N", default_value_t = 64)]
+    pub max_num: i32,
+    /// Earliest store time, in ms since the epoch.
+    #[arg(
+        short = 'b',
+        long = "beginTimestamp",
+        value_name = "MS",
+        default_value_t = 0
+    )]
+    pub begin_timestamp: i64,
+    /// Latest store time, in ms since the epoch.
+    #[arg(short = 'e', long = "endTimestamp", value_name = "MS", default_value_t = i64::MAX)]
+    pub end_timestamp: i64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct QueryMsgByIdArgs {
+    /// Offset message id(s), comma-separated.
+    #[arg(short = 'i', long = "msgId", value_name = "ID")]
+    pub msg_id: String,
+    /// Look ids that are not offset ids up as unique keys (`UNIQ_KEY`) in this topic.
+    #[arg(short = 't', long = "topic")]
+    pub topic: Option<String>,
+}
 
 /// Answers from several brokers arrive in broker order; show them by store time, then
 /// commitlog offset.

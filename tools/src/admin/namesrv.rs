@@ -12,8 +12,8 @@ use vostok_remoting::protocol::request_code::{
     UPDATE_NAMESRV_CONFIG, WIPE_WRITE_PERM_OF_BROKER,
 };
 
+use super::error::{during, AdminError};
 use super::output::JsonFlag;
-use super::{during, AdminError};
 
 #[derive(Args, Debug, Clone)]
 pub struct GetNamesrvConfigArgs {

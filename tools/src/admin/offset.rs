@@ -14,10 +14,10 @@ use vostok_remoting::protocol::request_code::{
 use vostok_remoting::protocol::response_code::CONSUMER_NOT_ONLINE;
 use vostok_remoting::support::time::now_millis;
 
+use super::error::{during, AdminError};
 use super::output::JsonFlag;
 use super::read::parse_timestamp;
 use super::topic::{broker_queues, route};
-use super::{during, AdminError};
 
 #[derive(Args, Debug, Clone)]
 pub struct ResetOffsetByTimeArgs {

@@ -13,9 +13,9 @@ use vostok_remoting::protocol::request_code::{
 };
 
 use super::cluster::cluster_info;
+use super::error::{during, AdminError};
 use super::table::{format_millis, Table};
 use super::topic::route;
-use super::{during, AdminError};
 
 #[derive(Args, Debug, Clone)]
 pub struct MessageStatusArgs {

@@ -4,7 +4,7 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::AdminError;
+use super::error::AdminError;
 
 /// `--json`: print one JSON document instead of text.
 #[derive(Args, Debug, Clone, Copy, Default)]

@@ -10,10 +10,10 @@ use serde::Serialize;
 use vostok_client::{AdminClient, MessageQueue, PullStatus};
 use vostok_remoting::protocol::message::MessageExt;
 
+use super::error::AdminError;
 use super::output::JsonFlag;
 use super::read::{broker_addr, mq_text, offsets, pull, status_name, MessageJson};
 use super::topic::{broker_queues, route};
-use super::AdminError;
 
 /// One message as RocketMQ's print verbs show it: `MSGID: id MessageExt [...] BODY: body`.
 fn print_line(m: &MessageExt, broker_name: &str, print_body: bool) -> String {

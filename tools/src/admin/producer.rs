@@ -10,9 +10,9 @@ use vostok_remoting::protocol::body::Connection;
 use vostok_remoting::protocol::request_code::GET_PRODUCER_CONNECTION_LIST;
 use vostok_remoting::protocol::response_code::SYSTEM_ERROR;
 
+use super::error::{during, unless_answered, AdminError};
 use super::output::JsonFlag;
 use super::topic::route;
-use super::{during, unless_answered, AdminError};
 
 #[derive(Args, Debug, Clone)]
 pub struct ProducerConnectionArgs {

@@ -14,10 +14,10 @@ use vostok_remoting::protocol::request_code::{
     GET_MAX_OFFSET, GET_MIN_OFFSET, PULL_MESSAGE, SEARCH_OFFSET_BY_TIMESTAMP,
 };
 
+use super::error::{during, AdminError};
 use super::message::{describe, query_unique_key};
 use super::output::JsonFlag;
 use super::topic::route;
-use super::{during, AdminError};
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

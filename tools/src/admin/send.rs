@@ -10,8 +10,8 @@ use serde::Serialize;
 use vostok_client::{AdminClient, Message, MessageQueue, Producer, ProducerConfig, TraceConfig};
 
 use super::cluster::cluster_info;
+use super::error::AdminError;
 use super::output::JsonFlag;
-use super::AdminError;
 
 #[derive(Args, Debug, Clone)]
 pub struct SendMessageArgs {

@@ -16,9 +16,9 @@ use vostok_remoting::protocol::request_code::{
 use vostok_remoting::protocol::response_code::REQUEST_CODE_NOT_SUPPORTED;
 use vostok_remoting::protocol::topic::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
+use super::error::{during, AdminError};
 use super::output::JsonFlag;
 use super::topic::route;
-use super::{during, AdminError};
 
 #[derive(Args, Debug, Clone)]
 pub struct StatsAllArgs {

@@ -11,10 +11,10 @@ use vostok_remoting::protocol::request_code::{
 };
 use vostok_remoting::protocol::topic;
 
-use super::args::Target;
+use super::error::{during, AdminError};
 use super::output::JsonFlag;
 use super::target::masters;
-use super::{during, AdminError};
+use super::target::Target;
 
 #[derive(Args, Debug, Clone)]
 pub struct UpdateSubGroupArgs {

@@ -1,5 +1,6 @@
 //! `topicList`, `topicRoute`, `updateTopic`, `deleteTopic` and `topicStatus`.
 
+use clap::{ArgGroup, Args};
 use vostok_client::{AdminClient, MessageQueue};
 use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::request_code::{
@@ -11,10 +12,63 @@ use vostok_remoting::protocol::response_code::REQUEST_CODE_NOT_SUPPORTED;
 use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::topic::{self, perm};
 
-use super::args::{DeleteTopicArgs, UpdateTopicArgs};
 use super::cluster::{cluster_info, cluster_masters};
+use super::error::{during, unless_answered, AdminError};
 use super::table::{format_millis, Table};
-use super::{during, unless_answered, AdminError};
+
+#[derive(Args, Debug, Clone)]
+pub struct TopicArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("target").required(true).args(["broker_addr", "cluster_name"])))]
+pub struct UpdateTopicArgs {
+    /// Topic name: `[%|a-zA-Z0-9_-]`, at most 127 characters.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Create the topic on this broker.
+    #[arg(short = 'b', long = "brokerAddr", value_name = "ADDR")]
+    pub broker_addr: Option<String>,
+    /// Create the topic on every master of this cluster.
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Queues consumers read.
+    #[arg(
+        short = 'r',
+        long = "readQueueNums",
+        value_name = "N",
+        default_value_t = 8
+    )]
+    pub read_queue_nums: i32,
+    /// Queues producers write.
+    #[arg(
+        short = 'w',
+        long = "writeQueueNums",
+        value_name = "N",
+        default_value_t = 8
+    )]
+    pub write_queue_nums: i32,
+    /// Permission bits: 2 write, 4 read, 6 both.
+    #[arg(short = 'p', long = "perm", default_value_t = 6)]
+    pub perm: i32,
+    /// Topic attributes in Apache's form, comma-separated: `+key=value` sets, `-key`
+    /// removes; e.g. `+duplication.window.seconds=60`.
+    #[arg(short = 'a', long = "attributes", value_name = "ATTRS")]
+    pub attributes: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DeleteTopicArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Delete the topic from every master of this cluster.
+    #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
+    pub cluster_name: String,
+}
 
 /// GET_ROUTEINFO_BY_TOPIC from the first name server that answers; a topic without
 /// route is an error (TOPIC_NOT_EXIST).

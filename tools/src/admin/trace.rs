@@ -13,9 +13,9 @@ use vostok_remoting::protocol::header::QueryMessageRequestHeader;
 use vostok_remoting::protocol::message::property::{KEYS, KEY_SEPARATOR};
 use vostok_remoting::protocol::topic::TRACE_TOPIC;
 
+use super::error::AdminError;
 use super::message::query_route;
 use super::output::{format_seconds, JsonFlag};
-use super::AdminError;
 
 #[derive(Args, Debug, Clone)]
 pub struct QueryMsgTraceByIdArgs {
