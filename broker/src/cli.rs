@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use vostok_remoting::support::process;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
@@ -102,74 +103,35 @@ pub fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mqbroker: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async move {
+    process::init_logging();
+    process::run("mqbroker", async move {
         tracing::info!(config = ?config.to_properties(), "effective configuration");
-        let handle = match Broker::start(config).await {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::error!(error = %e, "broker failed to start");
-                eprintln!("mqbroker: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let handle = Broker::start(config)
+            .await
+            .inspect_err(|e| tracing::error!(error = %e, "broker failed to start"))?;
+        let mut lines = Vec::new();
         if let Some(grpc) = handle.grpc_addr() {
             // Before the boot line, so whoever waits for that one has seen it.
-            println!("gRPC endpoint {grpc} (MessagingService, TLS and plaintext)");
+            lines.push(format!(
+                "gRPC endpoint {grpc} (MessagingService, TLS and plaintext)"
+            ));
         }
         if let Some(metrics) = handle.metrics_addr() {
-            println!("Prometheus metrics on http://{metrics}/metrics");
+            lines.push(format!("Prometheus metrics on http://{metrics}/metrics"));
         }
         if let Some(console) = handle.console_addr() {
-            println!("Web console on http://{console}/");
+            lines.push(format!("Web console on http://{console}/"));
         }
         // The line RocketMQ prints; scripts and tests wait for it.
-        println!(
+        lines.push(format!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
             handle.broker().config().broker_name,
             handle.addr(),
             handle.namesrv_addr()
-        );
-        wait_for_signal().await;
+        ));
+        process::announce(lines);
+        process::shutdown_signal().await;
         handle.shutdown().await;
-        ExitCode::SUCCESS
+        Ok::<(), BrokerError>(())
     })
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

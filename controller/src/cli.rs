@@ -1,17 +1,15 @@
 //! The `mqcontroller` command line: runs one controller of a quorum.
 //!
 //! Settings: RocketMQ's defaults, then `-c <file>` (a `.properties` file with
-//! `ControllerConfig`'s keys), then `-o KEY=VALUE` flags. `-p` prints the effective
+//! `ControllerConfig`'s keys; an unknown key is an error), then `-o KEY=VALUE` flags. `-p` prints the effective
 //! settings and exits. When serving, prints one line with the bound address to
 //! stdout (harnesses wait for it); logs go to stderr, filtered by `RUST_LOG`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tracing::{info, warn};
-use tracing_subscriber::EnvFilter;
+use vostok_remoting::support::process;
 
 use crate::{Controller, ControllerConfig, ControllerError};
 
@@ -36,24 +34,14 @@ struct Args {
 fn build_config(args: &Args) -> Result<ControllerConfig, String> {
     let mut config = ControllerConfig::default();
     if let Some(file) = &args.config_file {
-        for key in config
+        let unknown = config
             .load_properties_file(file)
-            .map_err(|e| e.to_string())?
-        {
-            warn!(key, file = %file.display(), "unknown or unsupported config key ignored");
+            .map_err(|e| e.to_string())?;
+        if let Some(key) = unknown.first() {
+            return Err(format!("unknown config key {key:?} in {}", file.display()));
         }
     }
-    for item in &args.set {
-        let (key, value) = item
-            .split_once('=')
-            .ok_or_else(|| format!("--set expects KEY=VALUE, got {item:?}"))?;
-        if !config
-            .apply_property(key.trim(), value)
-            .map_err(|e| e.to_string())?
-        {
-            return Err(format!("unknown config key {key:?}"));
-        }
-    }
+    process::apply_settings(&args.set, |k, v| config.apply_property(k, v))?;
     config.validate().map_err(|e| e.to_string())?;
     Ok(config)
 }
@@ -71,36 +59,11 @@ pub async fn bind(config: &ControllerConfig) -> Result<tokio::net::TcpListener, 
 async fn serve(config: ControllerConfig) -> Result<(), ControllerError> {
     let listener = bind(&config).await?;
     let controller = Controller::start(config, listener).await?;
-    let mut stdout = std::io::stdout().lock();
-    // Harnesses wait for this line; a closed stdout must not stop the controller.
-    let _ = writeln!(
-        stdout,
+    process::announce([format!(
         "The Controller boot success, address {}",
         controller.local_addr()
-    );
-    let _ = stdout.flush();
-    drop(stdout);
-    let signal = async {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate())?;
-            let mut int = signal(SignalKind::interrupt())?;
-            tokio::select! {
-                _ = term.recv() => Ok::<_, std::io::Error>("SIGTERM"),
-                _ = int.recv() => Ok("SIGINT"),
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            tokio::signal::ctrl_c().await?;
-            Ok("Ctrl-C")
-        }
-    };
-    match signal.await {
-        Ok(signal) => info!(signal, "shutting down"),
-        Err(e) => warn!(error = %e, "cannot listen for signals; shutting down"),
-    }
+    )]);
+    process::shutdown_signal().await;
     controller.shutdown().await;
     Ok(())
 }
@@ -108,12 +71,7 @@ async fn serve(config: ControllerConfig) -> Result<(), ControllerError> {
 /// Runs `mqcontroller` until SIGINT or SIGTERM.
 pub fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    process::init_logging();
     let config = match build_config(&args) {
         Ok(config) => config,
         Err(e) => {
@@ -127,22 +85,5 @@ pub fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("mqcontroller")
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("mqcontroller: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(serve(config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mqcontroller: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    process::run("mqcontroller", serve(config))
 }

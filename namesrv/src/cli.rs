@@ -1,19 +1,18 @@
 //! The `mqnamesrv` command line: runs a Vostok name server.
 //!
 //! Settings: RocketMQ's defaults, then `-c <file>` (a `.properties` file with
-//! RocketMQ's keys), then flags. `-p` prints the effective settings and exits. When
+//! RocketMQ's keys; an unknown key is an error), then flags. `-p` prints the effective settings and exits. When
 //! serving, prints one line with the bound address to stdout (harnesses wait for
 //! it); logs go to stderr, filtered by `RUST_LOG` (default `info`). SIGINT or SIGTERM
 //! stops it gracefully.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::{NameServer, NamesrvConfig, NamesrvError};
 use clap::Parser;
-use tracing::{info, warn};
-use tracing_subscriber::EnvFilter;
+use vostok_remoting::support::process;
+
+use crate::{NameServer, NamesrvConfig, NamesrvError};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -52,21 +51,11 @@ fn build_config(args: &Args) -> Result<NamesrvConfig, String> {
         let unknown = config
             .load_properties_file(file)
             .map_err(|e| e.to_string())?;
-        for key in unknown {
-            warn!(key, file = %file.display(), "unknown or unsupported config key ignored");
+        if let Some(key) = unknown.first() {
+            return Err(format!("unknown config key {key:?} in {}", file.display()));
         }
     }
-    for item in &args.set {
-        let (key, value) = item
-            .split_once('=')
-            .ok_or_else(|| format!("--set expects KEY=VALUE, got {item:?}"))?;
-        if !config
-            .apply_property(key.trim(), value)
-            .map_err(|e| e.to_string())?
-        {
-            return Err(format!("unknown config key {key:?}"));
-        }
-    }
+    process::apply_settings(&args.set, |k, v| config.apply_property(k, v))?;
     if let Some(port) = args.listen_port {
         config.listen_port = port;
     }
@@ -80,24 +69,6 @@ fn build_config(args: &Args) -> Result<NamesrvConfig, String> {
     Ok(config)
 }
 
-async fn wait_for_signal() -> std::io::Result<&'static str> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! {
-            _ = term.recv() => Ok("SIGTERM"),
-            _ = int.recv() => Ok("SIGINT"),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await?;
-        Ok("Ctrl-C")
-    }
-}
-
 async fn serve(config: NamesrvConfig) -> Result<(), NamesrvError> {
     let listener =
         tokio::net::TcpListener::bind((config.bind_address.as_str(), config.listen_port))
@@ -107,22 +78,14 @@ async fn serve(config: NamesrvConfig) -> Result<(), NamesrvError> {
                 source,
             })?;
     let namesrv = NameServer::start(config, listener).await?;
-    let mut stdout = std::io::stdout().lock();
-    if let Some(metrics) = namesrv.metrics_addr() {
-        let _ = writeln!(stdout, "Prometheus metrics on http://{metrics}/metrics");
-    }
-    // Harnesses wait for this line; a closed stdout must not stop the server.
-    let _ = writeln!(
-        stdout,
+    let metrics = namesrv
+        .metrics_addr()
+        .map(|m| format!("Prometheus metrics on http://{m}/metrics"));
+    process::announce(metrics.into_iter().chain([format!(
         "The Name Server boot success. serializeType=JSON, address {}",
         namesrv.local_addr()
-    );
-    let _ = stdout.flush();
-    drop(stdout);
-    match wait_for_signal().await {
-        Ok(signal) => info!(signal, "shutting down"),
-        Err(e) => warn!(error = %e, "cannot listen for signals; shutting down"),
-    }
+    )]));
+    process::shutdown_signal().await;
     namesrv.shutdown().await;
     Ok(())
 }
@@ -130,12 +93,7 @@ async fn serve(config: NamesrvConfig) -> Result<(), NamesrvError> {
 /// Runs `mqnamesrv` until SIGINT or SIGTERM.
 pub fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    process::init_logging();
     let config = match build_config(&args) {
         Ok(config) => config,
         Err(e) => {
@@ -147,22 +105,5 @@ pub fn main() -> ExitCode {
         print!("{}", config.to_properties_text());
         return ExitCode::SUCCESS;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("mqnamesrv")
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("mqnamesrv: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(serve(config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mqnamesrv: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    process::run("mqnamesrv", serve(config))
 }

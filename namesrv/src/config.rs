@@ -153,7 +153,7 @@ fn millis(d: Duration) -> String {
 
 impl NamesrvConfig {
     /// Sets the field of a RocketMQ key. `Ok(false)` for a key this name server does
-    /// not know (Java ignores those too; the caller may warn).
+    /// not know (the command line refuses those).
     pub fn apply_property(&mut self, key: &str, value: &str) -> Result<bool, NamesrvError> {
         if key == "enableControllerInNamesrv" {
             self.enable_controller_in_namesrv = parse_bool(key, value.trim())?;

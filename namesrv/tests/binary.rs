@@ -77,7 +77,7 @@ async fn serves_from_a_config_file_and_stops_on_sigterm() {
     std::fs::write(
         &conf,
         format!(
-            "# test\nlistenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\nserverWorkerThreads=8\n",
+            "# test\nlistenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
             kv_path.display()
         ),
     )
@@ -109,10 +109,6 @@ async fn serves_from_a_config_file_and_stops_on_sigterm() {
     assert!(status.success(), "{status}");
     assert!(std::fs::read_to_string(&kv_path).unwrap().contains("\"k\""));
     let log = std::fs::read_to_string(dir.path().join("mqnamesrv.log")).unwrap();
-    assert!(
-        log.contains("serverWorkerThreads"),
-        "unknown keys are reported"
-    );
     assert!(log.contains("name server stopped"), "{log}");
 }
 
@@ -158,10 +154,15 @@ async fn flags_override_the_file_and_p_prints_the_effective_config() {
 #[tokio::test]
 async fn bad_settings_exit_with_an_error_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("namesrv.conf");
+    // A key of Apache's name server that Vostok has no use for is refused as well: a
+    // setting silently ignored is a misconfigured server.
+    std::fs::write(&conf, "listenPort=0\nserverWorkerThreads=8\n").unwrap();
     for args in [
         vec!["--set", "listenPort=notaport"],
         vec!["--set", "noSuchKey=1"],
         vec!["-c", "/nonexistent/namesrv.conf"],
+        vec!["-c", conf.to_str().unwrap()],
     ] {
         let output = tokio::time::timeout(T, command(dir.path(), &args).output())
             .await
@@ -169,7 +170,12 @@ async fn bad_settings_exit_with_an_error_naming_the_key() {
             .unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let expected = ["listenPort", "noSuchKey", "namesrv.conf"];
+        let expected = [
+            "listenPort",
+            "noSuchKey",
+            "namesrv.conf",
+            "serverWorkerThreads",
+        ];
         assert!(
             expected.iter().any(|k| stderr.contains(k)),
             "{args:?}: {stderr}"

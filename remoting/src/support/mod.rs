@@ -10,10 +10,13 @@
 //! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
 //! * [`log_limit`]: at most one log line a second for events a flood repeats.
 //! * [`latency_trace`]: opt-in per-message timestamps along the produce → consume path.
+//! * [`process`]: what the server binaries share: logging, runtime, boot lines, signals,
+//!   `-o KEY=VALUE` settings.
 
 pub mod config_file;
 pub mod latency_trace;
 pub mod log_limit;
+pub mod process;
 pub mod properties;
 pub mod sync;
 pub mod time;

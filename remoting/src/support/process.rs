@@ -1,0 +1,125 @@
+//! What every Vostok server binary (`mqbroker`, `mqnamesrv`, `mqcontroller`) does
+//! around its service: logs on stderr, a multi-thread runtime, boot lines on stdout,
+//! and a graceful stop on SIGINT or SIGTERM.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::io::Write;
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Runs `serve` to its end on a multi-thread runtime whose threads are named after
+/// `program`. A runtime that cannot start, or an error `serve` returns, is printed as
+/// `program: error` with exit code 1.
+pub fn run<E: Display>(program: &str, serve: impl Future<Output = Result<(), E>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(program)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("{program}: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the boot lines scripts and harnesses wait for. A closed stdout is ignored:
+/// nobody reading them must not stop a server.
+pub fn announce<I: IntoIterator<Item = String>>(lines: I) {
+    let mut stdout = std::io::stdout().lock();
+    for line in lines {
+        let _ = writeln!(stdout, "{line}");
+    }
+    let _ = stdout.flush();
+}
+
+/// Waits for SIGINT or SIGTERM (Ctrl-C off Unix) and logs which one came. Where no
+/// signal handler can be installed it says so and returns at once: the caller then
+/// shuts down rather than running unstoppable.
+pub async fn shutdown_signal() {
+    match wait_for_signal().await {
+        Ok(signal) => tracing::info!(signal, "shutting down"),
+        Err(e) => tracing::warn!(error = %e, "cannot listen for signals; shutting down"),
+    }
+}
+
+async fn wait_for_signal() -> std::io::Result<&'static str> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = term.recv() => Ok("SIGTERM"),
+            _ = int.recv() => Ok("SIGINT"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await?;
+        Ok("Ctrl-C")
+    }
+}
+
+/// Applies `-o KEY=VALUE` settings in order through `apply`, which answers whether it
+/// knows the key: an unknown key, or an item without `=`, is an error.
+pub fn apply_settings<E: Display>(
+    settings: &[String],
+    mut apply: impl FnMut(&str, &str) -> Result<bool, E>,
+) -> Result<(), String> {
+    for item in settings {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("-o expects KEY=VALUE, got {item:?}"))?;
+        let key = key.trim();
+        if !apply(key, value).map_err(|e| e.to_string())? {
+            return Err(format!("unknown config key {key:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_apply_in_order_and_unknown_keys_are_errors() {
+        let mut seen = Vec::new();
+        let known = |k: &str, v: &str, seen: &mut Vec<(String, String)>| {
+            seen.push((k.to_owned(), v.to_owned()));
+            Ok::<_, String>(k != "nope")
+        };
+        apply_settings(&["a=1".into(), " b =x=y".into()], |k, v| {
+            known(k, v, &mut seen)
+        })
+        .expect("known keys");
+        assert_eq!(seen, [("a".into(), "1".into()), ("b".into(), "x=y".into())]);
+        let e = apply_settings(&["nope=1".into()], |k, v| known(k, v, &mut seen)).unwrap_err();
+        assert!(e.contains("unknown config key \"nope\""), "{e}");
+        let e = apply_settings(&["novalue".into()], |k, v| known(k, v, &mut seen)).unwrap_err();
+        assert!(e.contains("KEY=VALUE"), "{e}");
+        let e = apply_settings(&["a=1".into()], |_, _| Err::<bool, _>("bad value")).unwrap_err();
+        assert_eq!(e, "bad value");
+    }
+}
