@@ -15,69 +15,10 @@ use vostok_remoting::support::time::now_millis;
 
 use crate::config::BrokerConfig;
 
-/// Per-group settings (`SubscriptionGroupConfig`, docs/store.md#config-files).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubscriptionGroupConfig {
-    pub group_name: String,
-    #[serde(default = "yes")]
-    pub consume_enable: bool,
-    #[serde(default = "yes")]
-    pub consume_from_min_enable: bool,
-    #[serde(default = "yes")]
-    pub consume_broadcast_enable: bool,
-    #[serde(default)]
-    pub consume_message_orderly: bool,
-    #[serde(default = "one")]
-    pub retry_queue_nums: i32,
-    #[serde(default = "sixteen")]
-    pub retry_max_times: i32,
-    #[serde(default)]
-    pub broker_id: i64,
-    #[serde(default = "one_long")]
-    pub which_broker_when_consume_slowly: i64,
-    #[serde(default = "yes")]
-    pub notify_consumer_ids_changed_enable: bool,
-    #[serde(default)]
-    pub group_sys_flag: i32,
-    #[serde(default = "fifteen")]
-    pub consume_timeout_minute: i32,
-}
-
-fn yes() -> bool {
-    true
-}
-fn one() -> i32 {
-    1
-}
-fn one_long() -> i64 {
-    1
-}
-fn sixteen() -> i32 {
-    16
-}
-fn fifteen() -> i32 {
-    15
-}
-
-impl SubscriptionGroupConfig {
-    pub fn new(group: impl Into<String>) -> Self {
-        SubscriptionGroupConfig {
-            group_name: group.into(),
-            consume_enable: true,
-            consume_from_min_enable: true,
-            consume_broadcast_enable: true,
-            consume_message_orderly: false,
-            retry_queue_nums: 1,
-            retry_max_times: 16,
-            broker_id: 0,
-            which_broker_when_consume_slowly: 1,
-            notify_consumer_ids_changed_enable: true,
-            group_sys_flag: 0,
-            consume_timeout_minute: 15,
-        }
-    }
-}
+/// Per-group settings (`SubscriptionGroupConfig`, docs/store.md#config-files): the
+/// same type the admin requests carry, so that what an operator sets (attributes
+/// included) is what the broker keeps.
+pub use vostok_remoting::protocol::body::SubscriptionGroupConfig;
 
 #[derive(Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -251,5 +192,41 @@ impl SubscriptionGroupManager {
         if let Err(e) = written {
             warn!(file = %self.file.path().display(), error = %e, "cannot persist subscription groups");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &std::path::Path) -> BrokerConfig {
+        let mut c = BrokerConfig::default();
+        c.store.store_path_root_dir = dir.to_path_buf();
+        c
+    }
+
+    #[test]
+    fn what_an_operator_sets_is_kept_attributes_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = SubscriptionGroupManager::load(&config(dir.path()));
+        let body = br#"{"groupName":"g","retryMaxTimes":3,"attributes":{"+lite.bind.topic":"T"}}"#;
+        let update: SubscriptionGroupConfig =
+            vostok_remoting::protocol::json::from_slice("SubscriptionGroupConfig", body).unwrap();
+        groups.update(update);
+        groups.persist();
+
+        let reloaded = SubscriptionGroupManager::load(&config(dir.path()));
+        let g = reloaded.get("g").expect("persisted");
+        assert_eq!(g.retry_max_times, 3);
+        assert_eq!(g.retry_queue_nums, 1, "absent fields take Java's defaults");
+        assert_eq!(
+            g.attributes.get("+lite.bind.topic").map(String::as_str),
+            Some("T")
+        );
+        let table = String::from_utf8(reloaded.encode()).unwrap();
+        assert!(
+            table.contains("\"attributes\":{\"+lite.bind.topic\":\"T\"}"),
+            "{table}"
+        );
     }
 }

@@ -45,6 +45,16 @@ impl Default for SubscriptionGroupConfig {
     }
 }
 
+impl SubscriptionGroupConfig {
+    /// A group with Java's defaults.
+    pub fn new(group: impl Into<String>) -> Self {
+        SubscriptionGroupConfig {
+            group_name: group.into(),
+            ..SubscriptionGroupConfig::default()
+        }
+    }
+}
+
 impl std::fmt::Display for SubscriptionGroupConfig {
     /// Java's `toString`, which `mqadmin updateSubGroup` prints.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
