@@ -124,6 +124,42 @@ async fn a_peer_that_never_reads_is_stopped_then_disconnected_and_memory_stays_b
     assert!(sent > 24, "enough was asked to exceed the bound: {sent}");
 }
 
+/// Small answers fill the write queue's frame slots and every request permit long
+/// before its high-water mark in bytes: the reader then waits for a permit, and that
+/// wait too must give up on a peer that reads nothing.
+#[tokio::test]
+async fn a_peer_that_never_reads_small_answers_is_disconnected_too() {
+    let connection = ConnectionConfig {
+        write_high_water: 64 << 20,
+        write_low_water: 1 << 20,
+        write_queue_capacity: 8,
+        max_inflight_requests: 8,
+        write_stall_timeout: Duration::from_millis(300),
+        ..ConnectionConfig::default()
+    };
+    let server = start(connection, usize::MAX).await;
+    let raw = TcpStream::connect(server.local_addr()).await.unwrap();
+    let (_rd, mut wr) = raw.into_split();
+    // Many small pipelined requests, never read: the answers fill the peer's socket
+    // buffers, then the write queue's slots, then the permits.
+    let burst: Vec<u8> = (0..1024).flat_map(|_| frame(ECHO, 512).to_vec()).collect();
+    let mut sent = 0;
+    loop {
+        match tokio::time::timeout(Duration::from_millis(200), wr.write_all(&burst)).await {
+            Ok(Ok(())) => sent += 1,
+            Ok(Err(_)) => break, // the server closed the connection
+            Err(_) => {
+                wait_for("the stalled connection is closed", || {
+                    server.channels().is_empty()
+                })
+                .await;
+                break;
+            }
+        }
+        assert!(sent < 100_000, "the server never stopped reading");
+    }
+}
+
 #[tokio::test]
 async fn a_frame_left_unfinished_is_closed_at_its_deadline() {
     let budget = MemoryBudget::new(64 << 20, 64 << 20);

@@ -3,8 +3,8 @@
 //!
 //! Reading stops, the socket left unread so that TCP slows the peer down, while
 //! `max_inflight_requests` requests are in flight or while the write queue is past
-//! its high-water mark. The connection is closed when its peer reads nothing of a
-//! full queue for `write_stall_timeout`, leaves a frame unfinished past its
+//! its high-water mark. The connection is closed when, reading stopped either way,
+//! its peer reads nothing of what is queued for `write_stall_timeout`, leaves a frame unfinished past its
 //! deadline, sends garbage, or stays silent for `idle_timeout`; each reason is
 //! logged (at most once a second for the reasons a flood repeats).
 
@@ -45,6 +45,15 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.inner.inflight.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// How the wait for a request permit ended.
+enum PermitWait {
+    Permit(OwnedSemaphorePermit),
+    /// The server is shutting down.
+    Shutdown,
+    /// The connection is closed (or was just closed as stalled).
+    Closed,
 }
 
 impl Channel {
@@ -92,11 +101,7 @@ impl Channel {
                 _ = &mut stall_sleep, if paused.is_some() => {
                     let written = self.inner.outbox.written();
                     if paused == Some(written) {
-                        if let Some(suppressed) = STALLED.allow() {
-                            warn!(peer = %self.inner.peer, queued = self.inner.outbox.queued(), stall_ms = stall.as_millis() as u64, suppressed, "closing connection: the peer does not read its responses");
-                        }
-                        // What is queued will not be read either: drop it now.
-                        self.inner.abort();
+                        self.close_stalled(stall);
                         break;
                     }
                     paused = Some(written);
@@ -108,9 +113,16 @@ impl Channel {
                         if cmd.is_response() {
                             self.complete(cmd);
                         } else {
-                            let permit = match permits.clone().acquire_owned().await {
-                                Ok(p) => p,
-                                Err(_) => break,
+                            let permit = match self
+                                .wait_for_permit(&permits, stall, shutdown.as_mut(), closed.as_mut())
+                                .await
+                            {
+                                PermitWait::Permit(p) => p,
+                                PermitWait::Shutdown => {
+                                    graceful = true;
+                                    break;
+                                }
+                                PermitWait::Closed => break,
                             };
                             self.dispatch(cmd, charge, permit, &ctx).await;
                         }
@@ -167,6 +179,55 @@ impl Channel {
         let failed: Vec<_> = self.inner.pending.locked().drain().collect();
         drop(failed); // dropping the senders fails every waiting call at once
         ctx.processor.on_channel_closed(&self);
+    }
+
+    /// A permit for the next request. The permits are all taken only by requests in
+    /// flight, and those waiting to queue their answers for a peer that reads nothing
+    /// would hold them for ever: so, as with a full write queue, the reader waits with
+    /// the socket unread, and a peer that reads nothing of what is queued for `stall`
+    /// is closed.
+    async fn wait_for_permit<S: Future, C: Future>(
+        &self,
+        permits: &Arc<Semaphore>,
+        stall: Duration,
+        mut shutdown: Pin<&mut S>,
+        mut closed: Pin<&mut C>,
+    ) -> PermitWait {
+        if let Ok(permit) = permits.clone().try_acquire_owned() {
+            return PermitWait::Permit(permit);
+        }
+        debug!(peer = %self.inner.peer, "stop reading: every request permit is taken");
+        let mut mark = self.inner.outbox.written();
+        let stall_sleep = tokio::time::sleep(stall);
+        tokio::pin!(stall_sleep);
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.as_mut() => return PermitWait::Shutdown,
+                _ = closed.as_mut() => return PermitWait::Closed,
+                permit = permits.clone().acquire_owned() => {
+                    return permit.map_or(PermitWait::Closed, PermitWait::Permit);
+                }
+                _ = &mut stall_sleep => {
+                    let written = self.inner.outbox.written();
+                    if written == mark && self.inner.outbox.queued() > 0 {
+                        self.close_stalled(stall);
+                        return PermitWait::Closed;
+                    }
+                    mark = written;
+                    stall_sleep.as_mut().reset(tokio::time::Instant::now() + stall);
+                }
+            }
+        }
+    }
+
+    /// Closes a connection whose peer read nothing of its queued answers for `stall`.
+    fn close_stalled(&self, stall: Duration) {
+        if let Some(suppressed) = STALLED.allow() {
+            warn!(peer = %self.inner.peer, queued = self.inner.outbox.queued(), stall_ms = stall.as_millis() as u64, suppressed, "closing connection: the peer does not read its responses");
+        }
+        // What is queued will not be read either: drop it now.
+        self.inner.abort();
     }
 
     /// Runs one request. Its first poll happens right here on the reader: most requests
