@@ -10,7 +10,7 @@ Vostok broker on loopback.
 Sections: disk (sequential write rate with dd), size (message size 128 B → 1 MiB),
 queues (queues per topic 8 → 1,024), topics (1 → 10,000: creation and registration
 time, route table size, broker RssAnon), connections (1 → 2,000 client connections
-beside the load), recovery (a commitlog of N GiB, kill -9, time until it serves).
+beside the load), groups (1 → 500 consumer groups reading one topic's backlog), recovery (a commitlog of N GiB, kill -9, time until it serves).
 Prints Markdown tables. Needs the release binaries (matrix.sh builds them) and python3.
 """
 
@@ -68,12 +68,12 @@ class Remoting:
         self.sock.close()
 
 
-def bench(opts, ns, pid, kind, flags, duration=3):
+def bench(opts, ns, pid, kind, flags, duration=3, warmup=1):
     out = Path(opts.work) / "scale.json"
     if out.exists():
         out.unlink()
     args = [str(opts.bin / "mqbench"), kind, "-n", ns, "--broker-pid", str(pid), "-q",
-            "--warmup", "1", "-d", str(duration), "--json", str(out), *flags]
+            "--warmup", str(warmup), "-d", str(duration), "--json", str(out), *flags]
     r = subprocess.run(args, capture_output=True, text=True, timeout=300)
     if r.returncode != 0 or not out.exists():
         print(f"   mqbench failed: {r.stderr[-300:]}", flush=True)
@@ -236,6 +236,32 @@ def section_connections(opts):
                 fmt(v["broker"]["peak_rss_anon_mib"], 1))
 
 
+def section_groups(opts):
+    backlog = opts.group_backlog
+    print(f"\n## consumer groups on one topic (each reads a backlog of {backlog:,} 1 KiB messages; "
+          "push consumers in one mqbench process)\n")
+    row("groups", "deliveries/s (all groups)", "time to read every group's copy s",
+        "broker RssAnon MiB", "broker CPU cores", "mqbench RSS MiB")
+    row("---:", "---:", "---:", "---:", "---:", "---:")
+    for n in opts.groups:
+        broker, ns, pid = start(opts)
+        try:
+            made = bench(opts, ns, pid, "produce",
+                         ["-t", "FanOut", "--mode", "batch", "--batch", "32", "-c", str(backlog)],
+                         duration=120)
+            v = made and bench(opts, ns, pid, "consume",
+                               ["-t", "FanOut", "--groups", str(n), "-c", str(n * backlog)],
+                               duration=opts.group_budget, warmup=0)
+        finally:
+            stop(broker)
+        if v:
+            got = v.get("received_in_window") or 0
+            short = "" if got >= n * backlog else f" ({got:,} of {n * backlog:,} in time)"
+            row(f"{n:,}", fmt(v["msgs_per_sec"]), fmt(v["elapsed_secs"], 1) + short,
+                fmt(v["broker"]["peak_rss_anon_mib"], 1), fmt(v["broker"].get("cpu_cores"), 2),
+                fmt(v.get("mqbench", {}).get("peak_rss_mib"), 1))
+
+
 def wait_serving(opts, ns, deadline):
     """Seconds until a sync send is acknowledged (None past the deadline)."""
     t0 = time.time()
@@ -290,7 +316,7 @@ def section_recovery(opts):
 
 SECTIONS = {"disk": section_disk, "size": section_size, "queues": section_queues,
             "topics": section_topics, "connections": section_connections,
-            "recovery": section_recovery}
+            "groups": section_groups, "recovery": section_recovery}
 
 
 def main():
@@ -306,6 +332,11 @@ def main():
     ap.add_argument("--topic-budget", type=float, default=300,
                     help="stop creating topics after this many seconds")
     ap.add_argument("--connections", type=int, nargs="*", default=[1, 100, 500, 2000])
+    ap.add_argument("--groups", type=int, nargs="*", default=[1, 10, 100, 500])
+    ap.add_argument("--group-backlog", type=int, default=20000,
+                    help="messages each group reads")
+    ap.add_argument("--group-budget", type=float, default=180,
+                    help="seconds the groups may take to read their copies")
     ap.add_argument("--recovery-gib", type=int, default=10)
     ap.add_argument("--work", default=None)
     opts = ap.parse_args()

@@ -234,6 +234,10 @@ pub struct ConsumeCmd {
     /// Where a group without committed offsets starts.
     #[arg(long, value_enum, default_value_t = From::First)]
     pub from: From,
+    /// Consumer groups reading the topic at once, one consumer each (`GROUP_0`,
+    /// `GROUP_1`, ...); the rates and `-c` count every group's deliveries.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub groups: usize,
 }
 
 #[derive(Args, Debug, Clone)]

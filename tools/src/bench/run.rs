@@ -141,6 +141,14 @@ fn producer_settings(s: &mut Map<String, Value>, p: &ProducerArgs) {
     s.insert("rate".into(), json!(p.rate));
 }
 
+/// The groups of `consume --groups N`: `group` itself for one, else `group_0` ...
+fn group_names(group: &str, n: usize) -> Vec<String> {
+    match n {
+        0 | 1 => vec![group.to_owned()],
+        n => (0..n).map(|i| format!("{group}_{i}")).collect(),
+    }
+}
+
 fn consumer_settings(s: &mut Map<String, Value>, c: &super::args::ConsumerArgs, group: &str) {
     s.insert(
         "consumer".into(),
@@ -305,7 +313,11 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
         // The window opens with the first delivery.
         state.start_measuring(true);
     }
-    let consumer = consume::start(common, &cmd.consumer, &group, cmd.from, state.clone()).await?;
+    let groups = group_names(&group, cmd.groups);
+    let mut consumers = Vec::with_capacity(groups.len());
+    for g in &groups {
+        consumers.push(consume::start(common, &cmd.consumer, g, cmd.from, state.clone()).await?);
+    }
     let mut ticker = Ticker::new(common.quiet);
     // The clock starts with the first message (not with rebalancing).
     let wait_until = Instant::now() + Duration::from_secs(60);
@@ -348,7 +360,9 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
     };
     let elapsed = t_end.duration_since(t0);
     let figures = monitor.finish().await;
-    consumer.shutdown().await;
+    for consumer in consumers {
+        consumer.shutdown().await;
+    }
     let receipts = state.receipts(end - base, &[]);
     if nothing_came {
         eprintln!("no message arrived within 60 s");
@@ -356,6 +370,7 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
 
     let mut settings = common_settings(common);
     consumer_settings(&mut settings, &cmd.consumer, &group);
+    settings.insert("groups".into(), json!(groups.len()));
     settings.insert(
         "from".into(),
         json!(if cmd.from == From::First {
