@@ -74,7 +74,7 @@ def bench(opts, ns, pid, kind, flags, duration=3, warmup=1):
         out.unlink()
     args = [str(opts.bin / "mqbench"), kind, "-n", ns, "--broker-pid", str(pid), "-q",
             "--warmup", str(warmup), "-d", str(duration), "--json", str(out), *flags]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=duration + 300)
     if r.returncode != 0 or not out.exists():
         print(f"   mqbench failed: {r.stderr[-300:]}", flush=True)
         return None

@@ -314,10 +314,13 @@ pub async fn consume(cmd: ConsumeCmd) -> Result<Summary, BenchError> {
         state.start_measuring(true);
     }
     let groups = group_names(&group, cmd.groups);
-    let mut consumers = Vec::with_capacity(groups.len());
-    for g in &groups {
-        consumers.push(consume::start(common, &cmd.consumer, g, cmd.from, state.clone()).await?);
-    }
+    // Started together: each start waits for routes and a first rebalance.
+    let consumers = futures_util::future::try_join_all(
+        groups
+            .iter()
+            .map(|g| consume::start(common, &cmd.consumer, g, cmd.from, state.clone())),
+    )
+    .await?;
     let mut ticker = Ticker::new(common.quiet);
     // The clock starts with the first message (not with rebalancing).
     let wait_until = Instant::now() + Duration::from_secs(60);
