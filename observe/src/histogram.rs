@@ -87,6 +87,15 @@ impl AtomicHistogram {
         inner.sum.fetch_add(value, Ordering::Relaxed);
     }
 
+    /// Observations so far.
+    pub fn count(&self) -> u64 {
+        self.inner
+            .counts
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .sum()
+    }
+
     /// Reads the counters, in the exported unit. The count is the sum of the buckets,
     /// so a scrape never shows a count its buckets do not add up to.
     pub fn snapshot(&self) -> HistogramSnapshot {

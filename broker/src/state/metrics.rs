@@ -305,6 +305,18 @@ impl BrokerMetrics {
             .collect()
     }
 
+    /// Per topic since start: messages stored and the puts that stored them.
+    pub(crate) fn topic_put_counts(&self) -> Vec<(String, u64, u64)> {
+        self.inbound
+            .read_locked()
+            .iter()
+            .map(|(t, m)| {
+                let puts = m.kinds.iter().filter_map(OnceLock::get);
+                (t.clone(), m.messages(), puts.map(|k| k.size.count()).sum())
+            })
+            .collect()
+    }
+
     /// Messages taken per topic and group since start (console rates).
     pub(crate) fn group_out_totals(&self) -> Vec<(String, String, u64)> {
         let out = self.outbound.read_locked();
