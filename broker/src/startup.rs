@@ -388,6 +388,7 @@ fn build_state(
         metrics: crate::state::metrics::BrokerMetrics::new(
             config.ops.metrics.is_prom() || config.ops.console_on(),
         ),
+        stats_windows: Default::default(),
         removals: Default::default(),
         boot_timestamp: now_millis(),
         master_addr: RwLock::new(None),

@@ -7,18 +7,22 @@
 //! * [`exporter`]: RocketMQ 5's exporter keys (`metricsExporterType`,
 //!   `metricsPromExporterHost`, `metricsPromExporterPort`, `metricsLabel`) and the
 //!   `/metrics` endpoint in the Prometheus text format (0.0.4).
+//! * [`histogram`]: a fixed-bucket histogram of atomic counters, encoded at scrape
+//!   time as `prometheus_client`'s own.
 //! * [`rpc`]: `rocketmq_rpc_latency`, the remoting request histogram both servers keep.
 //!
 //! Metric names, labels and buckets are RocketMQ 5's (docs/operations.md#metrics), so
 //! that the Grafana boards written for Apache RocketMQ read Vostok unchanged. Recording
-//! is atomics on handles resolved once per label set; label text is built only when
-//! Prometheus scrapes.
+//! is relaxed atomic adds on handles resolved once per label set, with no lock; label
+//! text is built only when Prometheus scrapes.
 
 pub mod exporter;
+pub mod histogram;
 pub mod http;
 pub mod rpc;
 
 pub use exporter::{ExporterType, MetricsConfig};
+pub use histogram::{AtomicHistogram, Buckets};
 pub use http::{HttpHandler, HttpRequest, HttpResponse, HttpServer};
 pub use prometheus_client;
 pub use rpc::RpcMetrics;

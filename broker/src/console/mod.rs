@@ -5,6 +5,8 @@
 //! requests.
 //!
 //! * [`pages`]: cluster, topics, groups (lag), connected clients.
+//! * [`cluster`]: every broker of every cluster, from the name servers, with its role
+//!   and disk use, for the cluster page.
 //! * [`message`]: search by key, id or time, "where is my message", browse, and the
 //!   remove and resend forms.
 //! * [`history`]: the last hour of rates and lag, sampled every 10 s, drawn by [`svg`].
@@ -12,6 +14,7 @@
 //! Changes are POST forms carrying a per-process token (CSRF), and a POST whose
 //! `Origin` names another site is refused.
 
+mod cluster;
 mod history;
 mod html;
 mod message;
@@ -23,7 +26,11 @@ use std::sync::Arc;
 use vostok_observe::http::{BoxFuture, HttpHandler, HttpRequest, HttpResponse};
 
 use crate::state::Broker;
+use cluster::Member;
 use history::History;
+
+/// The cluster's brokers as the name servers list them, or why they could not.
+type ClusterView = Result<Vec<Member>, String>;
 
 /// The console of one broker.
 #[derive(Clone)]
@@ -54,8 +61,13 @@ impl HttpHandler for Console {
         Box::pin(async move {
             match request.method.as_str() {
                 "GET" | "HEAD" => {
+                    // The cluster page asks the name servers and every broker first.
+                    let view = match request.path.as_str() {
+                        "/" => Some(cluster::members(&console.broker).await),
+                        _ => None,
+                    };
                     // Pages read consume queues (lag, searches): off the reactor.
-                    tokio::task::spawn_blocking(move || console.get(&request))
+                    tokio::task::spawn_blocking(move || console.get(&request, view))
                         .await
                         .unwrap_or_else(|_| HttpResponse::text(500, "page failed\n"))
                 }
@@ -67,12 +79,13 @@ impl HttpHandler for Console {
 }
 
 impl Console {
-    fn get(&self, r: &HttpRequest) -> HttpResponse {
+    /// `view`: the cluster's brokers, for the cluster page.
+    fn get(&self, r: &HttpRequest, view: Option<ClusterView>) -> HttpResponse {
         let flash = r.param("flash");
         let flash = flash.as_deref();
         let name = r.param("name").unwrap_or_default();
         let body = match r.path.as_str() {
-            "/" => ("Cluster".to_owned(), pages::cluster(self)),
+            "/" => ("Cluster".to_owned(), pages::cluster(self, view.as_ref())),
             "/topics" => ("Topics".to_owned(), pages::topics(self)),
             "/topic" => (format!("Topic {name}"), pages::topic(self, &name)),
             "/groups" => ("Groups".to_owned(), pages::groups(self)),

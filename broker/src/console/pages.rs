@@ -10,8 +10,9 @@ use vostok_remoting::support::time::now_millis;
 use super::html::{duration, esc, form, hidden, table, time, url};
 use super::{svg, Console};
 
-/// This broker: role, addresses, disk, replication.
-pub(crate) fn cluster(c: &Console) -> String {
+/// Every broker of every cluster (role, disk use, reachable or not), then this broker:
+/// role, addresses, disk, replication.
+pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String {
     let b = &c.broker;
     let cfg = &b.config;
     let info = b.store.runtime_info();
@@ -63,7 +64,12 @@ pub(crate) fn cluster(c: &Console) -> String {
     if let Some(master) = b.master_addr.read_locked().clone() {
         rows.push(vec!["Master".into(), esc(&master)]);
     }
-    let mut out = table("broker", &["", ""], &rows);
+    let mut out = String::from("<h2>Brokers</h2>");
+    if let Some(view) = view {
+        out.push_str(&super::cluster::render(view, &b.broker_addr.to_string()));
+    }
+    out.push_str("<h2>This broker</h2>");
+    out.push_str(&table("broker", &["", ""], &rows));
     let slaves = store.ha_slaves();
     if !slaves.is_empty() {
         out.push_str("<h2>Slaves</h2>");
@@ -95,7 +101,7 @@ pub(crate) fn cluster(c: &Console) -> String {
         "msg/s",
         &c.history.rate_out(None),
     ));
-    out.push_str("</div><p class=\"note\">Each broker serves its own console; this page shows this broker.</p>");
+    out.push_str("</div><p class=\"note\">Topics, groups and messages are this broker's; each broker serves its own console.</p>");
     out
 }
 

@@ -4,11 +4,34 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use vostok_remoting::protocol::body::KvTable;
-use vostok_remoting::protocol::{json, version};
+use vostok_remoting::protocol::{json, response_code, version};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::RemotingCommand;
 
 use crate::state::Broker;
+
+/// VIEW_BROKER_STATS_DATA (`statsName`, `statsKey`): a topic's puts or a group's gets
+/// over the last minute, hour and day (`statsAll`). Apache answers SYSTEM_ERROR for a
+/// key it never counted; a broker keeping no counters (neither the exporter nor the
+/// console on) says so with REQUEST_CODE_NOT_SUPPORTED, and `statsAll` prints `-`.
+pub(crate) fn view_broker_stats_data(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+    if !broker.metrics.is_enabled() {
+        return RemotingCommand::response(
+            response_code::REQUEST_CODE_NOT_SUPPORTED,
+            "this broker keeps per-topic statistics only with metricsExporterType=PROM or consoleEnable=true".to_owned(),
+        );
+    }
+    let field = |k: &str| request.ext_fields.get(k).unwrap_or("").to_owned();
+    let (name, key) = (field("statsName"), field("statsKey"));
+    let now = vostok_remoting::support::time::now_millis();
+    match broker.stats_windows.view(&broker.metrics, &name, &key, now) {
+        Some(data) => RemotingCommand::success().with_body(json::to_vec(&data)),
+        None => RemotingCommand::response(
+            response_code::SYSTEM_ERROR,
+            format!("The stats <{name}> <{key}> not exist"),
+        ),
+    }
+}
 
 pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     let mut table: BTreeMap<String, String> = broker.store.runtime_info();

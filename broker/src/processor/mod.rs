@@ -124,6 +124,9 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::GET_ALL_TOPIC_CONFIG => topic_admin::get_all_topic_config(b),
                 request_code::GET_TOPIC_CONFIG => topic_admin::get_topic_config(b, request),
                 request_code::GET_BROKER_RUNTIME_INFO => broker_admin::get_broker_runtime_info(b),
+                request_code::VIEW_BROKER_STATS_DATA => {
+                    broker_admin::view_broker_stats_data(b, request)
+                }
                 request_code::GET_BROKER_EPOCH_CACHE => broker_admin::get_broker_epoch_cache(b),
                 request_code::GET_BROKER_CONFIG => broker_admin::get_broker_config(b),
                 request_code::UPDATE_BROKER_CONFIG => {

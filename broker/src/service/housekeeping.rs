@@ -1,13 +1,17 @@
 //! Small periodic duties: flushing consumer offsets (`flushConsumerOffsetInterval`),
 //! expiring clients that stopped sending heartbeats (RocketMQ's
 //! `ClientHousekeepingService`, every 10 s, `channelExpiredTimeout`), turning the
-//! message counters into per-second rates and estimating the tables for the memory
-//! account. They run on the duties runtime (`Broker::duties`): a request flood
+//! message counters into per-second rates, sampling the per-topic and per-group
+//! counters for VIEW_BROKER_STATS_DATA (every 10 s, when they are kept) and estimating
+//! the tables for the memory account. They run on the duties runtime (`Broker::duties`): a request flood
 //! cannot delay them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use vostok_remoting::support::time::now_millis;
+
+use crate::state::stats_window::SAMPLE_EVERY;
 use crate::state::Broker;
 
 const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
@@ -35,6 +39,21 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
         },
         duties,
     );
+    if broker.metrics.is_enabled() {
+        let b = broker.clone();
+        broker.tasks.spawn_on(sample_stats_windows(b), duties);
+    }
+}
+
+/// Samples the per-topic and per-group counters into the statistics windows.
+async fn sample_stats_windows(b: Arc<Broker>) {
+    let mut tick = tokio::time::interval(SAMPLE_EVERY);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => b.stats_windows.sample(&b.metrics, now_millis()),
+            _ = b.shutdown.cancelled() => break,
+        }
+    }
 }
 
 /// Writes `consumerOffset.json` every `flushConsumerOffsetInterval` when it changed.

@@ -9,20 +9,22 @@
 //!   `consumer_group`, `is_retry`, `is_system`: one add per pull or pop that found
 //!   messages.
 //!
-//! Cost on the send path: one read lock and one hash of the topic name to find the
-//! topic's handles, then atomic adds; label text is built once per topic (and message
-//! type), never per message. With neither the exporter nor the console on, nothing is
-//! recorded at all.
+//! Cost on the send path: the topic's handles come from a small per-thread cache of the
+//! topics recorded last (a string compare; the shared map, its lock and a hash only on
+//! a miss), then four relaxed atomic adds; the size histogram is an array of atomic
+//! counters, not a locked one. Label text is built once per topic (and message type),
+//! never per message. With neither the exporter nor the console on, nothing is recorded
+//! at all.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use vostok_observe::prometheus_client::metrics::counter::Counter;
 use vostok_observe::prometheus_client::metrics::family::Family;
-use vostok_observe::prometheus_client::metrics::histogram::Histogram;
 use vostok_observe::prometheus_client::registry::Registry;
-use vostok_observe::RpcMetrics;
+use vostok_observe::{AtomicHistogram, Buckets, RpcMetrics};
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_store::PutMessageResult;
@@ -47,25 +49,21 @@ impl MessageKind {
     }
 }
 
-/// Apache's message size buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2, 4 MiB.
-const SIZE_BUCKETS: [f64; 6] = [
-    1024.0,
-    4096.0,
-    524_288.0,
-    1_048_576.0,
-    2_097_152.0,
-    4_194_304.0,
-];
+/// Apache's message size buckets, in bytes: 1 KiB, 4 KiB, 512 KiB, 1, 2, 4 MiB.
+static SIZE_BUCKETS: Buckets = Buckets {
+    bounds: &[1024, 4096, 524_288, 1_048_576, 2_097_152, 4_194_304],
+    scale: 1.0,
+};
 
-fn size_histogram() -> Histogram {
-    Histogram::new(SIZE_BUCKETS)
+fn size_histogram() -> AtomicHistogram {
+    AtomicHistogram::new(&SIZE_BUCKETS)
 }
 
 /// The handles of one topic and message type.
 struct InMeter {
     messages: Counter,
     bytes: Counter,
-    size: Histogram,
+    size: AtomicHistogram,
 }
 
 impl InMeter {
@@ -73,15 +71,40 @@ impl InMeter {
         self.messages.inc_by(count);
         self.bytes.inc_by(bytes);
         // Apache records the size of the put over its messages.
-        self.size.observe((bytes / count.max(1)) as f64);
+        self.size.observe(bytes / count.max(1));
     }
 }
 
-/// The handles of one topic, by message type, plus plain totals for the console.
+/// The handles of one topic, by message type.
 #[derive(Default)]
 pub(crate) struct TopicIn {
     kinds: [OnceLock<InMeter>; 3],
-    pub(crate) messages: AtomicU64,
+}
+
+impl TopicIn {
+    /// Messages stored since start, every type together (console rates).
+    fn messages(&self) -> u64 {
+        self.kinds
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(|m| m.messages.get())
+            .sum()
+    }
+}
+
+/// Tells apart the `BrokerMetrics` of one process in the per-thread caches (tests run
+/// several brokers in one process).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Topics a thread keeps handles for; a send path serves few topics per thread at once.
+const RECENT_TOPICS: usize = 4;
+
+type RecentTopic = (u64, Box<str>, Arc<TopicIn>);
+
+thread_local! {
+    /// The topics this thread recorded last, with their handles, round-robin.
+    static RECENT: RefCell<([Option<RecentTopic>; RECENT_TOPICS], usize)> =
+        const { RefCell::new(([None, None, None, None], 0)) };
 }
 
 /// The handles of one topic and group.
@@ -100,10 +123,12 @@ impl OutMeter {
 pub(crate) struct BrokerMetrics {
     /// False when neither the exporter nor the console is on: nothing is recorded.
     enabled: bool,
+    /// This instance's key in the per-thread topic caches.
+    id: u64,
     pub(crate) rpc: RpcMetrics,
     messages_in: Family<Labels, Counter>,
     throughput_in: Family<Labels, Counter>,
-    message_size: Family<Labels, Histogram, fn() -> Histogram>,
+    message_size: Family<Labels, AtomicHistogram, fn() -> AtomicHistogram>,
     messages_out: Family<Labels, Counter>,
     throughput_out: Family<Labels, Counter>,
     inbound: RwLock<HashMap<String, Arc<TopicIn>>>,
@@ -123,6 +148,7 @@ impl BrokerMetrics {
     pub(crate) fn new(enabled: bool) -> Self {
         BrokerMetrics {
             enabled,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             rpc: RpcMetrics::default(),
             messages_in: Family::default(),
             throughput_in: Family::default(),
@@ -179,25 +205,42 @@ impl BrokerMetrics {
     }
 
     /// Adds `count` messages of `bytes` bytes to `topic`'s counters.
+    ///
+    /// The topic's handles come from this thread's cache when it recorded the topic
+    /// lately, else from the shared map (created on first use), and are then cached.
     pub(crate) fn add_put(&self, topic: &str, kind: MessageKind, count: u64, bytes: u64) {
         if !self.enabled || count == 0 {
             return;
         }
-        // The common case: the topic's handles exist; a read lock, no allocation.
-        if let Some(t) = self.inbound.read_locked().get(topic) {
-            if let Some(meter) = t.kinds[kind as usize].get() {
-                t.messages.fetch_add(count, Ordering::Relaxed);
-                meter.add(count, bytes);
-                return;
+        let hit = RECENT.with_borrow(|(recent, _)| {
+            let found = recent
+                .iter()
+                .flatten()
+                .find(|(id, name, _)| *id == self.id && **name == *topic);
+            if let Some((_, _, t)) = found {
+                self.add_to(t, topic, kind, count, bytes);
             }
+            found.is_some()
+        });
+        if hit {
+            return;
         }
-        let t = self
-            .inbound
-            .write_locked()
-            .entry(topic.to_owned())
-            .or_default()
-            .clone();
-        t.messages.fetch_add(count, Ordering::Relaxed);
+        let found = self.inbound.read_locked().get(topic).cloned();
+        let t = found.unwrap_or_else(|| {
+            self.inbound
+                .write_locked()
+                .entry(topic.to_owned())
+                .or_default()
+                .clone()
+        });
+        self.add_to(&t, topic, kind, count, bytes);
+        RECENT.with_borrow_mut(|(recent, next)| {
+            recent[*next % RECENT_TOPICS] = Some((self.id, topic.into(), t));
+            *next = next.wrapping_add(1);
+        });
+    }
+
+    fn add_to(&self, t: &TopicIn, topic: &str, kind: MessageKind, count: u64, bytes: u64) {
         let meter = t.kinds[kind as usize].get_or_init(|| {
             let labels: Labels = vec![
                 ("topic", topic.to_owned()),
@@ -258,7 +301,19 @@ impl BrokerMetrics {
         self.inbound
             .read_locked()
             .iter()
-            .map(|(t, m)| (t.clone(), m.messages.load(Ordering::Relaxed)))
+            .map(|(t, m)| (t.clone(), m.messages()))
+            .collect()
+    }
+
+    /// Per topic since start: messages stored and the puts that stored them.
+    pub(crate) fn topic_put_counts(&self) -> Vec<(String, u64, u64)> {
+        self.inbound
+            .read_locked()
+            .iter()
+            .map(|(t, m)| {
+                let puts = m.kinds.iter().filter_map(OnceLock::get);
+                (t.clone(), m.messages(), puts.map(|k| k.size.count()).sum())
+            })
             .collect()
     }
 

@@ -28,6 +28,7 @@ pub(crate) mod replicas;
 pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
+pub(crate) mod stats_window;
 pub(crate) mod subscription;
 pub(crate) mod timer;
 pub(crate) mod topic;
@@ -90,6 +91,8 @@ pub struct Broker {
     pub(crate) stats: BrokerStats,
     /// RocketMQ 5's request metrics (Prometheus and the console).
     pub(crate) metrics: BrokerMetrics,
+    /// The last minute, hour and day of the metrics' counters (VIEW_BROKER_STATS_DATA).
+    pub(crate) stats_windows: stats_window::StatsWindows,
     /// Messages an operator removed: pulls and pops skip them.
     pub(crate) removals: RemovedMessages,
     pub(crate) uniq_ids: UniqIdGenerator,

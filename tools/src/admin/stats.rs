@@ -1,8 +1,9 @@
 //! `statsAll`: for every topic (retry and DLQ topics aside) and each group consuming
 //! it, the backlog and the in/out rates and 24-hour counts, as RocketMQ's command
-//! prints them. Rates and counts come from VIEW_BROKER_STATS_DATA, which Vostok
-//! brokers do not serve yet: those cells print `-` (and are `null` in `--json`)
-//! rather than a made-up zero; Apache brokers fill them.
+//! prints them. Rates and counts come from VIEW_BROKER_STATS_DATA (the last minute's
+//! rate, the day's count); a broker that keeps no such counters (a Vostok broker with
+//! neither the exporter nor the console on) answers REQUEST_CODE_NOT_SUPPORTED, and
+//! those cells print `-` (and are `null` in `--json`) rather than a made-up zero.
 
 use std::collections::BTreeSet;
 
