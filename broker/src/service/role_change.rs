@@ -17,9 +17,8 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 use vostok_store::ha::consistent_point;
 
-use super::replicas_manager::MasterInfo;
 use super::{registration, sync_state_set};
-use crate::state::replicas::ReplicaRole;
+use crate::state::replicas::{MasterInfo, ReplicaRole};
 use crate::state::Broker;
 
 /// Stops the replication client and waits (briefly) until its connection is gone.
