@@ -146,6 +146,10 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
             "notifiedMasterEpoch",
             broker.replicas.notified_epoch().to_string(),
         );
+        put(
+            "masterServicesRunning",
+            broker.replicas.master_services.is_running().to_string(),
+        );
     }
     if broker.is_master() {
         let slaves = broker.store.ha_slaves();

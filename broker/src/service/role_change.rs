@@ -77,10 +77,7 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
         .store
         .set_role(false, broker.config.controller.all_ack_in_sync_state_set);
     broker.replicas.set_role(ReplicaRole::Master);
-    broker
-        .replicas
-        .master_services
-        .call_once(|| super::spawn_master_services(broker));
+    super::start_master_services(broker);
     registration::register_all(broker).await;
 }
 
@@ -123,6 +120,9 @@ pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, 
     info!(master, epoch, "controller mode: becoming slave");
     broker.replicas.set_role(ReplicaRole::Slave);
     broker.store.set_role(true, false);
+    // A demoted master stops what only a master runs (RocketMQ `changeToSlave`)
+    // before its log may be cut.
+    super::stop_master_services(broker).await;
     stop_replicating(broker).await;
     let (Some(addr), Some(ha)) = (info.addr.clone(), info.ha_addr.clone()) else {
         warn!(

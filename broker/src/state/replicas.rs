@@ -14,6 +14,8 @@ use vostok_remoting::protocol::body::SyncStateSet;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_store::ha::EpochFile;
 
+use super::master_services::MasterServices;
+
 /// What the controller says about the group: its answer to GET_REPLICA_INFO, or its
 /// NOTIFY_BROKER_ROLE_CHANGED.
 #[derive(Debug, Clone)]
@@ -46,8 +48,8 @@ pub struct ReplicaState {
     pub(crate) last_controller_ok_ms: AtomicI64,
     /// The current master's (id, main address, HA address), when known.
     pub(crate) master: RwLock<Option<(i64, String, String)>>,
-    /// The master-only services start on the first promotion.
-    pub(crate) master_services: std::sync::Once,
+    /// The master-only services: started on each promotion, stopped on demotion.
+    pub(crate) master_services: MasterServices,
     /// The newest role change notice from a controller, until the replicas manager
     /// applies it; `notice_arrived` wakes the manager.
     notice: Mutex<Option<MasterInfo>>,
@@ -66,7 +68,7 @@ impl ReplicaState {
             epochs: Mutex::new(epochs),
             last_controller_ok_ms: AtomicI64::new(0),
             master: RwLock::new(None),
-            master_services: std::sync::Once::new(),
+            master_services: MasterServices::default(),
             notice: Mutex::new(None),
             notice_arrived: Notify::new(),
             notified_epoch: AtomicI32::new(0),
