@@ -3,14 +3,18 @@
 //! see `vostok_tests::controller`). A master demoted by hand stops them and a delayed
 //! and a timer message it took are delivered by the new master, once; promoted again,
 //! it starts them afresh and delivers what it received by replication while it was a
-//! slave, once. Skipped (with a message) without root.
+//! slave, once. A message popped (POP) on a master that is then demoted comes back on
+//! the new master once its invisible time is over: the new master took the old one's
+//! checkpoints from the revive queues. Skipped (with a message) without root.
 
 use std::time::{Duration, Instant};
 
+use vostok_remoting::protocol::header::PopMessageRequestHeader;
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::RemotingClient;
+use vostok_remoting::{RemotingClient, RemotingCommand};
 use vostok_tests::client::TestClient;
 use vostok_tests::controller::{
     elect_by_hand, master_with_full_set, ready, runtime_info, stored_bodies, Cluster, QUEUES, TOPIC,
@@ -141,4 +145,89 @@ async fn master_only_services_follow_the_role() {
         let expected = ["d1", "d2", "t1", "t2"].map(|b| (b.to_owned(), 1)).into();
         assert_eq!(stored, expected, "broker {i}");
     }
+}
+
+const POP_GROUP: &str = "roles-pop";
+
+/// POP_MESSAGE of every queue of [`TOPIC`] (and the group's retry topic), no hold.
+async fn pop(admin: &TestClient, addr: &str, invisible_ms: i64) -> Vec<MessageExt> {
+    let header = PopMessageRequestHeader {
+        consumer_group: POP_GROUP.into(),
+        topic: TOPIC.into(),
+        queue_id: -1,
+        max_msg_nums: 32,
+        invisible_time: invisible_ms,
+        poll_time: 0,
+        init_mode: Some(0),
+        ..Default::default()
+    };
+    let request = RemotingCommand::request_with_header(request_code::POP_MESSAGE, &header);
+    let response = admin.call(addr, request).await;
+    match response.code {
+        response_code::SUCCESS => MessageExt::decode_all(&response.body),
+        _ => Vec::new(),
+    }
+}
+
+/// Pops until a message comes (at most [`DELIVERY_WAIT`]); asserts it is the only one.
+async fn await_pop(admin: &TestClient, addr: &str, invisible_ms: i64) -> MessageExt {
+    let deadline = Instant::now() + DELIVERY_WAIT;
+    loop {
+        let mut got = pop(admin, addr, invisible_ms).await;
+        if !got.is_empty() {
+            assert_eq!(got.len(), 1, "one message expected");
+            return got.remove(0);
+        }
+        assert!(Instant::now() < deadline, "nothing to pop at {addr}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_popped_on_a_demoted_master_comes_back_on_the_new_one() {
+    let Some(net) = Network::new("ctl-pop") else {
+        return;
+    };
+    let (c, admin, rpc, old) = ready(&net, "cq", &[("reviveInterval", "200")]).await;
+    let new = (old + 1) % 3;
+    let old_addr = c.addr(old);
+    admin.send(&old_addr, TOPIC, 0, "p1", String::new()).await;
+    let log_end = |addr: String| {
+        let rpc = &rpc;
+        async move {
+            runtime_info(rpc, &addr).await["commitLogMaxOffset"]
+                .parse::<i64>()
+                .expect("an offset")
+        }
+    };
+    let before = log_end(old_addr.clone()).await;
+    // Invisible for longer than the metadata sync below may take, so that the old
+    // master cannot revive it itself before it is demoted.
+    let popped = await_pop(&admin, &old_addr, 30_000).await;
+    assert_eq!(&popped.body[..], b"p1");
+    // Not acked. Its checkpoint is stored after the answer; then the new master-to-be
+    // holds the checkpoint (replicated) and the group's offset past the message
+    // (metadata sync), so only a revive can bring it back.
+    eventually("the pop's checkpoint stored", || {
+        let end = log_end(old_addr.clone());
+        async move { end.await > before }
+    })
+    .await;
+    let end = log_end(old_addr.clone()).await;
+    let new_addr = c.addr(new);
+    eventually("the checkpoint and the offset on the next master", || {
+        let (admin, addr) = (&admin, new_addr.clone());
+        let slave_end = log_end(addr.clone());
+        async move {
+            slave_end.await == end
+                && admin.query_offset(&addr, POP_GROUP, TOPIC, 0).await == Some(1)
+        }
+    })
+    .await;
+
+    elect_by_hand(&rpc, &c, new).await;
+    await_role(&rpc, &c, new, "SYNC_MASTER", true).await;
+    let back = await_pop(&admin, &new_addr, 60_000).await;
+    assert_eq!(&back.body[..], b"p1");
+    assert_eq!(back.reconsume_times, 1, "revived once");
 }

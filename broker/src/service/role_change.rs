@@ -40,6 +40,8 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
     broker.replicas.set_role(ReplicaRole::None);
     broker.store.set_role(true, false);
     stop_replicating(broker).await;
+    // Not a master re-elected: its POP checkpoints are a slave's, stale.
+    let reload_pop = !broker.replicas.master_services.is_running();
     let store = broker.store.clone();
     let b = broker.clone();
     let prepared = tokio::task::spawn_blocking(move || -> std::io::Result<i64> {
@@ -49,6 +51,9 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
             store.truncate_to(max).map_err(std::io::Error::other)?;
         }
         store.wait_for_dispatch(max, Duration::from_secs(10));
+        if reload_pop {
+            b.pop.reload(&store, &b.offsets);
+        }
         let mut epochs = b.replicas.epochs.locked();
         epochs.truncate_suffix(max)?;
         epochs.append(epoch, max)?;
