@@ -33,6 +33,9 @@ pub struct ControllerConfig {
     /// `raftElectionTimeoutMills` (min; max is twice it).
     pub raft_heartbeat_interval: Duration,
     pub raft_election_timeout: Duration,
+    /// `notifyBrokerRoleChanged`: after an election, tell the group's alive brokers
+    /// their new roles (NOTIFY_BROKER_ROLE_CHANGED) instead of waiting for their polls.
+    pub notify_broker_role_changed: bool,
 }
 
 fn home_dir() -> PathBuf {
@@ -55,6 +58,7 @@ impl Default for ControllerConfig {
             bind_address: "0.0.0.0".into(),
             raft_heartbeat_interval: Duration::from_millis(200),
             raft_election_timeout: Duration::from_millis(1000),
+            notify_broker_role_changed: true,
         }
     }
 }
@@ -111,9 +115,9 @@ impl ControllerConfig {
             "bindAddress" => self.bind_address = v.to_owned(),
             "raftHeartbeatIntervalMills" => self.raft_heartbeat_interval = ms(v)?,
             "raftElectionTimeoutMills" => self.raft_election_timeout = ms(v)?,
+            "notifyBrokerRoleChanged" => self.notify_broker_role_changed = flag(v)?,
             // Apache keys with nothing to configure here.
             "controllerType"
-            | "notifyBrokerRoleChanged"
             | "scanInactiveMasterInterval"
             | "controllerThreadPoolNums"
             | "controllerRequestThreadPoolQueueCapacity"
@@ -205,6 +209,10 @@ impl ControllerConfig {
                 ms(self.raft_heartbeat_interval),
             ),
             ("raftElectionTimeoutMills", ms(self.raft_election_timeout)),
+            (
+                "notifyBrokerRoleChanged",
+                self.notify_broker_role_changed.to_string(),
+            ),
         ]
     }
 }

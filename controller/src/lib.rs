@@ -13,6 +13,7 @@
 //! * `node`: one controller's shared state (Raft handle, applied metadata, heartbeats).
 //! * `processor`: the request processor, one function per request code.
 //! * `scan`: the leader's periodic look for dead masters.
+//! * `notify`: tells a group's brokers their new roles after an election.
 //! * [`config`], [`mod@error`], [`cli`].
 //!
 //! # Request flow
@@ -24,12 +25,14 @@
 //!    write     ─▶ leader decides ─▶ Raft log (majority, fsync) ─▶ apply ─▶ outcome ─▶ answer
 //! peers ─▶ RAFT_VOTE / RAFT_APPEND_ENTRIES / RAFT_INSTALL_SNAPSHOT ─▶ openraft
 //! scan (leader, every scanNotActiveBrokerInterval) ─▶ dead master ─▶ election write
+//! election applied ─▶ notify queue ─▶ NOTIFY_BROKER_ROLE_CHANGED (oneway) ─▶ alive brokers
 //! ```
 
 pub mod cli;
 pub mod config;
 pub mod error;
 mod node;
+mod notify;
 mod processor;
 pub mod raft;
 pub mod replicas;
@@ -115,6 +118,7 @@ impl Controller {
         let heartbeats =
             BrokerHeartbeats::new(config.heartbeat_timeout.as_millis() as i64, now_millis());
         info!(config = ?config.to_properties(), node = node_id, "controller starting");
+        let (notifier, notices) = notify::RoleNotifier::new();
         let node = Arc::new(ControllerNode {
             metrics: raft.metrics(),
             config,
@@ -122,6 +126,7 @@ impl Controller {
             raft,
             applied,
             heartbeats,
+            notifier,
         });
         let server = RemotingServer::start(
             listener,
@@ -132,6 +137,12 @@ impl Controller {
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
         tasks.spawn(scan::run(node.clone(), stop.clone()));
+        tasks.spawn(notify::run(
+            node.clone(),
+            client.clone(),
+            notices,
+            stop.clone(),
+        ));
         Ok(Controller {
             server,
             node,
@@ -149,7 +160,7 @@ impl Controller {
         self.node.is_leader()
     }
 
-    /// Stops serving, the scan and Raft.
+    /// Stops serving, the scan, the role change notices and Raft.
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.tasks.close();

@@ -14,6 +14,7 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 
 use crate::config::ControllerConfig;
+use crate::notify::RoleNotifier;
 use crate::raft::{Applied, Raft};
 use crate::replicas::{BrokerGroup, BrokerHeartbeats, Command, LiveInfo, Outcome};
 
@@ -24,6 +25,8 @@ pub struct ControllerNode {
     pub metrics: watch::Receiver<RaftMetrics<u64, openraft::BasicNode>>,
     pub applied: Arc<RwLock<Applied>>,
     pub heartbeats: BrokerHeartbeats,
+    /// Where elections leave the groups whose brokers are to be told (`notify`).
+    pub notifier: RoleNotifier,
 }
 
 impl ControllerNode {

@@ -8,6 +8,7 @@
 
 pub mod acl;
 pub mod client;
+pub mod controller;
 pub mod http;
 pub mod netns;
 pub mod proxy;

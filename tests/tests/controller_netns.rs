@@ -9,208 +9,25 @@
 //!   over, the old one never acknowledges while cut off, rejoins as a slave with its
 //!   unacknowledged tail cut, and no acknowledged message is missing or doubled;
 //! * (c) the controller leading the Raft quorum killed, then the master: the two
-//!   controllers left still elect.
+//!   controllers left still elect;
+//! * (d) an election by hand is pushed to the brokers (NOTIFY_BROKER_ROLE_CHANGED):
+//!   each one reports the new epoch as notified, and the new master takes sends.
 //!
 //! Skipped (with a message) without root.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use vostok_client::{Message, Producer, ProducerConfig, SendStatus};
-use vostok_remoting::protocol::body::KvTable;
-use vostok_remoting::protocol::header::{GetMetaDataResponseHeader, TopicRequestHeader};
-use vostok_remoting::protocol::{json, request_code, response_code};
-use vostok_remoting::{ClientConfig, RemotingClient, RemotingCommand};
+use vostok_remoting::protocol::response_code;
 use vostok_tests::client::TestClient;
-use vostok_tests::netns::{HostBroker, HostNamesrv, Network};
+use vostok_tests::controller::{
+    await_new_master, controller_leader, elect_by_hand, ready, runtime_info, stored_bodies,
+    CONTROLLER_PORT, TOPIC,
+};
+use vostok_tests::netns::Network;
 use vostok_tests::sdk::{self, eventually, wait_until};
-use vostok_tests::BrokerOptions;
-
-const TOPIC: &str = "ControllerTopic";
-const QUEUES: i32 = 4;
-const CONTROLLER_PORT: u16 = 9878;
-
-struct Cluster {
-    namesrvs: Vec<Option<HostNamesrv>>,
-    namesrv: String,
-    brokers: Vec<Option<HostBroker>>,
-    _stores: Vec<tempfile::TempDir>,
-}
-
-fn start_cluster(net: &Network, name: &str) -> Cluster {
-    let hosts: Vec<_> = (0..3).map(|i| net.host(&format!("{name}-c{i}"))).collect();
-    let peers = hosts
-        .iter()
-        .enumerate()
-        .map(|(i, h)| format!("n{i}-{}", h.addr(CONTROLLER_PORT)))
-        .collect::<Vec<_>>()
-        .join(";");
-    let stores: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let namesrvs: Vec<_> = hosts
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let store = stores[i].path().display().to_string();
-            let id = format!("n{i}");
-            Some(h.spawn_namesrv_with(&[
-                ("enableControllerInNamesrv", "true"),
-                ("controllerDLegerGroup", "vostok-test"),
-                ("controllerDLegerPeers", &peers),
-                ("controllerDLegerSelfId", &id),
-                ("controllerStorePath", &store),
-                ("scanNotActiveBrokerInterval", "500"),
-                ("raftHeartbeatIntervalMills", "150"),
-                ("raftElectionTimeoutMills", "800"),
-            ]))
-        })
-        .collect();
-    let namesrv = namesrvs
-        .iter()
-        .flatten()
-        .map(|n| n.addr.clone())
-        .collect::<Vec<_>>()
-        .join(";");
-    let controllers = hosts
-        .iter()
-        .map(|h| h.addr(CONTROLLER_PORT))
-        .collect::<Vec<_>>()
-        .join(";");
-    let brokers = (0..3)
-        .map(|i| {
-            let host = net.host(&format!("{name}-b{i}"));
-            let options = BrokerOptions {
-                namesrv: Some(namesrv.clone()),
-                broker_name: "broker-a".into(),
-                ..Default::default()
-            }
-            .set("enableControllerMode", true)
-            .set("controllerAddr", &controllers)
-            .set("allAckInSyncStateSet", true)
-            .set("brokerRole", "SLAVE")
-            .set("brokerId", -1)
-            .set("haListenPort", 10912)
-            .set("brokerIP1", host.ip())
-            .set("controllerHeartBeatTimeoutMills", 3000)
-            .set("brokerHeartbeatInterval", 300)
-            .set("syncBrokerMetadataPeriod", 300)
-            .set("checkSyncStateSetPeriod", 500)
-            .set("haMaxTimeSlaveNotCatchup", 3000)
-            .set("haSendHeartbeatInterval", 300)
-            .set("haHousekeepingInterval", 3000)
-            .set("syncFlushTimeout", 2000)
-            .set("registerNameServerPeriod", 10000);
-            Some(host.spawn_broker(options))
-        })
-        .collect();
-    Cluster {
-        namesrvs,
-        namesrv,
-        brokers,
-        _stores: stores,
-    }
-}
-
-fn rpc() -> RemotingClient {
-    RemotingClient::new(
-        ClientConfig {
-            connect_timeout: Duration::from_millis(500),
-            ..ClientConfig::default()
-        },
-        None,
-    )
-}
-
-async fn runtime_info(client: &RemotingClient, addr: &str) -> HashMap<String, String> {
-    let request = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
-    let Ok(response) = client
-        .invoke_sync(addr, request, Duration::from_secs(1))
-        .await
-    else {
-        return HashMap::new();
-    };
-    json::from_slice::<KvTable>("runtime info", &response.body)
-        .map(|kv| kv.table.into_iter().collect())
-        .unwrap_or_default()
-}
-
-/// The index of the broker that is master with every broker in its SyncStateSet.
-async fn master_with_full_set(client: &RemotingClient, c: &Cluster) -> Option<usize> {
-    for (i, b) in c.brokers.iter().enumerate() {
-        let Some(b) = b else { continue };
-        let info = runtime_info(client, &b.addr).await;
-        let full = info
-            .get("syncStateSet")
-            .is_some_and(|s| s.split(',').count() == c.brokers.iter().flatten().count());
-        if info.get("brokerRole").map(String::as_str) == Some("SYNC_MASTER") && full {
-            return Some(i);
-        }
-    }
-    None
-}
-
-/// The index of a broker other than `old` that is master and takes a send.
-async fn new_master(
-    client: &TestClient,
-    rpc: &RemotingClient,
-    c: &Cluster,
-    old: usize,
-) -> Option<usize> {
-    for (i, b) in c.brokers.iter().enumerate() {
-        let Some(b) = b.as_ref().filter(|_| i != old) else {
-            continue;
-        };
-        let info = runtime_info(rpc, &b.addr).await;
-        if info.get("brokerRole").map(String::as_str) != Some("SYNC_MASTER") {
-            continue;
-        }
-        let code = client
-            .send_raw(&b.addr, TOPIC, 0, "probe".to_string(), String::new())
-            .await
-            .code;
-        if code == response_code::SUCCESS {
-            return Some(i);
-        }
-    }
-    None
-}
-
-async fn create_topic(admin: &TestClient, rpc: &RemotingClient, c: &Cluster, master: usize) {
-    let addr = c.brokers[master].as_ref().unwrap().addr.clone();
-    let response = admin.create_topic(&addr, TOPIC, QUEUES).await;
-    assert_eq!(
-        response.code,
-        response_code::SUCCESS,
-        "{}",
-        response.remark()
-    );
-    for b in c.brokers.iter().flatten() {
-        let addr = b.addr.clone();
-        eventually("every broker to hold the topic", || {
-            let addr = addr.clone();
-            async move {
-                let request = RemotingCommand::request_with_header(
-                    request_code::GET_TOPIC_CONFIG,
-                    &TopicRequestHeader {
-                        topic: TOPIC.into(),
-                    },
-                );
-                matches!(rpc.invoke_sync(&addr, request, Duration::from_secs(1)).await,
-                    Ok(r) if r.code == response_code::SUCCESS)
-            }
-        })
-        .await;
-    }
-    let ns = c.namesrv.split(';').next().unwrap().to_owned();
-    admin
-        .wait_for_route(&ns, TOPIC, |r| {
-            r.broker_datas
-                .iter()
-                .any(|b| b.broker_addrs.contains_key(&0))
-        })
-        .await;
-}
 
 fn body(n: u64) -> String {
     format!("m{n:07}-{}", "x".repeat((n % 200) as usize))
@@ -260,17 +77,6 @@ fn producer(namesrv: &str, instance: &str) -> Producer {
     })
 }
 
-async fn stored_bodies(client: &TestClient, addr: &str) -> BTreeMap<String, usize> {
-    let mut out = BTreeMap::new();
-    for q in 0..QUEUES {
-        for m in client.drain(addr, "controller-audit", TOPIC, q, 0).await {
-            *out.entry(String::from_utf8_lossy(&m.body).into_owned())
-                .or_default() += 1;
-        }
-    }
-    out
-}
-
 /// Every acknowledged body is stored at `addr` exactly once.
 async fn assert_exactly_once(admin: &TestClient, addr: &str, acked: &[String], what: &str) {
     let stored = stored_bodies(admin, addr).await;
@@ -289,58 +95,12 @@ async fn assert_exactly_once(admin: &TestClient, addr: &str, acked: &[String], w
     assert!(twice.is_empty(), "{what}: stored more than once: {twice:?}");
 }
 
-/// Starts a cluster, waits for a master with a full SyncStateSet and the topic.
-async fn ready(net: &Network, name: &str) -> (Cluster, TestClient, RemotingClient, usize) {
-    let c = start_cluster(net, name);
-    let admin = TestClient::default();
-    let rpc = rpc();
-    let deadline = Instant::now() + sdk::WAIT;
-    let master = loop {
-        if let Some(m) = master_with_full_set(&rpc, &c).await {
-            break m;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no master with all three brokers in sync"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    create_topic(&admin, &rpc, &c, master).await;
-    (c, admin, rpc, master)
-}
-
-/// Waits (at most 10 s after `since`) for a new master; its index.
-async fn await_new_master(
-    c: &Cluster,
-    admin: &TestClient,
-    rpc: &RemotingClient,
-    old: usize,
-    since: Instant,
-) -> usize {
-    loop {
-        if let Some(m) = new_master(admin, rpc, c, old).await {
-            let took = since.elapsed();
-            eprintln!(
-                "controller_netns: new master {m} serving after {} ms",
-                took.as_millis()
-            );
-            assert!(took < Duration::from_secs(10), "new master after {took:?}");
-            return m;
-        }
-        assert!(
-            since.elapsed() < Duration::from_secs(10),
-            "no new master within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_master_is_replaced_without_losing_acknowledged_messages() {
     let Some(net) = Network::new("ctl-kill") else {
         return;
     };
-    let (mut c, admin, rpc, master) = ready(&net, "ck").await;
+    let (mut c, admin, rpc, master) = ready(&net, "ck", &[]).await;
     let producer = producer(&c.namesrv, "ctl-kill");
     producer.start().await.unwrap();
     let (sends, stop) = (Arc::new(Sends::default()), Arc::new(AtomicBool::new(false)));
@@ -374,7 +134,7 @@ async fn a_cut_off_master_is_fenced_and_rejoins_with_its_tail_cut() {
     let Some(net) = Network::new("ctl-cut") else {
         return;
     };
-    let (c, admin, rpc, master) = ready(&net, "cc").await;
+    let (c, admin, rpc, master) = ready(&net, "cc", &[]).await;
     let producer = producer(&c.namesrv, "ctl-cut");
     producer.start().await.unwrap();
     let (sends, stop) = (Arc::new(Sends::default()), Arc::new(AtomicBool::new(false)));
@@ -436,16 +196,9 @@ async fn elections_go_on_without_the_raft_leader() {
     let Some(net) = Network::new("ctl-raft") else {
         return;
     };
-    let (mut c, admin, rpc, master) = ready(&net, "cr").await;
+    let (mut c, admin, rpc, master) = ready(&net, "cr", &[]).await;
     // The controller leading the Raft quorum, killed with its name server.
-    let some_controller = c.namesrvs[0].as_ref().unwrap().host().addr(CONTROLLER_PORT);
-    let request = RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO);
-    let response = rpc
-        .invoke_sync(&some_controller, request, Duration::from_secs(3))
-        .await
-        .unwrap();
-    let meta: GetMetaDataResponseHeader = response.decode_header().unwrap();
-    let leader = meta.controller_leader_address.expect("a Raft leader");
+    let leader = controller_leader(&rpc, &c).await;
     let li = c
         .namesrvs
         .iter()
@@ -458,4 +211,50 @@ async fn elections_go_on_without_the_raft_leader() {
     let killed = Instant::now();
     let new = await_new_master(&c, &admin, &rpc, master, killed).await;
     assert_ne!(new, master);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_is_pushed_to_the_brokers() {
+    let Some(net) = Network::new("ctl-push") else {
+        return;
+    };
+    let (c, admin, rpc, master) = ready(&net, "cp", &[]).await;
+    let next = (master + 1) % 3;
+    let elected = elect_by_hand(&rpc, &c, next).await;
+    let epoch = elected
+        .master_epoch
+        .expect("the new master epoch")
+        .to_string();
+    // Every broker (all alive) was told the new epoch by the controller leader, not
+    // only by its own poll: the notice is what `notifiedMasterEpoch` counts.
+    for i in 0..3 {
+        let (addr, epoch) = (c.addr(i), epoch.clone());
+        eventually("each broker to be notified of the new epoch", || {
+            let (rpc, addr, epoch) = (&rpc, addr.clone(), epoch.clone());
+            async move {
+                let info = runtime_info(rpc, &addr).await;
+                info.get("notifiedMasterEpoch") == Some(&epoch)
+                    && info.get("masterEpoch") == Some(&epoch)
+            }
+        })
+        .await;
+    }
+    let role = |i| {
+        let (rpc, addr) = (&rpc, c.addr(i));
+        async move { runtime_info(rpc, &addr).await.get("brokerRole").cloned() }
+    };
+    assert_eq!(role(next).await.as_deref(), Some("SYNC_MASTER"));
+    assert_eq!(role(master).await.as_deref(), Some("SLAVE"));
+    let addr = c.addr(next);
+    eventually("the new master to take a send", || {
+        let (admin, addr) = (&admin, addr.clone());
+        async move {
+            admin
+                .send_raw(&addr, TOPIC, 0, "after the push".to_string(), String::new())
+                .await
+                .code
+                == response_code::SUCCESS
+        }
+    })
+    .await;
 }

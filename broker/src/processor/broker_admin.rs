@@ -165,6 +165,14 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
             sss.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
         );
         put("syncStateSetEpoch", sss_epoch.to_string());
+        put(
+            "notifiedMasterEpoch",
+            broker.replicas.notified_epoch().to_string(),
+        );
+        put(
+            "masterServicesRunning",
+            broker.replicas.master_services.is_running().to_string(),
+        );
     }
     if broker.is_master() {
         let slaves = broker.store.ha_slaves();

@@ -21,6 +21,7 @@ mod put_response;
 mod query;
 mod reply;
 mod role;
+mod role_notify;
 pub(crate) mod send;
 pub(crate) mod send_back;
 mod send_batch;
@@ -128,6 +129,9 @@ impl RequestProcessor for BrokerProcessor {
                     broker_admin::view_broker_stats_data(b, request)
                 }
                 request_code::GET_BROKER_EPOCH_CACHE => broker_admin::get_broker_epoch_cache(b),
+                request_code::NOTIFY_BROKER_ROLE_CHANGED => {
+                    role_notify::notify_broker_role_changed(b, channel, &request)
+                }
                 request_code::GET_BROKER_CONFIG => broker_admin::get_broker_config(b),
                 request_code::UPDATE_BROKER_CONFIG => {
                     broker_config::update_broker_config(b, request)

@@ -9,6 +9,9 @@
 //! * [`timer`]: timer delivery and rolling.
 //! * [`transaction_check`]: checks back transactions left unknown.
 //! * [`revive`]: brings back popped messages not acked in time (POP).
+//!
+//!   These four run on a master only, together ([`start_master_services`],
+//!   [`stop_master_services`]).
 //! * [`slave_sync`]: a slave's copy of its master's metadata (SlaveSynchronize).
 //! * [`replicas_manager`]: controller mode: id, registration, heartbeats, role
 //!   (with [`controller_client`], [`role_change`], [`sync_state_set`]).
@@ -27,17 +30,47 @@ pub(crate) mod timer;
 pub(crate) mod transaction_check;
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{info, warn};
 
 use crate::state::Broker;
 
-/// Controller mode: the services only a master runs, started when this broker is
-/// first promoted (they keep running after a demotion; the store refuses their
-/// writes then).
-pub(crate) fn spawn_master_services(broker: &Arc<Broker>) {
-    schedule::spawn(broker);
-    transaction_check::spawn(broker);
-    timer::spawn(broker);
-    revive::spawn(broker);
+/// Longest a demotion waits for the master-only services to stop.
+const MASTER_SERVICES_STOP: Duration = Duration::from_secs(10);
+
+/// The services only a master runs ([`schedule`], [`transaction_check`], [`timer`],
+/// [`revive`]), in one scope (`state::master_services`): for a classic master once
+/// at start, in controller mode on each promotion. Nothing when they run already.
+pub(crate) fn start_master_services(broker: &Arc<Broker>) {
+    let services = &broker.replicas.master_services;
+    let Some(scope) = services.begin(&broker.shutdown, &broker.tasks) else {
+        return;
+    };
+    schedule::spawn(broker, &scope);
+    transaction_check::spawn(broker, &scope);
+    timer::spawn(broker, &scope);
+    revive::spawn(broker, &scope);
+    info!("master-only services started");
+}
+
+/// Controller mode, on a demotion: stops the master-only services and waits (at most
+/// [`MASTER_SERVICES_STOP`]) until they have.
+pub(crate) async fn stop_master_services(broker: &Broker) {
+    let Some(tasks) = broker.replicas.master_services.end() else {
+        return;
+    };
+    if tokio::time::timeout(MASTER_SERVICES_STOP, tasks.wait())
+        .await
+        .is_err()
+    {
+        warn!(
+            waited = ?MASTER_SERVICES_STOP,
+            "master-only services still stopping; going on (the store refuses their writes)"
+        );
+    } else {
+        info!("master-only services stopped");
+    }
 }
 
 /// Starts every background service; one line per service.
@@ -45,9 +78,9 @@ pub(crate) fn spawn_all(broker: &Arc<Broker>) {
     registration::spawn(broker);
     config_flush::spawn(broker);
     housekeeping::spawn(broker);
-    schedule::spawn(broker);
-    transaction_check::spawn(broker);
-    timer::spawn(broker);
-    revive::spawn(broker);
+    // A controller-mode broker has no role yet: its promotion starts them.
+    if broker.is_master() {
+        start_master_services(broker);
+    }
     slave_sync::spawn(broker);
 }

@@ -2,9 +2,11 @@
 //! docs/controller.md#broker-lifecycle): get an id from the controller (once, kept in
 //! `<storePathRootDir>/brokerIdentity`), register, heartbeat every
 //! `brokerHeartbeatInterval`, and every `syncBrokerMetadataPeriod` ask who the
-//! group's master is; take that role when the master epoch moves. Without a master
-//! the broker asks for an election. A master keeps its SyncStateSet current
-//! (`sync_state_set`). Role changes themselves are in `role_change`.
+//! group's master is; take that role when the master epoch moves. A controller's
+//! NOTIFY_BROKER_ROLE_CHANGED (kept in [`crate::state::replicas`] by its processor)
+//! wakes the loop and is applied the same way, at once. Without a master the broker
+//! asks for an election. A master keeps its SyncStateSet current (`sync_state_set`).
+//! Role changes themselves are in `role_change`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,18 +27,8 @@ use vostok_remoting::RemotingCommand;
 
 use super::controller_client::{heartbeat_all, ControllerLink};
 use super::{role_change, sync_state_set};
-use crate::state::replicas::ReplicaRole;
+use crate::state::replicas::{MasterInfo, ReplicaRole};
 use crate::state::Broker;
-
-/// What the controller says about the group.
-#[derive(Debug, Clone)]
-pub(crate) struct MasterInfo {
-    pub(crate) id: Option<i64>,
-    pub(crate) addr: Option<String>,
-    pub(crate) ha_addr: Option<String>,
-    pub(crate) epoch: i32,
-    pub(crate) sync_state_set: SyncStateSet,
-}
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
     let b = broker.clone();
@@ -260,12 +252,23 @@ async fn run(broker: Arc<Broker>) {
         tokio::select! {
             _ = broker.shutdown.cancelled() => return,
             _ = tokio::time::sleep(tick) => {}
+            _ = broker.replicas.notice_arrived.notified() => {
+                if let Some(info) = broker.replicas.take_notice() {
+                    info!(
+                        master = ?info.id,
+                        epoch = info.epoch,
+                        "the controller notified a role change"
+                    );
+                    apply_replica_info(&broker, &mut link, id, info).await;
+                }
+            }
         }
     }
 }
 
-/// Acts on what the controller says: elect when there is no master, change role
-/// when the epoch moved, renew the lease, follow SyncStateSet changes.
+/// Acts on what the controller says (polled or notified): elect when there is no
+/// master, change role when the epoch moved, renew the lease, follow SyncStateSet
+/// changes. An epoch older than the known one is ignored.
 async fn apply_replica_info(
     broker: &Arc<Broker>,
     link: &mut ControllerLink,

@@ -22,6 +22,7 @@ use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::support::time::now_millis;
 
 use crate::reroute;
+use crate::state::master_services::ServiceScope;
 use crate::state::pop::checkpoint::Checkpoint;
 use crate::state::pop::journal;
 use crate::state::Broker;
@@ -29,14 +30,12 @@ use crate::state::Broker;
 /// Most checkpoints revived in one pass.
 const MAX_PER_PASS: usize = 1024;
 
-pub(crate) fn spawn(broker: &Arc<Broker>) {
-    if !broker.is_master() {
-        return;
-    }
-    let b = broker.clone();
-    broker.tasks.spawn(async move {
+/// Starts the revive loop, until `scope` stops (a master only).
+pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
+    let (b, stop) = (broker.clone(), scope.stop().clone());
+    scope.spawn(async move {
         let interval = b.config.pop.revive_interval;
-        loop {
+        while !stop.is_cancelled() {
             let revived = revive_due(&b).await;
             advance_watermarks(&b);
             if revived >= MAX_PER_PASS {
@@ -50,7 +49,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
             });
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
-                _ = b.shutdown.cancelled() => break,
+                _ = stop.cancelled() => break,
             }
         }
     });

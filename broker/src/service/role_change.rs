@@ -17,9 +17,8 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 use vostok_store::ha::consistent_point;
 
-use super::replicas_manager::MasterInfo;
 use super::{registration, sync_state_set};
-use crate::state::replicas::ReplicaRole;
+use crate::state::replicas::{MasterInfo, ReplicaRole};
 use crate::state::Broker;
 
 /// Stops the replication client and waits (briefly) until its connection is gone.
@@ -41,6 +40,8 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
     broker.replicas.set_role(ReplicaRole::None);
     broker.store.set_role(true, false);
     stop_replicating(broker).await;
+    // Not a master re-elected: its POP checkpoints are a slave's, stale.
+    let reload_pop = !broker.replicas.master_services.is_running();
     let store = broker.store.clone();
     let b = broker.clone();
     let prepared = tokio::task::spawn_blocking(move || -> std::io::Result<i64> {
@@ -50,6 +51,9 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
             store.truncate_to(max).map_err(std::io::Error::other)?;
         }
         store.wait_for_dispatch(max, Duration::from_secs(10));
+        if reload_pop {
+            b.pop.reload(&store, &b.offsets);
+        }
         let mut epochs = b.replicas.epochs.locked();
         epochs.truncate_suffix(max)?;
         epochs.append(epoch, max)?;
@@ -78,10 +82,7 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
         .store
         .set_role(false, broker.config.controller.all_ack_in_sync_state_set);
     broker.replicas.set_role(ReplicaRole::Master);
-    broker
-        .replicas
-        .master_services
-        .call_once(|| super::spawn_master_services(broker));
+    super::start_master_services(broker);
     registration::register_all(broker).await;
 }
 
@@ -124,6 +125,9 @@ pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, 
     info!(master, epoch, "controller mode: becoming slave");
     broker.replicas.set_role(ReplicaRole::Slave);
     broker.store.set_role(true, false);
+    // A demoted master stops what only a master runs (RocketMQ `changeToSlave`)
+    // before its log may be cut.
+    super::stop_master_services(broker).await;
     stop_replicating(broker).await;
     let (Some(addr), Some(ha)) = (info.addr.clone(), info.ha_addr.clone()) else {
         warn!(

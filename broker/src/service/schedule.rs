@@ -15,6 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
@@ -22,6 +23,7 @@ use vostok_remoting::support::time::now_millis;
 use vostok_store::GetMessageStatus;
 
 use crate::reroute;
+use crate::state::master_services::ServiceScope;
 use crate::state::Broker;
 
 /// How often progress is written (`flushDelayOffsetInterval`).
@@ -32,27 +34,23 @@ const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
 /// clock, sleeps are monotonic, so a wall clock stepped forward is noticed this late.
 const MAX_NOT_DUE_SLEEP: Duration = Duration::from_secs(10);
 
-/// Starts one delivery task per level and the progress persister.
-pub(crate) fn spawn(broker: &Arc<Broker>) {
+/// Starts one delivery task per level and the progress persister, until `scope`
+/// stops (a master only).
+pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
     let Ok(levels) = broker.config.store.delay_levels() else {
         return;
     };
-    if !broker.is_master() {
-        return;
-    }
     for (i, delay) in levels.into_iter().enumerate() {
         let level = i as i32 + 1;
-        let b = broker.clone();
-        broker
-            .tasks
-            .spawn(async move { deliver_level(b, level, delay).await });
+        let (b, stop) = (broker.clone(), scope.stop().clone());
+        scope.spawn(async move { deliver_level(b, level, delay, stop).await });
     }
-    let b = broker.clone();
-    broker.tasks.spawn(async move {
+    let (b, stop) = (broker.clone(), scope.stop().clone());
+    scope.spawn(async move {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(FLUSH_INTERVAL) => b.delay_offsets.persist(),
-                _ = b.shutdown.cancelled() => break,
+                _ = stop.cancelled() => break,
             }
         }
     });
@@ -68,11 +66,12 @@ enum Step {
     Failed,
 }
 
-async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration) {
-    // Start after 1 s, as RocketMQ does, and skip what a crash left delivered but unsaved.
+async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration, stop: CancellationToken) {
+    // Start after 1 s, as RocketMQ does, and skip what a crash (or the master before
+    // a failover) left delivered but unsaved.
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-        _ = broker.shutdown.cancelled() => return,
+        _ = stop.cancelled() => return,
     }
     let offsets = &broker.delay_offsets;
     let resumed = skip_already_delivered(&broker, level, offsets.get(level)).await;
@@ -82,7 +81,7 @@ async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration) {
         let pause = match step {
             Step::Advanced(next) => {
                 offsets.set(level, next);
-                if broker.shutdown.is_cancelled() {
+                if stop.is_cancelled() {
                     break;
                 }
                 continue;
@@ -105,7 +104,7 @@ async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration) {
             // A new head can only be later than the current one, but an idle level
             // has no head: its first arrival is what it waits for.
             _ = offsets.arrival(level), if matches!(step, Step::Idle) => {}
-            _ = broker.shutdown.cancelled() => break,
+            _ = stop.cancelled() => break,
         }
     }
 }

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 use vostok_remoting::protocol::message::{property, MessageExt};
 use vostok_remoting::protocol::topic::TIMER_TOPIC;
@@ -18,6 +19,7 @@ use vostok_remoting::support::time::now_millis;
 use vostok_store::GetMessageStatus;
 
 use crate::reroute::{self, TIMER_ROLL_FROM};
+use crate::state::master_services::ServiceScope;
 use crate::state::Broker;
 
 /// Delivered offsets above the watermark before the blocking timer is rolled forward.
@@ -26,30 +28,34 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// Most rolls done in one go, so delivery is never held up for long.
 const MAX_ROLLS_PER_PASS: usize = 256;
 
-/// Starts the delivery task and the checkpoint writer.
-pub(crate) fn spawn(broker: &Arc<Broker>) {
-    if !broker.is_master() || !broker.config.timer_wheel_enable {
+/// Starts the delivery task and the checkpoint writer, until `scope` stops (a master
+/// only).
+pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
+    if !broker.config.timer_wheel_enable {
         return;
     }
-    let b = broker.clone();
-    broker.tasks.spawn(async move {
+    let (b, stop) = (broker.clone(), scope.stop().clone());
+    scope.spawn(async move {
         rebuild(&b).await;
-        deliver_loop(&b).await;
+        deliver_loop(&b, &stop).await;
     });
-    let b = broker.clone();
-    broker.tasks.spawn(async move {
+    let (b, stop) = (broker.clone(), scope.stop().clone());
+    scope.spawn(async move {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => b.timers.persist(),
-                _ = b.shutdown.cancelled() => break,
+                _ = stop.cancelled() => break,
             }
         }
     });
 }
 
-/// Rebuilds the heap from the timer queue above the watermark.
+/// Rebuilds the heap from the timer queue above the watermark: at start, and on each
+/// promotion (a slave's heap, filled by dispatch, still holds the timers its master
+/// delivered; their copies are found in the index and marked delivered here).
 async fn rebuild(broker: &Broker) {
     let timers = &broker.timers;
+    timers.lock().heap.clear();
     let now = now_millis();
     let mut offset = timers.lock().watermark;
     let mut restored = 0usize;
@@ -118,7 +124,7 @@ fn due_at(parked: &MessageExt) -> i64 {
         .unwrap_or(0)
 }
 
-async fn deliver_loop(broker: &Broker) {
+async fn deliver_loop(broker: &Broker, stop: &CancellationToken) {
     let timers = &broker.timers;
     let mut roll_checked = Instant::now();
     loop {
@@ -142,7 +148,7 @@ async fn deliver_loop(broker: &Broker) {
                     timers.lock().heap.push(Reverse((at, offset)));
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                        _ = broker.shutdown.cancelled() => return,
+                        _ = stop.cancelled() => return,
                     }
                 }
             }
@@ -154,7 +160,7 @@ async fn deliver_loop(broker: &Broker) {
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = timers.wake.notified() => {}
-                    _ = broker.shutdown.cancelled() => return,
+                    _ = stop.cancelled() => return,
                 }
             }
         }

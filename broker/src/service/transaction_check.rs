@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 use vostok_remoting::protocol::header::CheckTransactionStateRequestHeader;
 use vostok_remoting::protocol::message::id::create_offset_msg_id;
@@ -22,37 +23,35 @@ use vostok_remoting::RemotingCommand;
 use vostok_store::{AppendResult, GetMessageStatus};
 
 use crate::reroute;
+use crate::state::master_services::ServiceScope;
 use crate::state::transaction::root_of;
 use crate::state::Broker;
 
 /// Longest a check round runs (`MAX_PROCESS_TIME_LIMIT`).
 const MAX_ROUND: Duration = Duration::from_secs(60);
 
-/// Starts the check service.
-pub(crate) fn spawn(broker: &Arc<Broker>) {
-    if !broker.is_master() {
-        return;
-    }
+/// Starts the check service, until `scope` stops (a master only).
+pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
     broker.topics.get_or_create(
         topic::TRANS_CHECK_MAX_TIME_TOPIC,
         1,
         perm::READ | perm::WRITE,
         0,
     );
-    let b = broker.clone();
-    broker.tasks.spawn(async move {
+    let (b, stop) = (broker.clone(), scope.stop().clone());
+    scope.spawn(async move {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(b.config.transaction_check_interval) => {}
-                _ = b.shutdown.cancelled() => break,
+                _ = stop.cancelled() => break,
             }
-            check_round(&b).await;
+            check_round(&b, &stop).await;
         }
     });
 }
 
-/// One pass of the check service.
-pub(crate) async fn check_round(broker: &Broker) {
+/// One pass of the check service; ends early once `stop` is cancelled.
+pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     let started = Instant::now();
     let round_started_ms = now_millis();
     let group = topic::CID_SYS_RMQ_TRANS;
@@ -85,7 +84,7 @@ pub(crate) async fn check_round(broker: &Broker) {
             _ => break,
         }
         for record in &result.messages {
-            if started.elapsed() > MAX_ROUND || broker.shutdown.is_cancelled() {
+            if started.elapsed() > MAX_ROUND || stop.is_cancelled() {
                 break 'walk;
             }
             let Ok(half) = MessageExt::decode(record, false) else {

@@ -16,6 +16,7 @@ pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
 pub(crate) mod lag;
 pub(crate) mod long_polling;
+pub(crate) mod master_services;
 pub(crate) mod memory;
 pub(crate) mod message_status;
 pub(crate) mod metrics;

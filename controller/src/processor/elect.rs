@@ -13,7 +13,8 @@ use crate::node::ControllerNode;
 use crate::replicas::{elect_policy, BrokerGroup, Command, Outcome};
 
 /// Elects a new master of `group` (`designated`: an operator's choice) and writes
-/// it; the outcome says whether it was taken.
+/// it; the outcome says whether it was taken. A new master is pushed to the group's
+/// alive brokers (`notifyBrokerRoleChanged`), after the write, without waiting.
 pub async fn elect_for(
     node: &ControllerNode,
     group: &BrokerGroup,
@@ -27,12 +28,19 @@ pub async fn elect_for(
         node.config.enable_elect_unclean_master,
         designated,
     );
-    node.write(Command::ElectMaster {
-        broker_name: group.broker_name.clone(),
-        new_master,
-        expected_epoch: group.master_epoch,
-    })
-    .await
+    let out = node
+        .write(Command::ElectMaster {
+            broker_name: group.broker_name.clone(),
+            new_master,
+            expected_epoch: group.master_epoch,
+        })
+        .await?;
+    if out.code == response_code::SUCCESS && node.config.notify_broker_role_changed {
+        if let Some(elected) = &out.group {
+            node.notifier.notify(elected);
+        }
+    }
+    Ok(out)
 }
 
 fn answer(group: &BrokerGroup, code: i32, remark: Option<String>) -> RemotingCommand {

@@ -1,4 +1,5 @@
-//! Start-up: the live checkpoints rebuilt from the revive queues (docs/pop.md#restart).
+//! Start-up: the live checkpoints rebuilt from the revive queues (docs/pop.md#restart);
+//! again on a controller-mode promotion ([`PopState::reload`]).
 //!
 //! Each revive queue is read from its watermark (the offset of group
 //! `CID_RMQ_SYS_REVIVE_GROUP` on it): every checkpoint record goes into the table, every
@@ -14,11 +15,21 @@ use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::pop::REVIVE_GROUP;
 use vostok_store::{GetMessageStatus, MessageStore};
 
+use super::checkpoint::CheckpointTable;
 use super::journal::{self, JournalRecord};
 use super::PopState;
 use crate::state::offset::ConsumerOffsetManager;
 
 impl PopState {
+    /// A promoted slave's checkpoints (docs/controller.md#role-changes): its table holds
+    /// what it replayed at start, while the old master's pops and acks since came by
+    /// replication into the revive queues; so the table is dropped and replayed.
+    /// Blocking, like [`PopState::replay`]; run it before POP requests are served.
+    pub(crate) fn reload(&self, store: &MessageStore, offsets: &ConsumerOffsetManager) {
+        *self.checkpoints() = CheckpointTable::default();
+        self.replay(store, offsets);
+    }
+
     /// Blocking (reads the store): run it before serving, off the async runtime.
     pub(crate) fn replay(&self, store: &MessageStore, offsets: &ConsumerOffsetManager) {
         let mut records = 0usize;

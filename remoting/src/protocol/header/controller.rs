@@ -136,10 +136,12 @@ command_header! {
 
 command_header! {
     /// NOTIFY_BROKER_ROLE_CHANGED (1008), controller → broker; the body is a SyncStateSet.
+    /// `masterHaAddress` is a Vostok extension (the master's replication address).
     pub struct NotifyBrokerRoleChangedRequestHeader {
         master_address: Option<String> = "masterAddress",
         master_epoch: Option<i32> = "masterEpoch",
         sync_state_set_epoch: Option<i32> = "syncStateSetEpoch",
         master_broker_id: Option<i64> = "masterBrokerId",
+        master_ha_address: Option<String> = "masterHaAddress",
     }
 }
