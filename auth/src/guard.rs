@@ -202,11 +202,11 @@ impl Guard {
 
     /// Accepts or refuses `request` from `ip`; `access` says what it needs beyond a
     /// valid signature and is called only when it matters.
-    pub fn check(
+    pub fn check<'r>(
         &self,
         ip: IpAddr,
         request: &impl Proof,
-        access: impl FnOnce() -> Access,
+        access: impl FnOnce() -> Access<'r>,
     ) -> Result<Principal, Denied> {
         if let Some(v2) = &self.v2 {
             return self.check_v2(v2, ip, request, access);
@@ -232,12 +232,12 @@ impl Guard {
         plain_check::check(&merged, ip, request, access)
     }
 
-    fn check_v2(
+    fn check_v2<'r>(
         &self,
         v2: &V2,
         ip: IpAddr,
         request: &impl Proof,
-        access: impl FnOnce() -> Access,
+        access: impl FnOnce() -> Access<'r>,
     ) -> Result<Principal, Denied> {
         let snapshot = v2.metadata.snapshot();
         let code = request.code();

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use vostok_remoting::auth::signature::SigningKey;
 use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::address::AddressPattern;
@@ -32,7 +33,9 @@ use crate::resource::{Resource, RETRY_PREFIX};
 #[derive(Clone)]
 pub struct PlainAccount {
     pub access_key: String,
-    pub secret_key: String,
+    /// Private, with `signing_key` made from it: the two never disagree.
+    secret_key: String,
+    signing_key: SigningKey,
     pub white_remote_address: AddressPattern,
     pub admin: bool,
     pub default_topic_perm: u8,
@@ -58,11 +61,20 @@ impl fmt::Debug for PlainAccount {
 }
 
 impl PlainAccount {
+    pub fn secret_key(&self) -> &str {
+        &self.secret_key
+    }
+
+    /// The HMAC keyed with the secret, once per account (per reload), not per request.
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.signing_key
+    }
+
     /// The bits this account owns on `resource` (its own entry, else the default).
     pub fn owned(&self, resource: &Resource) -> u8 {
         let entry = match resource {
             // The common case (every send) looks up without building a key.
-            Resource::Topic(t) => self.perms.get(t.as_str()),
+            Resource::Topic(t) => self.perms.get(&**t),
             Resource::Group(_) => self.perms.get(&resource.plain_key()),
         };
         match entry {
@@ -81,6 +93,7 @@ impl PlainAccount {
         PlainAccount {
             access_key: credentials.access_key.clone(),
             secret_key: credentials.secret_key.clone(),
+            signing_key: SigningKey::new(&credentials.secret_key),
             white_remote_address: AddressPattern::Never,
             admin: true,
             default_topic_perm: permission::DENY,
@@ -182,6 +195,7 @@ fn account(y: &Yaml, index: usize) -> Result<PlainAccount, String> {
             .map_or(permission::DENY, permission::parse),
         broker_names: list(&y["brokerNames"]),
         access_key,
+        signing_key: SigningKey::new(&secret_key),
         secret_key,
         white_remote_address,
         admin,
@@ -254,7 +268,11 @@ dataVersion:
         assert_eq!(file.global_white.len(), 2);
         let a = &file.accounts[0];
         assert_eq!(a.access_key, "RocketMQ");
-        assert_eq!(a.secret_key, "12345678", "a numeric secret is read as text");
+        assert_eq!(
+            a.secret_key(),
+            "12345678",
+            "a numeric secret is read as text"
+        );
         assert!(!a.admin);
         assert_eq!(a.white_remote_address, AddressPattern::Never);
         assert_eq!(a.owned(&Resource::topic("topicA")), permission::DENY);

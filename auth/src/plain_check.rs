@@ -25,11 +25,11 @@ use crate::proof::Proof;
 use crate::resource::{Access, Denied, Need, Resource, TRACE_TOPIC};
 
 /// Checks `request` from `ip` against `acl`.
-pub fn check(
+pub fn check<'r>(
     acl: &PlainAcl,
     ip: IpAddr,
     request: &impl Proof,
-    access: impl FnOnce() -> Access,
+    access: impl FnOnce() -> Access<'r>,
 ) -> Result<Principal, Denied> {
     if acl.global_white.iter().any(|p| p.matches(ip)) {
         return Ok(Principal::Trusted);
@@ -45,7 +45,7 @@ pub fn check(
             "access denied: unknown AccessKey {access_key}"
         )));
     };
-    if !account.white_remote_address.matches(ip) && !request.signed_with(&account.secret_key) {
+    if !account.white_remote_address.matches(ip) && !request.signed_with(account.signing_key()) {
         return Err(Denied::unauthenticated(format!(
             "access denied: signature check failed for AccessKey {access_key}"
         )));
@@ -54,7 +54,7 @@ pub fn check(
     Ok(Principal::Plain(account.clone()))
 }
 
-fn authorize(account: &Arc<PlainAccount>, code: i32, access: Access) -> Result<(), Denied> {
+fn authorize(account: &Arc<PlainAccount>, code: i32, access: Access<'_>) -> Result<(), Denied> {
     let needs = match access {
         Access::Open => return Ok(()),
         Access::Admin if account.admin => return Ok(()),
@@ -67,10 +67,9 @@ fn authorize(account: &Arc<PlainAccount>, code: i32, access: Access) -> Result<(
         }
         Access::Needs(needs) => needs,
     };
-    if needs
-        .iter()
-        .any(|n| n.resource == Resource::Topic(TRACE_TOPIC.to_owned()) && n.perm == permission::PUB)
-    {
+    if needs.iter().any(|n| {
+        matches!(&n.resource, Resource::Topic(t) if t == TRACE_TOPIC) && n.perm == permission::PUB
+    }) {
         return Ok(());
     }
     if account.admin {

@@ -234,7 +234,7 @@ mod tests {
         let store = PlainAclStore::open(home.path().to_path_buf()).unwrap();
         let acl = store.snapshot();
         assert_eq!(acl.accounts.len(), 2);
-        assert_eq!(acl.accounts["account-one"].secret_key, "secret-one");
+        assert_eq!(acl.accounts["account-one"].secret_key(), "secret-one");
         assert_eq!(acl.global_white.len(), 1);
     }
 

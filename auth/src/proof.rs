@@ -7,7 +7,8 @@
 //!   call's `x-mq-date-time` (docs/security.md#grpc).
 
 use vostok_remoting::auth::grpc::GrpcAuthorization;
-use vostok_remoting::auth::{signature, ACCESS_KEY, SIGNATURE};
+use vostok_remoting::auth::signature::SigningKey;
+use vostok_remoting::auth::{ACCESS_KEY, SIGNATURE};
 use vostok_remoting::RemotingCommand;
 
 /// The sender's claim, checked against an account's secret.
@@ -17,8 +18,8 @@ pub trait Proof {
     fn code(&self) -> i32;
     /// The access key (ACL 2.0: the user name) the request claims, if any.
     fn access_key(&self) -> Option<&str>;
-    /// True when the request is signed with `secret`.
-    fn signed_with(&self, secret: &str) -> bool;
+    /// True when the request is signed with the secret `key` was made from.
+    fn signed_with(&self, key: &SigningKey) -> bool;
 }
 
 impl Proof for RemotingCommand {
@@ -30,10 +31,10 @@ impl Proof for RemotingCommand {
         self.ext_fields.get(ACCESS_KEY).filter(|k| !k.is_empty())
     }
 
-    fn signed_with(&self, secret: &str) -> bool {
-        self.ext_fields.get(SIGNATURE).is_some_and(|sig| {
-            signature::verify(secret, &self.ext_fields, &self.body, self.version, sig)
-        })
+    fn signed_with(&self, key: &SigningKey) -> bool {
+        self.ext_fields
+            .get(SIGNATURE)
+            .is_some_and(|sig| key.verify(&self.ext_fields, &self.body, self.version, sig))
     }
 }
 
@@ -57,8 +58,8 @@ impl Proof for GrpcProof<'_> {
             .filter(|k| !k.is_empty())
     }
 
-    fn signed_with(&self, secret: &str) -> bool {
+    fn signed_with(&self, key: &SigningKey) -> bool {
         self.authorization
-            .is_some_and(|a| a.verify(secret, self.date_time))
+            .is_some_and(|a| a.verify_with(key, self.date_time))
     }
 }

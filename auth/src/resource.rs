@@ -1,5 +1,10 @@
 //! What a request needs, as the server that knows its request codes decides it
 //! (the broker's and the name server's access tables), and what a refusal says.
+//!
+//! A [`Resource`] borrows its name from the request where it can: deciding a send
+//! copies no topic name.
+
+use std::borrow::Cow;
 
 use crate::permission;
 
@@ -9,30 +14,47 @@ pub const RETRY_PREFIX: &str = "%RETRY%";
 /// The topic message traces are sent to: any authenticated account may publish to it.
 pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
 
-/// A topic or a consumer group.
+/// A topic or a consumer group, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Resource {
-    Topic(String),
-    Group(String),
+pub enum Resource<'a> {
+    Topic(Cow<'a, str>),
+    Group(Cow<'a, str>),
 }
 
-impl Resource {
+impl<'a> Resource<'a> {
     /// The resource of a topic name: a `%RETRY%G` topic is group G's.
-    pub fn topic(name: &str) -> Resource {
+    pub fn topic(name: &'a str) -> Resource<'a> {
         match name.strip_prefix(RETRY_PREFIX) {
-            Some(group) => Resource::Group(group.to_owned()),
-            None => Resource::Topic(name.to_owned()),
+            Some(group) => Resource::Group(Cow::Borrowed(group)),
+            None => Resource::Topic(Cow::Borrowed(name)),
         }
     }
 
-    pub fn group(name: &str) -> Resource {
-        Resource::Group(name.strip_prefix(RETRY_PREFIX).unwrap_or(name).to_owned())
+    pub fn group(name: &'a str) -> Resource<'a> {
+        Resource::Group(Cow::Borrowed(
+            name.strip_prefix(RETRY_PREFIX).unwrap_or(name),
+        ))
+    }
+
+    /// The same resource, owning its name.
+    pub fn into_owned(self) -> Resource<'static> {
+        match self {
+            Resource::Topic(t) => Resource::Topic(Cow::Owned(t.into_owned())),
+            Resource::Group(g) => Resource::Group(Cow::Owned(g.into_owned())),
+        }
+    }
+
+    /// The topic or group name.
+    pub fn name(&self) -> &str {
+        match self {
+            Resource::Topic(n) | Resource::Group(n) => n,
+        }
     }
 
     /// The key of plain_acl.yml's permission table: the topic, or `%RETRY%` + group.
     pub fn plain_key(&self) -> String {
         match self {
-            Resource::Topic(t) => t.clone(),
+            Resource::Topic(t) => t.to_string(),
             Resource::Group(g) => format!("{RETRY_PREFIX}{g}"),
         }
     }
@@ -42,7 +64,7 @@ impl Resource {
     }
 }
 
-impl std::fmt::Display for Resource {
+impl std::fmt::Display for Resource<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Resource::Topic(t) => write!(f, "topic {t}"),
@@ -53,21 +75,21 @@ impl std::fmt::Display for Resource {
 
 /// One permission a request needs on one resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Need {
-    pub resource: Resource,
+pub struct Need<'a> {
+    pub resource: Resource<'a>,
     /// [`permission::PUB`], [`permission::SUB`] or [`permission::ANY`].
     pub perm: u8,
 }
 
-impl Need {
-    pub fn publish(resource: Resource) -> Need {
+impl<'a> Need<'a> {
+    pub fn publish(resource: Resource<'a>) -> Need<'a> {
         Need {
             resource,
             perm: permission::PUB,
         }
     }
 
-    pub fn subscribe(resource: Resource) -> Need {
+    pub fn subscribe(resource: Resource<'a>) -> Need<'a> {
         Need {
             resource,
             perm: permission::SUB,
@@ -77,13 +99,13 @@ impl Need {
 
 /// What a request needs beyond a valid signature.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Access {
+pub enum Access<'a> {
     /// Nothing more: any authenticated account.
     Open,
     /// An admin account (ACL 1.0 `admin: true`, ACL 2.0 SUPER user).
     Admin,
     /// These permissions (none may be missing).
-    Needs(Vec<Need>),
+    Needs(Vec<Need<'a>>),
 }
 
 /// Why a request was refused: the remark the client gets. It names the account, the

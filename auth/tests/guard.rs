@@ -72,7 +72,7 @@ const CPP_SEND: &str = r#"{"code":10,"language":"CPP","version":0,"opaque":3,"fl
 /// The C++ client without credentials: empty key, HMAC keyed with the empty secret.
 const CPP_UNSIGNED: &str = r#"{"code":38,"language":"CPP","version":0,"opaque":4,"flag":0,"remark":"","extFields":{"AccessKey":"","OnsChannel":"ALIYUN","Signature":"P5ukTU1IB/cs0mYCI0TwJlecUyc=","consumerGroup":"CG"}}"#;
 
-fn topic_a_pub() -> Access {
+fn topic_a_pub() -> Access<'static> {
     Access::Needs(vec![Need::publish(Resource::topic("TopicA"))])
 }
 
@@ -279,7 +279,7 @@ fn acl_2_users_policies_and_migration() {
     let lo = ip("127.0.0.1");
     // Migrated: RocketMQ may publish to TopicA (custom) and subscribe any group (default).
     let user = signed(310, "RocketMQ", "12345678", &[]);
-    let needs = |n: Need| move || Access::Needs(vec![n]);
+    let needs = |n: Need<'static>| move || Access::Needs(vec![n]);
     assert!(guard
         .check(lo, &user, needs(Need::publish(Resource::topic("TopicA"))))
         .is_ok());

@@ -1,10 +1,14 @@
 //! The cost of ACL signatures per request: signing (the client) and verifying (the
-//! broker) a SEND_MESSAGE_V2 with its thirteen header fields and a 1 KiB body.
+//! broker) a SEND_MESSAGE_V2 with its thirteen header fields and a 1 KiB body, with
+//! the HMAC keyed per request (`SessionCredentials::sign`, `signature::verify`) and
+//! keyed once per secret (the SDK's hook, the broker's accounts).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use vostok_remoting::auth::{signature, SessionCredentials, SIGNATURE};
+use vostok_remoting::auth::signature::SigningKey;
+use vostok_remoting::auth::{signature, AclClientHook, SessionCredentials, SIGNATURE};
 use vostok_remoting::protocol::header::SendMessageRequestHeaderV2;
 use vostok_remoting::RemotingCommand;
+use vostok_remoting::RpcHook;
 
 fn request() -> RemotingCommand {
     let header = SendMessageRequestHeaderV2 {
@@ -29,11 +33,23 @@ fn bench(c: &mut Criterion) {
     group.bench_function("sign SEND_MESSAGE_V2 1 KiB", |b| {
         b.iter_batched(request, |mut r| creds.sign(&mut r), BatchSize::SmallInput)
     });
+    let hook = AclClientHook::new(creds.clone());
+    group.bench_function("sign SEND_MESSAGE_V2 1 KiB, key kept", |b| {
+        b.iter_batched(
+            request,
+            |mut r| hook.before_request("127.0.0.1:10911", &mut r),
+            BatchSize::SmallInput,
+        )
+    });
     let mut signed = request();
     creds.sign(&mut signed);
     let sig = signed.ext_fields.get(SIGNATURE).unwrap().to_owned();
     group.bench_function("verify SEND_MESSAGE_V2 1 KiB", |b| {
         b.iter(|| signature::verify("bench-secret", &signed.ext_fields, &signed.body, 479, &sig))
+    });
+    let key = SigningKey::new("bench-secret");
+    group.bench_function("verify SEND_MESSAGE_V2 1 KiB, key kept", |b| {
+        b.iter(|| key.verify(&signed.ext_fields, &signed.body, 479, &sig))
     });
     let content = signature::content(&signed.ext_fields, &signed.body, false);
     group.bench_function("HmacSHA1 + Base64 of the content alone", |b| {

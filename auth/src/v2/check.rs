@@ -12,6 +12,7 @@
 
 use std::net::IpAddr;
 
+use vostok_remoting::auth::signature::SigningKey;
 use vostok_remoting::protocol::request_code;
 
 use super::model::{deciding, Entry};
@@ -38,8 +39,11 @@ pub fn authenticate<'a>(snapshot: &'a Snapshot, request: &impl Proof) -> Result<
             "access denied: User:{name} is disabled"
         )));
     }
-    let password = user.password.as_deref().unwrap_or("");
-    if !request.signed_with(password) {
+    let signed = match snapshot.signing_keys.get(name) {
+        Some(key) => request.signed_with(key),
+        None => request.signed_with(&SigningKey::new(user.password.as_deref().unwrap_or(""))),
+    };
+    if !signed {
         return Err(Denied::unauthenticated(format!(
             "access denied: signature check failed for User:{name}"
         )));
@@ -53,7 +57,7 @@ pub fn authorize(
     name: &str,
     ip: IpAddr,
     code: i32,
-    access: Access,
+    access: Access<'_>,
 ) -> Result<(), Denied> {
     let is_super = snapshot.users.get(name).is_some_and(|u| u.is_super());
     if is_super {

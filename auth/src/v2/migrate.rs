@@ -62,7 +62,7 @@ pub fn migrate<'a>(
         }
         let user = UserInfo {
             username: Some(account.access_key.clone()),
-            password: Some(account.secret_key.clone()),
+            password: Some(account.secret_key().to_owned()),
             user_type: Some(if account.admin { "Super" } else { "Normal" }.into()),
             user_status: None,
         };

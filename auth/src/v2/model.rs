@@ -56,8 +56,8 @@ impl ResourcePattern {
 
     fn matches(&self, resource: &Resource) -> bool {
         let (ty, name) = match resource {
-            Resource::Topic(t) => ("Topic", t.as_str()),
-            Resource::Group(g) => ("Group", g.as_str()),
+            Resource::Topic(t) => ("Topic", &**t),
+            Resource::Group(g) => ("Group", &**g),
         };
         match self {
             ResourcePattern::Any => true,
@@ -170,7 +170,7 @@ mod tests {
             entry("Topic:orders", &["Pub"], "Allow"),
             entry("Topic:orders", &["All"], "Deny"),
         ];
-        let t = |name: &str| Resource::topic(name);
+        let t = |name: &str| Resource::topic(name).into_owned();
         let decide = |name: &str| {
             deciding(entries.iter().filter(|e| e.matches(&t(name), "Pub", ip))).map(|e| e.allow)
         };

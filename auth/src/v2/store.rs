@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use vostok_remoting::auth::signature::SigningKey;
 use vostok_remoting::support::config_file;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
@@ -46,6 +47,9 @@ struct Tables {
 pub struct Snapshot {
     pub users: HashMap<String, UserInfo>,
     pub acls: HashMap<String, CompiledAcl>,
+    /// Each user's password as an HMAC key, keyed once per change rather than per
+    /// request (a user without a password has the empty one).
+    pub signing_keys: HashMap<String, SigningKey>,
 }
 
 #[derive(Debug)]
@@ -121,6 +125,16 @@ impl AuthMetadata {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             acls: HashMap::new(),
+            signing_keys: tables
+                .users
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        SigningKey::new(v.password.as_deref().unwrap_or("")),
+                    )
+                })
+                .collect(),
         };
         for (subject, acl) in &tables.acls {
             snapshot.acls.insert(

@@ -20,70 +20,70 @@ use crate::state::Broker;
 
 /// What a call needs: the remoting request it stands for and its resources.
 pub(crate) trait Needs {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access);
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>);
 }
 
-fn topic(ctx: &RequestContext, r: Option<&ProtoResource>) -> Resource {
-    Resource::topic(&ctx.name_of(r))
+fn topic(ctx: &RequestContext, r: Option<&ProtoResource>) -> Resource<'static> {
+    Resource::topic(&ctx.name_of(r)).into_owned()
 }
 
-fn group(ctx: &RequestContext, r: Option<&ProtoResource>) -> Resource {
-    Resource::group(&ctx.name_of(r))
+fn group(ctx: &RequestContext, r: Option<&ProtoResource>) -> Resource<'static> {
+    Resource::group(&ctx.name_of(r)).into_owned()
 }
 
-fn queue_topic(ctx: &RequestContext, q: Option<&MessageQueue>) -> Resource {
+fn queue_topic(ctx: &RequestContext, q: Option<&MessageQueue>) -> Resource<'static> {
     topic(ctx, q.and_then(|q| q.topic.as_ref()))
 }
 
-fn sub(resources: impl IntoIterator<Item = Resource>) -> Access {
+fn sub(resources: impl IntoIterator<Item = Resource<'static>>) -> Access<'static> {
     Access::Needs(resources.into_iter().map(Need::subscribe).collect())
 }
 
-fn publish(resources: impl IntoIterator<Item = Resource>) -> Access {
+fn publish(resources: impl IntoIterator<Item = Resource<'static>>) -> Access<'static> {
     Access::Needs(resources.into_iter().map(Need::publish).collect())
 }
 
 impl Needs for QueryRouteRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
         (code::GET_ROUTEINFO_BY_TOPIC, Access::Open)
     }
 }
 
 impl Needs for HeartbeatRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
         (code::HEART_BEAT, Access::Open)
     }
 }
 
 impl Needs for NotifyClientTerminationRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
         (code::UNREGISTER_CLIENT, Access::Open)
     }
 }
 
 impl Needs for SendMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let topics = self.messages.iter().map(|m| topic(ctx, m.topic.as_ref()));
         (code::SEND_MESSAGE_V2, publish(topics))
     }
 }
 
 impl Needs for RecallMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let t = topic(ctx, self.topic.as_ref());
         (code::RECALL_MESSAGE, publish([t]))
     }
 }
 
 impl Needs for EndTransactionRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let t = topic(ctx, self.topic.as_ref());
         (code::END_TRANSACTION, publish([t]))
     }
 }
 
 impl Needs for QueryAssignmentRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             topic(ctx, self.topic.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -93,7 +93,7 @@ impl Needs for QueryAssignmentRequest {
 }
 
 impl Needs for ReceiveMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -103,7 +103,7 @@ impl Needs for ReceiveMessageRequest {
 }
 
 impl Needs for AckMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             topic(ctx, self.topic.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -113,7 +113,7 @@ impl Needs for AckMessageRequest {
 }
 
 impl Needs for ChangeInvisibleDurationRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             topic(ctx, self.topic.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -123,7 +123,7 @@ impl Needs for ChangeInvisibleDurationRequest {
 }
 
 impl Needs for ForwardMessageToDeadLetterQueueRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             topic(ctx, self.topic.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -133,7 +133,7 @@ impl Needs for ForwardMessageToDeadLetterQueueRequest {
 }
 
 impl Needs for PullMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -143,7 +143,7 @@ impl Needs for PullMessageRequest {
 }
 
 impl Needs for UpdateOffsetRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -153,7 +153,7 @@ impl Needs for UpdateOffsetRequest {
 }
 
 impl Needs for GetOffsetRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -163,14 +163,14 @@ impl Needs for GetOffsetRequest {
 }
 
 impl Needs for QueryOffsetRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access) {
+    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
         let t = queue_topic(ctx, self.message_queue.as_ref());
         (code::SEARCH_OFFSET_BY_TIMESTAMP, sub([t]))
     }
 }
 
 impl Needs for SyncLiteSubscriptionRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access) {
+    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
         (code::HEART_BEAT, Access::Open)
     }
 }
@@ -179,7 +179,7 @@ impl Needs for SyncLiteSubscriptionRequest {
 pub(crate) fn refusal(
     broker: &Broker,
     ctx: &RequestContext,
-    needs: (i32, Access),
+    needs: (i32, Access<'_>),
 ) -> Option<Status> {
     let guard = broker.guard.as_ref()?;
     let (code, access) = needs;

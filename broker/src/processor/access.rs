@@ -9,6 +9,9 @@
 //! group changes, config, offsets of all groups, runtime figures) and codes this table
 //! does not know: a request code added to the broker stays admin-only until it gets a
 //! row here.
+//!
+//! Resources borrow their names from the request's fields (a send copies no topic
+//! name); those read from a body own theirs.
 
 use vostok_auth::{Access, Need, Resource};
 use vostok_remoting::protocol::body::{
@@ -22,7 +25,7 @@ fn field<'a>(request: &'a RemotingCommand, key: &str) -> &'a str {
 }
 
 /// A send to `topic`: PUB, or SUB when it is a group's retry topic.
-fn send(topic: &str) -> Access {
+fn send(topic: &str) -> Access<'_> {
     let resource = Resource::topic(topic);
     Access::Needs(vec![if resource.is_group() {
         Need::subscribe(resource)
@@ -33,7 +36,7 @@ fn send(topic: &str) -> Access {
 
 /// The topic a POP request names: a POP retry topic (`%RETRY%<group>_<topic>` or
 /// `%RETRY%<group>+<topic>`, what acks of retried messages carry) stands for its topic.
-fn pop_topic(topic: &str, group: &str) -> Resource {
+fn pop_topic<'a>(topic: &'a str, group: &str) -> Resource<'a> {
     let retry_prefix = format!("%RETRY%{group}");
     match topic
         .strip_prefix(retry_prefix.as_str())
@@ -46,18 +49,18 @@ fn pop_topic(topic: &str, group: &str) -> Resource {
 
 /// A POP request (pop, peek, ack, invisible time, notification): SUB on the topic and
 /// on the group, as Apache's ACL 2.0 annotates their headers.
-fn pop(topic: &str, group: &str) -> Access {
+fn pop<'a>(topic: &'a str, group: &'a str) -> Access<'a> {
     sub([pop_topic(topic, group), Resource::group(group)])
 }
 
-fn sub(resources: impl IntoIterator<Item = Resource>) -> Access {
+fn sub<'a>(resources: impl IntoIterator<Item = Resource<'a>>) -> Access<'a> {
     Access::Needs(resources.into_iter().map(Need::subscribe).collect())
 }
 
 /// The needs of `request`; bodies are read only for the requests that name their
 /// resources there (HEART_BEAT, queue locks). An unreadable body needs nothing more
 /// here: the processor refuses it anyway.
-pub(crate) fn access(request: &RemotingCommand) -> Access {
+pub(crate) fn access(request: &RemotingCommand) -> Access<'_> {
     let f = |key| field(request, key);
     match request.code {
         code::SEND_MESSAGE | code::SEND_REPLY_MESSAGE => send(f("topic")),
@@ -73,10 +76,10 @@ pub(crate) fn access(request: &RemotingCommand) -> Access {
         code::QUERY_MESSAGE => sub([Resource::topic(f("topic"))]),
         code::HEART_BEAT => match HeartbeatData::decode(&request.body) {
             Ok(data) => sub(data.consumer_data_set.iter().flat_map(|c| {
-                std::iter::once(Resource::group(&c.group_name)).chain(
+                std::iter::once(Resource::group(&c.group_name).into_owned()).chain(
                     c.subscription_data_set
                         .iter()
-                        .map(|s| Resource::topic(&s.topic)),
+                        .map(|s| Resource::topic(&s.topic).into_owned()),
                 )
             })),
             Err(_) => Access::Open,
@@ -95,8 +98,14 @@ pub(crate) fn access(request: &RemotingCommand) -> Access {
                 "LockBatchRequestBody",
                 &request.body,
             ) {
-                Ok(body) => sub(std::iter::once(Resource::group(&body.consumer_group))
-                    .chain(body.mq_set.iter().map(|mq| Resource::topic(&mq.topic)))),
+                Ok(body) => sub(std::iter::once(
+                    Resource::group(&body.consumer_group).into_owned(),
+                )
+                .chain(
+                    body.mq_set
+                        .iter()
+                        .map(|mq| Resource::topic(&mq.topic).into_owned()),
+                )),
                 Err(_) => Access::Open,
             }
         }
@@ -119,8 +128,8 @@ pub(crate) fn access(request: &RemotingCommand) -> Access {
             ) {
                 Ok(body) => sub(body.acks.iter().flat_map(|a| {
                     [
-                        pop_topic(&a.topic, &a.consumer_group),
-                        Resource::group(&a.consumer_group),
+                        pop_topic(&a.topic, &a.consumer_group).into_owned(),
+                        Resource::group(&a.consumer_group).into_owned(),
                     ]
                 })),
                 Err(_) => Access::Open,

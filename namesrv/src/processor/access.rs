@@ -20,7 +20,7 @@ use super::error;
 use crate::config::NamesrvConfig;
 
 /// `None`: no check at all.
-fn access(request_code: i32, config: &NamesrvConfig) -> Option<Access> {
+fn access(request_code: i32, config: &NamesrvConfig) -> Option<Access<'static>> {
     match request_code {
         code::GET_ROUTEINFO_BY_TOPIC
         | code::GET_BROKER_CLUSTER_INFO

@@ -9,6 +9,8 @@
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 
+use super::signature::SigningKey;
+
 /// The algorithm the 5.x clients name.
 pub const ALGORITHM: &str = "MQv2-HMAC-SHA1";
 /// Metadata key of the signature.
@@ -50,11 +52,12 @@ impl GrpcAuthorization {
     /// True when the signature is HmacSHA1(`secret`, `date_time`), compared in
     /// constant time.
     pub fn verify(&self, secret: &str, date_time: &str) -> bool {
-        let Ok(mut mac) = Hmac::<Sha1>::new_from_slice(secret.as_bytes()) else {
-            return false;
-        };
-        mac.update(date_time.as_bytes());
-        mac.verify_slice(&self.signature).is_ok()
+        self.verify_with(&SigningKey::new(secret), date_time)
+    }
+
+    /// [`GrpcAuthorization::verify`] with the HMAC keyed already.
+    pub fn verify_with(&self, key: &SigningKey, date_time: &str) -> bool {
+        key.verify_content(date_time.as_bytes(), &self.signature)
     }
 }
 
