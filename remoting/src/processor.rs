@@ -71,13 +71,14 @@ pub trait RpcHook: Send + Sync + 'static {
     }
 }
 
-/// A list of hooks run in order.
+/// A list of hooks run in order. Shared: a call takes a snapshot of the list with one
+/// reference count, not a copy of it.
 #[derive(Clone, Default)]
-pub struct RpcHooks(Vec<Arc<dyn RpcHook>>);
+pub struct RpcHooks(Arc<Vec<Arc<dyn RpcHook>>>);
 
 impl RpcHooks {
     pub fn push(&mut self, hook: Arc<dyn RpcHook>) {
-        self.0.push(hook);
+        Arc::make_mut(&mut self.0).push(hook);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -90,13 +91,13 @@ impl RpcHooks {
     }
 
     pub fn before(&self, addr: &str, request: &mut RemotingCommand) {
-        for hook in &self.0 {
+        for hook in self.0.iter() {
             hook.before_request(addr, request);
         }
     }
 
     pub fn after(&self, addr: &str, request: &RemotingCommand, response: &mut RemotingCommand) {
-        for hook in &self.0 {
+        for hook in self.0.iter() {
             hook.after_response(addr, request, response);
         }
     }
