@@ -40,6 +40,7 @@ async fn master_waiting(root: &Path, sync: bool, slave_wait: Duration) -> Master
     tokio::spawn(ha::serve(
         store.clone(),
         listener,
+        None,
         TaskTracker::new(),
         shutdown.clone(),
     ));
@@ -63,7 +64,7 @@ fn slave_config(root: &Path, master: &str) -> StoreConfig {
 fn slave(root: &Path, master: &str) -> (Arc<MessageStore>, CancellationToken) {
     let store = MessageStore::open(slave_config(root, master)).unwrap();
     let shutdown = CancellationToken::new();
-    HaClient::start(store.clone(), &TaskTracker::new(), shutdown.clone());
+    HaClient::start(store.clone(), None, &TaskTracker::new(), shutdown.clone());
     (store, shutdown)
 }
 

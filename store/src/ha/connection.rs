@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 use vostok_remoting::support::time::now_millis;
+use vostok_remoting::tls::TLS_HANDSHAKE_BYTE;
 
 use super::state::SlaveLink;
 use super::wire::{decode_handshake, decode_reports, encode_transfer_header};
@@ -87,6 +88,18 @@ async fn read_reports<R: AsyncRead + Unpin>(
         };
         if n == 0 {
             return Ok(());
+        }
+        if link.ack.load(Ordering::Acquire) < 0 && buf.first() == Some(&TLS_HANDSHAKE_BYTE) {
+            // Reports and handshakes open with a zero byte; 0x16 opens a ClientHello.
+            error!(
+                slave = %link.addr,
+                "the slave opened a TLS handshake but this HA port is plain (no tls.server.* \
+                 on this master): give the master tls.server.mode and a certificate, or set \
+                 tls.enable=false on the slave"
+            );
+            return Err(StoreError::HaProtocol {
+                reason: "TLS handshake on a plain HA port".into(),
+            });
         }
         if handshake_due {
             match decode_handshake(&mut buf)? {
