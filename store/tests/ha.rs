@@ -86,6 +86,16 @@ async fn put_some(store: &MessageStore, n: usize, tag: &str) {
     }
 }
 
+/// How many events a replication histogram counted (`le:count,...,max:ms`).
+fn events(store: &MessageStore, key: &str) -> u64 {
+    let all = store.ha_delay_histograms();
+    let (_, h) = all.iter().find(|(k, _)| *k == key).unwrap();
+    h.split(',')
+        .filter(|p| !p.starts_with("max:"))
+        .map(|p| p.split_once(':').unwrap().1.parse::<u64>().unwrap())
+        .sum()
+}
+
 /// The concatenated commitlog files of a store, from its first file on.
 fn commitlog_bytes(root: &Path, upto: i64) -> Vec<u8> {
     let mut names: Vec<_> = std::fs::read_dir(root.join("commitlog"))
@@ -113,6 +123,11 @@ async fn a_slave_holds_the_masters_commitlog_byte_for_byte_and_resumes_after_a_r
     })
     .await;
     assert_eq!(m.store.ha_slaves().len(), 1);
+    // Every applied batch and every write to the slave was counted.
+    assert!(events(&s, "haApplyDelayHistogram") > 0);
+    assert!(events(&s, "haApplyWaitHistogram") > 0);
+    assert!(events(&m.store, "haSendBlockHistogram") > 0);
+    assert_eq!(events(&m.store, "haApplyDelayHistogram"), 0, "not a slave");
     settle(&m.store);
     settle(&s);
     for q in 0..4 {

@@ -264,9 +264,12 @@ where
 /// buffer until applied, so each read may take a fresh allocation of this size).
 const READ_CHUNK: usize = 64 * 1024;
 
+/// Frames read together, with what holds their bytes' budget and when they were read.
+type Batch = (Vec<TransferFrame>, OwnedSemaphorePermit, std::time::Instant);
+
 /// Applies received frames on a blocking thread, in order.
 struct Applier {
-    tx: Option<mpsc::Sender<(Vec<TransferFrame>, OwnedSemaphorePermit)>>,
+    tx: Option<mpsc::Sender<Batch>>,
     /// Bytes received but not yet applied, at most [`SLAVE_READ_BUFFER`].
     budget: Arc<Semaphore>,
     /// Signalled after each applied batch (and on failure).
@@ -277,13 +280,23 @@ struct Applier {
 
 impl Applier {
     fn start(store: Arc<MessageStore>) -> Applier {
-        let (tx, mut rx) = mpsc::channel::<(Vec<TransferFrame>, OwnedSemaphorePermit)>(64);
+        let (tx, mut rx) = mpsc::channel::<Batch>(64);
         let progress = Arc::new(Notify::new());
         let state = Arc::new(std::sync::Mutex::new(Ok(store.raw_write_end())));
         let (p, st) = (progress.clone(), state.clone());
         let thread = tokio::task::spawn_blocking(move || {
-            while let Some((frames, _permit)) = rx.blocking_recv() {
+            while let Some((frames, _permit, read_at)) = rx.blocking_recv() {
+                let published = store.max_phy_offset();
                 let result = apply(&store, frames).map_err(|e| e.to_string());
+                let ha = store.ha_state();
+                ha.apply_wait.record(read_at.elapsed().as_millis() as i64);
+                // Complete records became visible: how old is the newest of them?
+                if result.is_ok() && store.max_phy_offset() > published {
+                    let newest = store.last_store_timestamp();
+                    if newest > 0 {
+                        ha.apply_delay.record(now_millis() - newest);
+                    }
+                }
                 let failed = result.is_err();
                 *st.locked() = result;
                 p.notify_one();
@@ -322,7 +335,9 @@ impl Applier {
             .await
             .map_err(|_| gone())?;
         let tx = self.tx.as_ref().ok_or_else(gone)?;
-        tx.send((frames, permit)).await.map_err(|_| gone())
+        tx.send((frames, permit, std::time::Instant::now()))
+            .await
+            .map_err(|_| gone())
     }
 
     async fn finish(mut self) {

@@ -202,7 +202,10 @@ async fn transfer<W: AsyncWrite + Unpin>(
             // write while data is waiting: fewer system calls under load.
             out.clear();
             let mut end = next;
+            // The store time of the newest record, when this write reaches the end.
+            let mut newest = 0;
             while end < store.max_phy_offset() && out.len() < WRITE_BATCH {
+                newest = store.last_store_timestamp();
                 let Some(body) = read_chunk(store, end, config.transfer_batch_size).await else {
                     return Err(StoreError::HaProtocol {
                         reason: format!("commitlog offset {end} is not readable on this master"),
@@ -212,10 +215,15 @@ async fn transfer<W: AsyncWrite + Unpin>(
                 out.extend_from_slice(&body);
                 end += body.len() as i64;
             }
+            let started = Instant::now();
             writer
                 .write_all(&out)
                 .await
                 .map_err(|e| io_error(peer, e))?;
+            ha.send_block.record(started.elapsed().as_millis() as i64);
+            if end >= store.max_phy_offset() && newest > 0 {
+                ha.send_delay.record(now_millis() - newest);
+            }
             next = end;
             link.sent.store(next, Ordering::Release);
             last_write = Instant::now();
