@@ -221,6 +221,7 @@ impl Broker {
         }
 
         let server_tls = security.server_tls.clone();
+        let ha_tls = (security.server_tls.clone(), security.client_tls.clone());
         let grpc_tls = security.grpc_tls.clone();
         let broker = Arc::new(build_state(
             config,
@@ -259,7 +260,7 @@ impl Broker {
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;
         let servers = serve(&broker, listener, server_tls).await;
-        start_replication(&broker, ha_listener);
+        start_replication(&broker, ha_listener, ha_tls);
         let grpc = match grpc_listener {
             Some(l) => Some(GrpcServer::start(&broker, l, grpc_tls)?),
             None => None,
@@ -326,7 +327,16 @@ async fn bind_ha(
 
 /// A master serves its slaves on the HA listener; a slave starts its replication
 /// client (the master's HA address comes from `haMasterAddress` or registration).
-fn start_replication(broker: &Arc<Broker>, ha_listener: Option<TcpListener>) {
+/// TLS as on the remoting port: the listener follows `tls.server.mode`, the client
+/// `tls.enable` and `tls.client.*` like the broker's other outgoing connections.
+fn start_replication(
+    broker: &Arc<Broker>,
+    ha_listener: Option<TcpListener>,
+    (server_tls, client_tls): (
+        Option<Arc<vostok_remoting::tls::ServerTls>>,
+        Option<Arc<vostok_remoting::tls::ClientTls>>,
+    ),
+) {
     if let Some(listener) = ha_listener {
         let addr = format!(
             "{}:{}",
@@ -337,6 +347,7 @@ fn start_replication(broker: &Arc<Broker>, ha_listener: Option<TcpListener>) {
         broker.tasks.spawn(vostok_store::ha::serve(
             broker.store.clone(),
             listener,
+            server_tls,
             broker.tasks.clone(),
             broker.shutdown.clone(),
         ));
@@ -344,6 +355,7 @@ fn start_replication(broker: &Arc<Broker>, ha_listener: Option<TcpListener>) {
     if !broker.config.is_master() || broker.config.controller.enable {
         let client = vostok_store::ha::HaClient::start(
             broker.store.clone(),
+            client_tls,
             &broker.tasks,
             broker.shutdown.clone(),
         );

@@ -419,6 +419,10 @@ def run_matrix(opts, targets, bench, log):
         if r[0] in PROFILE and any(b[0] == r[0].rsplit(", ", 1)[0] for b in rows):
             continue  # runs with its plain row
         groups.append([r] + variants.get(r[0], []))
+    if opts.interleave:
+        # Every selected row in one group: run i of each row meets the same load.
+        groups = [[r for g in groups for r in g if r[2] != "consume"]] + \
+                 [g for g in groups if g[0][2] == "consume"]
     for group in groups:
         name, flush, kind, flags, _ = group[0]
         if kind == "consume":
@@ -642,6 +646,9 @@ def main():
     ap.add_argument("--work", default=None, help="temp dir for stores and logs")
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these")
     ap.add_argument("--only", nargs="*", help="only rows with exactly these names")
+    ap.add_argument("--interleave", action="store_true",
+                    help="run the selected rows round by round (run 1 of each, then run 2, ...) "
+                         "rather than row by row, so that rows compared meet the same load")
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--peer-namesrv", default=shutil.which("rocketmq-namesrv-rust"))
     ap.add_argument("--peer-broker", default=shutil.which("rocketmq-broker-rust"))

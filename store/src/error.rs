@@ -47,6 +47,23 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    #[error(
+        "the master {peer} closed the replication connection before sending anything \
+         ({source}); its log says why: a master with tls.server.mode=enforcing refuses \
+         plain slaves (then set tls.enable=true and tls.client.* here), a slave ahead of \
+         its master is refused too"
+    )]
+    HaClosedEarly {
+        peer: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("TLS handshake with the master {peer}: {source}")]
+    HaTls {
+        peer: String,
+        #[source]
+        source: io::Error,
+    },
     #[error("the store is shut down")]
     Shutdown,
     #[error("no room in {path} for a {needed}-byte file: {available} bytes available")]

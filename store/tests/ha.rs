@@ -40,6 +40,7 @@ async fn master_waiting(root: &Path, sync: bool, slave_wait: Duration) -> Master
     tokio::spawn(ha::serve(
         store.clone(),
         listener,
+        None,
         TaskTracker::new(),
         shutdown.clone(),
     ));
@@ -63,7 +64,7 @@ fn slave_config(root: &Path, master: &str) -> StoreConfig {
 fn slave(root: &Path, master: &str) -> (Arc<MessageStore>, CancellationToken) {
     let store = MessageStore::open(slave_config(root, master)).unwrap();
     let shutdown = CancellationToken::new();
-    HaClient::start(store.clone(), &TaskTracker::new(), shutdown.clone());
+    HaClient::start(store.clone(), None, &TaskTracker::new(), shutdown.clone());
     (store, shutdown)
 }
 
@@ -83,6 +84,16 @@ async fn put_some(store: &MessageStore, n: usize, tag: &str) {
             .await;
         assert!(r.is_ok(), "{:?}", r.status);
     }
+}
+
+/// How many events a replication histogram counted (`le:count,...,max:ms`).
+fn events(store: &MessageStore, key: &str) -> u64 {
+    let all = store.ha_delay_histograms();
+    let (_, h) = all.iter().find(|(k, _)| *k == key).unwrap();
+    h.split(',')
+        .filter(|p| !p.starts_with("max:"))
+        .map(|p| p.split_once(':').unwrap().1.parse::<u64>().unwrap())
+        .sum()
 }
 
 /// The concatenated commitlog files of a store, from its first file on.
@@ -112,6 +123,11 @@ async fn a_slave_holds_the_masters_commitlog_byte_for_byte_and_resumes_after_a_r
     })
     .await;
     assert_eq!(m.store.ha_slaves().len(), 1);
+    // Every applied batch and every write to the slave was counted.
+    assert!(events(&s, "haApplyDelayHistogram") > 0);
+    assert!(events(&s, "haApplyWaitHistogram") > 0);
+    assert!(events(&m.store, "haSendBlockHistogram") > 0);
+    assert_eq!(events(&m.store, "haApplyDelayHistogram"), 0, "not a slave");
     settle(&m.store);
     settle(&s);
     for q in 0..4 {

@@ -153,6 +153,9 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
         "SLAVE"
     };
     put("brokerRole", role.to_owned());
+    for (key, histogram) in broker.store.ha_delay_histograms() {
+        put(key, histogram);
+    }
     if broker.config.controller.enable {
         let (sss, sss_epoch) = broker.replicas.sync_state_set();
         put(

@@ -5,6 +5,7 @@
 //! * [`ServerTls`]: what a listening port does with a new connection per
 //!   `tls.server.mode` — peeks the first byte (0x16 opens a TLS handshake) and either
 //!   completes the handshake, keeps the connection plain, or closes it.
+//!   [`ServerTls::admit`] says why it refused one, for callers that log it.
 //! * [`ClientTls`]: wraps an outgoing connection in TLS.
 //! * [`Stream`]: a connection either way, for [`crate::channel::Channel`].
 //!
@@ -128,53 +129,66 @@ impl ServerTls {
         self.mode
     }
 
-    /// Decides what a new connection is: `Ok(None)` when it must be closed (a plain
+    /// Decides what a new connection is: `None` when it must be closed (a plain
     /// connection in enforcing mode, TLS when disabled, a peer that went away or sent
-    /// nothing in time, a failed handshake — each logged at debug).
+    /// nothing in time, a failed handshake — each logged at debug: on a public port
+    /// these are scanners as often as misconfigured clients).
     pub async fn accept(&self, tcp: TcpStream) -> Option<Stream> {
         let peer = tcp.peer_addr().ok();
+        match self.admit(tcp).await {
+            Ok(stream) => Some(stream),
+            Err(refused) => {
+                debug!(?peer, reason = %refused, "connection closed");
+                None
+            }
+        }
+    }
+
+    /// Like [`ServerTls::accept`], but says why a connection is refused, for ports
+    /// where the caller logs refusals itself (the HA port: a refused peer there is a
+    /// misconfigured slave, worth a warning).
+    pub async fn admit(&self, tcp: TcpStream) -> Result<Stream, Refused> {
         let mut first = [0u8; 1];
         let peeked = tokio::time::timeout(HANDSHAKE_TIMEOUT, tcp.peek(&mut first)).await;
         match peeked {
             Ok(Ok(1)) => {}
-            Ok(Ok(_)) => return None,
-            Ok(Err(e)) => {
-                debug!(?peer, error = %e, "connection lost before its first byte");
-                return None;
-            }
-            Err(_) => {
-                debug!(?peer, "no first byte in time; closing");
-                return None;
-            }
+            Ok(Ok(_)) => return Err(Refused::Gone(None)),
+            Ok(Err(e)) => return Err(Refused::Gone(Some(e))),
+            Err(_) => return Err(Refused::Silent),
         }
         let tls = first[0] == TLS_HANDSHAKE_BYTE;
         match (self.mode, tls) {
-            (TlsMode::Disabled, false) | (TlsMode::Permissive, false) => Some(Stream::Plain(tcp)),
-            (TlsMode::Enforcing, false) => {
-                debug!(?peer, "plain connection refused: tls.server.mode=enforcing");
-                None
-            }
-            (TlsMode::Disabled, true) => {
-                debug!(?peer, "TLS connection refused: tls.server.mode=disabled");
-                None
-            }
+            (TlsMode::Disabled, false) | (TlsMode::Permissive, false) => Ok(Stream::Plain(tcp)),
+            (TlsMode::Enforcing, false) => Err(Refused::Plain),
+            (TlsMode::Disabled, true) => Err(Refused::Tls),
             (_, true) => {
                 let handshake =
                     tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(tcp)).await;
                 match handshake {
-                    Ok(Ok(stream)) => Some(Stream::Server(Box::new(stream))),
-                    Ok(Err(e)) => {
-                        debug!(?peer, error = %e, "TLS handshake failed");
-                        None
-                    }
-                    Err(_) => {
-                        debug!(?peer, "TLS handshake timed out");
-                        None
-                    }
+                    Ok(Ok(stream)) => Ok(Stream::Server(Box::new(stream))),
+                    Ok(Err(e)) => Err(Refused::Handshake(e)),
+                    Err(_) => Err(Refused::HandshakeTimeout),
                 }
             }
         }
     }
+}
+
+/// Why [`ServerTls::admit`] closed a connection.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("plain connection refused: tls.server.mode=enforcing accepts only TLS")]
+    Plain,
+    #[error("TLS connection refused: tls.server.mode=disabled")]
+    Tls,
+    #[error("the peer closed the connection before its first byte{}", .0.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())]
+    Gone(Option<std::io::Error>),
+    #[error("no first byte within {HANDSHAKE_TIMEOUT:?}")]
+    Silent,
+    #[error("TLS handshake failed: {0}")]
+    Handshake(#[source] std::io::Error),
+    #[error("TLS handshake not finished within {HANDSHAKE_TIMEOUT:?}")]
+    HandshakeTimeout,
 }
 
 /// The client side: wraps outgoing connections in TLS.

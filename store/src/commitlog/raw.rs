@@ -149,6 +149,9 @@ impl CommitLog {
             rest = &rest[n..];
         }
         self.write_end.store(cur, Ordering::Release);
+        // Keep the pages ahead mapped in, as local appends do (`publish`): otherwise
+        // this writer takes the page faults, and zeroes every new page itself.
+        self.wake_prefaulter(cur);
         for (topic, queue_id, next) in queue_updates {
             writer.bump_queue_offset(&topic, queue_id, next);
         }
@@ -164,12 +167,15 @@ impl CommitLog {
     }
 }
 
+/// Notes the queue offset after `view`. Consecutive records of one queue (a batch,
+/// a burst of sends) share one entry: one allocation per run, not per record.
 fn note_record(view: &RecordView<'_>, updates: &mut Vec<(String, i32, i64)>) {
-    if gets_queue_offset(view.sys_flag()) {
-        updates.push((
-            view.topic().to_owned(),
-            view.queue_id(),
-            view.queue_offset() + 1,
-        ));
+    if !gets_queue_offset(view.sys_flag()) {
+        return;
+    }
+    let (topic, queue_id, next) = (view.topic(), view.queue_id(), view.queue_offset() + 1);
+    match updates.last_mut() {
+        Some(last) if last.1 == queue_id && last.0 == topic => last.2 = last.2.max(next),
+        _ => updates.push((topic.to_owned(), queue_id, next)),
     }
 }

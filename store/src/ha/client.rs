@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
+use vostok_remoting::tls::{ClientTls, HANDSHAKE_TIMEOUT};
 
 use super::wire::{
     decode_transfer, encode_handshake, encode_report, TransferFrame, MAX_TRANSFER_BODY,
@@ -38,14 +39,18 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// follows what the name servers report ([`HaClient::update_master`]).
 pub struct HaClient {
     store: Arc<MessageStore>,
+    /// TLS towards the master (`tls.enable`), as the broker's other outgoing
+    /// connections; plain when `None`.
+    tls: Option<Arc<ClientTls>>,
     fixed: bool,
     changed: Notify,
 }
 
 impl HaClient {
-    /// Starts replicating into `store` until `shutdown`.
+    /// Starts replicating into `store` until `shutdown`, in TLS when `tls` is given.
     pub fn start(
         store: Arc<MessageStore>,
+        tls: Option<Arc<ClientTls>>,
         tasks: &tokio_util::task::TaskTracker,
         shutdown: CancellationToken,
     ) -> Arc<HaClient> {
@@ -53,6 +58,7 @@ impl HaClient {
         *store.ha_state().client_master.write_locked() = fixed.clone();
         let client = Arc::new(HaClient {
             store,
+            tls,
             fixed: fixed.is_some(),
             changed: Notify::new(),
         });
@@ -138,6 +144,16 @@ impl HaClient {
             .map_err(|_| io(std::io::ErrorKind::TimedOut.into()))?
             .map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
+        let Some(tls) = &self.tls else {
+            return replicate(&self.store, stream, addr).await;
+        };
+        let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.connect(addr, stream))
+            .await
+            .map_err(|_| io(std::io::ErrorKind::TimedOut.into()))?
+            .map_err(|source| StoreError::HaTls {
+                peer: addr.to_owned(),
+                source,
+            })?;
         replicate(&self.store, stream, addr).await
     }
 }
@@ -177,6 +193,8 @@ where
         let mut buf = BytesMut::with_capacity(READ_CHUNK);
         let mut last_read = Instant::now();
         let mut last_report = Instant::now();
+        // Nothing read yet on this connection: a close now is a refusal.
+        let mut received = false;
         loop {
             let report_at = last_report + config.send_heartbeat_interval;
             let silent_at = last_read + config.housekeeping_interval;
@@ -197,9 +215,19 @@ where
             }
             tokio::select! {
                 n = reader.read_buf(&mut buf) => {
-                    if n.map_err(io)? == 0 {
-                        return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
+                    let failure = match n {
+                        Ok(0) => Some(std::io::ErrorKind::UnexpectedEof.into()),
+                        Ok(_) => None,
+                        Err(e) => Some(e),
+                    };
+                    if let Some(source) = failure {
+                        return Err(if received {
+                            io(source)
+                        } else {
+                            StoreError::HaClosedEarly { peer: master.to_owned(), source }
+                        });
                     }
+                    received = true;
                     last_read = Instant::now();
                     ha.client_last_read_ms.store(now_millis(), Ordering::Relaxed);
                     let mut frames = Vec::new();
@@ -236,9 +264,12 @@ where
 /// buffer until applied, so each read may take a fresh allocation of this size).
 const READ_CHUNK: usize = 64 * 1024;
 
+/// Frames read together, with what holds their bytes' budget and when they were read.
+type Batch = (Vec<TransferFrame>, OwnedSemaphorePermit, std::time::Instant);
+
 /// Applies received frames on a blocking thread, in order.
 struct Applier {
-    tx: Option<mpsc::Sender<(Vec<TransferFrame>, OwnedSemaphorePermit)>>,
+    tx: Option<mpsc::Sender<Batch>>,
     /// Bytes received but not yet applied, at most [`SLAVE_READ_BUFFER`].
     budget: Arc<Semaphore>,
     /// Signalled after each applied batch (and on failure).
@@ -249,13 +280,23 @@ struct Applier {
 
 impl Applier {
     fn start(store: Arc<MessageStore>) -> Applier {
-        let (tx, mut rx) = mpsc::channel::<(Vec<TransferFrame>, OwnedSemaphorePermit)>(64);
+        let (tx, mut rx) = mpsc::channel::<Batch>(64);
         let progress = Arc::new(Notify::new());
         let state = Arc::new(std::sync::Mutex::new(Ok(store.raw_write_end())));
         let (p, st) = (progress.clone(), state.clone());
         let thread = tokio::task::spawn_blocking(move || {
-            while let Some((frames, _permit)) = rx.blocking_recv() {
+            while let Some((frames, _permit, read_at)) = rx.blocking_recv() {
+                let published = store.max_phy_offset();
                 let result = apply(&store, frames).map_err(|e| e.to_string());
+                let ha = store.ha_state();
+                ha.apply_wait.record(read_at.elapsed().as_millis() as i64);
+                // Complete records became visible: how old is the newest of them?
+                if result.is_ok() && store.max_phy_offset() > published {
+                    let newest = store.last_store_timestamp();
+                    if newest > 0 {
+                        ha.apply_delay.record(now_millis() - newest);
+                    }
+                }
                 let failed = result.is_err();
                 *st.locked() = result;
                 p.notify_one();
@@ -294,7 +335,9 @@ impl Applier {
             .await
             .map_err(|_| gone())?;
         let tx = self.tx.as_ref().ok_or_else(gone)?;
-        tx.send((frames, permit)).await.map_err(|_| gone())
+        tx.send((frames, permit, std::time::Instant::now()))
+            .await
+            .map_err(|_| gone())
     }
 
     async fn finish(mut self) {

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 use vostok_remoting::support::time::now_millis;
+use vostok_remoting::tls::TLS_HANDSHAKE_BYTE;
 
 use super::state::SlaveLink;
 use super::wire::{decode_handshake, decode_reports, encode_transfer_header};
@@ -87,6 +88,18 @@ async fn read_reports<R: AsyncRead + Unpin>(
         };
         if n == 0 {
             return Ok(());
+        }
+        if link.ack.load(Ordering::Acquire) < 0 && buf.first() == Some(&TLS_HANDSHAKE_BYTE) {
+            // Reports and handshakes open with a zero byte; 0x16 opens a ClientHello.
+            error!(
+                slave = %link.addr,
+                "the slave opened a TLS handshake but this HA port is plain (no tls.server.* \
+                 on this master): give the master tls.server.mode and a certificate, or set \
+                 tls.enable=false on the slave"
+            );
+            return Err(StoreError::HaProtocol {
+                reason: "TLS handshake on a plain HA port".into(),
+            });
         }
         if handshake_due {
             match decode_handshake(&mut buf)? {
@@ -189,7 +202,10 @@ async fn transfer<W: AsyncWrite + Unpin>(
             // write while data is waiting: fewer system calls under load.
             out.clear();
             let mut end = next;
+            // The store time of the newest record, when this write reaches the end.
+            let mut newest = 0;
             while end < store.max_phy_offset() && out.len() < WRITE_BATCH {
+                newest = store.last_store_timestamp();
                 let Some(body) = read_chunk(store, end, config.transfer_batch_size).await else {
                     return Err(StoreError::HaProtocol {
                         reason: format!("commitlog offset {end} is not readable on this master"),
@@ -199,10 +215,15 @@ async fn transfer<W: AsyncWrite + Unpin>(
                 out.extend_from_slice(&body);
                 end += body.len() as i64;
             }
+            let started = Instant::now();
             writer
                 .write_all(&out)
                 .await
                 .map_err(|e| io_error(peer, e))?;
+            ha.send_block.record(started.elapsed().as_millis() as i64);
+            if end >= store.max_phy_offset() && newest > 0 {
+                ha.send_delay.record(now_millis() - newest);
+            }
             next = end;
             link.sent.store(next, Ordering::Release);
             last_write = Instant::now();

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`wire`] | the frames, sans-IO: offset reports, transfer frames |
 //! | [`config`] | the `ha*` keys |
+//! | `delay` | how long replication takes, as histograms |
 //! | `group_transfer` | SYNC_MASTER puts waiting for a slave's acknowledgement |
 //! | `state` | connected slaves, their offsets, the new-data signal; a slave's link |
 //! | [`master`] | the master's listener |
@@ -24,6 +25,7 @@
 pub mod client;
 pub mod config;
 mod connection;
+pub(crate) mod delay;
 pub mod epoch;
 pub(crate) mod group_transfer;
 pub mod master;

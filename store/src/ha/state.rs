@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
+use super::delay::DelayHistogram;
 use super::group_transfer::GroupTransfer;
 
 /// One slave connected to this master.
@@ -97,6 +98,17 @@ pub(crate) struct HaState {
     pub(crate) in_sync_others: RwLock<Vec<i64>>,
     /// Signalled on every acknowledgement (controller-mode waiters).
     pub(crate) acked: Notify,
+    /// Slave side: the age of the newest record of each applied batch when it was
+    /// applied (its master's store time to now), and the time from reading a batch
+    /// to having applied it.
+    pub(crate) apply_delay: DelayHistogram,
+    pub(crate) apply_wait: DelayHistogram,
+    /// Master side: how long each write to a slave's socket took (a slave that reads
+    /// slowly fills the socket buffer and holds the writer back).
+    pub(crate) send_block: DelayHistogram,
+    /// Master side: the age of the newest record of each write that reached the
+    /// commitlog's end, when the write completed.
+    pub(crate) send_delay: DelayHistogram,
 }
 
 impl HaState {

@@ -75,6 +75,21 @@ impl MessageStore {
             .slaves(self.max_phy_offset(), self.config().ha.max_gap_not_in_sync)
     }
 
+    /// How long replication takes (docs/replication.md#observability), as
+    /// `(runtime info key, cumulative histogram)`: on a slave the age of the newest
+    /// record of each applied batch and the time from reading a batch to applying it,
+    /// on a master how long each write to a slave's socket took and the age of
+    /// the newest record of each write that reached the end.
+    pub fn ha_delay_histograms(&self) -> Vec<(&'static str, String)> {
+        let ha = self.ha_state();
+        vec![
+            ("haApplyDelayHistogram", ha.apply_delay.render()),
+            ("haApplyWaitHistogram", ha.apply_wait.render()),
+            ("haSendBlockHistogram", ha.send_block.render()),
+            ("haSendDelayHistogram", ha.send_delay.render()),
+        ]
+    }
+
     /// Highest offset any slave acknowledged (`push2SlaveMaxOffset`).
     pub fn ha_push2slave_offset(&self) -> i64 {
         self.ha_state().group.push2slave()
