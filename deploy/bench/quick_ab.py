@@ -14,7 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from matrix import Vostok, figures, kill, median, mqbench
+from brokers import Vostok, kill
+from matrix import figures, median, mqbench
 
 # name, flush mode, mqbench command, its flags; "higher" is the better direction of the
 # row's headline figure.

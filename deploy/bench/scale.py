@@ -21,12 +21,11 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from matrix import Vostok, kill, rss_anon_kib
+from brokers import Vostok, kill, rss_anon_kib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from matrix import Vostok, settle
+from brokers import Vostok, settle
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
