@@ -4,9 +4,10 @@
 //! Reading stops, the socket left unread so that TCP slows the peer down, while
 //! `max_inflight_requests` requests are in flight or while the write queue is past
 //! its high-water mark. The connection is closed when, reading stopped either way,
-//! its peer reads nothing of what is queued for `write_stall_timeout`, leaves a frame unfinished past its
-//! deadline, sends garbage, or stays silent for `idle_timeout`; each reason is
-//! logged (at most once a second for the reasons a flood repeats).
+//! its peer reads nothing of what is queued for `write_stall_timeout`, leaves a
+//! frame unfinished past its deadline, sends garbage, or stays silent for
+//! `idle_timeout`; each reason is logged (at most once a second for the reasons a
+//! flood repeats).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
