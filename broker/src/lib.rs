@@ -15,15 +15,16 @@
 //!   remoting processors, and any other front end, call (docs/pop.md).
 //! * [`service`]: background services (name-server registration, housekeeping,
 //!   delay levels, timers, transaction check-back, POP revive, a slave's metadata
-//!   sync). Replication itself (the HA listener, a slave's client, the SYNC_MASTER
+//!   sync, controller mode's heartbeats and role changes). Replication itself (the HA listener, a slave's client, the SYNC_MASTER
 //!   wait) lives in the store (`vostok_store::ha`); start-up wires it to the roles.
 //! * [`reroute`]: parking messages in system topics (delay, timer, half) and
 //!   restoring them; the one constructor of a message copy from a stored message.
 //! * [`state`]: the shared state every processor and service reads ([`Broker`]) and
 //!   its tables: topics, subscription groups, consumer offsets, clients, queue locks,
 //!   held pulls, delay offsets, timers, transactions, compiled SQL92 filters, the
-//!   duplication window, stats, request metrics, removed messages; and what several
-//!   tables answer together (lag, message status, browse, removal).
+//!   duplication window, stats and their minute/hour/day windows, request metrics,
+//!   removed messages, the master-only services (started and stopped with the role);
+//!   and what several tables answer together (lag, message status, browse, removal).
 //! * [`config`]: `broker.conf`; [`error`]: [`BrokerError`].
 //!
 //! Request flow: the remoting server (plain or TLS, `tls.*` keys) hands each request to
