@@ -11,6 +11,7 @@ pub mod client;
 pub mod controller;
 pub mod http;
 pub mod netns;
+pub mod pki;
 pub mod proxy;
 pub mod python;
 pub mod sdk;
@@ -23,6 +24,15 @@ use std::time::Duration;
 
 /// How long a process may take to print its boot line.
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A loopback port free right now, for a setting that must be known before the
+/// process starts (an HA port, a second broker's listen port).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
 
 /// Path of a workspace binary built alongside the running test.
 pub fn binary(name: &str) -> PathBuf {

@@ -7,8 +7,6 @@
 //! Real `mqnamesrv` and `mqbroker` processes on 127.0.0.1: an ASYNC_MASTER and its
 //! SLAVE, each with its own HA port.
 
-use std::net::TcpListener;
-
 use vostok_remoting::protocol::header::RemoveMessageRequestHeader;
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
@@ -19,13 +17,6 @@ use vostok_tests::{Broker, BrokerOptions, Namesrv};
 const TOPIC: &str = "RemovedOnSlaveTopic";
 const GROUP: &str = "RemovedOnSlaveGroup";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 fn member(namesrv: &str, id: i64, role: &str) -> Broker {
     Broker::start(
         BrokerOptions {
@@ -35,7 +26,7 @@ fn member(namesrv: &str, id: i64, role: &str) -> Broker {
         }
         .set("brokerId", id)
         .set("brokerRole", role)
-        .set("haListenPort", free_port()),
+        .set("haListenPort", vostok_tests::free_port()),
     )
 }
 

@@ -3,45 +3,11 @@
 //! in TLS (`tls.enable`) holds them, and refuses a plain slave with a warning naming
 //! the reason; the plain slave never receives any of the commitlog.
 
-use std::path::{Path, PathBuf};
-
 use vostok_remoting::tls::{ClientTls, ClientTlsOptions};
 use vostok_remoting::{ClientConfig, RemotingClient};
 use vostok_tests::client::TestClient;
 use vostok_tests::sdk::{eventually, wait_until};
 use vostok_tests::{Broker, BrokerOptions};
-
-/// A CA and a certificate for 127.0.0.1, as PEM files.
-fn pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress("127.0.0.1".parse().unwrap()));
-    let cert = params.signed_by(&key, &ca_cert, &ca_key).unwrap();
-    let paths = (
-        dir.join("ca.pem"),
-        dir.join("server.pem"),
-        dir.join("server.key"),
-    );
-    std::fs::write(&paths.0, ca_cert.pem()).unwrap();
-    std::fs::write(&paths.1, cert.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
-    paths
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn max_offset(info: &std::collections::BTreeMap<String, String>) -> i64 {
     info.get("commitLogMaxOffset")
@@ -52,12 +18,12 @@ fn max_offset(info: &std::collections::BTreeMap<String, String>) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enforcing_master_replicates_to_a_tls_slave_and_refuses_a_plain_one() {
     let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = pki(dir.path());
+    let (ca, cert, key) = vostok_tests::pki::write_server_pki(dir.path());
     let tls_keys = |o: BrokerOptions| {
         o.set("tls.enable", true)
             .set("tls.client.trustCertPath", ca.display())
     };
-    let ha_port = free_port();
+    let ha_port = vostok_tests::free_port();
     let master = Broker::start(tls_keys(
         BrokerOptions::default()
             .set("brokerRole", "SYNC_MASTER")

@@ -2,7 +2,6 @@
 //! hijack attempt, ACL 2.0 users and policies managed over the wire, and a signed SDK
 //! producer and consumer through an enforcing-TLS broker.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use vostok_client::{
@@ -278,34 +277,10 @@ async fn acl_2_users_and_policies_are_managed_over_the_wire() {
     admin.shutdown().await;
 }
 
-/// A CA and a certificate for 127.0.0.1, as PEM files.
-fn pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress("127.0.0.1".parse().unwrap()));
-    let cert = params.signed_by(&key, &ca_cert, &ca_key).unwrap();
-    let paths = (
-        dir.join("ca.pem"),
-        dir.join("server.pem"),
-        dir.join("server.key"),
-    );
-    std::fs::write(&paths.0, ca_cert.pem()).unwrap();
-    std::fs::write(&paths.1, cert.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
-    paths
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signed_sdk_producer_and_consumer_work_end_to_end_over_tls() {
     let home = home(ACL);
-    let (ca, cert, key) = pki(home.path());
+    let (ca, cert, key) = vostok_tests::pki::write_server_pki(home.path());
     let broker = Broker::start(
         BrokerOptions::default()
             .set("aclEnable", true)
