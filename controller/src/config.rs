@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use vostok_remoting::auth::SessionCredentials;
+
 use crate::error::ControllerError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +38,16 @@ pub struct ControllerConfig {
     /// `notifyBrokerRoleChanged`: after an election, tell the group's alive brokers
     /// their new roles (NOTIFY_BROKER_ROLE_CHANGED) instead of waiting for their polls.
     pub notify_broker_role_changed: bool,
+    /// `aclEnable` (or `authenticationEnabled`): every request must be signed by an
+    /// account of `$ROCKETMQ_HOME/conf/plain_acl.yml` (docs/controller.md#acl).
+    pub acl_enable: bool,
+    /// `rocketmqHome`: where `conf/plain_acl.yml` is looked for; empty means
+    /// `$ROCKETMQ_HOME`, else the working directory.
+    pub rocketmq_home: String,
+    /// `accessKey` / `secretKey`: what this controller signs its own requests with
+    /// (Raft messages to its peers, role notices to brokers).
+    pub access_key: String,
+    pub secret_key: String,
 }
 
 fn home_dir() -> PathBuf {
@@ -59,6 +71,10 @@ impl Default for ControllerConfig {
             raft_heartbeat_interval: Duration::from_millis(200),
             raft_election_timeout: Duration::from_millis(1000),
             notify_broker_role_changed: true,
+            acl_enable: false,
+            rocketmq_home: String::new(),
+            access_key: String::new(),
+            secret_key: String::new(),
         }
     }
 }
@@ -116,6 +132,11 @@ impl ControllerConfig {
             "raftHeartbeatIntervalMills" => self.raft_heartbeat_interval = ms(v)?,
             "raftElectionTimeoutMills" => self.raft_election_timeout = ms(v)?,
             "notifyBrokerRoleChanged" => self.notify_broker_role_changed = flag(v)?,
+            // Either switch turns the check on; `false` never turns off the other.
+            "aclEnable" | "authenticationEnabled" => self.acl_enable |= flag(v)?,
+            "rocketmqHome" => self.rocketmq_home = v.trim().to_owned(),
+            "accessKey" => self.access_key = v.trim().to_owned(),
+            "secretKey" => self.secret_key = v.trim().to_owned(),
             // Apache keys with nothing to configure here.
             "controllerType"
             | "scanInactiveMasterInterval"
@@ -213,7 +234,33 @@ impl ControllerConfig {
                 "notifyBrokerRoleChanged",
                 self.notify_broker_role_changed.to_string(),
             ),
+            ("aclEnable", self.acl_enable.to_string()),
+            ("rocketmqHome", self.rocketmq_home.clone()),
+            ("accessKey", self.access_key.clone()),
+            (
+                "secretKey",
+                if self.secret_key.is_empty() {
+                    String::new()
+                } else {
+                    "***".into()
+                },
+            ),
         ]
+    }
+
+    /// The credentials this controller signs with, when `accessKey` is set.
+    pub fn credentials(&self) -> Option<SessionCredentials> {
+        (!self.access_key.is_empty())
+            .then(|| SessionCredentials::new(&self.access_key, &self.secret_key))
+    }
+
+    /// Where `conf/plain_acl.yml` is looked for.
+    pub fn acl_home(&self) -> PathBuf {
+        if self.rocketmq_home.is_empty() {
+            vostok_auth::plain_store::rocketmq_home()
+        } else {
+            PathBuf::from(&self.rocketmq_home)
+        }
     }
 }
 

@@ -27,6 +27,9 @@ pub enum ControllerError {
     },
     #[error("Raft: {0}")]
     Raft(String),
+    /// `aclEnable` is on and the account files cannot be read.
+    #[error("ACL: {0}")]
+    Acl(String),
 }
 
 impl ControllerError {

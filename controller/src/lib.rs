@@ -46,7 +46,9 @@ use openraft::BasicNode;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::info;
+use tracing::{info, warn};
+use vostok_auth::{Guard, GuardConfig};
+use vostok_remoting::auth::AclClientHook;
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{ClientConfig, RemotingClient, RemotingServer, ServerConfig};
 
@@ -57,6 +59,24 @@ use node::ControllerNode;
 use processor::ControllerProcessor;
 use raft::{LogStore, Network, Raft, StateMachine};
 use replicas::BrokerHeartbeats;
+
+/// The accounts of `plain_acl.yml` when `aclEnable` is on (read off the runtime).
+async fn open_guard(config: &ControllerConfig) -> Result<Option<Arc<Guard>>, ControllerError> {
+    if !config.acl_enable {
+        return Ok(None);
+    }
+    let guard_config = GuardConfig {
+        acl_enable: true,
+        rocketmq_home: config.acl_home(),
+        ..GuardConfig::default()
+    };
+    let opened = tokio::task::spawn_blocking(move || Guard::open(&guard_config))
+        .await
+        .map_err(|e| ControllerError::Acl(e.to_string()))?;
+    Ok(opened
+        .map_err(|e| ControllerError::Acl(e.to_string()))?
+        .map(Arc::new))
+}
 
 /// A running controller.
 pub struct Controller {
@@ -83,7 +103,13 @@ impl Controller {
         let log = LogStore::open(&dir).map_err(io)?;
         let sm = StateMachine::open(&dir).map_err(io)?;
         let applied = sm.shared();
+        let guard = open_guard(&config).await?;
         let client = Arc::new(RemotingClient::new(ClientConfig::default(), None));
+        if let Some(credentials) = config.credentials() {
+            client.register_rpc_hook(Arc::new(AclClientHook::new(credentials)));
+        } else if config.acl_enable {
+            warn!("aclEnable is on but accessKey is not set: the other controllers will refuse this one's Raft messages");
+        }
         let raft_config = openraft::Config {
             cluster_name: config.group.clone(),
             heartbeat_interval: config.raft_heartbeat_interval.as_millis() as u64,
@@ -130,11 +156,17 @@ impl Controller {
         });
         let server = RemotingServer::start(
             listener,
-            Arc::new(ControllerProcessor { node: node.clone() }),
+            Arc::new(ControllerProcessor {
+                node: node.clone(),
+                guard: guard.clone(),
+            }),
             ServerConfig::default(),
             Vec::new(),
         );
         let stop = CancellationToken::new();
+        if let Some(guard) = &guard {
+            guard.watch(stop.clone());
+        }
         let tasks = TaskTracker::new();
         tasks.spawn(scan::run(node.clone(), stop.clone()));
         tasks.spawn(notify::run(

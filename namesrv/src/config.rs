@@ -159,12 +159,20 @@ impl NamesrvConfig {
             self.enable_controller_in_namesrv = parse_bool(key, value.trim())?;
             return Ok(true);
         }
-        // Controller keys; the few both share (scanNotActiveBrokerInterval) go to both.
+        // Controller keys; the few both share (scanNotActiveBrokerInterval, the ACL
+        // switch and where its accounts are) go to both.
         let controller_key = self
             .controller
             .apply_property(key, value.trim())
             .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))?;
-        if controller_key && key != "scanNotActiveBrokerInterval" && key != "bindAddress" {
+        const SHARED: [&str; 5] = [
+            "scanNotActiveBrokerInterval",
+            "bindAddress",
+            "aclEnable",
+            "authenticationEnabled",
+            "rocketmqHome",
+        ];
+        if controller_key && !SHARED.contains(&key) {
             return Ok(true);
         }
         let raw = value;
@@ -289,7 +297,15 @@ impl NamesrvConfig {
                 self.controller
                     .to_properties()
                     .into_iter()
-                    .filter(|(k, _)| *k != "scanNotActiveBrokerInterval" && *k != "bindAddress")
+                    .filter(|(k, _)| {
+                        !matches!(
+                            *k,
+                            "scanNotActiveBrokerInterval"
+                                | "bindAddress"
+                                | "aclEnable"
+                                | "rocketmqHome"
+                        )
+                    })
                     .map(|(k, v)| (k.to_owned(), v)),
             );
         }
@@ -423,6 +439,18 @@ mod tests {
             parsed.apply_property(&k, &v).unwrap();
         }
         assert_eq!(parsed, c);
+    }
+
+    #[test]
+    fn the_acl_keys_reach_an_embedded_controller_too() {
+        let mut c = NamesrvConfig::default();
+        assert!(c.apply_property("aclEnable", "true").unwrap());
+        assert!(c.apply_property("rocketmqHome", "/opt/rmq").unwrap());
+        assert!(c.apply_property("accessKey", "controllers").unwrap());
+        assert!(c.acl_enable && c.controller.acl_enable);
+        assert_eq!(c.rocketmq_home, "/opt/rmq");
+        assert_eq!(c.controller.rocketmq_home, "/opt/rmq");
+        assert_eq!(c.controller.access_key, "controllers");
     }
 
     #[test]

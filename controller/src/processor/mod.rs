@@ -3,6 +3,7 @@
 //! by every controller; everything else only by the Raft leader, others answer
 //! CONTROLLER_NOT_LEADER (brokers then ask GET_METADATA_INFO who leads).
 
+mod access;
 mod broker;
 mod elect;
 mod query;
@@ -10,6 +11,7 @@ mod raft;
 
 use std::sync::Arc;
 
+use vostok_auth::Guard;
 use vostok_remoting::protocol::header::CommandHeader;
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::{BoxFuture, Channel, RemotingCommand, RequestProcessor};
@@ -20,6 +22,8 @@ pub use elect::elect_for;
 
 pub struct ControllerProcessor {
     pub node: Arc<ControllerNode>,
+    /// Present when ACL is on (`aclEnable`).
+    pub guard: Option<Arc<Guard>>,
 }
 
 fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
@@ -65,9 +69,16 @@ async fn dispatch(node: &ControllerNode, request: RemotingCommand) -> RemotingCo
 impl RequestProcessor for ControllerProcessor {
     fn process<'a>(
         &'a self,
-        _channel: &'a Channel,
+        channel: &'a Channel,
         request: RemotingCommand,
     ) -> BoxFuture<'a, Option<RemotingCommand>> {
-        Box::pin(async move { Some(dispatch(&self.node, request).await) })
+        Box::pin(async move {
+            if let Some(guard) = &self.guard {
+                if let Err(refusal) = access::check(guard, channel, &request) {
+                    return (!request.is_oneway()).then_some(refusal);
+                }
+            }
+            Some(dispatch(&self.node, request).await)
+        })
     }
 }
