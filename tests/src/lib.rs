@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod client;
 pub mod controller;
+pub mod freeze;
 pub mod http;
 pub mod netns;
 pub mod pki;

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use vostok_tests::freeze::{freeze, thaw};
 use vostok_tests::{http, Broker, BrokerOptions, Namesrv};
 
 /// The row of the members table that names `addr`.
@@ -53,14 +54,7 @@ async fn the_cluster_page_lists_every_broker() {
 
     // console-b hangs (SIGSTOP: its connections stay open, so the name server keeps
     // listing it); the page still answers, saying it cannot be reached.
-    let signal = |sig: &str| {
-        let status = std::process::Command::new("kill")
-            .args([sig, &b.process.pid().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill {sig}");
-    };
-    signal("-STOP");
+    freeze(b.process.pid());
     let answer = http::get(&console, "/").await;
     assert_eq!(answer.status, 200);
     let b_row = row(&answer.body, &b.addr).expect("console-b still listed");
@@ -70,5 +64,5 @@ async fn the_cluster_page_lists_every_broker() {
         "{}",
         answer.body
     );
-    signal("-CONT");
+    thaw(b.process.pid());
 }

@@ -27,6 +27,7 @@ use vostok_remoting::protocol::body::KvTable;
 use vostok_remoting::protocol::{json, request_code, response_code};
 use vostok_remoting::RemotingCommand;
 use vostok_tests::client::TestClient;
+use vostok_tests::freeze::{freeze, thaw};
 use vostok_tests::netns::{Host, HostBroker, Network};
 use vostok_tests::sdk::{self, eventually, wait_until};
 use vostok_tests::BrokerOptions;
@@ -319,12 +320,6 @@ async fn send_code(client: &TestClient, master: &str, n: u64) -> i32 {
         .code
 }
 
-fn signal(broker: &HostBroker, sig: i32) {
-    // SAFETY: kill(2) on the pid of a child this test started.
-    let rc = unsafe { libc::kill(broker.process.pid() as i32, sig) };
-    assert_eq!(rc, 0, "kill {sig}: {}", std::io::Error::last_os_error());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_master_without_its_slave_never_answers_send_ok() {
     let Some(net) = Network::new("repl-cut") else {
@@ -390,12 +385,12 @@ async fn a_sync_master_without_its_slave_never_answers_send_ok() {
     .await;
 
     // Frozen (SIGSTOP): no SEND_OK either; thawed, SEND_OK again.
-    signal(&group.slave, libc::SIGSTOP);
+    freeze(group.slave.process.pid());
     for _ in 0..3 {
         let code = send_code(&admin, &master, next()).await;
         assert_eq!(code, response_code::FLUSH_SLAVE_TIMEOUT, "frozen slave");
     }
-    signal(&group.slave, libc::SIGCONT);
+    thaw(group.slave.process.pid());
     eventually("SEND_OK after the thaw", || {
         let (admin, master, n) = (&admin, master.clone(), next());
         async move { send_code(admin, &master, n).await == response_code::SUCCESS }
