@@ -28,7 +28,9 @@ pub struct Message {
 impl Message {
     /// A message with `WAIT=true`, as Java's constructor writes it.
     pub fn new(topic: impl Into<String>, body: impl Into<Bytes>) -> Self {
-        let mut properties = Properties::new();
+        // WAIT (11 bytes) and the unique key the producer adds (42) leave room for tags
+        // and keys.
+        let mut properties = Properties::with_capacity(128);
         properties.insert(property::WAIT_STORE_MSG_OK, "true");
         Message {
             topic: topic.into(),

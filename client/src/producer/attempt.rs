@@ -105,33 +105,39 @@ impl ProducerShared {
             Err(e) => return Err((mq, e)),
         };
         let started = Instant::now();
-        let attempt = |response| Attempt {
-            mq: mq.clone(),
-            addr: addr.clone(),
-            started,
-            response,
-        };
         let remoting = instance.remoting();
-        match mode {
-            CommunicationMode::Oneway => {
-                match remoting.invoke_oneway(&addr, request, timeout).await {
-                    Ok(()) => Ok(attempt(None)),
-                    Err(e) => {
-                        let e = ClientError::remoting(&addr, e);
-                        self.after_hooks(prepared, &attempt(None), mode, None, Some(&e));
-                        Err((mq, e))
-                    }
-                }
-            }
-            _ => match remoting.invoke_async(&addr, request, timeout).await {
-                Ok(response) => Ok(attempt(Some(response))),
-                Err(e) => {
-                    let e = ClientError::remoting(&addr, e);
+        let queued = match mode {
+            CommunicationMode::Oneway => remoting
+                .invoke_oneway(&addr, request, timeout)
+                .await
+                .map(|()| None),
+            _ => remoting
+                .invoke_async(&addr, request, timeout)
+                .await
+                .map(Some),
+        };
+        // The queue and address move into the attempt: a send copies neither.
+        match queued {
+            Ok(response) => Ok(Attempt {
+                mq,
+                addr,
+                started,
+                response,
+            }),
+            Err(e) => {
+                let e = ClientError::remoting(&addr, e);
+                if mode != CommunicationMode::Oneway {
                     self.record_latency(&mq.broker_name, started, true);
-                    self.after_hooks(prepared, &attempt(None), mode, None, Some(&e));
-                    Err((mq, e))
                 }
-            },
+                let attempt = Attempt {
+                    mq,
+                    addr,
+                    started,
+                    response: None,
+                };
+                self.after_hooks(prepared, &attempt, mode, None, Some(&e));
+                Err((attempt.mq, e))
+            }
         }
     }
 

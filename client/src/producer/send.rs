@@ -118,8 +118,7 @@ impl Producer {
         let prepared = Arc::new(shared.prepare(msg)?);
         let timeout = shared.config.send_msg_timeout;
         let begin = Instant::now();
-        let topic = prepared.msg.topic.clone();
-        let info = shared.publish_info(&topic).await?;
+        let info = shared.publish_info(&prepared.msg.topic).await?;
         let first = shared
             .start_attempt(&prepared, &info, None, CommunicationMode::Async, timeout)
             .await;

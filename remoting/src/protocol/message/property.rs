@@ -153,6 +153,14 @@ impl Properties {
         Properties::default()
     }
 
+    /// Empty, with room for `bytes` of encoded pairs: a message about to be sent gets
+    /// its unique key, tags and keys without growing the text again.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Properties {
+            text: String::with_capacity(bytes),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&str> {
         pairs(&self.text).find(|(k, _)| *k == name).map(|(_, v)| v)
     }
