@@ -19,7 +19,7 @@
 //! # Request flow
 //!
 //! ```text
-//! broker/admin ─▶ RemotingServer (peer port) ─▶ processor
+//! broker/admin ─▶ RemotingServer (peer port) ─▶ [ACL check] ─▶ processor
 //!    heartbeat ─▶ heartbeat table (every controller)
 //!    read      ─▶ applied metadata (leader only)
 //!    write     ─▶ leader decides ─▶ Raft log (majority, fsync) ─▶ apply ─▶ outcome ─▶ answer

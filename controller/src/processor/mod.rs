@@ -1,7 +1,8 @@
 //! The controller's request processor (docs/controller.md#requests): one `match` on
 //! the request code. Heartbeats, GET_METADATA_INFO and the Raft messages are served
 //! by every controller; everything else only by the Raft leader, others answer
-//! CONTROLLER_NOT_LEADER (brokers then ask GET_METADATA_INFO who leads).
+//! CONTROLLER_NOT_LEADER (brokers then ask GET_METADATA_INFO who leads). With
+//! `aclEnable` every request passes `access` first.
 
 mod access;
 mod broker;
