@@ -61,6 +61,20 @@ impl Principal {
             Principal::User { is_super, .. } => *is_super,
         }
     }
+
+    /// Refuses request `code`, which acts for the broker (group) `broker_name`, unless
+    /// this principal may use that name: no account takes over another broker's route
+    /// or group.
+    pub fn act_for_broker(&self, broker_name: &str, code: i32) -> Result<(), Denied> {
+        if self.may_use_broker_name(broker_name) {
+            return Ok(());
+        }
+        Err(Denied::new(format!(
+            "access denied: AccessKey {} may not act as broker {broker_name:?} (request {}): list it under brokerNames in its account",
+            self.access_key().unwrap_or("-"),
+            vostok_remoting::protocol::request_code::name(code)
+        )))
+    }
 }
 
 /// What the guard is built from: the servers' `aclEnable` family of keys.

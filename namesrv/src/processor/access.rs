@@ -64,13 +64,9 @@ pub(super) fn check(
         .map_err(|d| refuse(d.reason))?;
     if claims_broker_name(request.code) {
         let name = request.ext_fields.get("brokerName").unwrap_or("");
-        if !principal.may_use_broker_name(name) {
-            return Err(refuse(format!(
-                "access denied: AccessKey {} may not act as broker {name:?} (request {}): list it under brokerNames in its account",
-                principal.access_key().unwrap_or("-"),
-                code::name(request.code)
-            )));
-        }
+        principal
+            .act_for_broker(name, request.code)
+            .map_err(|d| refuse(d.reason))?;
     }
     Ok(())
 }
