@@ -364,13 +364,13 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
     head = "| row | msg/s | MiB/s | p50 ms | p99 ms | broker peak RssAnon MiB | CPU broker / mqbench | target |"
     sep = "|---|---:|---:|---:|---:|---:|---:|---|"
     if peer:
-        head += " peer msg/s | Vostok / peer |"
-        sep += "---:|---:|"
+        head += " peer msg/s | Vostok / peer | peer p50 ms | peer p99 ms | p99 Vostok / peer |"
+        sep += "---:|---:|---:|---:|---:|"
     out += [head, sep]
     for name, flush, kind, _, target in rows:
         s = summarise(results.get((name, "vostok"), []))
         if s is None:
-            out.append(f"| {name} | failed | | | | | | {verdict(target, None)} |" + (" | |" if peer else ""))
+            out.append(f"| {name} | failed | | | | | | {verdict(target, None)} |" + (" | | | | |" if peer else ""))
             continue
         note = ""
         if flush == "ASYNC_MASTER+SLAVE":
@@ -385,15 +385,18 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         line = (f"| {name}{note} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(p50, 3)} | "
                 f"{fmt(p99, 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
         if peer and name in PROFILE:
-            line += " – | |"
+            line += " – | | | | |"
         elif peer:
             p = summarise(results.get((name, "peer"), []))
             if p and p["rate"]:
-                line += f" {fmt(p['rate'])} | {s['rate'] / p['rate']:.1f}× |"
+                pp50, pp99 = (None, None) if kind == "consume" else (p["p50"], p["p99"])
+                p99_ratio = f"{p99 / pp99:.2f}" if p99 and pp99 else ""
+                line += (f" {fmt(p['rate'])} | {s['rate'] / p['rate']:.1f}× | {fmt(pp50, 3)} | "
+                         f"{fmt(pp99, 3)} | {p99_ratio} |")
             elif flush in REPLICATION_MODES:
-                line += " – | |"
+                line += " – | | | | |"
             else:
-                line += " failed | |"
+                line += " failed | | | | |"
         out.append(line)
     out.append("")
     costs = []
