@@ -65,7 +65,7 @@ impl Principal {
     /// Refuses request `code`, which acts for the broker (group) `broker_name`, unless
     /// this principal may use that name: no account takes over another broker's route
     /// or group.
-    pub fn act_for_broker(&self, broker_name: &str, code: i32) -> Result<(), Denied> {
+    fn act_for_broker(&self, broker_name: &str, code: i32) -> Result<(), Denied> {
         if self.may_use_broker_name(broker_name) {
             return Ok(());
         }
@@ -244,6 +244,25 @@ impl Guard {
                 .or_insert_with(|| account.clone());
         }
         plain_check::check(&merged, ip, request, access)
+    }
+
+    /// [`Guard::check`] for a remoting request. One that acts for a broker
+    /// (`acts_for_broker`: registration, heartbeats, a group's master) must also come
+    /// from an account that may use the name in its `brokerName` field, as the name
+    /// server and the controller ask.
+    pub fn check_remoting<'r>(
+        &self,
+        ip: IpAddr,
+        request: &RemotingCommand,
+        access: impl FnOnce() -> Access<'r>,
+        acts_for_broker: bool,
+    ) -> Result<Principal, Denied> {
+        let principal = self.check(ip, request, access)?;
+        if acts_for_broker {
+            let name = request.ext_fields.get("brokerName").unwrap_or("");
+            principal.act_for_broker(name, request.code)?;
+        }
+        Ok(principal)
     }
 
     fn check_v2<'r>(

@@ -49,20 +49,14 @@ pub(super) fn check(
     channel: &Channel,
     request: &RemotingCommand,
 ) -> Result<(), RemotingCommand> {
-    let refuse = |reason: String| {
-        debug!(code = request.code, peer = %channel.peer_addr(), %reason, "request refused by ACL");
-        error(response_code::NO_PERMISSION, reason)
-    };
-    let principal = guard
-        .check(channel.peer_addr().ip(), request, || access(request.code))
-        .map_err(|d| refuse(d.reason))?;
-    if claims_broker_name(request.code) {
-        let name = request.ext_fields.get("brokerName").unwrap_or("");
-        principal
-            .act_for_broker(name, request.code)
-            .map_err(|d| refuse(d.reason))?;
+    let (ip, code) = (channel.peer_addr().ip(), request.code);
+    match guard.check_remoting(ip, request, || access(code), claims_broker_name(code)) {
+        Ok(_) => Ok(()),
+        Err(denied) => {
+            debug!(code, peer = %channel.peer_addr(), reason = %denied, "request refused by ACL");
+            Err(error(response_code::NO_PERMISSION, denied.reason))
+        }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -55,20 +55,14 @@ pub(super) fn check(
     let Some(needs) = access(request.code, config) else {
         return Ok(());
     };
-    let refuse = |reason: String| {
-        debug!(code = request.code, peer = %channel.peer_addr(), %reason, "request refused by ACL");
-        error(response_code::NO_PERMISSION, reason)
-    };
-    let principal = guard
-        .check(channel.peer_addr().ip(), request, || needs)
-        .map_err(|d| refuse(d.reason))?;
-    if claims_broker_name(request.code) {
-        let name = request.ext_fields.get("brokerName").unwrap_or("");
-        principal
-            .act_for_broker(name, request.code)
-            .map_err(|d| refuse(d.reason))?;
+    let ip = channel.peer_addr().ip();
+    match guard.check_remoting(ip, request, || needs, claims_broker_name(request.code)) {
+        Ok(_) => Ok(()),
+        Err(denied) => {
+            debug!(code = request.code, peer = %channel.peer_addr(), reason = %denied, "request refused by ACL");
+            Err(error(response_code::NO_PERMISSION, denied.reason))
+        }
     }
-    Ok(())
 }
 
 #[cfg(test)]
