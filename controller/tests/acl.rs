@@ -3,6 +3,8 @@
 //! reads any account, and changes to a broker group an admin account that lists the
 //! group under `brokerNames`.
 
+mod common;
+
 use std::time::Duration;
 
 use vostok_controller::{Controller, ControllerConfig};
@@ -39,20 +41,8 @@ async fn start() -> Quorum {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir(home.path().join("conf")).unwrap();
     std::fs::write(home.path().join("conf/plain_acl.yml"), ACCOUNTS).unwrap();
-    let mut listeners = Vec::new();
-    for _ in 0..3 {
-        listeners.push(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap());
-    }
-    let addrs: Vec<String> = listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().to_string())
-        .collect();
-    let peers = addrs
-        .iter()
-        .enumerate()
-        .map(|(n, a)| format!("n{n}-{a}"))
-        .collect::<Vec<_>>()
-        .join(";");
+    let (listeners, addrs) = common::bind_peers(3).await;
+    let peers = common::peers(&addrs);
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let mut nodes = Vec::new();
     for (i, l) in listeners.into_iter().enumerate() {

@@ -3,6 +3,8 @@
 //! leader is gone; the metadata survives a restart from the data directory. Each
 //! election is pushed to the group's alive brokers (NOTIFY_BROKER_ROLE_CHANGED).
 
+mod common;
+
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -30,12 +32,7 @@ struct Quorum {
 }
 
 fn config(dir: &std::path::Path, addrs: &[String], i: usize) -> ControllerConfig {
-    let peers = addrs
-        .iter()
-        .enumerate()
-        .map(|(n, a)| format!("n{n}-{a}"))
-        .collect::<Vec<_>>()
-        .join(";");
+    let peers = common::peers(addrs);
     let mut c = ControllerConfig {
         store_path: dir.to_owned(),
         self_id: format!("n{i}"),
@@ -51,14 +48,7 @@ fn config(dir: &std::path::Path, addrs: &[String], i: usize) -> ControllerConfig
 
 impl Quorum {
     async fn start() -> Quorum {
-        let mut listeners = Vec::new();
-        for _ in 0..3 {
-            listeners.push(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap());
-        }
-        let addrs: Vec<String> = listeners
-            .iter()
-            .map(|l| l.local_addr().unwrap().to_string())
-            .collect();
+        let (listeners, addrs) = common::bind_peers(3).await;
         let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
         let mut nodes = Vec::new();
         for (i, l) in listeners.into_iter().enumerate() {
