@@ -15,7 +15,7 @@ use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::protocol::{response_code, version};
 use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::{Channel, RemotingCommand};
-use vostok_store::MessageInner;
+use vostok_store::{MessageInner, PutMessageResult};
 
 use super::error;
 use super::put_response::{choose_queue, put_response};
@@ -60,8 +60,15 @@ pub(crate) async fn send_message(
         Err(response) => return response,
     };
     if header.is_batch() {
-        return super::send_batch::send_batch(broker, channel, &request, &header, &topic_config)
-            .await;
+        return super::send_batch::send_batch(
+            broker,
+            channel,
+            &request,
+            &header,
+            &topic_config,
+            received,
+        )
+        .await;
     }
     let dead_letter = match handle_retry_and_dlq(broker, &request, &mut header) {
         Ok(()) => topic::is_dlq_topic(&header.topic),
@@ -175,14 +182,20 @@ pub(crate) async fn send_message(
     broker
         .metrics
         .record_put(&topic_config.topic_name, kind, &result);
-    if let (Some(received), Some(append)) = (received, result.append.as_ref()) {
-        latency_trace::stamp_at(Stage::Received, append.wrote_offset, received);
-        latency_trace::stamp(Stage::Appended, append.wrote_offset);
-    }
+    stamp_append(received, &result);
     if let Some(claim) = claim {
         send_dedupe::record(claim, &result, queue_id);
     }
     put_response(broker, result, queue_id, Some(uniq_key))
+}
+
+/// The latency trace's received and appended stamps, named by the commitlog offset of
+/// the (first) record written; `received` is `None` when the trace is off.
+pub(super) fn stamp_append(received: Option<u64>, result: &PutMessageResult) {
+    if let (Some(received), Some(append)) = (received, result.append.as_ref()) {
+        latency_trace::stamp_at(Stage::Received, append.wrote_offset, received);
+        latency_trace::stamp(Stage::Appended, append.wrote_offset);
+    }
 }
 
 /// `msgCheck`: permission, topic name, forbidden topics, auto-creation, queue id.

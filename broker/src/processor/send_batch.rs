@@ -15,6 +15,7 @@ use vostok_store::MessageInner;
 
 use super::error;
 use super::put_response::{choose_queue, put_response};
+use super::send::stamp_append;
 use super::send_dedupe;
 use crate::state::metrics::MessageKind;
 use crate::state::Broker;
@@ -25,6 +26,7 @@ pub(super) async fn send_batch(
     request: &RemotingCommand,
     header: &SendMessageRequestHeader,
     topic_config: &TopicConfig,
+    received: Option<u64>,
 ) -> RemotingCommand {
     if header.topic.len() > topic::TOPIC_MAX_LENGTH {
         return error(
@@ -116,6 +118,7 @@ pub(super) async fn send_batch(
     let Some(claim) = claim else {
         let n = msgs.len() as u64;
         let result = broker.store.put_messages(msgs).await;
+        stamp_append(received, &result);
         broker.count_put(n);
         broker
             .metrics
@@ -133,6 +136,7 @@ pub(super) async fn send_batch(
         .collect();
     let n = msgs.len() as u64;
     let result = broker.store.put_messages(msgs).await;
+    stamp_append(received, &result);
     broker.count_put(n);
     broker
         .metrics
