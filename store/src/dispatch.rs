@@ -17,6 +17,7 @@ use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
 use vostok_remoting::support::latency_trace::{self, Stage};
+use vostok_remoting::support::sched;
 use vostok_remoting::support::sync::RwLockExt;
 
 use crate::commitlog::append::gets_queue_offset;
@@ -192,18 +193,12 @@ const POLL_INTERVAL: Duration = Duration::from_micros(200);
 /// After this long without records it sleeps until an append wakes it.
 const IDLE_AFTER: Duration = Duration::from_millis(10);
 
-/// Asks the kernel to end this thread's timed sleeps on time: by default Linux may
-/// let a sleep run 50 µs long (timer slack) to batch wake-ups, a quarter of
-/// [`POLL_INTERVAL`] added to every message's way to its consumers.
-fn precise_timeouts() {
-    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and touches only this thread.
-    let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
-}
-
 /// The dispatcher thread body.
 pub(crate) fn run(inner: &StoreInner) {
     let _ = inner.dispatch.set_thread(std::thread::current());
-    precise_timeouts();
+    // Timer slack (50 µs by default) would add a quarter of POLL_INTERVAL to every
+    // message's way to its consumers.
+    sched::precise_timeouts();
     let mut failing = false;
     let mut last_record = Instant::now();
     loop {

@@ -25,6 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use vostok_remoting::support::sched;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
@@ -60,6 +61,13 @@ impl std::fmt::Debug for MessageStore {
             .field("max_phy_offset", &self.inner.commitlog.max_offset())
             .finish()
     }
+}
+
+/// Whether a store thread serves messages or keeps house.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Priority {
+    Serving,
+    Background,
 }
 
 impl MessageStore {
@@ -149,21 +157,31 @@ impl MessageStore {
         Ok(store)
     }
 
+    /// The store's threads. The dispatcher and the commitlog flush (group commit) are
+    /// on the path of every message; the others are housekeeping that may run for
+    /// tens of milliseconds at a stretch, so they yield to the threads serving
+    /// messages ([`sched::background`]).
     fn start_threads(&self) -> Result<()> {
-        let spawn = |name: &str, f: fn(&StoreInner)| {
+        let spawn = |name: &str, priority: Priority, f: fn(&StoreInner)| {
             let inner = Arc::clone(&self.inner);
             std::thread::Builder::new()
                 .name(name.to_owned())
-                .spawn(move || f(&inner))
+                .spawn(move || {
+                    if priority == Priority::Background {
+                        sched::background();
+                    }
+                    f(&inner)
+                })
                 .map_err(|e| {
                     StoreError::io("spawn thread", &self.inner.config.store_path_root_dir, e)
                 })
         };
+        use Priority::{Background, Serving};
         let mut threads = self.threads.locked();
-        let dispatcher = spawn("store-dispatch", crate::dispatch::run)?;
+        let dispatcher = spawn("store-dispatch", Serving, crate::dispatch::run)?;
         let _ = self.inner.dispatch.set_thread(dispatcher.thread().clone());
         threads.push(dispatcher);
-        let prefaulter = spawn("store-prefault", |i| {
+        let prefaulter = spawn("store-prefault", Background, |i| {
             crate::commitlog::prefault::run(&i.commitlog, &i.stopper)
         })?;
         self.inner
@@ -172,18 +190,20 @@ impl MessageStore {
         threads.push(prefaulter);
         threads.push(spawn(
             "store-flush",
+            Serving,
             crate::flush_service::run_commit_log_flush,
         )?);
         threads.push(spawn(
             "store-cq-flush",
+            Background,
             crate::flush_service::run_logics_flush,
         )?);
-        threads.push(spawn("store-allocate", |i| {
+        threads.push(spawn("store-allocate", Background, |i| {
             i.commitlog
                 .allocator
                 .run(|| (i.commitlog.files(), i.commitlog.next_file_base()))
         })?);
-        threads.push(spawn("store-clean", crate::retention::run)?);
+        threads.push(spawn("store-clean", Background, crate::retention::run)?);
         Ok(())
     }
 

@@ -64,7 +64,11 @@ fn tracer() -> Option<&'static Tracer> {
             let path = dir.join(format!("{}.trace", std::process::id()));
             std::thread::Builder::new()
                 .name("latency-trace".into())
-                .spawn(move || writer(path))
+                .spawn(move || {
+                    // The measurement must not take CPU from what it measures.
+                    super::sched::background();
+                    writer(path)
+                })
                 .ok()?;
             Some(Tracer {
                 pending: Mutex::new(Pending::default()),

@@ -10,6 +10,8 @@
 //! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
 //! * [`log_limit`]: at most one log line a second for events a flood repeats.
 //! * [`latency_trace`]: opt-in per-message timestamps along the produce → consume path.
+//! * [`sched`]: scheduling hints: housekeeping threads yield to the ones serving
+//!   messages; pollers sleep precisely.
 //! * [`process`]: what the server binaries share: logging, runtime, boot lines, signals,
 //!   `-o KEY=VALUE` settings.
 
@@ -18,5 +20,6 @@ pub mod latency_trace;
 pub mod log_limit;
 pub mod process;
 pub mod properties;
+pub mod sched;
 pub mod sync;
 pub mod time;
