@@ -8,10 +8,11 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use common::{message, settle, small_config};
-use vostok_store::{DiskProbe, DiskSpace, MessageStore, PutMessageStatus, StoreConfig};
+use vostok_store::{DiskProbe, DiskSpace, MessageStore, PutMessageStatus, StoreConfig, StoreError};
 
 const FILE: usize = 64 * 1024;
 const BODY: usize = 3000;
@@ -133,11 +134,26 @@ async fn no_room_for_the_next_file_refuses_puts_and_loses_nothing() {
     // Nothing acknowledged is lost across a restart either.
     store.shutdown();
     drop(store);
-    let store = MessageStore::open(small_config(dir.path(), FILE)).unwrap();
+    let store = reopen(small_config(dir.path(), FILE));
     let min = store.min_phy_offset();
     let kept: Vec<_> = acked.iter().copied().filter(|(o, _)| *o >= min).collect();
     assert!(!kept.is_empty());
     assert_all_present(&store, &kept);
+}
+
+/// Opens a store that was just shut down. The other test here runs `mount`, and a
+/// child between fork and exec holds a copy of every descriptor of this process, the
+/// store lock's among them, so the lock can outlive `shutdown` by that moment.
+fn reopen(config: StoreConfig) -> Arc<MessageStore> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match MessageStore::open(config.clone()) {
+            Err(StoreError::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            opened => return opened.unwrap(),
+        }
+    }
 }
 
 /// A tmpfs mounted for one test, unmounted (lazily) on drop.
