@@ -34,9 +34,9 @@ ON_REQUEST = [
     ("e2e at 50,000 msg/s, batch x32", "ASYNC_FLUSH", "e2e",
      ["--mode", "batch", "--batch", "32", "-w", "1", "--rate", "50000"]),
 ]
-# Small commitlog files: a run writes at most a few hundred MiB, and they roll often
-# enough that file creation is part of every run.
-SETTINGS = {"mappedFileSizeCommitLog": 64 << 20}
+# Small commitlog files by default: a run writes at most a few hundred MiB, and they
+# roll often enough that file creation is part of every run.
+FILE_SIZE = 64 << 20
 
 
 def run_once(build, row, opts, log):
@@ -46,7 +46,7 @@ def run_once(build, row, opts, log):
     if json_path.exists():
         json_path.unlink()
     try:
-        ns, pid = build.start(flush, None, SETTINGS)
+        ns, pid = build.start(flush, None, {"mappedFileSizeCommitLog": opts.file_size})
     except RuntimeError as e:
         print(f"   {e}", flush=True)
         build.stop()
@@ -81,6 +81,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=0.5)
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these "
                     "(the e2e rows at 50,000 msg/s run only when named here)")
+    ap.add_argument("--file-size", type=int, default=FILE_SIZE,
+                    help="mappedFileSizeCommitLog (the broker's default is 1 GiB: 1073741824)")
     ap.add_argument("--work", default=None)
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")

@@ -240,14 +240,37 @@ impl MappedFile {
     /// Maps `from..to` in writable ahead of the writer (`MADV_POPULATE_WRITE`), so
     /// that the writer does not take the page faults (and the zeroing of new pages)
     /// itself. Contents are not touched. Kernels without it just skip this.
+    ///
+    /// The pages are first created through a short-lived second mapping of the range,
+    /// advised `MADV_RANDOM`, and only then mapped into the main one. Faulted through
+    /// a normally advised mapping, a page not yet written comes with read-around
+    /// (`read_ahead_kb`, 8 MiB on some disks) in large folios, and zero-filling those
+    /// cost the pre-fault thread 3–4× the CPU per byte on a 1 GiB commitlog, with
+    /// stalls of tens of milliseconds; one page at a time it is cheap and even
+    /// (deploy/bench/README.md, "Where the end-to-end tail goes"). The main mapping
+    /// keeps normal read-ahead for consumers reading old messages back from disk.
     pub(crate) fn prefault(&self, from: usize, to: usize) {
         let to = to.min(self.size);
         let start = from - from % PAGE_SIZE;
-        if to > start {
-            let _ = self
-                .map
-                .advise_range(memmap2::Advice::PopulateWrite, start, to - start);
+        if to <= start {
+            return;
         }
+        let helper = self.with_file(|file| {
+            MmapOptions::new()
+                .offset(start as u64)
+                .len(to - start)
+                .map_raw_read_only(file)
+        });
+        if let Ok(helper) = helper {
+            if helper.advise(memmap2::Advice::Random).is_ok() {
+                let _ = helper.advise(memmap2::Advice::PopulateRead);
+            }
+            // Unmapped here: the pages stay in the page cache, mapped once, so that
+            // writeback has one mapping per page to write-protect.
+        }
+        let _ = self
+            .map
+            .advise_range(memmap2::Advice::PopulateWrite, start, to - start);
     }
 
     /// Runs `f` on the file's descriptor, reopening the file if it is not kept open.
