@@ -240,37 +240,38 @@ impl MappedFile {
     /// Maps `from..to` in writable ahead of the writer (`MADV_POPULATE_WRITE`), so
     /// that the writer does not take the page faults (and the zeroing of new pages)
     /// itself. Contents are not touched. Kernels without it just skip this.
-    ///
-    /// The pages are first created through a short-lived second mapping of the range,
-    /// advised `MADV_RANDOM`, and only then mapped into the main one. Faulted through
-    /// a normally advised mapping, a page not yet written comes with read-around
-    /// (`read_ahead_kb`, 8 MiB on some disks) in large folios, and zero-filling those
-    /// cost the pre-fault thread 3–4× the CPU per byte on a 1 GiB commitlog, with
-    /// stalls of tens of milliseconds; one page at a time it is cheap and even
-    /// (deploy/bench/README.md, "Where the end-to-end tail goes"). The main mapping
-    /// keeps normal read-ahead for consumers reading old messages back from disk.
     pub(crate) fn prefault(&self, from: usize, to: usize) {
         let to = to.min(self.size);
         let start = from - from % PAGE_SIZE;
-        if to <= start {
-            return;
+        if to > start {
+            let _ = self
+                .map
+                .advise_range(memmap2::Advice::PopulateWrite, start, to - start);
         }
-        let helper = self.with_file(|file| {
-            MmapOptions::new()
-                .offset(start as u64)
-                .len(to - start)
-                .map_raw_read_only(file)
-        });
-        if let Ok(helper) = helper {
-            if helper.advise(memmap2::Advice::Random).is_ok() {
-                let _ = helper.advise(memmap2::Advice::PopulateRead);
-            }
-            // Unmapped here: the pages stay in the page cache, mapped once, so that
-            // writeback has one mapping per page to write-protect.
+    }
+
+    /// Turns the kernel's read-ahead off (`MADV_RANDOM`) or back on (`MADV_NORMAL`)
+    /// for the pages holding `from..to` of the mapping.
+    ///
+    /// Off for the part of the commitlog file being written: a fault on a page not
+    /// yet written otherwise reads around it (`read_ahead_kb`, 8 MiB on some disks)
+    /// in large folios, and once one such read-ahead happened, every later fault
+    /// continues it ahead of the writer. Zero-filling those cost the pre-fault thread
+    /// 3–4× the CPU per byte on a 1 GiB file, with stalls of tens of milliseconds
+    /// (deploy/bench/README.md, "Where the end-to-end tail goes"); one page at a time
+    /// it is cheap and even. Back on once the writer has moved to the next file, for
+    /// consumers reading old messages back from disk. A failure only costs speed.
+    pub(crate) fn set_read_ahead(&self, from: usize, to: usize, on: bool) {
+        let start = from - from % PAGE_SIZE;
+        let end = to.min(self.size);
+        if start < end {
+            let advice = if on {
+                memmap2::Advice::Normal
+            } else {
+                memmap2::Advice::Random
+            };
+            let _ = self.map.advise_range(advice, start, end - start);
         }
-        let _ = self
-            .map
-            .advise_range(memmap2::Advice::PopulateWrite, start, to - start);
     }
 
     /// Runs `f` on the file's descriptor, reopening the file if it is not kept open.
@@ -562,5 +563,59 @@ mod tests {
             Prealloc::Full
         )
         .is_err());
+    }
+
+    /// The mappings (start, end, random read advised) of `/proc/self/smaps` that
+    /// overlap `from..to`.
+    #[cfg(target_os = "linux")]
+    fn advised_ranges(from: usize, to: usize) -> Vec<(usize, usize, bool)> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut out = Vec::new();
+        let mut current = None;
+        for line in smaps.lines() {
+            if let Some(flags) = line.strip_prefix("VmFlags:") {
+                if let Some((start, end)) = current.take() {
+                    out.push((start, end, flags.split_whitespace().any(|f| f == "rr")));
+                }
+            } else if let Some((range, _)) = line.split_once(' ') {
+                if let Some((a, b)) = range.split_once('-') {
+                    if let (Ok(a), Ok(b)) =
+                        (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                    {
+                        current = (a < to && b > from).then_some((a, b));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn read_ahead_is_off_past_the_written_part_until_turned_back_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::create_at(
+            dir.path().join(offset_file_name(0)),
+            0,
+            4 * PAGE_SIZE,
+            Prealloc::Full,
+        )
+        .unwrap();
+        let start = f.map.as_ptr() as usize;
+        let end = start + 4 * PAGE_SIZE;
+        assert_eq!(advised_ranges(start, end), vec![(start, end, false)]);
+
+        // Written up to the middle of the second page: from that page on, no read-ahead.
+        f.set_read_ahead(PAGE_SIZE + 100, 4 * PAGE_SIZE, false);
+        assert_eq!(
+            advised_ranges(start, end),
+            vec![
+                (start, start + PAGE_SIZE, false),
+                (start + PAGE_SIZE, end, true)
+            ]
+        );
+
+        f.set_read_ahead(0, 4 * PAGE_SIZE, true);
+        assert_eq!(advised_ranges(start, end), vec![(start, end, false)]);
     }
 }

@@ -5,6 +5,10 @@
 //! writer's time. A helper thread asks the kernel to map the pages of the current file
 //! writable ([`MADV_POPULATE_WRITE`](crate::mapped_file::MappedFile::prefault)) up to
 //! [`AHEAD`] bytes past the write position, so that the writer only copies.
+//!
+//! The same thread turns the kernel's read-ahead off for the unwritten part of the
+//! file being written and back on for a file the writer has left
+//! ([`MappedFile::set_read_ahead`](crate::mapped_file::MappedFile::set_read_ahead)).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -39,11 +43,30 @@ impl CommitLog {
     }
 
     /// Maps in one step ahead of the writer; `true` if there is more to do.
-    fn prefault_step(&self) -> bool {
+    /// `frontier` is the base of the file whose read-ahead is off.
+    fn prefault_step(&self, frontier: &mut Option<i64>) -> bool {
         let end = self.write_end();
         let Some(file) = self.files.last() else {
             return false;
         };
+        if *frontier != Some(file.base()) {
+            // Every file the writer has left since (several, if they are small).
+            if let Some(from) = *frontier {
+                let left = self.files.files();
+                for f in left
+                    .iter()
+                    .filter(|f| f.base() >= from && f.base() < file.base())
+                {
+                    f.set_read_ahead(0, f.size(), true);
+                }
+            }
+            // What it held before the writer took it (after a restart, say) keeps
+            // read-ahead; the rest goes without until the writer leaves the file.
+            let written = (end - file.base()).clamp(0, file.size() as i64) as usize;
+            file.set_read_ahead(0, written, true);
+            file.set_read_ahead(written, file.size(), false);
+            *frontier = Some(file.base());
+        }
         let from = self
             .prefaulted
             .load(Ordering::Relaxed)
@@ -61,8 +84,9 @@ impl CommitLog {
 
 /// The helper thread body.
 pub(crate) fn run(commitlog: &CommitLog, stopper: &Stopper) {
+    let mut frontier = None;
     while !stopper.is_stopped() {
-        if !commitlog.prefault_step() {
+        if !commitlog.prefault_step(&mut frontier) {
             std::thread::park_timeout(Duration::from_millis(200));
         }
     }

@@ -1,0 +1,100 @@
+//! The kernel's read-ahead on the commitlog mappings (Linux): off (`MADV_RANDOM`) for
+//! the unwritten part of the file being written, so that pre-faulting it creates pages
+//! one at a time, and back on for every file the writer has left, so that consumers
+//! reading old messages from disk get read-ahead. Observed in `/proc/self/smaps`
+//! ("rr" among a mapping's VmFlags).
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{message, small_config};
+use vostok_store::MessageStore;
+
+const FILE: usize = 64 * 1024;
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Per file mapped by this process from `dir`: its name and, for each of its
+/// mappings (a file's mapping is split where the advice changes), whether random
+/// read is advised.
+fn advice_by_file(dir: &Path) -> Vec<(String, Vec<bool>)> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut files: Vec<(String, Vec<bool>)> = Vec::new();
+    let mut current: Option<String> = None;
+    for line in smaps.lines() {
+        if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if let Some(name) = current.take() {
+                let rr = flags.split_whitespace().any(|f| f == "rr");
+                match files.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, v)) => v.push(rr),
+                    None => files.push((name, vec![rr])),
+                }
+            }
+        } else if is_mapping_header(line) {
+            current = line
+                .split_whitespace()
+                .nth(5)
+                .map(Path::new)
+                .filter(|p| p.parent() == Some(dir))
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Files the writer has left: read-ahead throughout. The file being written: off
+/// from where it was written when the pre-fault thread noticed the writer in it (on
+/// before that: some pages or none). The next file, made ready ahead: off throughout.
+fn as_expected(files: &[(String, Vec<bool>)], last: &str) -> bool {
+    files
+        .iter()
+        .all(|(name, advice)| match name.as_str().cmp(last) {
+            std::cmp::Ordering::Less => *advice == [false],
+            std::cmp::Ordering::Equal => *advice == [true] || *advice == [false, true],
+            std::cmp::Ordering::Greater => *advice == [true],
+        })
+}
+
+/// `start-end perms offset dev inode [path]`, as opposed to `Key: value` lines.
+fn is_mapping_header(line: &str) -> bool {
+    line.split_whitespace()
+        .next()
+        .and_then(|range| range.split_once('-'))
+        .is_some_and(|(a, b)| {
+            usize::from_str_radix(a, 16).is_ok() && usize::from_str_radix(b, 16).is_ok()
+        })
+}
+
+#[tokio::test]
+async fn read_ahead_is_off_only_past_the_write_position_of_the_last_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(small_config(dir.path(), FILE)).unwrap();
+    let commitlog = dir.path().join("commitlog");
+    // Three and a half files.
+    for _ in 0..(3 * FILE + FILE / 2) / 1024 {
+        let r = store
+            .put_message(message("T", 0, vec![b'x'; 900], String::new()))
+            .await;
+        assert!(r.append.is_some(), "{r:?}");
+    }
+    let last = format!("{:020}", store.max_phy_offset() / FILE as i64 * FILE as i64);
+    // The pre-fault thread notices the file change within its 200 ms idle period.
+    let deadline = Instant::now() + WAIT;
+    let settled = loop {
+        let files = advice_by_file(&commitlog);
+        let ok = files.len() >= 4 && as_expected(&files, &last);
+        if ok || Instant::now() > deadline {
+            break files;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        settled.len() >= 4 && as_expected(&settled, &last),
+        "last file {last}: {settled:?}"
+    );
+    store.shutdown();
+}
