@@ -257,9 +257,9 @@ impl MappedFile {
     /// yet written otherwise reads around it (`read_ahead_kb`, 8 MiB on some disks)
     /// in large folios, and once one such read-ahead happened, every later fault
     /// continues it ahead of the writer. Zero-filling those cost the pre-fault thread
-    /// 3–4× the CPU per byte on a 1 GiB file, with stalls of tens of milliseconds
-    /// (deploy/bench/README.md, "Where the end-to-end tail goes"); one page at a time
-    /// it is cheap and even. Back on once the writer has moved to the next file, for
+    /// 2–4× the CPU per byte on a 1 GiB file, with stalls of tens of milliseconds
+    /// (deploy/bench/README.md, "The read-ahead stalls"); one page at a time it is
+    /// cheap and even. Back on once the writer has moved to the next file, for
     /// consumers reading old messages back from disk. A failure only costs speed.
     pub(crate) fn set_read_ahead(&self, from: usize, to: usize, on: bool) {
         let start = from - from % PAGE_SIZE;

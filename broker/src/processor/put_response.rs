@@ -1,10 +1,12 @@
 //! What the store answered, as a send response (RocketMQ's `handlePutMessageResult`),
 //! shared by every request that stores a message: sends, batches, send-backs and
-//! transaction commits. Also where a send without a queue id lands.
+//! transaction commits. Also where a send without a queue id lands, and the latency
+//! trace's stamps of a stored send.
 
 use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::header::SendMessageResponseHeader;
 use vostok_remoting::protocol::response_code;
+use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::RemotingCommand;
 use vostok_store::{PutMessageResult, PutMessageStatus};
 
@@ -17,6 +19,15 @@ pub(crate) fn choose_queue(requested: i32, config: &TopicConfig) -> i32 {
         requested
     } else {
         rand::random_range(0..config.write_queue_nums.max(1))
+    }
+}
+
+/// The latency trace's received and appended stamps, named by the commitlog offset of
+/// the (first) record written; `received` is `None` when the trace is off.
+pub(super) fn stamp_append(received: Option<u64>, result: &PutMessageResult) {
+    if let (Some(received), Some(append)) = (received, result.append.as_ref()) {
+        latency_trace::stamp_at(Stage::Received, append.wrote_offset, received);
+        latency_trace::stamp(Stage::Appended, append.wrote_offset);
     }
 }
 

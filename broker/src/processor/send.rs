@@ -13,12 +13,12 @@ use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::protocol::{response_code, version};
-use vostok_remoting::support::latency_trace::{self, Stage};
+use vostok_remoting::support::latency_trace;
 use vostok_remoting::{Channel, RemotingCommand};
-use vostok_store::{MessageInner, PutMessageResult};
+use vostok_store::MessageInner;
 
 use super::error;
-use super::put_response::{choose_queue, put_response};
+use super::put_response::{choose_queue, put_response, stamp_append};
 use super::send_dedupe;
 use crate::reroute::{self, Parking};
 use crate::state::metrics::MessageKind;
@@ -187,15 +187,6 @@ pub(crate) async fn send_message(
         send_dedupe::record(claim, &result, queue_id);
     }
     put_response(broker, result, queue_id, Some(uniq_key))
-}
-
-/// The latency trace's received and appended stamps, named by the commitlog offset of
-/// the (first) record written; `received` is `None` when the trace is off.
-pub(super) fn stamp_append(received: Option<u64>, result: &PutMessageResult) {
-    if let (Some(received), Some(append)) = (received, result.append.as_ref()) {
-        latency_trace::stamp_at(Stage::Received, append.wrote_offset, received);
-        latency_trace::stamp(Stage::Appended, append.wrote_offset);
-    }
 }
 
 /// `msgCheck`: permission, topic name, forbidden topics, auto-creation, queue id.

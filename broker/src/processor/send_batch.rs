@@ -14,8 +14,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::MessageInner;
 
 use super::error;
-use super::put_response::{choose_queue, put_response};
-use super::send::stamp_append;
+use super::put_response::{choose_queue, put_response, stamp_append};
 use super::send_dedupe;
 use crate::state::metrics::MessageKind;
 use crate::state::Broker;

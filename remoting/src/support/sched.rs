@@ -5,7 +5,7 @@
 //! creating files) holds a core while a thread that serves messages is ready to run:
 //! measured at 50,000 msg/s on 2 cores, the store's dispatcher sat runnable for up to
 //! 30 ms behind the pre-fault and file-creation threads (deploy/bench/README.md,
-//! "Where the end-to-end tail goes"). Those threads therefore run at a lower
+//! "The read-ahead stalls"). Those threads therefore run at a lower
 //! priority: they still get every idle cycle and a share of a busy machine, so they
 //! keep up, but whoever serves messages goes first.
 
