@@ -48,6 +48,16 @@ pub fn rocketmq_home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// The directory a server's `rocketmqHome` setting names, or [`rocketmq_home`] when it
+/// is empty.
+pub fn rocketmq_home_or(setting: &str) -> PathBuf {
+    if setting.is_empty() {
+        rocketmq_home()
+    } else {
+        PathBuf::from(setting)
+    }
+}
+
 /// The ACL files under `home`, in the order they are merged.
 pub fn acl_files(home: &Path) -> Vec<PathBuf> {
     let conf = home.join("conf");

@@ -253,15 +253,6 @@ impl ControllerConfig {
         (!self.access_key.is_empty())
             .then(|| SessionCredentials::new(&self.access_key, &self.secret_key))
     }
-
-    /// Where `conf/plain_acl.yml` is looked for.
-    pub fn acl_home(&self) -> PathBuf {
-        if self.rocketmq_home.is_empty() {
-            vostok_auth::plain_store::rocketmq_home()
-        } else {
-            PathBuf::from(&self.rocketmq_home)
-        }
-    }
 }
 
 #[cfg(test)]

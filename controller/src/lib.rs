@@ -67,7 +67,7 @@ async fn open_guard(config: &ControllerConfig) -> Result<Option<Arc<Guard>>, Con
     }
     let guard_config = GuardConfig {
         acl_enable: true,
-        rocketmq_home: config.acl_home(),
+        rocketmq_home: vostok_auth::plain_store::rocketmq_home_or(&config.rocketmq_home),
         ..GuardConfig::default()
     };
     let opened = tokio::task::spawn_blocking(move || Guard::open(&guard_config))

@@ -6,7 +6,6 @@
 //! `rocketmqHome` overrides `$ROCKETMQ_HOME`. The name server keeps no ACL 2.0
 //! users: both switches select the account files.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use vostok_auth::plain::PlainAccount;
@@ -30,11 +29,6 @@ pub(crate) async fn open(
     config: &NamesrvConfig,
 ) -> Result<(Option<Guard>, Option<Arc<ServerTls>>), NamesrvError> {
     let guard = if config.acl_enable {
-        let home = if config.rocketmq_home.is_empty() {
-            vostok_auth::plain_store::rocketmq_home()
-        } else {
-            PathBuf::from(&config.rocketmq_home)
-        };
         let extra_accounts = config
             .embedded_broker
             .iter()
@@ -42,7 +36,7 @@ pub(crate) async fn open(
             .collect();
         let guard_config = GuardConfig {
             acl_enable: true,
-            rocketmq_home: home,
+            rocketmq_home: vostok_auth::plain_store::rocketmq_home_or(&config.rocketmq_home),
             extra_accounts,
             ..GuardConfig::default()
         };

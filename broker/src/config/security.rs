@@ -173,11 +173,7 @@ impl SecurityConfig {
             authentication_enabled: self.authentication_enabled,
             authorization_enabled: self.authorization_enabled,
             migrate_auth_from_v1_enabled: self.migrate_auth_from_v1_enabled,
-            rocketmq_home: if self.rocketmq_home.is_empty() {
-                vostok_auth::plain_store::rocketmq_home()
-            } else {
-                PathBuf::from(&self.rocketmq_home)
-            },
+            rocketmq_home: vostok_auth::plain_store::rocketmq_home_or(&self.rocketmq_home),
             metadata_dir: Some(config_dir.join("auth")),
             init_user,
             authentication_whitelist: codes(
