@@ -151,6 +151,16 @@ fn millis(d: Duration) -> String {
     d.as_millis().to_string()
 }
 
+/// Keys both the name server and its embedded controller read: applied to both, and
+/// listed once (as the name server's) in the effective configuration.
+const SHARED_WITH_CONTROLLER: [&str; 5] = [
+    "scanNotActiveBrokerInterval",
+    "bindAddress",
+    "aclEnable",
+    "authenticationEnabled",
+    "rocketmqHome",
+];
+
 impl NamesrvConfig {
     /// Sets the field of a RocketMQ key. `Ok(false)` for a key this name server does
     /// not know (the command line refuses those).
@@ -165,14 +175,7 @@ impl NamesrvConfig {
             .controller
             .apply_property(key, value.trim())
             .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))?;
-        const SHARED: [&str; 5] = [
-            "scanNotActiveBrokerInterval",
-            "bindAddress",
-            "aclEnable",
-            "authenticationEnabled",
-            "rocketmqHome",
-        ];
-        if controller_key && !SHARED.contains(&key) {
+        if controller_key && !SHARED_WITH_CONTROLLER.contains(&key) {
             return Ok(true);
         }
         let raw = value;
@@ -297,15 +300,7 @@ impl NamesrvConfig {
                 self.controller
                     .to_properties()
                     .into_iter()
-                    .filter(|(k, _)| {
-                        !matches!(
-                            *k,
-                            "scanNotActiveBrokerInterval"
-                                | "bindAddress"
-                                | "aclEnable"
-                                | "rocketmqHome"
-                        )
-                    })
+                    .filter(|(k, _)| !SHARED_WITH_CONTROLLER.contains(k))
                     .map(|(k, v)| (k.to_owned(), v)),
             );
         }
