@@ -50,13 +50,12 @@ impl CommitLog {
             return false;
         };
         if *frontier != Some(file.base()) {
-            // Every file the writer has left since (several, if they are small).
-            if let Some(from) = *frontier {
-                let left = self.files.files();
-                for f in left
-                    .iter()
-                    .filter(|f| f.base() >= from && f.base() < file.base())
-                {
+            // Every file the writer has left since (several, if they are small), or
+            // every earlier file on the first look: the writer may have passed files
+            // the allocator made without read-ahead before this thread first ran.
+            let from = frontier.unwrap_or(i64::MIN);
+            for f in self.files.files() {
+                if f.base() >= from && f.base() < file.base() {
                     f.set_read_ahead(0, f.size(), true);
                 }
             }
