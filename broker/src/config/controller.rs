@@ -1,4 +1,4 @@
-//! Controller-mode keys of `broker.conf` (docs/controller.md#broker-configuration),
+//! Controller-mode keys of `broker.conf` (docs/controller.md#configuration),
 //! with RocketMQ's names and defaults (`BrokerConfig`, `MessageStoreConfig`).
 
 use std::time::Duration;

@@ -145,7 +145,7 @@ pub(crate) fn merged(broker: &Broker, ctx: &RequestContext, raw: &Settings) -> S
             subscription.long_polling_timeout = Some(duration_ms(CONSUMER_LONG_POLLING_MS));
             subscription.fifo = Some(config.consume_message_orderly);
             // The group's retry policy: the delay levels from level 3 on, the ones a
-            // remoting consumer's retries wait (docs/flows.md#retry).
+            // remoting consumer's retries wait (docs/flows.md#retry-and-dead-letter-topics).
             let next = broker
                 .config
                 .store

@@ -1,5 +1,5 @@
 //! Raft messages from the other controllers, handed to this node's Raft; the answer
-//! body is the JSON `Result` (docs/controller.md#raft-transport).
+//! body is the JSON `Result` (docs/controller.md#raft).
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

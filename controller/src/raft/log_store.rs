@@ -1,4 +1,4 @@
-//! The Raft log on disk (docs/controller.md#on-disk): `raft/log` is a sequence of
+//! The Raft log on disk (docs/controller.md#raft): `raft/log` is a sequence of
 //! records, each `[len: u32][crc32: u32][JSON entry]` (big-endian), appended and
 //! fsynced before Raft hears the append is done; `raft/meta.json` holds the vote and
 //! the last purged log id (written crash-safe with a `.bak`). At open, a torn or

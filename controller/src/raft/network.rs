@@ -1,5 +1,5 @@
 //! Raft messages between controllers over the remoting transport
-//! (docs/controller.md#raft-transport): a request with code RAFT_VOTE,
+//! (docs/controller.md#raft): a request with code RAFT_VOTE,
 //! RAFT_APPEND_ENTRIES or RAFT_INSTALL_SNAPSHOT and the openraft request as its JSON
 //! body; the answer's body is the JSON `Result` the receiving node's Raft gave.
 //! Messages go to the peer's controller port, the one brokers use.

@@ -1,4 +1,4 @@
-//! Controller-mode bodies (docs/controller.md#bodies; RocketMQ
+//! Controller-mode bodies (docs/controller.md#requests; RocketMQ
 //! `remoting/protocol/body/{SyncStateSet, ElectMasterResponseBody, BrokerMemberGroup,
 //! BrokerReplicasInfo, EpochEntryCache}.java`).
 
