@@ -6,6 +6,7 @@
 //!   `VostokSignature`, over the request code and the time (docs/security.md#replay).
 //! * A gRPC call of the 5.x clients: the `authorization` metadata, a signature over the
 //!   call's `x-mq-date-time` (docs/security.md#grpc).
+//! * A console session ([`MacProof`]): an HMAC made at login with the secret typed in.
 
 use vostok_remoting::auth::grpc::{parse_date_time, GrpcAuthorization};
 use vostok_remoting::auth::signature::SigningKey;
@@ -160,6 +161,47 @@ impl Proof for GrpcProof<'_> {
     }
 }
 
+/// A proof of the secret without a signed request: HmacSHA1 of `content` keyed with
+/// the secret. The console makes one at login, from the secret typed in and a random
+/// content, and keeps it with the session: each page is then checked against the
+/// account as it is now (a changed secret or a removed account ends the session), and
+/// the session holds no secret.
+#[derive(Debug, Clone, Copy)]
+pub struct MacProof<'a> {
+    /// The request the action stands for.
+    pub code: i32,
+    pub access_key: &'a str,
+    pub content: &'a [u8],
+    /// The raw HMAC (20 bytes).
+    pub mac: &'a [u8],
+}
+
+impl MacProof<'_> {
+    /// The HMAC a [`MacProof`] carries: of `content`, keyed with `secret`.
+    pub fn mac_of(secret: &str, content: &[u8]) -> [u8; 20] {
+        SigningKey::new(secret).mac_content(content)
+    }
+}
+
+impl Proof for MacProof<'_> {
+    fn code(&self) -> i32 {
+        self.code
+    }
+
+    fn access_key(&self) -> Option<&str> {
+        Some(self.access_key).filter(|k| !k.is_empty())
+    }
+
+    fn signed_with(&self, key: &SigningKey) -> bool {
+        key.verify_content(self.content, self.mac)
+    }
+
+    fn signed_in_time(&self, _: &SigningKey, _: &TimeWindow, _: i64) -> Result<(), String> {
+        // The session's own expiry bounds it.
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +246,19 @@ mod tests {
         assert!(proof("")
             .signed_in_time(&key, &window, now)
             .is_err_and(|e| e.contains("is not a")));
+    }
+
+    #[test]
+    fn a_mac_proof_verifies_with_the_secret_it_was_made_from() {
+        let mac = MacProof::mac_of("secret-1", b"nonce");
+        let proof = MacProof {
+            code: 0,
+            access_key: "ak",
+            content: b"nonce",
+            mac: &mac,
+        };
+        assert_eq!(mac.len(), 20);
+        assert!(proof.signed_with(&SigningKey::new("secret-1")));
+        assert!(!proof.signed_with(&SigningKey::new("secret-2")));
     }
 }
