@@ -259,3 +259,41 @@ async fn with_acl_on_the_console_needs_an_account_with_the_rights() {
     assert_eq!(out.status, 303);
     assert_eq!(get_as(&console, &reader, "/topics").await.status, 303);
 }
+
+/// With `metricsBearerToken`, a scrape without the token (or with another) gets 401;
+/// the token stays out of the printed configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_the_bearer_token_when_one_is_set() {
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set("metricsExporterType", "PROM")
+            .set("metricsPromExporterPort", 0)
+            .set("metricsBearerToken", "scrape-t0ken-42"),
+    );
+    let metrics = broker.metrics_addr.clone().expect("metrics address");
+    let bare = http::get(&metrics, "/metrics").await;
+    assert_eq!(bare.status, 401, "{}", bare.body);
+    assert!(bare
+        .header("www-authenticate")
+        .is_some_and(|v| v.starts_with("Bearer")));
+    let wrong = http::request(
+        &metrics,
+        "GET",
+        "/metrics",
+        &[("authorization", "Bearer another")],
+        "",
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    let scrape = http::request(
+        &metrics,
+        "GET",
+        "/metrics",
+        &[("authorization", "Bearer scrape-t0ken-42")],
+        "",
+    )
+    .await;
+    assert_eq!(scrape.status, 200);
+    assert!(scrape.body.contains("rocketmq_"), "{}", scrape.body);
+    assert!(!broker.process.log().contains("scrape-t0ken-42"));
+}
