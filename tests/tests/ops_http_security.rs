@@ -247,6 +247,22 @@ async fn with_acl_on_the_console_needs_an_account_with_the_rights() {
     let page = get_as(&console, &admin_cookie, "/topic?name=Created").await;
     assert!(page.body.contains("Min offset"), "{}", page.body);
 
+    // A new secret for the admin account ends its session (the file is reloaded
+    // within seconds).
+    std::fs::write(
+        home.path().join("conf/plain_acl.yml"),
+        ACL.replace("admin-secret", "rotated-secret"),
+    )
+    .expect("rewrite plain_acl.yml");
+    let rotated = std::time::Instant::now();
+    while get_as(&console, &admin_cookie, "/topics").await.status != 303 {
+        assert!(
+            rotated.elapsed() < std::time::Duration::from_secs(30),
+            "the session outlived its secret"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
     // Signing out ends the session.
     let out = http::request(
         &console,

@@ -126,7 +126,7 @@ impl Console {
     fn viewer(&self, r: &HttpRequest) -> Option<Viewer> {
         let session = match &self.broker.guard {
             None => None,
-            Some(_) => Some(self.sessions.of(r)?),
+            Some(guard) => Some(self.sessions.of(guard, r)?),
         };
         Some(Viewer::new(self.broker.clone(), r.peer.ip(), session))
     }

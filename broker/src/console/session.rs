@@ -99,13 +99,17 @@ impl Sessions {
         Ok((token, session))
     }
 
-    /// The session whose cookie `r` carries, while it lasts.
-    pub(crate) fn of(&self, r: &HttpRequest) -> Option<Arc<Session>> {
+    /// The session whose cookie `r` carries, while it lasts and its account still
+    /// signs in with the same secret from `r`'s address (else it ends).
+    pub(crate) fn of(&self, guard: &Guard, r: &HttpRequest) -> Option<Arc<Session>> {
         let token = cookie(r)?;
-        let mut table = self.table.locked();
-        let session = table.get(token)?.clone();
-        if session.expires <= Instant::now() {
-            table.remove(token);
+        let session = self.table.locked().get(token)?.clone();
+        let valid = session.expires > Instant::now()
+            && guard
+                .check(r.peer.ip(), &session.proof(LOGIN), || Access::Open)
+                .is_ok();
+        if !valid {
+            self.table.locked().remove(token);
             return None;
         }
         Some(session)
