@@ -18,13 +18,14 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 use vostok_remoting::auth::ACCESS_KEY;
+use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 
 use crate::error::AuthError;
 use crate::plain::PlainAccount;
 use crate::plain_check;
 use crate::plain_store::{PlainAclStore, POLL_INTERVAL};
-use crate::proof::Proof;
+use crate::proof::{Proof, TimeWindow};
 use crate::resource::{Access, Denied};
 use crate::v2::check as v2_check;
 use crate::v2::{migrate, AuthMetadata, UserInfo};
@@ -95,6 +96,8 @@ pub struct GuardConfig {
     pub authorization_whitelist: Vec<i32>,
     /// Accounts known without a file: an embedded name server's own broker.
     pub extra_accounts: Vec<PlainAccount>,
+    /// How far a signed time may be from the clock (docs/security.md#replay).
+    pub time_window: TimeWindow,
 }
 
 impl GuardConfig {
@@ -116,6 +119,7 @@ pub struct Guard {
     plain: Option<Arc<PlainAclStore>>,
     extra: Vec<Arc<PlainAccount>>,
     v2: Option<V2>,
+    time_window: TimeWindow,
 }
 
 impl std::fmt::Debug for Guard {
@@ -184,6 +188,7 @@ impl Guard {
                 .map(Arc::new)
                 .collect(),
             v2,
+            time_window: config.time_window,
         }))
     }
 
@@ -222,8 +227,9 @@ impl Guard {
         request: &impl Proof,
         access: impl FnOnce() -> Access<'r>,
     ) -> Result<Principal, Denied> {
+        let clock = (&self.time_window, now_millis());
         if let Some(v2) = &self.v2 {
-            return self.check_v2(v2, ip, request, access);
+            return self.check_v2(v2, ip, request, clock, access);
         }
         let snapshot = self
             .plain
@@ -231,7 +237,7 @@ impl Guard {
             .map(|p| p.snapshot())
             .unwrap_or_default();
         if self.extra.is_empty() {
-            return plain_check::check(&snapshot, ip, request, access);
+            return plain_check::check(&snapshot, ip, request, clock, access);
         }
         let mut merged = crate::plain_store::PlainAcl {
             global_white: snapshot.global_white.clone(),
@@ -243,7 +249,7 @@ impl Guard {
                 .entry(account.access_key.clone())
                 .or_insert_with(|| account.clone());
         }
-        plain_check::check(&merged, ip, request, access)
+        plain_check::check(&merged, ip, request, clock, access)
     }
 
     /// [`Guard::check`] for a remoting request. One that acts for a broker
@@ -270,12 +276,13 @@ impl Guard {
         v2: &V2,
         ip: IpAddr,
         request: &impl Proof,
+        clock: (&TimeWindow, i64),
         access: impl FnOnce() -> Access<'r>,
     ) -> Result<Principal, Denied> {
         let snapshot = v2.metadata.snapshot();
         let code = request.code();
         let name = if v2.authenticate && !v2.authentication_whitelist.contains(&code) {
-            Some(v2_check::authenticate(&snapshot, request)?.to_owned())
+            Some(v2_check::authenticate(&snapshot, request, clock)?.to_owned())
         } else {
             request.access_key().map(str::to_owned)
         };

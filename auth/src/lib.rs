@@ -7,7 +7,8 @@
 //!
 //! * [`guard`]: [`Guard`], the one check a server runs before a request's processor,
 //!   whichever model is on; [`Principal`], who was let in.
-//! * [`proof`]: what a request offers to prove its sender, by remoting or by gRPC.
+//! * [`proof`]: what a request offers to prove its sender (by remoting, by gRPC, by a
+//!   console session) and the time it was signed ([`TimeWindow`]).
 //! * [`resource`]: what a request needs ([`Access`], [`Need`], [`Resource`]), decided
 //!   by the server that knows its request codes; [`Denied`], the refusal's remark.
 //! * ACL 1.0: [`plain`] (the file format), [`plain_store`] (every file merged, hot
@@ -31,5 +32,5 @@ pub mod v2;
 
 pub use error::AuthError;
 pub use guard::{Guard, GuardConfig, Principal};
-pub use proof::{GrpcProof, Proof};
+pub use proof::{GrpcProof, MacProof, Proof, TimeWindow};
 pub use resource::{Access, Denied, Need, Resource};

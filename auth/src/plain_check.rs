@@ -4,13 +4,20 @@
 //! 1. the peer's address matches a global white pattern: accepted;
 //! 2. no `AccessKey`: refused; 3. unknown key: refused;
 //! 4. the account's `whiteRemoteAddress` matches: the signature is not checked;
-//! 5. the signature does not verify: refused;
-//! 6. a send to the trace topic: accepted;
-//! 7. admin-only request and no admin account, or a needed permission missing: refused.
+//! 5. the signature does not verify, or (Vostok) the time it carries is out of the
+//!    window: refused;
+//! 6. an admin account: accepted;
+//! 7. a request that names no resource it needs (a field left out) or cannot be
+//!    resolved: refused;
+//! 8. admin-only request: refused; a send to the trace topic needs nothing on it;
+//!    a needed permission missing: refused.
 //!
 //! **Vostok differs** at step 4: Java skips the permission checks too for an
 //! account's white address, so anyone there who knows an access key (not its secret)
-//! gets everything; Vostok still applies the account's permissions.
+//! gets everything; Vostok still applies the account's permissions. At step 7 Java
+//! reads a missing resource name as an unlisted resource, open with a permissive
+//! default; and its trace-topic exemption passes a request that needs the trace
+//! topic and anything else.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -21,14 +28,16 @@ use crate::guard::Principal;
 use crate::permission;
 use crate::plain::PlainAccount;
 use crate::plain_store::PlainAcl;
-use crate::proof::Proof;
+use crate::proof::{Proof, TimeWindow};
 use crate::resource::{Access, Denied, Need, Resource, TRACE_TOPIC};
 
-/// Checks `request` from `ip` against `acl`.
+/// Checks `request` from `ip` against `acl`, its signed time (if any) against
+/// `window` at `now_ms`.
 pub fn check<'r>(
     acl: &PlainAcl,
     ip: IpAddr,
     request: &impl Proof,
+    (window, now_ms): (&TimeWindow, i64),
     access: impl FnOnce() -> Access<'r>,
 ) -> Result<Principal, Denied> {
     if acl.global_white.iter().any(|p| p.matches(ip)) {
@@ -45,37 +54,45 @@ pub fn check<'r>(
             "access denied: unknown AccessKey {access_key}"
         )));
     };
-    if !account.white_remote_address.matches(ip) && !request.signed_with(account.signing_key()) {
-        return Err(Denied::unauthenticated(format!(
-            "access denied: signature check failed for AccessKey {access_key}"
-        )));
+    if !account.white_remote_address.matches(ip) {
+        let key = account.signing_key();
+        if !request.signed_with(key) {
+            return Err(Denied::unauthenticated(format!(
+                "access denied: signature check failed for AccessKey {access_key}"
+            )));
+        }
+        if let Err(why) = request.signed_in_time(key, window, now_ms) {
+            return Err(Denied::unauthenticated(format!(
+                "access denied: {why} (AccessKey {access_key})"
+            )));
+        }
     }
     authorize(account, request.code(), access())?;
     Ok(Principal::Plain(account.clone()))
 }
 
 fn authorize(account: &Arc<PlainAccount>, code: i32, access: Access<'_>) -> Result<(), Denied> {
-    let needs = match access {
-        Access::Open => return Ok(()),
-        Access::Admin if account.admin => return Ok(()),
-        Access::Admin => {
-            return Err(Denied::new(format!(
-                "access denied: request {} ({code}) needs an admin account, and AccessKey {} is not one",
-                request_code::name(code),
-                account.access_key
-            )))
-        }
-        Access::Needs(needs) => needs,
+    if matches!(access, Access::Open) || account.admin {
+        return Ok(());
+    }
+    if let Some(why) = access.unresolved() {
+        return Err(Denied::new(format!(
+            "access denied: request {} {why} (AccessKey {})",
+            request_code::name(code),
+            account.access_key
+        )));
+    }
+    let Access::Needs(needs) = access else {
+        return Err(Denied::new(format!(
+            "access denied: request {} ({code}) needs an admin account, and AccessKey {} is not one",
+            request_code::name(code),
+            account.access_key
+        )));
     };
-    if needs.iter().any(|n| {
+    let is_trace_send = |n: &Need| {
         matches!(&n.resource, Resource::Topic(t) if t == TRACE_TOPIC) && n.perm == permission::PUB
-    }) {
-        return Ok(());
-    }
-    if account.admin {
-        return Ok(());
-    }
-    for Need { resource, perm } in &needs {
+    };
+    for Need { resource, perm } in needs.iter().filter(|n| !is_trace_send(n)) {
         if !permission::allows(*perm, account.owned(resource)) {
             return Err(Denied::new(format!(
                 "access denied: AccessKey {} has no {} permission on {resource} (request {})",

@@ -62,6 +62,14 @@ impl<'a> Resource<'a> {
     pub fn is_group(&self) -> bool {
         matches!(self, Resource::Group(_))
     }
+
+    /// `topic` or `group`, for remarks.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Resource::Topic(_) => "topic",
+            Resource::Group(_) => "group",
+        }
+    }
 }
 
 impl std::fmt::Display for Resource<'_> {
@@ -104,8 +112,28 @@ pub enum Access<'a> {
     Open,
     /// An admin account (ACL 1.0 `admin: true`, ACL 2.0 SUPER user).
     Admin,
-    /// These permissions (none may be missing).
+    /// These permissions (none may be missing). A need whose resource has no name (the
+    /// request left the field out) is refused, never read as the account's default.
     Needs(Vec<Need<'a>>),
+    /// What the request touches cannot be told: a body that does not parse, a stored
+    /// message it points to that cannot be read. Refused to every account but an admin,
+    /// who holds every permission anyway; the remark says what is missing.
+    Unresolved(Cow<'a, str>),
+}
+
+impl Access<'_> {
+    /// Why the request is refused whatever the account may do, if it is: a need
+    /// without a resource name, or an unresolved request.
+    pub fn unresolved(&self) -> Option<String> {
+        match self {
+            Access::Unresolved(why) => Some(why.to_string()),
+            Access::Needs(needs) => needs
+                .iter()
+                .find(|n| n.resource.name().is_empty())
+                .map(|n| format!("names no {}", n.resource.kind())),
+            Access::Open | Access::Admin => None,
+        }
+    }
 }
 
 /// Why a request was refused: the remark the client gets. It names the account, the

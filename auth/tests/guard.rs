@@ -264,6 +264,117 @@ fn permissions_defaults_and_admin_only_codes() {
 }
 
 #[test]
+fn a_resource_left_out_is_a_refusal_never_the_default() {
+    let home = home_with(ACL);
+    let guard = v1(home.path());
+    let user = signed(11, "RocketMQ", "12345678", &[]);
+    let lo = ip("127.0.0.1");
+    let check = |a: Access<'static>| {
+        guard
+            .check(lo, &user, || a)
+            .map(|_| ())
+            .map_err(|d| d.reason)
+    };
+    // Unnamed groups would get the account's default SUB.
+    for (access, says) in [
+        (
+            Access::Needs(vec![Need::subscribe(Resource::group(""))]),
+            "names no group",
+        ),
+        (
+            Access::Needs(vec![
+                Need::subscribe(Resource::group("G")),
+                Need::subscribe(Resource::topic("")),
+            ]),
+            "names no topic",
+        ),
+        (
+            Access::Unresolved("names no stored message (offset \"7\")".into()),
+            "names no stored message",
+        ),
+    ] {
+        let e = check(access).unwrap_err();
+        assert!(
+            e.contains(says) && e.contains("PULL_MESSAGE") && e.contains("AccessKey RocketMQ"),
+            "{e}"
+        );
+    }
+    // An admin holds every permission: nothing is missing for it.
+    let admin = signed(11, "Admin1234", "admin-secret", &[]);
+    assert!(guard
+        .check(lo, &admin, || Access::Unresolved("x".into()))
+        .is_ok());
+    // The trace topic needs nothing, but does not carry another topic through.
+    let trace_and = |other: &'static str| {
+        Access::Needs(vec![
+            Need::publish(Resource::topic("RMQ_SYS_TRACE_TOPIC")),
+            Need::publish(Resource::topic(other)),
+        ])
+    };
+    assert!(check(trace_and("TopicA")).is_ok());
+    let e = check(trace_and("Other")).unwrap_err();
+    assert!(e.contains("no PUB permission on topic Other"), "{e}");
+}
+
+#[test]
+fn a_vostok_signature_out_of_the_window_or_on_another_code_is_refused() {
+    use vostok_auth::TimeWindow;
+    use vostok_remoting::auth::stamp::VOSTOK_SIGNATURE;
+    use vostok_remoting::auth::{signature, SIGNATURE};
+    let home = home_with(ACL);
+    let open = |window: TimeWindow| {
+        Guard::open(&GuardConfig {
+            acl_enable: true,
+            rocketmq_home: home.path().to_path_buf(),
+            time_window: window,
+            ..GuardConfig::default()
+        })
+        .unwrap()
+        .unwrap()
+    };
+    let guard = open(TimeWindow::default());
+    let lo = ip("127.0.0.1");
+    let fresh = signed(310, "RocketMQ", "12345678", &[("b", "TopicA")]);
+    assert!(fresh.ext_fields.contains_key(VOSTOK_SIGNATURE));
+    guard.check(lo, &fresh, topic_a_pub).unwrap();
+
+    // Captured and sent again under another code: RocketMQ's signature still holds.
+    let mut retargeted = fresh.clone();
+    retargeted.code = 11;
+    let e = guard.check(lo, &retargeted, topic_a_pub).unwrap_err();
+    assert!(e.reason.contains("request code or a field name"), "{e}");
+    assert!(e.unauthenticated);
+
+    // Signed an hour ago: re-signed here as the client did then.
+    let mut old = RemotingCommand::request(310);
+    old.ext_fields.insert("b", "TopicA");
+    old.ext_fields.insert("AccessKey", "RocketMQ");
+    let key = signature::SigningKey::new("12345678");
+    let hour_ago = vostok_remoting::support::time::now_millis() - 3_600_000;
+    vostok_remoting::auth::stamp::stamp(&key, &mut old, hour_ago);
+    let sig = key.sign(&old.ext_fields, &old.body);
+    old.ext_fields.insert(SIGNATURE, sig);
+    let e = guard.check(lo, &old, topic_a_pub).unwrap_err();
+    assert!(e.reason.contains("away from the server's clock"), "{e}");
+    let wide = open(TimeWindow {
+        max_skew_ms: 2 * 3_600_000,
+        ..TimeWindow::default()
+    });
+    wide.check(lo, &old, topic_a_pub).unwrap();
+
+    // Other clients send none: accepted, unless the broker requires it.
+    let java = frame(JAVA_SEND, b"Hello");
+    guard.check(lo, &java, topic_a_pub).unwrap();
+    let strict = open(TimeWindow {
+        required: true,
+        ..TimeWindow::default()
+    });
+    let e = strict.check(lo, &java, topic_a_pub).unwrap_err();
+    assert!(e.reason.contains("authenticationTimeRequired"), "{e}");
+    strict.check(lo, &fresh, topic_a_pub).unwrap();
+}
+
+#[test]
 fn acl_2_users_policies_and_migration() {
     let home = home_with(ACL);
     let store = tempfile::tempdir().unwrap();

@@ -7,7 +7,8 @@
 //!   end that calls the POP operations, the state and the processors below it.
 //! * `console`: the web console (docs/operations.md#console), a third front end on
 //!   the observe crate's HTTP server: pages read the state, forms call the same
-//!   operations as the admin requests. `exporter`: the Prometheus registry of
+//!   operations as the admin requests; with ACL on, a signed-in account's pages and
+//!   forms are authorized by the same guard as its requests. `exporter`: the Prometheus registry of
 //!   `/metrics` and the gauges computed at scrape time.
 //! * [`processor`]: one function per request code, in one file per request family;
 //!   [`processor::BrokerProcessor`] is the request table.

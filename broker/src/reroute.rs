@@ -36,6 +36,18 @@ const TIMER_REQUEST: &[&str] = &[
     property::TIMER_DELAY_MS,
 ];
 
+/// The topic a stored message is for: its `REAL_TOPIC` when it waits in one of the
+/// parking topics above, else the topic it is stored in. Only the broker parks
+/// messages, and parking overwrites `REAL_TOPIC`: a client cannot choose it.
+pub(crate) fn topic_of<'a>(stored_topic: &'a str, real_topic: Option<&'a str>) -> &'a str {
+    match real_topic {
+        Some(real) if [SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC].contains(&stored_topic) => {
+            real
+        }
+        _ => stored_topic,
+    }
+}
+
 /// Where a message waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Parking {

@@ -13,13 +13,14 @@ use std::time::Duration;
 use tonic::transport::Channel;
 use vostok_broker::grpc::proto::messaging_service_client::MessagingServiceClient;
 use vostok_broker::grpc::proto::{
-    Code, Message, QueryRouteRequest, Resource, SendMessageRequest, SystemProperties,
+    Code, EndTransactionRequest, ForwardMessageToDeadLetterQueueRequest, Message, MessageType,
+    QueryRouteRequest, Resource, SendMessageRequest, SystemProperties, TransactionResolution,
 };
 use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
-use vostok_remoting::auth::grpc::sign;
+use vostok_remoting::auth::grpc::{date_time, sign};
+use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 
 const T: Duration = Duration::from_secs(30);
-const DATE: &str = "20261201T120000Z";
 
 const ACL: &str = "accounts:
   - accessKey: grpc-user
@@ -28,7 +29,15 @@ const ACL: &str = "accounts:
     defaultGroupPerm: SUB
     topicPerms:
       - Allowed=PUB|SUB
+  - accessKey: grpc-admin
+    secretKey: grpc-admin-secret
+    admin: true
 ";
+
+/// `x-mq-date-time` now, in UTC as the Node.js client writes it.
+fn now() -> String {
+    date_time(vostok_remoting::support::time::now_millis())
+}
 
 async fn start() -> (
     BrokerHandle,
@@ -68,15 +77,20 @@ async fn start() -> (
 
 /// A request with the client's metadata, signed with `secret` when given.
 fn req<B>(body: B, secret: Option<&str>) -> tonic::Request<B> {
+    signed_by(body, "grpc-user", secret, &now())
+}
+
+/// A request signed by `access_key` with `secret` (when given) at `date`.
+fn signed_by<B>(body: B, access_key: &str, secret: Option<&str>, date: &str) -> tonic::Request<B> {
     let mut r = tonic::Request::new(body);
     let m = r.metadata_mut();
     m.insert("x-mq-client-id", "acl-test@1".parse().unwrap());
     m.insert("x-mq-language", "RUST".parse().unwrap());
-    m.insert("x-mq-date-time", DATE.parse().unwrap());
+    m.insert("x-mq-date-time", date.parse().unwrap());
     if let Some(secret) = secret {
         m.insert(
             "authorization",
-            sign("grpc-user", secret, DATE).parse().unwrap(),
+            sign(access_key, secret, date).parse().unwrap(),
         );
     }
     r
@@ -158,6 +172,142 @@ async fn grpc_calls_are_authenticated_and_authorized() {
     assert_eq!(code(&r.status), Code::Unauthorized);
     let r = client
         .query_route(req(route, Some("grpc-secret-1")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{:?}", r.status);
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_date_far_from_the_clock_is_refused() {
+    let (broker, _dir, mut client) = start().await;
+    let route = || QueryRouteRequest {
+        topic: Some(Resource {
+            resource_namespace: String::new(),
+            name: "Allowed".into(),
+        }),
+        endpoints: None,
+    };
+    let now_ms = vostok_remoting::support::time::now_millis();
+    // Java, Python and Go write local time with a `Z`: eight hours ahead is Shanghai.
+    for off_hours in [0, 8, -5] {
+        let date = date_time(now_ms + off_hours * 3_600_000);
+        let r = client
+            .query_route(signed_by(
+                route(),
+                "grpc-user",
+                Some("grpc-secret-1"),
+                &date,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&r.status), Code::Ok, "{off_hours} h: {:?}", r.status);
+    }
+    // Twenty hours ahead is no time zone, and a day old is a replay.
+    for off_hours in [20, -24] {
+        let date = date_time(now_ms + off_hours * 3_600_000);
+        let r = client
+            .query_route(signed_by(
+                route(),
+                "grpc-user",
+                Some("grpc-secret-1"),
+                &date,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&r.status), Code::Unauthorized, "{off_hours} h");
+        let remark = r.status.map(|s| s.message).unwrap_or_default();
+        assert!(remark.contains("away from the server's clock"), "{remark}");
+    }
+    broker.shutdown().await;
+}
+
+/// EndTransaction and ForwardMessageToDeadLetterQueue point at a stored message: the
+/// permission is checked on the topic it belongs to, not on the topic the call names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_on_a_stored_message_need_its_topic() {
+    let (broker, _dir, mut client) = start().await;
+    let elsewhere = Resource {
+        resource_namespace: String::new(),
+        name: "Elsewhere".into(),
+    };
+    let allowed = Resource {
+        resource_namespace: String::new(),
+        name: "Allowed".into(),
+    };
+    let mut half = send_to("Elsewhere");
+    if let Some(p) = half.messages[0].system_properties.as_mut() {
+        p.message_type = MessageType::Transaction as i32;
+    }
+    let sent = client
+        .send_message(signed_by(
+            half,
+            "grpc-admin",
+            Some("grpc-admin-secret"),
+            &now(),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok, "{:?}", sent.status);
+    let transaction_id = sent.entries[0].transaction_id.clone();
+    let (_, commit_log_offset) = decode_offset_msg_id(&transaction_id).unwrap();
+
+    let end = EndTransactionRequest {
+        topic: Some(allowed.clone()),
+        message_id: sent.entries[0].message_id.clone(),
+        transaction_id: transaction_id.clone(),
+        resolution: TransactionResolution::Rollback as i32,
+        ..Default::default()
+    };
+    let r = client
+        .end_transaction(req(end, Some("grpc-secret-1")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&r.status), Code::Forbidden, "{:?}", r.status);
+    let remark = r.status.map(|s| s.message).unwrap_or_default();
+    assert!(remark.contains("Elsewhere"), "{remark}");
+
+    // A receipt handle made up to point at that message, to copy it into the
+    // caller's dead-letter queue.
+    let forward = ForwardMessageToDeadLetterQueueRequest {
+        group: Some(Resource {
+            resource_namespace: String::new(),
+            name: "AnyGroup".into(),
+        }),
+        topic: Some(allowed),
+        receipt_handle: format!("0 1700000000000 30000 0 0 grpc-acl 0 0 {commit_log_offset}"),
+        message_id: sent.entries[0].message_id.clone(),
+        delivery_attempt: 1,
+        max_delivery_attempts: 16,
+        ..Default::default()
+    };
+    let r = client
+        .forward_message_to_dead_letter_queue(req(forward, Some("grpc-secret-1")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&r.status), Code::Forbidden, "{:?}", r.status);
+
+    // The owner of the topic may end it.
+    let end = EndTransactionRequest {
+        topic: Some(elsewhere),
+        message_id: sent.entries[0].message_id.clone(),
+        transaction_id,
+        resolution: TransactionResolution::Rollback as i32,
+        ..Default::default()
+    };
+    let r = client
+        .end_transaction(signed_by(
+            end,
+            "grpc-admin",
+            Some("grpc-admin-secret"),
+            &now(),
+        ))
         .await
         .unwrap()
         .into_inner();

@@ -76,7 +76,8 @@ pub(crate) async fn start(
     ]);
     rpc.register(&mut registry);
     registry.register_collector(Box::new(RouteCollector(route)));
-    let endpoint = MetricsEndpoint::new(Arc::new(registry));
+    let endpoint =
+        MetricsEndpoint::new(Arc::new(registry)).with_bearer_token(m.bearer_token.clone());
     Ok(Some(HttpServer::start(
         listener,
         Arc::new(endpoint),

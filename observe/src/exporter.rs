@@ -6,6 +6,7 @@
 //! | `metricsPromExporterHost` | `""` | address to bind; empty: the server's own bind address |
 //! | `metricsPromExporterPort` | `5557` | port of `/metrics` |
 //! | `metricsLabel` | `""` | extra labels on every metric, `k1:v1,k2:v2` |
+//! | `metricsBearerToken` | `""` | **Vostok**: when set, a scrape must send `Authorization: Bearer <token>` |
 //!
 //! Apache: `common:metrics/MetricsExporterType.java`, `BrokerConfig.java`.
 
@@ -62,6 +63,52 @@ pub struct MetricsConfig {
     pub prom_port: u16,
     /// `k1:v1,k2:v2`, added to every metric.
     pub label: String,
+    /// `metricsBearerToken`: what a scrape must send as `Authorization: Bearer`; empty,
+    /// nothing (the metrics name topics and groups: docs/operations.md#metrics).
+    pub bearer_token: BearerToken,
+}
+
+/// A bearer token, never shown by `Debug`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct BearerToken(pub String);
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() {
+            "none"
+        } else {
+            "<redacted>"
+        })
+    }
+}
+
+impl BearerToken {
+    /// The token, when one is set.
+    pub fn get(&self) -> Option<&str> {
+        Some(self.0.as_str()).filter(|t| !t.is_empty())
+    }
+
+    /// Whether `authorization` (the header's value) carries this token; compared in
+    /// constant time.
+    pub fn admits(&self, authorization: Option<&str>) -> bool {
+        let Some(expected) = self.get() else {
+            return true;
+        };
+        let Some(given) = authorization.and_then(|a| {
+            a.trim()
+                .split_once(' ')
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, token)| token.trim())
+        }) else {
+            return false;
+        };
+        given.len() == expected.len()
+            && given
+                .bytes()
+                .zip(expected.bytes())
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0
+    }
 }
 
 /// Apache's `metricsPromExporterPort` default.
@@ -74,6 +121,7 @@ impl Default for MetricsConfig {
             prom_host: String::new(),
             prom_port: DEFAULT_PROM_PORT,
             label: String::new(),
+            bearer_token: BearerToken::default(),
         }
     }
 }
@@ -98,6 +146,7 @@ impl MetricsConfig {
                 self.prom_port = v.parse().map_err(|_| bad(format!("cannot parse {v:?}")))?
             }
             "metricsLabel" => self.label = v.to_owned(),
+            "metricsBearerToken" => self.bearer_token = BearerToken(v.to_owned()),
             _ => return Ok(false),
         }
         Ok(true)
@@ -126,6 +175,10 @@ impl MetricsConfig {
             ("metricsPromExporterHost".into(), self.prom_host.clone()),
             ("metricsPromExporterPort".into(), self.prom_port.to_string()),
             ("metricsLabel".into(), self.label.clone()),
+            (
+                "metricsBearerToken".into(),
+                self.bearer_token.get().map_or("", |_| "******").to_owned(),
+            ),
         ]
     }
 
@@ -157,14 +210,25 @@ impl MetricsConfig {
     }
 }
 
-/// Serves `GET /metrics` (and `/`) from a registry, in the Prometheus text format.
+/// Serves `GET /metrics` (and `/`) from a registry, in the Prometheus text format;
+/// with a bearer token, only to scrapes that send it (else 401).
 pub struct MetricsEndpoint {
     registry: Arc<Registry>,
+    token: BearerToken,
 }
 
 impl MetricsEndpoint {
     pub fn new(registry: Arc<Registry>) -> Self {
-        MetricsEndpoint { registry }
+        MetricsEndpoint {
+            registry,
+            token: BearerToken::default(),
+        }
+    }
+
+    /// Requires `token` (`metricsBearerToken`) of every scrape, when set.
+    pub fn with_bearer_token(mut self, token: BearerToken) -> Self {
+        self.token = token;
+        self
     }
 
     /// The registry's text, as a scrape gets it.
@@ -180,9 +244,14 @@ impl MetricsEndpoint {
 impl HttpHandler for MetricsEndpoint {
     fn handle(&self, request: HttpRequest) -> BoxFuture<HttpResponse> {
         let registry = self.registry.clone();
+        let admitted = self.token.admits(request.header("authorization"));
         Box::pin(async move {
             if request.method != "GET" && request.method != "HEAD" {
                 return HttpResponse::text(405, "GET only\n");
+            }
+            if !admitted {
+                return HttpResponse::text(401, "a bearer token is needed (metricsBearerToken)\n")
+                    .with_header("www-authenticate", "Bearer realm=\"metrics\"");
             }
             match request.path.as_str() {
                 "/metrics" | "/" => {
@@ -222,5 +291,29 @@ mod tests {
         assert!(c.validate().is_err());
         let props = c.to_properties();
         assert!(props.contains(&("metricsPromExporterPort".into(), "6000".into())));
+    }
+
+    #[test]
+    fn a_bearer_token_is_checked_and_never_shown() {
+        let mut c = MetricsConfig::default();
+        assert!(c.bearer_token.admits(None), "no token set: open");
+        assert!(c
+            .apply_property("metricsBearerToken", "s3cret-t0ken")
+            .unwrap());
+        let t = &c.bearer_token;
+        assert!(t.admits(Some("Bearer s3cret-t0ken")));
+        assert!(t.admits(Some("bearer  s3cret-t0ken ")));
+        for wrong in [
+            None,
+            Some("Bearer s3cret"),
+            Some("Basic s3cret-t0ken"),
+            Some("s3cret-t0ken"),
+        ] {
+            assert!(!t.admits(wrong), "{wrong:?}");
+        }
+        assert!(!format!("{c:?}").contains("s3cret"));
+        assert!(c
+            .to_properties()
+            .contains(&("metricsBearerToken".into(), "******".into())));
     }
 }

@@ -2,16 +2,21 @@
 //! top, so that handlers (the metrics endpoint, the console) know nothing of hyper.
 //!
 //! Bounds: at most [`MAX_CONNECTIONS`] connections at once (more wait in the listen
-//! backlog), request bodies of at most [`MAX_BODY`] bytes (larger ones get 413), a
-//! request head within [`HEADER_TIMEOUT`]. Each connection is a task of the server's
-//! tracker; [`HttpServer::shutdown`] stops accepting, lets requests in progress finish
-//! and waits for the connections to close.
+//! backlog), request bodies of at most [`MAX_BODY`] bytes (larger ones get 413), and
+//! [`HttpLimits`] on time, so that a slow or silent client cannot keep a connection
+//! slot: a request's head (and a kept-alive connection's next one) within the header
+//! timeout, its body within the request timeout (else 408), and its answer read by the
+//! client with no stall longer than the write timeout (else the connection is closed).
+//! Each connection is a task of the server's tracker; [`HttpServer::shutdown`] stops
+//! accepting, lets requests in progress finish and waits for the connections to close.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,6 +25,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -30,8 +36,44 @@ use tracing::{debug, info, warn};
 pub const MAX_CONNECTIONS: usize = 64;
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 1 << 20;
-/// Longest wait for a request's head.
+/// Longest wait for a request's head, by default.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client may take, the bounds that free a connection slot held by a slow
+/// or silent client (the servers set them from `frameReadTimeoutMillis` and
+/// `writeStallTimeoutMillis`, as for remoting connections: docs/limits.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// For a request's head, from the connection's start or the previous answer (an
+    /// idle kept-alive connection is closed after it).
+    pub header_timeout: Duration,
+    /// For a request's body, once its head is read.
+    pub request_timeout: Duration,
+    /// For the client to read any of its answer while the server waits to write.
+    pub write_stall_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: HEADER_TIMEOUT,
+            request_timeout: Duration::from_secs(30),
+            write_stall_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl HttpLimits {
+    /// The limits of a server whose peers get `frame_read` to send a request (the head
+    /// within [`HEADER_TIMEOUT`] at most) and `write_stall` to read.
+    pub fn from_server(frame_read: Duration, write_stall: Duration) -> HttpLimits {
+        HttpLimits {
+            header_timeout: frame_read.min(HEADER_TIMEOUT),
+            request_timeout: frame_read,
+            write_stall_timeout: write_stall,
+        }
+    }
+}
 
 /// A boxed future, as handlers return them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -134,8 +176,19 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Serves `handler` on `listener` until [`HttpServer::shutdown`]; `name` goes in logs.
+    /// Serves `handler` on `listener` until [`HttpServer::shutdown`], with the default
+    /// [`HttpLimits`]; `name` goes in logs.
     pub fn start(listener: TcpListener, handler: Arc<dyn HttpHandler>, name: &'static str) -> Self {
+        Self::start_with(listener, handler, name, HttpLimits::default())
+    }
+
+    /// [`HttpServer::start`] with `limits`.
+    pub fn start_with(
+        listener: TcpListener,
+        handler: Arc<dyn HttpHandler>,
+        name: &'static str,
+        limits: HttpLimits,
+    ) -> Self {
         let addr = listener
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
@@ -170,12 +223,17 @@ impl HttpServer {
                     let _permit = permit;
                     let service = service_fn(move |req: hyper::Request<Incoming>| {
                         let handler = handler.clone();
-                        async move { Ok::<_, Infallible>(serve_one(&*handler, req, peer).await) }
+                        async move {
+                            Ok::<_, Infallible>(
+                                serve_one(&*handler, req, peer, limits.request_timeout).await,
+                            )
+                        }
                     });
                     let mut builder = http1::Builder::new();
                     builder
                         .timer(TokioTimer::new())
-                        .header_read_timeout(HEADER_TIMEOUT);
+                        .header_read_timeout(limits.header_timeout);
+                    let stream = StallGuard::new(stream, limits.write_stall_timeout);
                     let conn = builder.serve_connection(TokioIo::new(stream), service);
                     let mut conn = std::pin::pin!(conn);
                     tokio::select! {
@@ -216,11 +274,26 @@ async fn serve_one(
     handler: &dyn HttpHandler,
     req: hyper::Request<Incoming>,
     peer: SocketAddr,
+    request_timeout: Duration,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => return to_hyper(HttpResponse::text(413, "request body too large\n")),
+    let collected = tokio::time::timeout(request_timeout, Limited::new(body, MAX_BODY).collect());
+    let body = match collected.await {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(_)) => return to_hyper(HttpResponse::text(413, "request body too large\n")),
+        Err(_) => {
+            debug!(%peer, "request body not received in time");
+            // The rest of the body may never come: close rather than wait for it.
+            let mut timed_out = to_hyper(HttpResponse::text(
+                408,
+                "request body not received in time\n",
+            ));
+            timed_out.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
+            return timed_out;
+        }
     };
     let request = HttpRequest {
         method: parts.method.as_str().to_owned(),
@@ -235,6 +308,98 @@ async fn serve_one(
         peer,
     };
     to_hyper(handler.handle(request).await)
+}
+
+/// A connection's socket whose writes fail once they have made no progress for
+/// `stall`: a client that stops reading its answer frees its slot.
+struct StallGuard {
+    inner: tokio::net::TcpStream,
+    stall: Duration,
+    /// Armed while a write waits.
+    waiting: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl StallGuard {
+    fn new(inner: tokio::net::TcpStream, stall: Duration) -> Self {
+        StallGuard {
+            inner,
+            stall,
+            waiting: None,
+        }
+    }
+
+    /// `Pending` from the socket: keeps waiting, or fails once the stall is over.
+    fn stalled<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let stall = self.stall;
+        let timer = self
+            .waiting
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(stall)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client stopped reading its answer",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<T>(
+        &mut self,
+        result: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Pending => self.stalled(cx),
+            ready => {
+                self.waiting = None;
+                ready
+            }
+        }
+    }
+}
+
+impl AsyncRead for StallGuard {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for StallGuard {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.progressed(result, cx)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.progressed(result, cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.progressed(result, cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.progressed(result, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
 }
 
 fn to_hyper(r: HttpResponse) -> hyper::Response<Full<Bytes>> {
@@ -399,6 +564,68 @@ mod tests {
         assert!(out.is_empty() || out.starts_with("HTTP/1.1 400"), "{out}");
         server.shutdown().await;
         assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    }
+
+    /// More half-open requests than the server has connection slots (no head at all,
+    /// half a head, a head and half a body), then a normal request: it is answered
+    /// once the slow ones have timed out.
+    #[tokio::test]
+    async fn half_open_requests_do_not_take_the_server_down() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let limits = HttpLimits {
+            header_timeout: Duration::from_millis(300),
+            request_timeout: Duration::from_millis(500),
+            write_stall_timeout: Duration::from_millis(500),
+        };
+        let server = HttpServer::start_with(listener, Arc::new(Echo), "test", limits);
+        let addr = server.local_addr();
+        let mut held = Vec::new();
+        for i in 0..MAX_CONNECTIONS + 6 {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            // The first ones take every slot with a head and half a body; the others
+            // wait in the listen backlog.
+            let partial = match i.saturating_sub(MAX_CONNECTIONS) % 3 {
+                _ if i < MAX_CONNECTIONS => {
+                    "POST / HTTP/1.1\r\nhost: h\r\ncontent-length: 100\r\n\r\nab"
+                }
+                0 => "",
+                1 => "GET / HTTP/1.1\r\nhost: h\r\n",
+                _ => "POST / HTTP/1.1\r\nhost: h\r\ncontent-length: 100\r\n\r\nab",
+            };
+            s.write_all(partial.as_bytes()).await.unwrap();
+            held.push(s);
+        }
+        let answered = tokio::time::timeout(
+            Duration::from_secs(10),
+            exchange(
+                addr,
+                "GET /ok HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+            ),
+        )
+        .await
+        .expect("a normal request is answered once the half-open ones time out");
+        assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+        drop(held);
+        server.shutdown().await;
+    }
+
+    /// A client that stops reading: the write fails once it has stalled long enough.
+    #[tokio::test]
+    async fn a_write_the_client_does_not_read_fails_after_the_stall() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (server_side, _) = listener.accept().await.unwrap();
+        let mut guarded = StallGuard::new(server_side, Duration::from_millis(200));
+        let chunk = vec![0u8; 1 << 20];
+        let started = std::time::Instant::now();
+        let failed = loop {
+            match guarded.write_all(&chunk).await {
+                Ok(()) => assert!(started.elapsed() < Duration::from_secs(10), "never stalled"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(failed.kind(), io::ErrorKind::TimedOut);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //!   header time, handing each request to an [`http::HttpHandler`]; the metrics
 //!   endpoint and the broker's web console both sit on it.
 //! * [`exporter`]: RocketMQ 5's exporter keys (`metricsExporterType`,
-//!   `metricsPromExporterHost`, `metricsPromExporterPort`, `metricsLabel`) and the
-//!   `/metrics` endpoint in the Prometheus text format (0.0.4).
+//!   `metricsPromExporterHost`, `metricsPromExporterPort`, `metricsLabel`, and
+//!   Vostok's `metricsBearerToken`) and the `/metrics` endpoint in the Prometheus text
+//!   format (0.0.4).
 //! * [`histogram`]: a fixed-bucket histogram of atomic counters, encoded at scrape
 //!   time as `prometheus_client`'s own.
 //! * [`rpc`]: `rocketmq_rpc_latency`, the remoting request histogram both servers keep.
@@ -21,7 +22,7 @@ pub mod histogram;
 pub mod http;
 pub mod rpc;
 
-pub use exporter::{ExporterType, MetricsConfig};
+pub use exporter::{BearerToken, ExporterType, MetricsConfig};
 pub use histogram::{AtomicHistogram, Buckets};
 pub use http::{HttpHandler, HttpRequest, HttpResponse, HttpServer};
 pub use prometheus_client;

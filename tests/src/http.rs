@@ -24,6 +24,7 @@ impl Answer {
 }
 
 /// Sends one request to `addr` (`ip:port`) and reads the answer (10 s at most).
+/// `host: addr` is sent unless `headers` name a host.
 pub async fn request(
     addr: &str,
     method: &str,
@@ -34,9 +35,12 @@ pub async fn request(
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            "{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n",
             body.len()
         );
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("host: {addr}\r\n"));
+        }
         for (k, v) in headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }

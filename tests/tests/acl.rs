@@ -44,7 +44,9 @@ fn heartbeat(group: &str, topic: &str) -> RemotingCommand {
     RemotingCommand::request(code::HEART_BEAT).with_body(data.encode())
 }
 
-/// `(what, allowed request, refused request, what the refusal must name)`.
+/// `(what, allowed request, refused request, what the refusal must name)`. The rows
+/// that point at a stored message (send-back, END_TRANSACTION, VIEW_MESSAGE_BY_ID) are
+/// in acl_stored_messages.rs.
 fn rows() -> Vec<(&'static str, RemotingCommand, RemotingCommand, &'static str)> {
     let send = |c: i32, key: &str, topic: &str| {
         request(
@@ -116,18 +118,6 @@ fn rows() -> Vec<(&'static str, RemotingCommand, RemotingCommand, &'static str)>
             request(code::RECALL_MESSAGE, &[("topic", "TopicP")]),
             request(code::RECALL_MESSAGE, &[("topic", "TopicS")]),
             "no PUB permission on topic TopicS",
-        ),
-        (
-            "CONSUMER_SEND_MSG_BACK",
-            request(
-                code::CONSUMER_SEND_MSG_BACK,
-                &[("group", "GroupOk"), ("offset", "0")],
-            ),
-            request(
-                code::CONSUMER_SEND_MSG_BACK,
-                &[("group", "GroupNo"), ("offset", "0")],
-            ),
-            "no SUB permission on group GroupNo",
         ),
         (
             "PULL_MESSAGE topic",

@@ -3,8 +3,9 @@
 //!
 //! Authentication: the user named by `AccessKey` must exist and be enabled, and the
 //! signature (same algorithm as ACL 1.0) must verify with its password.
-//! Authorization: SUPER users may do anything; others need, for each resource the
-//! request touches, a matching policy entry (CUSTOM entries first, DEFAULT ones when
+//! Authorization: SUPER users may do anything; a request that names no resource it
+//! needs, or cannot be resolved, is refused to the others, who need, for each resource
+//! the request touches, a matching policy entry (CUSTOM entries first, DEFAULT ones when
 //! none match; the most specific resource decides, Deny over Allow) whose decision
 //! is Allow. Admin-only requests need a SUPER user (**Vostok differs**: Apache maps
 //! them to `Cluster`/`Topic` resources with Create/Update/Delete actions; Vostok keeps
@@ -18,11 +19,16 @@ use vostok_remoting::protocol::request_code;
 use super::model::{deciding, Entry};
 use super::store::{subject_key, Snapshot};
 use crate::permission;
-use crate::proof::Proof;
+use crate::proof::{Proof, TimeWindow};
 use crate::resource::{Access, Denied, Need};
 
-/// The user named by the request, authenticated.
-pub fn authenticate<'a>(snapshot: &'a Snapshot, request: &impl Proof) -> Result<&'a str, Denied> {
+/// The user named by the request, authenticated, its signed time (if any) within
+/// `window` of `now_ms`.
+pub fn authenticate<'a>(
+    snapshot: &'a Snapshot,
+    request: &impl Proof,
+    (window, now_ms): (&TimeWindow, i64),
+) -> Result<&'a str, Denied> {
     let Some(name) = request.access_key() else {
         return Err(Denied::unauthenticated(format!(
             "access denied: no AccessKey on request {}: sign requests with a user's credentials",
@@ -39,13 +45,22 @@ pub fn authenticate<'a>(snapshot: &'a Snapshot, request: &impl Proof) -> Result<
             "access denied: User:{name} is disabled"
         )));
     }
-    let signed = match snapshot.signing_keys.get(name) {
-        Some(key) => request.signed_with(key),
-        None => request.signed_with(&SigningKey::new(user.password.as_deref().unwrap_or(""))),
+    let made;
+    let signing_key = match snapshot.signing_keys.get(name) {
+        Some(key) => key,
+        None => {
+            made = SigningKey::new(user.password.as_deref().unwrap_or(""));
+            &made
+        }
     };
-    if !signed {
+    if !request.signed_with(signing_key) {
         return Err(Denied::unauthenticated(format!(
             "access denied: signature check failed for User:{name}"
+        )));
+    }
+    if let Err(why) = request.signed_in_time(signing_key, window, now_ms) {
+        return Err(Denied::unauthenticated(format!(
+            "access denied: {why} (User:{name})"
         )));
     }
     Ok(key)
@@ -68,15 +83,20 @@ pub fn authorize(
             "access denied: User:{name} is not found"
         )));
     }
-    let needs = match access {
-        Access::Open => return Ok(()),
-        Access::Admin => {
-            return Err(Denied::new(format!(
-                "access denied: request {} ({code}) needs a SUPER user, and User:{name} is not one",
-                request_code::name(code)
-            )))
-        }
-        Access::Needs(needs) => needs,
+    if matches!(access, Access::Open) {
+        return Ok(());
+    }
+    if let Some(why) = access.unresolved() {
+        return Err(Denied::new(format!(
+            "access denied: request {} {why} (User:{name})",
+            request_code::name(code)
+        )));
+    }
+    let Access::Needs(needs) = access else {
+        return Err(Denied::new(format!(
+            "access denied: request {} ({code}) needs a SUPER user, and User:{name} is not one",
+            request_code::name(code)
+        )));
     };
     let acl = snapshot.acls.get(&subject_key(name));
     for Need { resource, perm } in &needs {

@@ -1,7 +1,7 @@
 //! Operations keys of `broker.conf` (docs/operations.md): the Prometheus exporter
 //! (RocketMQ 5's `metricsExporterType`, `metricsPromExporterHost`,
 //! `metricsPromExporterPort`, `metricsLabel`) and the web console (`consoleEnable`,
-//! `consolePort`, `consoleHost`).
+//! `consolePort`, `consoleHost`, `consoleAllowedHosts`).
 
 use vostok_observe::MetricsConfig;
 
@@ -19,6 +19,11 @@ pub struct OpsConfig {
     /// `consoleHost` (**Vostok**): address the console binds; empty: `bindAddress`
     /// (127.0.0.1 in standalone mode).
     pub console_host: String,
+    /// `consoleAllowedHosts` (**Vostok**): host names, comma separated, the console
+    /// answers to besides `localhost` and IP addresses (the names a browser or a
+    /// reverse proxy puts in `Host`); any other name is refused, which stops DNS
+    /// rebinding.
+    pub console_allowed_hosts: String,
 }
 
 impl Default for OpsConfig {
@@ -28,6 +33,7 @@ impl Default for OpsConfig {
             console_enable: None,
             console_port: 8082,
             console_host: String::new(),
+            console_allowed_hosts: String::new(),
         }
     }
 }
@@ -59,6 +65,7 @@ impl OpsConfig {
                     .map_err(|_| bad(key, format!("cannot parse {v:?}")))?
             }
             "consoleHost" => self.console_host = v.to_owned(),
+            "consoleAllowedHosts" => self.console_allowed_hosts = v.to_owned(),
             _ => {
                 return self
                     .metrics
@@ -80,6 +87,7 @@ impl OpsConfig {
                 ),
                 ("consolePort", self.console_port.to_string()),
                 ("consoleHost", self.console_host.clone()),
+                ("consoleAllowedHosts", self.console_allowed_hosts.clone()),
             ]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v)),

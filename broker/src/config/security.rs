@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use vostok_auth::v2::UserInfo;
-use vostok_auth::GuardConfig;
+use vostok_auth::{GuardConfig, TimeWindow};
 use vostok_remoting::auth::SessionCredentials;
 use vostok_remoting::tls::TlsConfig;
 
@@ -42,6 +42,10 @@ pub struct SecurityConfig {
     /// `rocketmqHome`: where `conf/plain_acl.yml` is looked for; empty means
     /// `$ROCKETMQ_HOME`, else the working directory.
     pub rocketmq_home: String,
+    /// `authenticationMaxTimeSkewMillis`, `authenticationTimeRequired`,
+    /// `grpcSignedDateUtc` (**Vostok**): how far a signed time may be from the clock
+    /// (docs/security.md#replay).
+    pub time_window: TimeWindow,
     pub tls: TlsConfig,
 }
 
@@ -90,6 +94,21 @@ impl SecurityConfig {
             "accessKey" => self.access_key = v.to_owned(),
             "secretKey" => self.secret_key = v.to_owned(),
             "rocketmqHome" => self.rocketmq_home = v.to_owned(),
+            "authenticationMaxTimeSkewMillis" => {
+                self.time_window.max_skew_ms = match v.parse::<i64>() {
+                    Ok(ms) if ms > 0 => ms,
+                    _ => {
+                        return Err(BrokerError::Config {
+                            key: key.to_owned(),
+                            reason: format!(
+                                "expected a positive number of milliseconds, got {v:?}"
+                            ),
+                        })
+                    }
+                }
+            }
+            "authenticationTimeRequired" => self.time_window.required = bool_value(key, v)?,
+            "grpcSignedDateUtc" => self.time_window.grpc_date_utc = bool_value(key, v)?,
             k if PROVIDER_KEYS.contains(&k) => {}
             _ => {
                 return self.tls.apply(key, v).map_err(|e| BrokerError::Config {
@@ -139,6 +158,18 @@ impl SecurityConfig {
             ("accessKey".into(), self.access_key.clone()),
             ("secretKey".into(), mask(&self.secret_key)),
             ("rocketmqHome".into(), self.rocketmq_home.clone()),
+            (
+                "authenticationMaxTimeSkewMillis".into(),
+                self.time_window.max_skew_ms.to_string(),
+            ),
+            (
+                "authenticationTimeRequired".into(),
+                self.time_window.required.to_string(),
+            ),
+            (
+                "grpcSignedDateUtc".into(),
+                self.time_window.grpc_date_utc.to_string(),
+            ),
         ];
         out.extend(self.tls.to_properties());
         out
@@ -185,6 +216,7 @@ impl SecurityConfig {
                 &self.authorization_whitelist,
             )?,
             extra_accounts: Vec::new(),
+            time_window: self.time_window,
         })
     }
 }

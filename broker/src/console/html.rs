@@ -24,17 +24,32 @@ form.inline{display:inline}.plots{display:flex;flex-wrap:wrap;gap:12px}\
 figure{margin:0}figcaption{font-weight:600}.msg{border:1px solid #ccc;padding:8px;margin:8px 0}\
 .note{color:#555;font-size:12px}.flash{background:#e7f5e7;padding:6px}.error{background:#fde8e8;padding:6px}";
 
-/// A whole page: `title`, the navigation, an optional flash message, `body`.
-pub(crate) fn page(broker_name: &str, title: &str, flash: Option<&str>, body: &str) -> String {
+/// A whole page: `title`, the navigation, the signed-in account (with the form token
+/// of its sign-out button), an optional flash message, `body`.
+pub(crate) fn page(
+    broker_name: &str,
+    title: &str,
+    flash: Option<&str>,
+    account: Option<(&str, &str)>,
+    body: &str,
+) -> String {
     let mut out = String::with_capacity(body.len() + 2048);
     let _ = write!(
         out,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} · Vostok {}</title><style>{STYLE}</style></head><body><header><strong>Vostok · {}</strong> &nbsp; <a href=\"/\">Cluster</a><a href=\"/topics\">Topics</a><a href=\"/groups\">Groups</a><a href=\"/clients\">Clients</a><a href=\"/messages\">Messages</a></header><main><h1>{}</h1>",
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} · Vostok {}</title><style>{STYLE}</style></head><body><header><strong>Vostok · {}</strong> &nbsp; <a href=\"/\">Cluster</a><a href=\"/topics\">Topics</a><a href=\"/groups\">Groups</a><a href=\"/clients\">Clients</a><a href=\"/messages\">Messages</a>",
         esc(title),
         esc(broker_name),
         esc(broker_name),
-        esc(title)
     );
+    if let Some((account, token)) = account {
+        let _ = write!(
+            out,
+            "<span id=\"account\">{}</span> {}",
+            esc(account),
+            form("/logout", token, "", "Sign out")
+        );
+    }
+    let _ = write!(out, "</header><main><h1>{}</h1>", esc(title));
     if let Some(f) = flash {
         let class = if f.starts_with("error") {
             "error"
@@ -45,6 +60,22 @@ pub(crate) fn page(broker_name: &str, title: &str, flash: Option<&str>, body: &s
     }
     out.push_str(body);
     out.push_str("</main></body></html>");
+    out
+}
+
+/// The sign-in form: an ACL account's access key and secret key (ACL 2.0: user name and
+/// password); `next`, the page to go back to.
+pub(crate) fn login_form(token: &str, next: &str, error: Option<&str>) -> String {
+    let mut out = String::new();
+    if let Some(e) = error {
+        let _ = write!(out, "<p class=\"error\" id=\"login-error\">{}</p>", esc(e));
+    }
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"next\" value=\"{}\"><p><label>Access key <input name=\"accessKey\" id=\"access-key\" autocomplete=\"username\" required></label></p><p><label>Secret key <input name=\"secretKey\" id=\"secret-key\" type=\"password\" autocomplete=\"current-password\" required></label></p><button type=\"submit\" id=\"sign-in\">Sign in</button></form><p class=\"note\">ACL is on: sign in with an account of this broker's ACL (ACL 2.0: a user). Each page needs the rights its own request would.</p>",
+        esc(token),
+        esc(next)
+    );
     out
 }
 
@@ -135,6 +166,9 @@ mod tests {
         assert!(form("/x", "tok", "", "Go").contains("value=\"tok\""));
         let ms = parse_local("2024-05-06T07:08").unwrap();
         assert!(time(ms).starts_with("2024-05-06 07:08:00"));
-        assert!(page("b", "<t>", Some("error: x"), "").contains("class=\"error\""));
+        assert!(page("b", "<t>", Some("error: x"), None, "").contains("class=\"error\""));
+        let signed_in = page("b", "t", None, Some(("<ak>", "tok")), "");
+        assert!(signed_in.contains("&lt;ak&gt;") && signed_in.contains("/logout"));
+        assert!(login_form("tok", "/x\"", Some("no")).contains("/x&quot;"));
     }
 }

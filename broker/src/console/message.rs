@@ -27,8 +27,9 @@ fn input(name: &str, label: &str, value: &str, kind: &str) -> String {
     )
 }
 
-/// `/messages`: the search form, then what it found.
-pub(crate) fn search(c: &Console, r: &HttpRequest) -> String {
+/// `/messages`: the search form, then what it found; `admin`: with the remove and
+/// resend forms.
+pub(crate) fn search(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let p = |k: &str| r.param(k).unwrap_or_default().trim().to_owned();
     let (topic, key, id, begin, end) = (p("topic"), p("key"), p("id"), p("begin"), p("end"));
     let mut out = String::from("<form method=\"get\" action=\"/messages\">");
@@ -58,7 +59,7 @@ pub(crate) fn search(c: &Console, r: &HttpRequest) -> String {
             url(&key)
         );
         for m in &found.messages {
-            out.push_str(&status_view(c, m, &back));
+            out.push_str(&status_view(c, m, admin.then_some(back.as_str())));
         }
         out.push_str("<h3>What the broker cannot know</h3><ul class=\"note\">");
         for u in &found.unknowable {
@@ -98,8 +99,9 @@ pub(crate) fn search(c: &Console, r: &HttpRequest) -> String {
     out
 }
 
-/// The "where is my message" view of one message.
-fn status_view(c: &Console, m: &MessageStatus, back: &str) -> String {
+/// The "where is my message" view of one message; with the forms that come `back`
+/// here when given (an admin's).
+fn status_view(c: &Console, m: &MessageStatus, back: Option<&str>) -> String {
     let mut out = String::from("<div class=\"msg\">");
     let _ = write!(
         out,
@@ -125,7 +127,7 @@ fn status_view(c: &Console, m: &MessageStatus, back: &str) -> String {
         .groups
         .iter()
         .map(|g| {
-            let resend = if g.in_dlq {
+            let resend = if let (true, Some(back)) = (g.in_dlq, back) {
                 form(
                     "/messages/resend",
                     &c.token,
@@ -177,7 +179,7 @@ fn status_view(c: &Console, m: &MessageStatus, back: &str) -> String {
             &rows,
         ));
     }
-    if !m.removed {
+    if let (false, Some(back)) = (m.removed, back) {
         out.push_str(&remove_form(c, &m.topic, m.queue_id, m.queue_offset, back));
     }
     out.push_str("</div>");
@@ -230,8 +232,8 @@ fn message_table(c: &Console, topic: &str, list: &[BrowsedMessage], back: Option
     )
 }
 
-/// `/browse`: waiting messages, nothing consumed.
-pub(crate) fn browse(c: &Console, r: &HttpRequest) -> String {
+/// `/browse`: waiting messages, nothing consumed; `admin`: with remove buttons.
+pub(crate) fn browse(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let topic = r.param("topic").unwrap_or_default();
     let group = r.param("group").filter(|g| !g.is_empty());
     let queue = r.param("queue").and_then(|q| q.parse().ok());
@@ -251,7 +253,12 @@ pub(crate) fn browse(c: &Console, r: &HttpRequest) -> String {
         ),
         list.len()
     );
-    out.push_str(&message_table(c, &topic, &list, Some(&back)));
+    out.push_str(&message_table(
+        c,
+        &topic,
+        &list,
+        admin.then_some(back.as_str()),
+    ));
     out
 }
 

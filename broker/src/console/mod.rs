@@ -11,23 +11,34 @@
 //!   remove and resend forms.
 //! * [`history`]: the last hour of rates and lag, sampled every 10 s, drawn by [`svg`].
 //!
-//! Changes are POST forms carrying a per-process token (CSRF), and a POST whose
-//! `Origin` names another site is refused.
+//! * [`host`]: requests addressed to another name (DNS rebinding) or sent by another
+//!   site's page are refused; [`session`]: logins with an ACL account when ACL is on;
+//!   [`viewer`]: what the viewer may see and do, as the broker's guard decides.
+//!
+//! Changes are POST forms carrying a per-process token (CSRF). With ACL on, every page
+//! and form needs a signed-in account with the rights its own request would need.
 
 mod cluster;
 mod history;
+mod host;
 mod html;
 mod message;
 mod pages;
+mod session;
 mod svg;
+mod viewer;
 
 use std::sync::Arc;
 
+use tracing::info;
 use vostok_observe::http::{BoxFuture, HttpHandler, HttpRequest, HttpResponse};
 
 use crate::state::Broker;
 use cluster::Member;
 use history::History;
+use host::Hosts;
+use session::Sessions;
+use viewer::Viewer;
 
 /// The cluster's brokers as the name servers list them, or why they could not.
 type ClusterView = Result<Vec<Member>, String>;
@@ -39,6 +50,8 @@ pub(crate) struct Console {
     history: Arc<History>,
     /// The CSRF token every form carries.
     token: Arc<str>,
+    hosts: Arc<Hosts>,
+    sessions: Arc<Sessions>,
 }
 
 /// The console's HTTP handler; starts its sampler.
@@ -52,6 +65,8 @@ pub(crate) fn handler(broker: &Arc<Broker>) -> Arc<dyn HttpHandler> {
         broker: broker.clone(),
         history,
         token: token.into(),
+        hosts: Arc::new(Hosts::new(&broker.config.ops.console_allowed_hosts)),
+        sessions: Arc::new(Sessions::default()),
     })
 }
 
@@ -59,19 +74,46 @@ impl HttpHandler for Console {
     fn handle(&self, request: HttpRequest) -> BoxFuture<HttpResponse> {
         let console = self.clone();
         Box::pin(async move {
-            match request.method.as_str() {
+            if let Some(why) = console.hosts.refusal(&request) {
+                return HttpResponse::text(403, format!("refused: {why}\n"));
+            }
+            let method = request.method.as_str();
+            match (method, request.path.as_str()) {
+                ("GET" | "HEAD", "/login") => return console.login_page(&request, None),
+                ("POST", "/login") => return console.login(&request),
+                ("POST", "/logout") => return console.logout(&request),
+                _ => {}
+            }
+            let Some(viewer) = console.viewer(&request) else {
+                return match method {
+                    "GET" | "HEAD" => {
+                        let mut next = request.path.clone();
+                        if !request.query.is_empty() {
+                            next = format!("{next}?{}", request.query);
+                        }
+                        HttpResponse::redirect(&format!("/login?next={}", html::url(&next)))
+                    }
+                    _ => HttpResponse::text(403, "refused: sign in first\n"),
+                };
+            };
+            match method {
                 "GET" | "HEAD" => {
+                    if let Some((code, access)) = viewer::page_needs(&request) {
+                        if let Err(denied) = viewer.check(code, access) {
+                            return console.refused_page(&viewer, &denied.reason);
+                        }
+                    }
                     // The cluster page asks the name servers and every broker first.
                     let view = match request.path.as_str() {
                         "/" => Some(cluster::members(&console.broker).await),
                         _ => None,
                     };
                     // Pages read consume queues (lag, searches): off the reactor.
-                    tokio::task::spawn_blocking(move || console.get(&request, view))
+                    tokio::task::spawn_blocking(move || console.get(&request, &viewer, view))
                         .await
                         .unwrap_or_else(|_| HttpResponse::text(500, "page failed\n"))
                 }
-                "POST" => console.post(&request).await,
+                "POST" => console.post(&request, &viewer).await,
                 _ => HttpResponse::text(405, "GET or POST\n"),
             }
         })
@@ -79,36 +121,152 @@ impl HttpHandler for Console {
 }
 
 impl Console {
+    /// The viewer of `r`: anyone with ACL off; with ACL on, the account of a live
+    /// session, or `None`.
+    fn viewer(&self, r: &HttpRequest) -> Option<Viewer> {
+        let session = match &self.broker.guard {
+            None => None,
+            Some(guard) => Some(self.sessions.of(guard, r)?),
+        };
+        Some(Viewer::new(self.broker.clone(), r.peer.ip(), session))
+    }
+
+    /// A whole page: the frame around `content`.
+    fn frame(
+        &self,
+        viewer: Option<&Viewer>,
+        title: &str,
+        flash: Option<&str>,
+        content: &str,
+    ) -> String {
+        html::page(
+            &self.broker.config.broker_name,
+            title,
+            flash,
+            viewer.and_then(Viewer::account).map(|a| (a, &*self.token)),
+            content,
+        )
+    }
+
+    /// The page of a refused read: 403, with the guard's reason.
+    fn refused_page(&self, viewer: &Viewer, reason: &str) -> HttpResponse {
+        let body = format!("<p class=\"warn\" id=\"refused\">{}</p>", html::esc(reason));
+        let mut page = HttpResponse::html(self.frame(Some(viewer), "Refused", None, &body));
+        page.status = 403;
+        page.with_header("cache-control", "no-store")
+    }
+
+    /// `/login`: the form (with ACL off there is nothing to sign in to).
+    fn login_page(&self, r: &HttpRequest, error: Option<&str>) -> HttpResponse {
+        if self.broker.guard.is_none() {
+            return HttpResponse::redirect("/");
+        }
+        let next = r.param("next").unwrap_or_default();
+        let body = html::login_form(&self.token, &next, error);
+        let mut page = HttpResponse::html(self.frame(None, "Sign in", None, &body));
+        if error.is_some() {
+            page.status = 403;
+        }
+        page.with_header("cache-control", "no-store")
+    }
+
+    /// POST `/login`: a session for the account, when its secret is right.
+    fn login(&self, r: &HttpRequest) -> HttpResponse {
+        let Some(guard) = &self.broker.guard else {
+            return HttpResponse::redirect("/");
+        };
+        let form = r.form();
+        let field = |k: &str| {
+            form.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+                .unwrap_or("")
+        };
+        if field("csrf") != &*self.token {
+            return HttpResponse::text(
+                403,
+                "refused: missing or wrong form token (reload the page)\n",
+            );
+        }
+        let (access_key, next) = (field("accessKey").trim(), field("next"));
+        match self
+            .sessions
+            .login(guard, r.peer.ip(), access_key, field("secretKey"))
+        {
+            Ok((token, _)) => {
+                info!(peer = %r.peer, account = access_key, "console sign-in");
+                HttpResponse::redirect(&local_path(next))
+                    .with_header("set-cookie", &session::set_cookie(&token))
+            }
+            Err(denied) => {
+                info!(peer = %r.peer, account = access_key, reason = %denied.reason, "console sign-in refused");
+                // The same words whatever was wrong: no hint whether the key exists.
+                let retry = HttpRequest {
+                    query: format!("next={}", html::url(next)),
+                    ..r.clone()
+                };
+                self.login_page(&retry, Some("wrong access key or secret key"))
+            }
+        }
+    }
+
+    /// POST `/logout`: ends the session.
+    fn logout(&self, r: &HttpRequest) -> HttpResponse {
+        let form = r.form();
+        let token = form
+            .iter()
+            .find(|(k, _)| k == "csrf")
+            .map(|(_, v)| v.as_str());
+        if token != Some(&*self.token) {
+            return HttpResponse::text(
+                403,
+                "refused: missing or wrong form token (reload the page)\n",
+            );
+        }
+        self.sessions.logout(r);
+        HttpResponse::redirect(if self.broker.guard.is_some() {
+            "/login"
+        } else {
+            "/"
+        })
+        .with_header("set-cookie", &session::clear_cookie())
+    }
+
     /// `view`: the cluster's brokers, for the cluster page.
-    fn get(&self, r: &HttpRequest, view: Option<ClusterView>) -> HttpResponse {
+    fn get(&self, r: &HttpRequest, viewer: &Viewer, view: Option<ClusterView>) -> HttpResponse {
         let flash = r.param("flash");
         let flash = flash.as_deref();
         let name = r.param("name").unwrap_or_default();
+        let admin = viewer.is_admin();
         let body = match r.path.as_str() {
             "/" => ("Cluster".to_owned(), pages::cluster(self, view.as_ref())),
-            "/topics" => ("Topics".to_owned(), pages::topics(self)),
+            "/topics" => ("Topics".to_owned(), pages::topics(self, viewer)),
             "/topic" => (format!("Topic {name}"), pages::topic(self, &name)),
-            "/groups" => ("Groups".to_owned(), pages::groups(self)),
+            "/groups" => ("Groups".to_owned(), pages::groups(self, viewer)),
             "/group" => (format!("Group {name}"), pages::group(self, &name)),
             "/clients" => ("Connected clients".to_owned(), pages::clients(self)),
-            "/messages" => ("Messages".to_owned(), message::search(self, r)),
-            "/browse" => ("Waiting messages".to_owned(), message::browse(self, r)),
+            "/messages" => ("Messages".to_owned(), message::search(self, r, admin)),
+            "/browse" => (
+                "Waiting messages".to_owned(),
+                message::browse(self, r, admin),
+            ),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
         };
         let (title, content) = body;
-        HttpResponse::html(html::page(
-            &self.broker.config.broker_name,
-            &title,
-            flash,
-            &content,
-        ))
-        .with_header("cache-control", "no-store")
+        HttpResponse::html(self.frame(Some(viewer), &title, flash, &content))
+            .with_header("cache-control", "no-store")
     }
 
-    async fn post(&self, r: &HttpRequest) -> HttpResponse {
+    async fn post(&self, r: &HttpRequest, viewer: &Viewer) -> HttpResponse {
         if let Err(why) = self.check_post(r) {
             return HttpResponse::text(403, format!("refused: {why}\n"));
+        }
+        let Some(code) = viewer::action_code(&r.path) else {
+            return HttpResponse::text(404, "no such action\n");
+        };
+        if let Err(denied) = viewer.check(code, vostok_auth::Access::Admin) {
+            return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
         }
         let form: Vec<(String, String)> = r.form();
         let field = |k: &str| {
@@ -130,22 +288,17 @@ impl Console {
             "/messages/resend" => (field("back"), message::resend(self, &field).await),
             _ => return HttpResponse::text(404, "no such action\n"),
         };
+        info!(peer = %r.peer, account = viewer.account().unwrap_or("-"), action = %r.path, "console action");
         let text = match outcome {
             Ok(done) => done,
             Err(e) => format!("error: {e}"),
         };
-        // Back to a page of ours only.
-        let back = if back.starts_with('/') && !back.starts_with("//") {
-            back
-        } else {
-            "/".to_owned()
-        };
+        let back = local_path(&back);
         let sep = if back.contains('?') { '&' } else { '?' };
         HttpResponse::redirect(&format!("{back}{sep}flash={}", html::url(&text)))
     }
 
-    /// A POST must carry the token, and come from a page of this console when the
-    /// browser says where it came from.
+    /// A POST must carry the token (its origin was checked with its host).
     fn check_post(&self, r: &HttpRequest) -> Result<(), &'static str> {
         let form = r.form();
         let token = form
@@ -155,14 +308,15 @@ impl Console {
         if token != Some(&*self.token) {
             return Err("missing or wrong form token (reload the page)");
         }
-        if let (Some(origin), Some(host)) = (r.header("origin"), r.header("host")) {
-            let same = origin
-                .split_once("://")
-                .is_some_and(|(_, rest)| rest == host);
-            if !same && origin != "null" {
-                return Err("cross-site request");
-            }
-        }
         Ok(())
+    }
+}
+
+/// `path` when it is a page of ours, else `/`: redirects never leave the console.
+fn local_path(path: &str) -> String {
+    if path.starts_with('/') && !path.starts_with("//") && !path.starts_with("/\\") {
+        path.to_owned()
+    } else {
+        "/".to_owned()
     }
 }

@@ -8,6 +8,7 @@ use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 
 use super::html::{duration, esc, form, hidden, table, time, url};
+use super::viewer::Viewer;
 use super::{svg, Console};
 
 /// Every broker of every cluster (role, disk use, reachable or not), then this broker:
@@ -105,10 +106,13 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
     out
 }
 
-/// Every topic: queues, offsets, in rate; create and delete.
-pub(crate) fn topics(c: &Console) -> String {
+/// Every topic the viewer may read: queues, offsets, in rate; create and delete for an
+/// admin.
+pub(crate) fn topics(c: &Console, viewer: &Viewer) -> String {
     let b = &c.broker;
+    let admin = viewer.is_admin();
     let mut names = b.topics.topic_names();
+    names.retain(|t| admin || viewer.reads_topic(t));
     names.sort();
     let totals: std::collections::BTreeMap<String, u64> =
         b.metrics.topic_in_totals().into_iter().collect();
@@ -124,7 +128,7 @@ pub(crate) fn topics(c: &Console) -> String {
                         - b.store.min_offset_in_queue(&t.topic_name, q)
                 })
                 .sum();
-            let delete = if topic::is_system_topic(&t.topic_name) {
+            let delete = if !admin || topic::is_system_topic(&t.topic_name) {
                 String::new()
             } else {
                 form(
@@ -162,13 +166,15 @@ pub(crate) fn topics(c: &Console) -> String {
         ],
         &rows,
     );
-    out.push_str("<h2>Create a topic</h2>");
-    out.push_str(&form(
-        "/topics/create",
-        &c.token,
-        "<label>Name <input name=\"topic\" required></label> <label>Queues <input name=\"queues\" type=\"number\" value=\"8\" min=\"1\" max=\"1024\"></label> ",
-        "Create",
-    ));
+    if admin {
+        out.push_str("<h2>Create a topic</h2>");
+        out.push_str(&form(
+            "/topics/create",
+            &c.token,
+            "<label>Name <input name=\"topic\" required></label> <label>Queues <input name=\"queues\" type=\"number\" value=\"8\" min=\"1\" max=\"1024\"></label> ",
+            "Create",
+        ));
+    }
     out
 }
 
@@ -227,15 +233,15 @@ pub(crate) fn topic(c: &Console, name: &str) -> String {
     out
 }
 
-/// Every group: lag in messages and time, DLQ, clients.
-pub(crate) fn groups(c: &Console) -> String {
+/// Every group the viewer may read: lag in messages and time, DLQ, clients.
+pub(crate) fn groups(c: &Console, viewer: &Viewer) -> String {
     let b = &c.broker;
     let now = now_millis();
     // The broker's own groups (revive, transaction check) are not the operator's.
     let rows: Vec<Vec<String>> = b
         .known_groups()
         .into_iter()
-        .filter(|g| !g.starts_with("CID_RMQ_SYS_"))
+        .filter(|g| !g.starts_with("CID_RMQ_SYS_") && viewer.reads_group(g))
         .map(|g| {
             let lag = b.group_lag(&g, None);
             let behind: i64 = lag.queues.iter().map(|q| q.lag).sum();

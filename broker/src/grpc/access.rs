@@ -5,6 +5,7 @@
 //! permission FORBIDDEN, as Apache's proxy answers.
 
 use vostok_auth::{Access, GrpcProof, Need, Resource};
+use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::request_code as code;
 
 use super::context::RequestContext;
@@ -18,9 +19,10 @@ use super::proto::{
 use super::status::status;
 use crate::state::Broker;
 
-/// What a call needs: the remoting request it stands for and its resources.
+/// What a call needs: the remoting request it stands for and its resources (read from
+/// the store for the calls that point at a stored message).
 pub(crate) trait Needs {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>);
+    fn needs(&self, broker: &Broker, ctx: &RequestContext) -> (i32, Access<'static>);
 }
 
 fn topic(ctx: &RequestContext, r: Option<&ProtoResource>) -> Resource<'static> {
@@ -44,46 +46,66 @@ fn publish(resources: impl IntoIterator<Item = Resource<'static>>) -> Access<'st
 }
 
 impl Needs for QueryRouteRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
         (code::GET_ROUTEINFO_BY_TOPIC, Access::Open)
     }
 }
 
 impl Needs for HeartbeatRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
         (code::HEART_BEAT, Access::Open)
     }
 }
 
 impl Needs for NotifyClientTerminationRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
         (code::UNREGISTER_CLIENT, Access::Open)
     }
 }
 
 impl Needs for SendMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let topics = self.messages.iter().map(|m| topic(ctx, m.topic.as_ref()));
         (code::SEND_MESSAGE_V2, publish(topics))
     }
 }
 
 impl Needs for RecallMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let t = topic(ctx, self.topic.as_ref());
         (code::RECALL_MESSAGE, publish([t]))
     }
 }
 
+/// The resources of the message stored at `offset`, or the refusal naming `what`.
+fn stored(
+    broker: &Broker,
+    offset: Option<i64>,
+    group: Option<&str>,
+    what: &str,
+) -> Result<Vec<Resource<'static>>, Access<'static>> {
+    offset
+        .and_then(|o| broker.stored_message_resources(o, group))
+        .ok_or_else(|| Access::Unresolved(format!("names no stored message ({what})").into()))
+}
+
 impl Needs for EndTransactionRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
-        let t = topic(ctx, self.topic.as_ref());
-        (code::END_TRANSACTION, publish([t]))
+    /// PUB on the half message's real topic, as END_TRANSACTION: the transaction id
+    /// is its offset message id. The request's topic is not what decides.
+    fn needs(&self, broker: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
+        let offset = decode_offset_msg_id(self.transaction_id.trim())
+            .ok()
+            .map(|(_, offset)| offset);
+        let access = match stored(broker, offset, None, "transaction id") {
+            Ok(resources) => publish(resources),
+            Err(refused) => refused,
+        };
+        (code::END_TRANSACTION, access)
     }
 }
 
 impl Needs for QueryAssignmentRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             topic(ctx, self.topic.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -93,7 +115,7 @@ impl Needs for QueryAssignmentRequest {
 }
 
 impl Needs for ReceiveMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -103,7 +125,7 @@ impl Needs for ReceiveMessageRequest {
 }
 
 impl Needs for AckMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             topic(ctx, self.topic.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -113,7 +135,7 @@ impl Needs for AckMessageRequest {
 }
 
 impl Needs for ChangeInvisibleDurationRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             topic(ctx, self.topic.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -123,17 +145,26 @@ impl Needs for ChangeInvisibleDurationRequest {
 }
 
 impl Needs for ForwardMessageToDeadLetterQueueRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
-        let needs = [
-            topic(ctx, self.topic.as_ref()),
-            group(ctx, self.group.as_ref()),
-        ];
-        (code::CONSUMER_SEND_MSG_BACK, sub(needs))
+    /// SUB on the topic and group, as the ack that follows, and on what the message
+    /// the receipt handle points at belongs to, as CONSUMER_SEND_MSG_BACK.
+    fn needs(&self, broker: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
+        let group_name = ctx.name_of(self.group.as_ref());
+        let offset = super::ack::commit_log_offset_of(&self.receipt_handle);
+        let access = match stored(broker, offset, Some(&group_name), "receipt handle") {
+            Ok(resources) => sub([
+                topic(ctx, self.topic.as_ref()),
+                Resource::group(&group_name).into_owned(),
+            ]
+            .into_iter()
+            .chain(resources)),
+            Err(refused) => refused,
+        };
+        (code::CONSUMER_SEND_MSG_BACK, access)
     }
 }
 
 impl Needs for PullMessageRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -143,7 +174,7 @@ impl Needs for PullMessageRequest {
 }
 
 impl Needs for UpdateOffsetRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -153,7 +184,7 @@ impl Needs for UpdateOffsetRequest {
 }
 
 impl Needs for GetOffsetRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let needs = [
             queue_topic(ctx, self.message_queue.as_ref()),
             group(ctx, self.group.as_ref()),
@@ -163,14 +194,14 @@ impl Needs for GetOffsetRequest {
 }
 
 impl Needs for QueryOffsetRequest {
-    fn needs(&self, ctx: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
         let t = queue_topic(ctx, self.message_queue.as_ref());
         (code::SEARCH_OFFSET_BY_TIMESTAMP, sub([t]))
     }
 }
 
 impl Needs for SyncLiteSubscriptionRequest {
-    fn needs(&self, _: &RequestContext) -> (i32, Access<'static>) {
+    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
         (code::HEART_BEAT, Access::Open)
     }
 }

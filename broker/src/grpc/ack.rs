@@ -42,12 +42,17 @@ fn parse_handle(text: &str) -> Result<Handle, Status> {
     let offset = extra
         .queue_offset
         .ok_or_else(|| invalid("no queue offset".into()))?;
-    let commit_log_offset = text.trim().split(' ').nth(8).and_then(|v| v.parse().ok());
+    let commit_log_offset = commit_log_offset_of(text);
     Ok(Handle {
         extra,
         offset,
         commit_log_offset,
     })
+}
+
+/// The commitlog offset a receipt handle carries (its 9th field), when it does.
+pub(super) fn commit_log_offset_of(handle: &str) -> Option<i64> {
+    handle.trim().split(' ').nth(8).and_then(|v| v.parse().ok())
 }
 
 fn pop_status(e: PopError) -> Status {

@@ -81,7 +81,9 @@ where
         Err(status) => return Ok(Response::new(Resp::refused(status))),
     };
     let request = request.into_inner();
-    if let Some(status) = access::refusal(&service.broker, &ctx, request.needs(&ctx)) {
+    if let Some(status) =
+        access::refusal(&service.broker, &ctx, request.needs(&service.broker, &ctx))
+    {
         return Ok(Response::new(Resp::refused(status)));
     }
     Ok(Response::new(run(ctx, request).await))
@@ -150,7 +152,11 @@ impl MessagingService for GrpcService {
             Ok(ctx) => ctx,
             Err(s) => return refuse(s),
         };
-        if let Some(s) = access::refusal(&self.broker, &ctx, request.get_ref().needs(&ctx)) {
+        if let Some(s) = access::refusal(
+            &self.broker,
+            &ctx,
+            request.get_ref().needs(&self.broker, &ctx),
+        ) {
             return refuse(s);
         }
         let Some(_permit) = self.stream_permit() else {
@@ -197,7 +203,11 @@ impl MessagingService for GrpcService {
             Ok(ctx) => ctx,
             Err(s) => return refuse(s),
         };
-        if let Some(s) = access::refusal(&self.broker, &ctx, request.get_ref().needs(&ctx)) {
+        if let Some(s) = access::refusal(
+            &self.broker,
+            &ctx,
+            request.get_ref().needs(&self.broker, &ctx),
+        ) {
             return refuse(s);
         }
         let Some(_permit) = self.stream_permit() else {

@@ -11,7 +11,16 @@
 //! row here.
 //!
 //! Resources borrow their names from the request's fields (a send copies no topic
-//! name); those read from a body own theirs.
+//! name); those read from a body or a stored message own theirs.
+//!
+//! A field the table reads that the request left out is an empty name, which the guard
+//! refuses; a body that does not parse, or a stored message that cannot be read, is
+//! [`Access::Unresolved`]. The requests that point at a stored message by its
+//! commitlog offset (END_TRANSACTION, VIEW_MESSAGE_BY_ID, CONSUMER_SEND_MSG_BACK) need
+//! their permission on the topic that message belongs to, read from the store
+//! (`state::stored_access`), whatever topic the request names.
+
+use std::borrow::Cow;
 
 use vostok_auth::{Access, Need, Resource};
 use vostok_remoting::protocol::body::{
@@ -20,18 +29,51 @@ use vostok_remoting::protocol::body::{
 use vostok_remoting::protocol::request_code as code;
 use vostok_remoting::RemotingCommand;
 
+use crate::state::Broker;
+
 fn field<'a>(request: &'a RemotingCommand, key: &str) -> &'a str {
     request.ext_fields.get(key).unwrap_or("")
 }
 
-/// A send to `topic`: PUB, or SUB when it is a group's retry topic.
-fn send(topic: &str) -> Access<'_> {
-    let resource = Resource::topic(topic);
-    Access::Needs(vec![if resource.is_group() {
+/// The need of a send to `resource`: PUB, or SUB when it is a group's retry topic.
+fn send_need(resource: Resource<'_>) -> Need<'_> {
+    if resource.is_group() {
         Need::subscribe(resource)
     } else {
         Need::publish(resource)
-    }])
+    }
+}
+
+/// A send to `topic`.
+fn send(topic: &str) -> Access<'_> {
+    Access::Needs(vec![send_need(Resource::topic(topic))])
+}
+
+fn unreadable(what: &str) -> Access<'static> {
+    Access::Unresolved(Cow::Owned(format!(
+        "has a body that cannot be read ({what})"
+    )))
+}
+
+/// The resources of the message stored at the commitlog offset in field `key`
+/// ([`Broker::stored_message_resources`]), or the refusal when there is none.
+fn stored_resources(
+    broker: &Broker,
+    request: &RemotingCommand,
+    key: &str,
+    group: Option<&str>,
+) -> Result<Vec<Resource<'static>>, Access<'static>> {
+    let offset = field(request, key);
+    offset
+        .trim()
+        .parse()
+        .ok()
+        .and_then(|offset| broker.stored_message_resources(offset, group))
+        .ok_or_else(|| {
+            Access::Unresolved(Cow::Owned(format!(
+                "names no stored message ({key} {offset:?})"
+            )))
+        })
 }
 
 /// The topic a POP request names: a POP retry topic (`%RETRY%<group>_<topic>` or
@@ -58,9 +100,34 @@ fn sub<'a>(resources: impl IntoIterator<Item = Resource<'a>>) -> Access<'a> {
 }
 
 /// The needs of `request`; bodies are read only for the requests that name their
-/// resources there (HEART_BEAT, queue locks). An unreadable body needs nothing more
-/// here: the processor refuses it anyway.
-pub(crate) fn access(request: &RemotingCommand) -> Access<'_> {
+/// resources there (HEART_BEAT, queue locks, batch acks), the store only for those
+/// that point at a stored message.
+pub(crate) fn access<'r>(broker: &Broker, request: &'r RemotingCommand) -> Access<'r> {
+    let f = |key| field(request, key);
+    let stored = |key, group| stored_resources(broker, request, key, group);
+    match request.code {
+        // The message goes to the group's retry topic, where the group reads it: the
+        // group must be able to read where it came from.
+        code::CONSUMER_SEND_MSG_BACK => match stored("offset", Some(f("group"))) {
+            Ok(resources) => sub(std::iter::once(Resource::group(f("group"))).chain(resources)),
+            Err(refused) => refused,
+        },
+        // A commit is a send to the half message's real topic; a rollback throws it
+        // away. The `topic` field (5.x clients only) is not what decides.
+        code::END_TRANSACTION => match stored("commitLogOffset", None) {
+            Ok(resources) => Access::Needs(resources.into_iter().map(send_need).collect()),
+            Err(refused) => refused,
+        },
+        code::VIEW_MESSAGE_BY_ID => match stored("offset", None) {
+            Ok(resources) => sub(resources),
+            Err(refused) => refused,
+        },
+        _ => by_fields(request),
+    }
+}
+
+/// The needs of the requests that name their resources in their fields or body.
+fn by_fields(request: &RemotingCommand) -> Access<'_> {
     let f = |key| field(request, key);
     match request.code {
         code::SEND_MESSAGE | code::SEND_REPLY_MESSAGE => send(f("topic")),
@@ -68,7 +135,6 @@ pub(crate) fn access(request: &RemotingCommand) -> Access<'_> {
             send(f("b"))
         }
         code::RECALL_MESSAGE => Access::Needs(vec![Need::publish(Resource::topic(f("topic")))]),
-        code::CONSUMER_SEND_MSG_BACK => sub([Resource::group(f("group"))]),
         code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => sub([
             Resource::topic(f("topic")),
             Resource::group(f("consumerGroup")),
@@ -82,7 +148,7 @@ pub(crate) fn access(request: &RemotingCommand) -> Access<'_> {
                         .map(|s| Resource::topic(&s.topic).into_owned()),
                 )
             })),
-            Err(_) => Access::Open,
+            Err(_) => unreadable("HeartbeatData"),
         },
         code::UNREGISTER_CLIENT => match f("consumerGroup") {
             "" => Access::Open,
@@ -106,7 +172,7 @@ pub(crate) fn access(request: &RemotingCommand) -> Access<'_> {
                         .iter()
                         .map(|mq| Resource::topic(&mq.topic).into_owned()),
                 )),
-                Err(_) => Access::Open,
+                Err(_) => unreadable("LockBatchRequestBody"),
             }
         }
         code::POP_MESSAGE
@@ -132,20 +198,16 @@ pub(crate) fn access(request: &RemotingCommand) -> Access<'_> {
                         Resource::group(&a.consumer_group).into_owned(),
                     ]
                 })),
-                Err(_) => Access::Open,
+                Err(_) => unreadable("BatchAckMessageRequestBody"),
             }
         }
-        code::END_TRANSACTION => match f("topic") {
-            "" => Access::Open,
-            topic => Access::Needs(vec![Need::publish(Resource::topic(topic))]),
-        },
-        // Client requests that name no resource of their own: a signature is enough.
+        // Client requests that read no message and name no resource of their own (offsets
+        // and times of a queue, a topic's queue counts): a signature is enough.
         code::CHECK_CLIENT_CONFIG
         | code::GET_MAX_OFFSET
         | code::GET_MIN_OFFSET
         | code::SEARCH_OFFSET_BY_TIMESTAMP
         | code::GET_EARLIEST_MSG_STORETIME
-        | code::VIEW_MESSAGE_BY_ID
         | code::GET_TOPIC_CONFIG => Access::Open,
         _ => Access::Admin,
     }
@@ -175,18 +237,48 @@ mod tests {
             code::PEEK_MESSAGE,
         ] {
             let r = with(code, &[("topic", "T"), ("consumerGroup", "G")]);
-            assert_eq!(access(&r), both);
+            assert_eq!(by_fields(&r), both);
         }
         for retry in ["%RETRY%G_T", "%RETRY%G+T"] {
             let r = with(
                 code::ACK_MESSAGE,
                 &[("topic", retry), ("consumerGroup", "G")],
             );
-            assert_eq!(access(&r), both, "an ack of a retried message: {retry}");
+            assert_eq!(by_fields(&r), both, "an ack of a retried message: {retry}");
         }
         let body = br#"{"acks":[{"c":"G","t":"%RETRY%G_T","r":"1","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":""}]}"#;
         let r = RemotingCommand::request(code::BATCH_ACK_MESSAGE).with_body(&body[..]);
-        assert_eq!(access(&r), both);
+        assert_eq!(by_fields(&r), both);
+    }
+
+    #[test]
+    fn unreadable_bodies_and_left_out_fields_are_refusals() {
+        for c in [
+            code::HEART_BEAT,
+            code::LOCK_BATCH_MQ,
+            code::UNLOCK_BATCH_MQ,
+            code::BATCH_ACK_MESSAGE,
+        ] {
+            let r = RemotingCommand::request(c).with_body(&b"{not json"[..]);
+            assert!(
+                matches!(by_fields(&r), Access::Unresolved(_)),
+                "{}",
+                code::name(c)
+            );
+        }
+        for (r, says) in [
+            (
+                with(code::PULL_MESSAGE, &[("consumerGroup", "G")]),
+                "names no topic",
+            ),
+            (with(code::SEND_MESSAGE_V2, &[]), "names no topic"),
+            (
+                with(code::SEND_MESSAGE_V2, &[("b", "%RETRY%")]),
+                "names no group",
+            ),
+        ] {
+            assert_eq!(by_fields(&r).unresolved().as_deref(), Some(says));
+        }
     }
 
     #[test]
@@ -200,22 +292,22 @@ mod tests {
             code::VOSTOK_GET_CONNECTED_CLIENTS,
         ] {
             let r = with(code, &[("topic", "T"), ("group", "G")]);
-            assert_eq!(access(&r), Access::Admin, "{}", code::name(code));
+            assert_eq!(by_fields(&r), Access::Admin, "{}", code::name(code));
         }
     }
 
     #[test]
     fn sends_pulls_and_unknown_codes() {
         assert_eq!(
-            access(&with(code::SEND_MESSAGE_V2, &[("b", "T")])),
+            by_fields(&with(code::SEND_MESSAGE_V2, &[("b", "T")])),
             Access::Needs(vec![Need::publish(Resource::topic("T"))])
         );
         assert_eq!(
-            access(&with(code::SEND_MESSAGE, &[("topic", "%RETRY%G")])),
+            by_fields(&with(code::SEND_MESSAGE, &[("topic", "%RETRY%G")])),
             Access::Needs(vec![Need::subscribe(Resource::group("G"))])
         );
         assert_eq!(
-            access(&with(
+            by_fields(&with(
                 code::PULL_MESSAGE,
                 &[("topic", "T"), ("consumerGroup", "G")]
             )),
@@ -224,9 +316,9 @@ mod tests {
                 Need::subscribe(Resource::group("G"))
             ])
         );
-        assert_eq!(access(&with(code::GET_MAX_OFFSET, &[])), Access::Open);
+        assert_eq!(by_fields(&with(code::GET_MAX_OFFSET, &[])), Access::Open);
         assert_eq!(
-            access(&with(code::UNREGISTER_CLIENT, &[("producerGroup", "P")])),
+            by_fields(&with(code::UNREGISTER_CLIENT, &[("producerGroup", "P")])),
             Access::Open
         );
         for admin in [
@@ -240,7 +332,7 @@ mod tests {
             code::QUERY_TOPIC_CONSUME_BY_WHO,
             4242,
         ] {
-            assert_eq!(access(&with(admin, &[])), Access::Admin, "code {admin}");
+            assert_eq!(by_fields(&with(admin, &[])), Access::Admin, "code {admin}");
         }
     }
 }

@@ -61,7 +61,7 @@ impl RequestProcessor for BrokerProcessor {
             let b = &*self.broker;
             if let Some(guard) = &b.guard {
                 if let Err(denied) = guard.check(channel.peer_addr().ip(), &request, || {
-                    access::access(&request)
+                    access::access(b, &request)
                 }) {
                     return refuse(channel, &request, denied);
                 }

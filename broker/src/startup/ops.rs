@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tracing::warn;
 use vostok_observe::exporter::MetricsEndpoint;
+use vostok_observe::http::HttpLimits;
 use vostok_observe::HttpServer;
 
 use super::bind;
@@ -58,15 +60,25 @@ pub(super) async fn bind_ops(config: &BrokerConfig) -> Result<OpsListeners, Brok
     Ok(OpsListeners { metrics, console })
 }
 
-/// Serves the bound endpoints.
+/// Serves the bound endpoints. A client gets as long to send an HTTP request, and
+/// to read its answer, as a remoting peer to send a frame and to read
+/// (`frameReadTimeoutMillis`, `writeStallTimeoutMillis`).
 pub(super) fn start_ops(broker: &Arc<Broker>, listeners: OpsListeners) -> OpsServers {
+    let limits = &broker.config.limits;
+    let limits = HttpLimits::from_server(limits.frame_read_timeout, limits.write_stall_timeout);
     let metrics = listeners.metrics.map(|l| {
+        let token = broker.config.ops.metrics.bearer_token.clone();
+        let exposed = l.local_addr().is_ok_and(|a| !a.ip().is_loopback());
+        if broker.guard.is_some() && token.get().is_none() && exposed {
+            warn!(addr = ?l.local_addr().ok(), "ACL is on but /metrics, which names every topic and group, needs no credentials: set metricsBearerToken or bind metricsPromExporterHost to a private address");
+        }
         let registry = Arc::new(crate::exporter::registry(broker));
-        HttpServer::start(l, Arc::new(MetricsEndpoint::new(registry)), "metrics")
+        let endpoint = Arc::new(MetricsEndpoint::new(registry).with_bearer_token(token));
+        HttpServer::start_with(l, endpoint, "metrics", limits)
     });
     let console = listeners
         .console
-        .map(|l| HttpServer::start(l, crate::console::handler(broker), "console"));
+        .map(|l| HttpServer::start_with(l, crate::console::handler(broker), "console", limits));
     OpsServers { metrics, console }
 }
 

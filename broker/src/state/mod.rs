@@ -30,6 +30,7 @@ pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod stats_window;
+pub(crate) mod stored_access;
 pub(crate) mod subscription;
 pub(crate) mod timer;
 pub(crate) mod topic;

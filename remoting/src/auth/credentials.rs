@@ -4,9 +4,11 @@
 use std::fmt;
 
 use super::signature::SigningKey;
+use super::stamp;
 use super::{ACCESS_KEY, SECURITY_TOKEN, SIGNATURE};
 use crate::command::RemotingCommand;
 use crate::processor::RpcHook;
+use crate::support::time::now_millis;
 
 /// An access key and its secret, plus an optional security token. `Debug` never
 /// shows the secret or the token.
@@ -27,8 +29,9 @@ impl SessionCredentials {
     }
 
     /// Signs `request` in place: `AccessKey` (and `SecurityToken`) first, so that
-    /// they are signed too, then `Signature` over every field and the body. Keys the
-    /// HMAC for this request only: [`AclClientHook`] keys it once.
+    /// they are signed too, then Vostok's `VostokSignature` (the code and the time,
+    /// see [`stamp`]), then `Signature` over every field and the body. Keys the HMAC
+    /// for this request only: [`AclClientHook`] keys it once.
     pub fn sign(&self, request: &mut RemotingCommand) {
         self.sign_with(&SigningKey::new(&self.secret_key), request);
     }
@@ -39,6 +42,7 @@ impl SessionCredentials {
         if let Some(token) = &self.security_token {
             request.ext_fields.insert(SECURITY_TOKEN, token);
         }
+        stamp::stamp(key, request, now_millis());
         let sig = key.sign(&request.ext_fields, &request.body);
         request.ext_fields.insert(SIGNATURE, sig);
     }
@@ -117,6 +121,8 @@ mod tests {
             sig
         ));
         assert_eq!(decoded.ext_fields.get(ACCESS_KEY), Some("RocketMQ"));
+        let signed = stamp::verify(&SigningKey::new("12345678"), &decoded, now_millis(), 60_000);
+        assert!(matches!(signed, Ok(Some(_))), "{signed:?}");
         let debug = format!("{creds:?}");
         assert!(
             !debug.contains("12345678") && !debug.contains("tok\""),
@@ -134,11 +140,26 @@ mod tests {
             r
         };
         let (mut by_hook, mut by_creds) = (request(), request());
+        let key = SigningKey::new("12345678");
         for _ in 0..2 {
             // Twice: the hook's key serves request after request.
             hook.before_request("127.0.0.1:10911", &mut by_hook);
             creds.sign(&mut by_creds);
-            assert_eq!(by_hook.ext_fields, by_creds.ext_fields);
+            for r in [&by_hook, &by_creds] {
+                let sig = r.ext_fields.get(SIGNATURE).unwrap();
+                assert!(signature::verify(
+                    "12345678",
+                    &r.ext_fields,
+                    &r.body,
+                    r.version,
+                    sig
+                ));
+                assert!(matches!(
+                    stamp::verify(&key, r, now_millis(), 60_000),
+                    Ok(Some(_))
+                ));
+                assert_eq!(r.ext_fields.get(ACCESS_KEY), Some("RocketMQ"));
+            }
         }
         assert!(!format!("{hook:?}").contains("12345678"));
     }

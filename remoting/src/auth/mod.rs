@@ -5,12 +5,16 @@
 //!   signing (clients) and verifying (servers, in constant time).
 //! * [`credentials`]: [`SessionCredentials`] and [`AclClientHook`], the RPC hook that
 //!   signs every request a client sends (Java `AclClientRPCHook`).
+//! * [`stamp`]: Vostok's signature extension, which also signs the request code and
+//!   the time, so that a Vostok server refuses replayed and re-targeted requests.
+//! * [`grpc`]: the `authorization` metadata of the 5.x gRPC clients.
 //!
 //! See docs/security.md#signature for the algorithm and the quirks of each client.
 
 pub mod credentials;
 pub mod grpc;
 pub mod signature;
+pub mod stamp;
 
 pub use credentials::{AclClientHook, SessionCredentials};
 

@@ -29,7 +29,7 @@ use sha1::Sha1;
 use super::SIGNATURE;
 use crate::command::ExtFields;
 
-type HmacSha1 = Hmac<Sha1>;
+pub(crate) type HmacSha1 = Hmac<Sha1>;
 
 /// Ext field Java clients up to 4.9.3 added after signing.
 pub const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
@@ -44,12 +44,12 @@ const SIGNATURE_LEN: usize = 28;
 /// the heap.
 const INLINE_FIELDS: usize = 32;
 
-/// Calls `each` with the value of every signed field of `ext`, in key order, one per
-/// key (the last one sent).
-fn for_each_signed<'a>(
+/// Calls `each` with the key and value of every signed field of `ext`, in key order,
+/// one per key (the last one sent).
+pub(crate) fn for_each_signed<'a>(
     ext: &'a ExtFields,
     skip_unique_key_query: bool,
-    mut each: impl FnMut(&'a str),
+    mut each: impl FnMut(&'a str, &'a str),
 ) {
     let signed = ext
         .iter()
@@ -72,7 +72,7 @@ fn for_each_signed<'a>(
     fields.sort_by(|a, b| a.0.cmp(b.0));
     for (i, (key, value)) in fields.iter().enumerate() {
         if fields.get(i + 1).is_none_or(|next| next.0 != *key) {
-            each(value);
+            each(key, value);
         }
     }
 }
@@ -81,7 +81,7 @@ fn for_each_signed<'a>(
 /// verifying feed the HMAC without building it).
 pub fn content(ext: &ExtFields, body: &[u8], skip_unique_key_query: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    for_each_signed(ext, skip_unique_key_query, |v| {
+    for_each_signed(ext, skip_unique_key_query, |_, v| {
         out.extend_from_slice(v.as_bytes())
     });
     out.extend_from_slice(body);
@@ -106,7 +106,7 @@ impl SigningKey {
 
     fn keyed(&self, ext: &ExtFields, body: &[u8], skip_unique_key_query: bool) -> HmacSha1 {
         let mut mac = self.mac.clone();
-        for_each_signed(ext, skip_unique_key_query, |v| mac.update(v.as_bytes()));
+        for_each_signed(ext, skip_unique_key_query, |_, v| mac.update(v.as_bytes()));
         mac.update(body);
         mac
     }
@@ -127,11 +127,23 @@ impl SigningKey {
             .is_ok()
     }
 
+    /// The keyed HMAC, for content fed piece by piece (the signature extension).
+    pub(crate) fn keyed_mac(&self) -> HmacSha1 {
+        self.mac.clone()
+    }
+
     /// Base64 HmacSHA1 of raw `content` (what the C++ client's `spas_sign` computes).
     pub fn sign_content(&self, content: &[u8]) -> Signature {
         let mut mac = self.mac.clone();
         mac.update(content);
         Signature::of(mac)
+    }
+
+    /// The raw HmacSHA1 of `content` (what [`SigningKey::verify_content`] expects).
+    pub fn mac_content(&self, content: &[u8]) -> [u8; 20] {
+        let mut mac = self.mac.clone();
+        mac.update(content);
+        mac.finalize().into_bytes().into()
     }
 
     /// Whether `expected` is the raw HmacSHA1 of `content`, compared in constant time.
@@ -153,7 +165,7 @@ impl fmt::Debug for SigningKey {
 pub struct Signature([u8; SIGNATURE_LEN]);
 
 impl Signature {
-    fn of(mac: HmacSha1) -> Signature {
+    pub(crate) fn of(mac: HmacSha1) -> Signature {
         let mut text = [0u8; SIGNATURE_LEN];
         // 20 bytes always take exactly 28 characters of padded Base64.
         let _ = STANDARD.encode_slice(mac.finalize().into_bytes(), &mut text);
@@ -186,19 +198,19 @@ impl fmt::Debug for Signature {
 
 /// A received signature decoded on the stack: a SHA-1 HMAC is 20 bytes, anything
 /// longer than the buffer is no match.
-struct Received {
+pub(crate) struct Received {
     bytes: [u8; 32],
     len: usize,
 }
 
 impl Received {
-    fn decode(text: &str) -> Option<Received> {
+    pub(crate) fn decode(text: &str) -> Option<Received> {
         let mut bytes = [0u8; 32];
         let len = STANDARD.decode_slice(text.trim(), &mut bytes).ok()?;
         Some(Received { bytes, len })
     }
 
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
 }
