@@ -14,7 +14,10 @@
 //!   each one reports the new epoch as notified, and the new master takes sends;
 //! * (e) a group of two: the slave, frozen until it leaves the SyncStateSet, catches
 //!   up and is cut off at once, before its master's next SyncStateSet check; the
-//!   master dies and the slave, elected, holds every acknowledged message.
+//!   master dies and the slave, elected, holds every acknowledged message;
+//! * (f) two of the three controllers killed: the master refuses sends once its
+//!   lease ran out, and takes them again when one controller is back (the figures
+//!   in docs/controller.md come from this test).
 //!
 //! Skipped (with a message) without root.
 
@@ -433,4 +436,106 @@ async fn a_slave_joins_the_sync_state_set_only_holding_every_acknowledged_messag
         acked_bodies.len()
     );
     producer.shutdown().await;
+}
+
+/// With two of three controllers gone no controller answers for the group: the
+/// master refuses sends once its lease (`controllerHeartBeatTimeoutMills`, renewed
+/// by each `syncBrokerMetadataPeriod` poll) ran out, and takes them again once a
+/// controller returned and the two elected a Raft leader. Default lease and polls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_controller_quorum_a_master_refuses_sends_until_one_returns() {
+    quorum_loss("ctl-quorum", "cl", 10_000, 5_000).await;
+}
+
+/// The same with a 3 s lease renewed every 300 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_short_lease_a_master_without_quorum_refuses_sends_sooner() {
+    quorum_loss("ctl-quorum-short", "cx", 3_000, 300).await;
+}
+
+async fn quorum_loss(network: &str, name: &str, lease_ms: u64, poll_ms: u64) {
+    let Some(net) = Network::new(network) else {
+        return;
+    };
+    let settings = [
+        ("controllerHeartBeatTimeoutMills", lease_ms.to_string()),
+        ("syncBrokerMetadataPeriod", poll_ms.to_string()),
+        ("brokerHeartbeatInterval", "1000".to_string()),
+    ];
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (mut c, admin, rpc, master) = ready(&net, name, &settings).await;
+    let addr = c.addr(master);
+    let mut sent = 0;
+    let mut send = || {
+        sent += 1;
+        let body = format!("quorum-{sent}");
+        let (admin, addr) = (&admin, addr.clone());
+        async move { admin.send_raw(&addr, TOPIC, 0, body, String::new()).await }
+    };
+    assert_eq!(send().await.code, response_code::SUCCESS);
+
+    // The Raft leader and one more controller die with their name servers.
+    let leader = controller_leader(&rpc, &c).await;
+    let dead: Vec<usize> = {
+        let li = c
+            .namesrvs
+            .iter()
+            .position(|n| n.as_ref().unwrap().host().addr(CONTROLLER_PORT) == leader)
+            .unwrap();
+        vec![li, (li + 1) % 3]
+    };
+    for &i in &dead {
+        c.namesrvs[i].as_mut().unwrap().kill9();
+    }
+    let lost = Instant::now();
+    let refused_after = loop {
+        let response = send().await;
+        if response.code != response_code::SUCCESS {
+            assert_eq!(
+                response.code,
+                response_code::SERVICE_NOT_AVAILABLE,
+                "{}",
+                response.remark()
+            );
+            assert!(response
+                .remark()
+                .contains("lost contact with its controllers"));
+            break lost.elapsed();
+        }
+        assert!(
+            lost.elapsed() < sdk::WAIT,
+            "sends still taken {:?} after the quorum was lost",
+            sdk::WAIT
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // Refused for as long as no quorum answers.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(send().await.code, response_code::SERVICE_NOT_AVAILABLE);
+    }
+
+    // One controller back (its Raft log kept): two of three elect a leader.
+    let returning = dead[1];
+    let restarted = c.namesrvs[returning].take().unwrap().restart(true);
+    c.namesrvs[returning] = Some(restarted);
+    let back = Instant::now();
+    let recovered_after = loop {
+        if send().await.code == response_code::SUCCESS {
+            break back.elapsed();
+        }
+        assert!(
+            back.elapsed() < sdk::WAIT,
+            "sends still refused {:?} after a controller came back",
+            sdk::WAIT
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    eprintln!(
+        "controller_netns quorum (lease {lease_ms} ms, polls every {poll_ms} ms): first send \
+         refused {} ms after 2 of 3 controllers died; sends taken again {} ms after one was \
+         back up",
+        refused_after.as_millis(),
+        recovered_after.as_millis()
+    );
 }
