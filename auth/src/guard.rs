@@ -271,6 +271,32 @@ impl Guard {
         Ok(principal)
     }
 
+    /// The ACL 1.0 account `request` is signed with, checked strictly: no global or
+    /// account white address stands in for the signature. For peers that must
+    /// prove who they are, such as a controller's Raft messages.
+    pub fn signer(&self, request: &impl Proof) -> Result<Arc<PlainAccount>, Denied> {
+        let code = vostok_remoting::protocol::request_code::name(request.code());
+        let Some(key) = request.access_key() else {
+            return Err(Denied::unauthenticated(format!(
+                "access denied: request {code} must be signed"
+            )));
+        };
+        let account = self
+            .plain
+            .as_ref()
+            .and_then(|p| p.snapshot().accounts.get(key).cloned())
+            .or_else(|| self.extra.iter().find(|a| a.access_key == key).cloned())
+            .ok_or_else(|| {
+                Denied::unauthenticated(format!("access denied: unknown AccessKey {key}"))
+            })?;
+        if !request.signed_with(account.signing_key()) {
+            return Err(Denied::unauthenticated(format!(
+                "access denied: signature check failed for AccessKey {key}"
+            )));
+        }
+        Ok(account)
+    }
+
     fn check_v2<'r>(
         &self,
         v2: &V2,

@@ -190,6 +190,40 @@ fn white_addresses() {
     );
 }
 
+#[test]
+fn a_signer_proves_its_account_whatever_its_address() {
+    let home = home_with(ACL);
+    let guard = v1(home.path());
+    let admin = signed(19002, "Admin1234", "admin-secret", &[]);
+    assert_eq!(guard.signer(&admin).unwrap().access_key, "Admin1234");
+    // Neither a global nor an account white address stands in for the signature.
+    let unsigned = RemotingCommand::request(19002);
+    assert!(guard
+        .check(ip("10.10.103.7"), &unsigned, || Access::Admin)
+        .is_ok());
+    assert!(guard
+        .signer(&unsigned)
+        .unwrap_err()
+        .reason
+        .contains("must be signed"));
+    let mut white = RemotingCommand::request(19002);
+    white.ext_fields.insert("AccessKey", "Whitelisted");
+    let refused = guard.signer(&white).unwrap_err();
+    assert!(
+        refused.reason.contains("signature check failed"),
+        "{}",
+        refused.reason
+    );
+    let forged = signed(19002, "Admin1234", "not-the-secret", &[]);
+    assert!(guard.signer(&forged).is_err());
+    let unknown = signed(19002, "Nobody", "x", &[]);
+    assert!(guard
+        .signer(&unknown)
+        .unwrap_err()
+        .reason
+        .contains("Nobody"));
+}
+
 fn signed(code: i32, ak: &str, sk: &str, fields: &[(&str, &str)]) -> RemotingCommand {
     let mut cmd = RemotingCommand::request(code);
     for (k, v) in fields {

@@ -48,6 +48,10 @@ pub struct ControllerConfig {
     /// (Raft messages to its peers, role notices to brokers).
     pub access_key: String,
     pub secret_key: String,
+    /// `controllerAccessKeys` (Vostok): the access keys the quorum's controllers sign
+    /// with. With ACL on, Raft messages are taken only when signed with one of them;
+    /// empty means this controller's own `accessKey` (one account for the quorum).
+    pub controller_access_keys: Vec<String>,
 }
 
 fn home_dir() -> PathBuf {
@@ -75,6 +79,7 @@ impl Default for ControllerConfig {
             rocketmq_home: String::new(),
             access_key: String::new(),
             secret_key: String::new(),
+            controller_access_keys: Vec::new(),
         }
     }
 }
@@ -137,6 +142,14 @@ impl ControllerConfig {
             "rocketmqHome" => self.rocketmq_home = v.trim().to_owned(),
             "accessKey" => self.access_key = v.trim().to_owned(),
             "secretKey" => self.secret_key = v.trim().to_owned(),
+            "controllerAccessKeys" => {
+                self.controller_access_keys = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|k| !k.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            }
             // Apache keys with nothing to configure here.
             "controllerType"
             | "scanInactiveMasterInterval"
@@ -238,6 +251,10 @@ impl ControllerConfig {
             ("rocketmqHome", self.rocketmq_home.clone()),
             ("accessKey", self.access_key.clone()),
             (
+                "controllerAccessKeys",
+                self.controller_access_keys.join(","),
+            ),
+            (
                 "secretKey",
                 if self.secret_key.is_empty() {
                     String::new()
@@ -246,6 +263,17 @@ impl ControllerConfig {
                 },
             ),
         ]
+    }
+
+    /// The accounts whose Raft messages this controller takes (`controllerAccessKeys`,
+    /// else its own `accessKey`).
+    pub fn raft_access_keys(&self) -> Vec<String> {
+        if !self.controller_access_keys.is_empty() {
+            return self.controller_access_keys.clone();
+        }
+        self.credentials()
+            .map(|_| vec![self.access_key.clone()])
+            .unwrap_or_default()
     }
 
     /// The credentials this controller signs with, when `accessKey` is set.
@@ -275,5 +303,16 @@ mod tests {
         assert!(parse_peers("n0").is_err());
         c.apply_property("controllerDLegerSelfId", "n5").unwrap();
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn raft_is_taken_from_the_listed_keys_else_from_this_controllers_own() {
+        let mut c = ControllerConfig::default();
+        assert!(c.raft_access_keys().is_empty());
+        c.apply_property("accessKey", "controllers").unwrap();
+        assert_eq!(c.raft_access_keys(), ["controllers"]);
+        c.apply_property("controllerAccessKeys", " ctl-0, ctl-1 ,,ctl-2")
+            .unwrap();
+        assert_eq!(c.raft_access_keys(), ["ctl-0", "ctl-1", "ctl-2"]);
     }
 }

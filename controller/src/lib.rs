@@ -110,6 +110,16 @@ impl Controller {
         } else if config.acl_enable {
             warn!("aclEnable is on but accessKey is not set: the other controllers will refuse this one's Raft messages");
         }
+        if config.acl_enable
+            && config.credentials().is_some()
+            && !config.raft_access_keys().contains(&config.access_key)
+        {
+            warn!(
+                access_key = %config.access_key,
+                "accessKey is not one of controllerAccessKeys: controllers with the same list \
+                 will refuse this one's Raft messages"
+            );
+        }
         let raft_config = openraft::Config {
             cluster_name: config.group.clone(),
             heartbeat_interval: config.raft_heartbeat_interval.as_millis() as u64,
@@ -157,6 +167,7 @@ impl Controller {
         let server = RemotingServer::start(
             listener,
             Arc::new(ControllerProcessor {
+                raft_access_keys: node.config.raft_access_keys(),
                 node: node.clone(),
                 guard: guard.clone(),
             }),

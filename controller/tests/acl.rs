@@ -1,5 +1,7 @@
 //! Three controllers with `aclEnable` on real sockets: they sign their Raft messages
-//! with their own account and still elect a leader; every request needs a signature,
+//! with their own account (one for the quorum, or one each listed in
+//! `controllerAccessKeys`) and still elect a leader, while Raft messages signed by
+//! any other account, admins included, are refused; every request needs a signature,
 //! reads any account, and changes to a broker group an admin account that lists the
 //! group under `brokerNames`.
 
@@ -28,7 +30,28 @@ const ACCOUNTS: &str = "accounts:
       - broker-a
   - accessKey: reader-1
     secretKey: reader-secret
+  - accessKey: ops-admin
+    secretKey: ops-secret
+    admin: true
+  - accessKey: controller-0
+    secretKey: controller-0-secret
+    admin: true
+  - accessKey: controller-1
+    secretKey: controller-1-secret
+    admin: true
+  - accessKey: controller-2
+    secretKey: controller-2-secret
+    admin: true
 ";
+
+/// Who the controllers sign their Raft messages as.
+#[derive(Clone, Copy)]
+enum Identities {
+    /// One account for the quorum (`controllers`), the default list.
+    Shared,
+    /// One account each (`controller-N`), listed in `controllerAccessKeys`.
+    OnePerController,
+}
 
 struct Quorum {
     _dirs: Vec<tempfile::TempDir>,
@@ -37,7 +60,7 @@ struct Quorum {
     nodes: Vec<Controller>,
 }
 
-async fn start() -> Quorum {
+async fn start(identities: Identities) -> Quorum {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir(home.path().join("conf")).unwrap();
     std::fs::write(home.path().join("conf/plain_acl.yml"), ACCOUNTS).unwrap();
@@ -53,13 +76,27 @@ async fn start() -> Quorum {
             raft_election_timeout: Duration::from_millis(500),
             ..ControllerConfig::default()
         };
-        for (k, v) in [
+        let (own_key, own_secret) = (format!("controller-{i}"), format!("controller-{i}-secret"));
+        let mut settings = vec![
             ("controllerDLegerPeers", peers.as_str()),
             ("aclEnable", "true"),
             ("rocketmqHome", home.path().to_str().unwrap()),
-            ("accessKey", "controllers"),
-            ("secretKey", "controllers-secret"),
-        ] {
+        ];
+        match identities {
+            Identities::Shared => settings.extend([
+                ("accessKey", "controllers"),
+                ("secretKey", "controllers-secret"),
+            ]),
+            Identities::OnePerController => settings.extend([
+                ("accessKey", own_key.as_str()),
+                ("secretKey", own_secret.as_str()),
+                (
+                    "controllerAccessKeys",
+                    "controller-0,controller-1,controller-2",
+                ),
+            ]),
+        }
+        for (k, v) in settings {
             assert!(c.apply_property(k, v).unwrap(), "{k} is a controller key");
         }
         nodes.push(Controller::start(c, l).await.unwrap());
@@ -151,7 +188,7 @@ fn assert_refused(resp: &RemotingCommand, says: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_is_signed_and_groups_belong_to_their_accounts() {
-    let q = start().await;
+    let q = start(Identities::Shared).await;
     let client = client();
     let leader = leader(&client, &q).await;
 
@@ -180,6 +217,65 @@ async fn every_request_is_signed_and_groups_belong_to_their_accounts() {
     let reroute = signed(elect("broker-b"), "broker-a-1", "broker-a-secret");
     assert_refused(&answer(&client, &leader, reroute).await, "broker-b");
 
+    for node in q.nodes {
+        node.shutdown().await;
+    }
+}
+
+/// A vote for node 2 at a term far above the quorum's: a leader that took it would
+/// step down.
+fn forged_vote() -> RemotingCommand {
+    let body = r#"{"vote":{"leader_id":{"term":1000000,"node_id":2},"committed":false},"last_log_id":null}"#;
+    RemotingCommand::request(request_code::RAFT_VOTE).with_body(body.as_bytes().to_vec())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_messages_are_taken_only_from_the_controllers_own_accounts() {
+    // One account per controller: the quorum forms on the listed keys.
+    let q = start(Identities::OnePerController).await;
+    let client = client();
+    let leading = leader(&client, &q).await;
+    let raft_codes = [
+        request_code::RAFT_VOTE,
+        request_code::RAFT_APPEND_ENTRIES,
+        request_code::RAFT_INSTALL_SNAPSHOT,
+    ];
+    for code in raft_codes {
+        let mut request = forged_vote();
+        request.code = code;
+        // Admins that are not controllers: the operator's, a broker's.
+        for (ak, sk) in [
+            ("ops-admin", "ops-secret"),
+            ("broker-a-1", "broker-a-secret"),
+        ] {
+            for addr in &q.addrs {
+                let resp = answer(&client, addr, signed(request.clone(), ak, sk)).await;
+                assert_refused(&resp, ak);
+                assert!(
+                    resp.remark().contains("controllerAccessKeys"),
+                    "{}",
+                    resp.remark()
+                );
+            }
+        }
+        // A controller's key with a wrong secret, and no signature at all.
+        let forged = signed(request.clone(), "controller-1", "guessed");
+        assert_refused(&answer(&client, &leading, forged).await, "controller-1");
+        assert_refused(&answer(&client, &leading, request.clone()).await, "signed");
+    }
+    // The quorum still has a leader.
+    leader(&client, &q).await;
+    // A controller's own account gets through to Raft (this body is no snapshot).
+    let mut request = forged_vote();
+    request.code = request_code::RAFT_INSTALL_SNAPSHOT;
+    let by_controller = signed(request, "controller-0", "controller-0-secret");
+    let resp = answer(&client, &leading, by_controller).await;
+    assert_eq!(
+        resp.code,
+        response_code::CONTROLLER_INVALID_REQUEST,
+        "{:?}",
+        resp.remark
+    );
     for node in q.nodes {
         node.shutdown().await;
     }

@@ -1,6 +1,6 @@
 //! A controller-mode cluster across hosts (network namespaces, [`crate::netns`]):
 //! three name servers each running a controller (`enableControllerInNamesrv`, one
-//! Raft quorum) and one broker group of three (`enableControllerMode`,
+//! Raft quorum) and one broker group (of three unless asked; `enableControllerMode`,
 //! `allAckInSyncStateSet`), each process on its own address, with short timers
 //! (heartbeat timeout 3 s, polls every 300 ms); and what the scenarios ask of it:
 //! who is master, who leads the controllers, an election by hand, what a broker
@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use vostok_remoting::protocol::body::KvTable;
+use vostok_remoting::protocol::body::{BrokerReplicasInfo, KvTable};
 use vostok_remoting::protocol::header::{
     ElectMasterRequestHeader, ElectMasterResponseHeader, GetMetaDataResponseHeader,
     TopicRequestHeader,
@@ -36,8 +36,14 @@ pub struct Cluster {
     _stores: Vec<tempfile::TempDir>,
 }
 
-/// Starts the cluster; `broker_settings` are added to every broker's.
-pub fn start_cluster(net: &Network, name: &str, broker_settings: &[(&str, &str)]) -> Cluster {
+/// Starts the cluster with `broker_count` brokers; `broker_settings` are added to
+/// every broker's (and win over the defaults here).
+pub fn start_cluster(
+    net: &Network,
+    name: &str,
+    broker_count: usize,
+    broker_settings: &[(&str, &str)],
+) -> Cluster {
     let hosts: Vec<_> = (0..3).map(|i| net.host(&format!("{name}-c{i}"))).collect();
     let peers = hosts
         .iter()
@@ -75,7 +81,7 @@ pub fn start_cluster(net: &Network, name: &str, broker_settings: &[(&str, &str)]
         .map(|h| h.addr(CONTROLLER_PORT))
         .collect::<Vec<_>>()
         .join(";");
-    let brokers = (0..3)
+    let brokers = (0..broker_count)
         .map(|i| {
             let host = net.host(&format!("{name}-b{i}"));
             let mut options = BrokerOptions {
@@ -233,14 +239,24 @@ async fn create_topic(admin: &TestClient, rpc: &RemotingClient, c: &Cluster, mas
         .await;
 }
 
-/// Starts a cluster, waits for a master with a full SyncStateSet and creates
-/// [`TOPIC`] on it; the cluster, clients and the master's index.
+/// Starts a cluster of three brokers, waits for a master with a full SyncStateSet
+/// and creates [`TOPIC`] on it; the cluster, clients and the master's index.
 pub async fn ready(
     net: &Network,
     name: &str,
     broker_settings: &[(&str, &str)],
 ) -> (Cluster, TestClient, RemotingClient, usize) {
-    let c = start_cluster(net, name, broker_settings);
+    ready_with(net, name, 3, broker_settings).await
+}
+
+/// [`ready`] with `broker_count` brokers.
+pub async fn ready_with(
+    net: &Network,
+    name: &str,
+    broker_count: usize,
+    broker_settings: &[(&str, &str)],
+) -> (Cluster, TestClient, RemotingClient, usize) {
+    let c = start_cluster(net, name, broker_count, broker_settings);
     let admin = TestClient::default();
     let rpc = rpc();
     let deadline = Instant::now() + sdk::WAIT;
@@ -250,7 +266,7 @@ pub async fn ready(
         }
         assert!(
             Instant::now() < deadline,
-            "no master with all three brokers in sync"
+            "no master with every broker in sync"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
@@ -307,6 +323,30 @@ pub async fn controller_leader(rpc: &RemotingClient, c: &Cluster) -> String {
         assert!(Instant::now() < deadline, "no controller leader");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Whether the controller leading the quorum counts replica `id` of [`BROKER_NAME`]
+/// as alive (its heartbeats arrive): the leader decides SyncStateSet changes by it.
+pub async fn alive_at_leader(rpc: &RemotingClient, c: &Cluster, id: i64) -> bool {
+    let leader = controller_leader(rpc, c).await;
+    let request = RemotingCommand::request(request_code::CONTROLLER_GET_SYNC_STATE_DATA)
+        .with_body(json::to_vec(&[BROKER_NAME]));
+    let Ok(response) = rpc
+        .invoke_sync(&leader, request, Duration::from_secs(3))
+        .await
+    else {
+        return false;
+    };
+    json::from_slice::<BrokerReplicasInfo>("sync state data", &response.body)
+        .ok()
+        .and_then(|info| info.replicas_info_table.get(BROKER_NAME).cloned())
+        .is_some_and(|group| {
+            group
+                .in_sync_replicas
+                .iter()
+                .chain(&group.not_in_sync_replicas)
+                .any(|r| r.broker_id == id && r.alive)
+        })
 }
 
 /// Makes broker `i` master by hand (`mqadmin electMaster`); the controller's answer.

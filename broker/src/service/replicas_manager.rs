@@ -5,7 +5,8 @@
 //! group's master is; take that role when the master epoch moves. A controller's
 //! NOTIFY_BROKER_ROLE_CHANGED (kept in [`crate::state::replicas`] by its processor)
 //! wakes the loop and is applied the same way, at once. Without a master the broker
-//! asks for an election. A master keeps its SyncStateSet current (`sync_state_set`).
+//! asks for an election. A master keeps its SyncStateSet current (`sync_state_set`),
+//! at once when a replica joined it.
 //! Role changes themselves are in `role_change`.
 
 use std::sync::atomic::Ordering;
@@ -229,6 +230,8 @@ async fn run(broker: Arc<Broker>) {
         .min(c.sync_broker_metadata_period);
     let mut last_sync = 0i64;
     let mut last_check = 0i64;
+    // A replica joined the SyncStateSet: the controller is asked at once.
+    let mut joined = false;
     loop {
         if !heartbeat_all(&broker, &heartbeat_header(&broker, id)).await {
             tracing::debug!("no controller took the heartbeat");
@@ -244,14 +247,16 @@ async fn run(broker: Arc<Broker>) {
             }
         }
         if broker.replicas.role() == ReplicaRole::Master
-            && now - last_check >= c.check_sync_state_set_period.as_millis() as i64
+            && (joined || now - last_check >= c.check_sync_state_set_period.as_millis() as i64)
         {
             last_check = now;
             sync_state_set::check(&broker, &mut link, id).await;
         }
+        joined = false;
         tokio::select! {
             _ = broker.shutdown.cancelled() => return,
             _ = tokio::time::sleep(tick) => {}
+            _ = broker.store.sync_state_set_joined() => joined = true,
             _ = broker.replicas.notice_arrived.notified() => {
                 if let Some(info) = broker.replicas.take_notice() {
                     info!(

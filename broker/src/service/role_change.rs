@@ -72,6 +72,8 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
         }
     }
     broker.replicas.master_epoch.store(epoch, Ordering::Release);
+    // A new master epoch fences every request of an earlier one.
+    broker.replicas.unanswered_joiners.locked().clear();
     sync_state_set::adopt(broker, sss);
     broker
         .replicas

@@ -4,8 +4,9 @@
 //! every 10 s, and at once when the name server reports a new master. Each table is
 //! written through its owner, which marks it dirty for the config writer.
 //!
-//! Each round also compares the master's commitlog end with this slave's: a slave
-//! ahead of its master cannot replicate (the master refuses it), and says so here.
+//! Each round also compares the master's commitlog end with this slave's, read
+//! before asking: a slave ahead of its master cannot replicate (the master refuses
+//! it), and says so here.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,21 +117,16 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
 
 /// Logs an error when this slave's commitlog ends beyond its master's.
 async fn check_not_ahead(broker: &Broker, master: &str) {
-    let Some(r) = fetch(broker, master, request_code::GET_BROKER_RUNTIME_INFO).await else {
-        return;
+    let master_end = async {
+        let r = fetch(broker, master, request_code::GET_BROKER_RUNTIME_INFO).await?;
+        let kv = json::from_slice::<KvTable>("runtimeInfo", &r.body).ok()?;
+        kv.table
+            .get("commitLogMaxOffset")
+            .and_then(|v| v.parse::<i64>().ok())
     };
-    let Ok(kv) = json::from_slice::<KvTable>("runtimeInfo", &r.body) else {
-        return;
-    };
-    let Some(master_max) = kv
-        .table
-        .get("commitLogMaxOffset")
-        .and_then(|v| v.parse::<i64>().ok())
-    else {
-        return;
-    };
-    let own = broker.store.raw_write_end();
-    if own > master_max {
+    if let Some((own, master_max)) =
+        ahead_of_master(|| broker.store.raw_write_end(), master_end).await
+    {
         error!(
             master,
             slave_offset = own,
@@ -139,5 +135,52 @@ async fn check_not_ahead(broker: &Broker, master: &str) {
              holds, or this slave followed another master. Replication is refused rather than \
              forked; repair by hand (truncate or empty this slave's store)"
         );
+    }
+}
+
+/// This slave's commitlog end and its master's, when the slave's is beyond. The own
+/// end is read before the master is asked: all it holds then came from the master,
+/// which had it before it answered, so only a real divergence counts. Read after,
+/// it would count what the master wrote and sent while answering.
+async fn ahead_of_master(
+    own_end: impl Fn() -> i64,
+    master_end: impl std::future::Future<Output = Option<i64>>,
+) -> Option<(i64, i64)> {
+    let own = own_end();
+    let master_max = master_end.await?;
+    (own > master_max).then_some((own, master_max))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn what_replicates_while_the_master_is_asked_is_no_divergence() {
+        // The master answers 1_500; by the time its answer is read the slave has
+        // replicated what the master wrote meanwhile, up to 1_800.
+        let own = AtomicI64::new(1_000);
+        let master = async {
+            own.store(1_800, Ordering::SeqCst);
+            Some(1_500)
+        };
+        assert_eq!(
+            ahead_of_master(|| own.load(Ordering::SeqCst), master).await,
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn a_slave_holding_more_than_its_master_is_reported() {
+        let master = async { Some(1_500) };
+        assert_eq!(
+            ahead_of_master(|| 2_000, master).await,
+            Some((2_000, 1_500))
+        );
+        // Level, or a master that does not answer: nothing to say.
+        assert_eq!(ahead_of_master(|| 1_500, async { Some(1_500) }).await, None);
+        assert_eq!(ahead_of_master(|| 2_000, async { None }).await, None);
     }
 }

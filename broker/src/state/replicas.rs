@@ -5,7 +5,7 @@
 //! latest role change notice not applied yet. Outside controller mode the role is
 //! the configured one and none of this changes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Mutex, RwLock};
 
@@ -56,6 +56,10 @@ pub struct ReplicaState {
     pub(crate) notice_arrived: Notify,
     /// The highest master epoch a controller's notice carried (0: none yet).
     notified_epoch: AtomicI32,
+    /// A master's joining replicas named in an ALTER_SYNC_STATE_SET that got no
+    /// answer, with the SyncStateSet epoch it carried: the controller may still
+    /// apply it while it is at that epoch (docs/controller.md#syncstateset).
+    pub(crate) unanswered_joiners: Mutex<BTreeMap<i64, i32>>,
 }
 
 impl ReplicaState {
@@ -72,6 +76,7 @@ impl ReplicaState {
             notice: Mutex::new(None),
             notice_arrived: Notify::new(),
             notified_epoch: AtomicI32::new(0),
+            unanswered_joiners: Mutex::default(),
         }
     }
 

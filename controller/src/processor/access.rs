@@ -2,8 +2,11 @@
 //!
 //! Every request must be signed by an account of `plain_acl.yml`. Reads of the
 //! controller's metadata (who leads, a group's replicas and SyncStateSet) need any
-//! account; everything that changes who is master or in sync, and the Raft traffic
-//! between controllers, needs an admin account. A broker's own lifecycle requests
+//! account; everything that changes who is master or in sync needs an admin
+//! account. The Raft traffic between controllers (votes, appends, snapshots) is
+//! taken only from the controllers' own accounts (`controllerAccessKeys`, else this
+//! controller's `accessKey`), signed whatever the sender's address: an admin who
+//! could vote could depose the leader at will. A broker's own lifecycle requests
 //! (heartbeat, broker id, registration, SyncStateSet changes) and the requests that
 //! re-route a group (electing a master, cleaning a group's data) also need the account
 //! to list the group's broker name under `brokerNames`, as the name server asks of a
@@ -13,7 +16,7 @@
 //! can elect a master of any group.
 
 use tracing::debug;
-use vostok_auth::{Access, Guard};
+use vostok_auth::{Access, Denied, Guard};
 use vostok_remoting::protocol::request_code as code;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::{Channel, RemotingCommand};
@@ -43,20 +46,52 @@ fn claims_broker_name(request_code: i32) -> bool {
     )
 }
 
-/// Accepts `request` or returns the refusal to answer with (NO_PERMISSION).
+fn is_raft(request_code: i32) -> bool {
+    matches!(
+        request_code,
+        code::RAFT_VOTE | code::RAFT_APPEND_ENTRIES | code::RAFT_INSTALL_SNAPSHOT
+    )
+}
+
+/// A Raft message signed by one of `controllers` (their access keys).
+fn check_raft(
+    guard: &Guard,
+    request: &RemotingCommand,
+    controllers: &[String],
+) -> Result<(), Denied> {
+    let signer = guard.signer(request)?;
+    if controllers.contains(&signer.access_key) {
+        return Ok(());
+    }
+    Err(Denied::new(format!(
+        "access denied: request {} ({}) is taken only from the controllers' own accounts \
+         (controllerAccessKeys), and AccessKey {} is not one",
+        code::name(request.code),
+        request.code,
+        signer.access_key
+    )))
+}
+
+/// Accepts `request` or returns the refusal to answer with (NO_PERMISSION);
+/// `controllers` are the access keys Raft messages must be signed with.
 pub(super) fn check(
     guard: &Guard,
     channel: &Channel,
     request: &RemotingCommand,
+    controllers: &[String],
 ) -> Result<(), RemotingCommand> {
     let (ip, code) = (channel.peer_addr().ip(), request.code);
-    match guard.check_remoting(ip, request, || access(code), claims_broker_name(code)) {
-        Ok(_) => Ok(()),
-        Err(denied) => {
-            debug!(code, peer = %channel.peer_addr(), reason = %denied, "request refused by ACL");
-            Err(error(response_code::NO_PERMISSION, denied.reason))
-        }
-    }
+    let checked = if is_raft(code) {
+        check_raft(guard, request, controllers)
+    } else {
+        guard
+            .check_remoting(ip, request, || access(code), claims_broker_name(code))
+            .map(drop)
+    };
+    checked.map_err(|denied| {
+        debug!(code, peer = %channel.peer_addr(), reason = %denied, "request refused by ACL");
+        error(response_code::NO_PERMISSION, denied.reason)
+    })
 }
 
 #[cfg(test)]
@@ -68,11 +103,18 @@ mod tests {
         assert_eq!(access(code::CONTROLLER_GET_METADATA_INFO), Access::Open);
         assert_eq!(access(code::CONTROLLER_GET_SYNC_STATE_DATA), Access::Open);
         assert_eq!(access(code::CONTROLLER_ELECT_MASTER), Access::Admin);
-        assert_eq!(access(code::RAFT_APPEND_ENTRIES), Access::Admin);
         assert_eq!(access(code::BROKER_HEARTBEAT), Access::Admin);
         assert_eq!(access(99_999), Access::Admin, "unknown codes");
         assert!(claims_broker_name(code::CONTROLLER_ELECT_MASTER));
         assert!(!claims_broker_name(code::RAFT_VOTE));
         assert!(!claims_broker_name(code::CONTROLLER_GET_METADATA_INFO));
+        for raft in [
+            code::RAFT_VOTE,
+            code::RAFT_APPEND_ENTRIES,
+            code::RAFT_INSTALL_SNAPSHOT,
+        ] {
+            assert!(is_raft(raft));
+        }
+        assert!(!is_raft(code::CONTROLLER_ELECT_MASTER));
     }
 }

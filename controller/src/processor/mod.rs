@@ -25,6 +25,8 @@ pub struct ControllerProcessor {
     pub node: Arc<ControllerNode>,
     /// Present when ACL is on (`aclEnable`).
     pub guard: Option<Arc<Guard>>,
+    /// With ACL on, Raft messages must be signed with one of these access keys.
+    pub raft_access_keys: Vec<String>,
 }
 
 fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
@@ -75,7 +77,8 @@ impl RequestProcessor for ControllerProcessor {
     ) -> BoxFuture<'a, Option<RemotingCommand>> {
         Box::pin(async move {
             if let Some(guard) = &self.guard {
-                if let Err(refusal) = access::check(guard, channel, &request) {
+                let controllers = &self.raft_access_keys;
+                if let Err(refusal) = access::check(guard, channel, &request, controllers) {
                     return (!request.is_oneway()).then_some(refusal);
                 }
             }

@@ -75,7 +75,8 @@ async fn read_reports<R: AsyncRead + Unpin>(
     let housekeeping = store.config().ha.housekeeping_interval;
     let ha = store.ha_state();
     let mut buf = BytesMut::with_capacity(1024);
-    let mut handshake_due = store.config().ha.controller_mode;
+    let controller_mode = store.config().ha.controller_mode;
+    let mut handshake_due = controller_mode;
     loop {
         buf.reserve(512);
         let n = match tokio::time::timeout(housekeeping, reader.read_buf(&mut buf)).await {
@@ -126,6 +127,9 @@ async fn read_reports<R: AsyncRead + Unpin>(
             if sent >= 0 {
                 ha.group.on_ack(offset.min(sent));
                 ha.acked.notify_waiters();
+                if controller_mode {
+                    ha.maybe_admit(link, max);
+                }
             }
         }
     }

@@ -7,13 +7,14 @@
 //! | [`config`] | the `ha*` keys |
 //! | `delay` | how long replication takes, as histograms |
 //! | `group_transfer` | SYNC_MASTER puts waiting for a slave's acknowledgement |
+//! | `in_sync` | controller mode: whom a put waits for, who may join the SyncStateSet |
 //! | `state` | connected slaves, their offsets, the new-data signal; a slave's link |
 //! | [`master`] | the master's listener |
 //! | `connection` | one slave's connection on the master: reports in, commitlog out |
 //! | [`client`] | the slave's connection to its master |
 //! | [`epoch`] | controller mode: the epoch file and the consistent point |
 //!
-//! Floors: `wire`, `config`, `group_transfer` and `state` are parts the store's
+//! Floors: `wire`, `config`, `group_transfer`, `in_sync` and `state` are parts the store's
 //! shared state holds (the put path waits in `group_transfer`); `master`,
 //! `connection` and `client` are services on the async runtime above the
 //! [`crate::MessageStore`] facade, which they read and append through
@@ -28,6 +29,7 @@ mod connection;
 pub(crate) mod delay;
 pub mod epoch;
 pub(crate) mod group_transfer;
+pub(crate) mod in_sync;
 pub mod master;
 pub(crate) mod state;
 pub mod wire;

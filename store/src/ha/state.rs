@@ -8,11 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
+use tracing::info;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
 use super::delay::DelayHistogram;
 use super::group_transfer::GroupTransfer;
+use super::in_sync::InSync;
 
 /// One slave connected to this master.
 #[derive(Debug)]
@@ -37,6 +39,19 @@ pub(crate) struct SlaveLink {
 }
 
 impl SlaveLink {
+    pub(crate) fn new(addr: SocketAddr) -> SlaveLink {
+        SlaveLink {
+            addr,
+            ack: AtomicI64::new(-1),
+            sent: AtomicI64::new(-1),
+            connected_ms: now_millis(),
+            last_report_ms: AtomicI64::new(0),
+            slave_id: AtomicI64::new(-1),
+            caught_up_ms: AtomicI64::new(0),
+            max_at_last_report: AtomicI64::new(i64::MAX),
+        }
+    }
+
     /// What the slave acknowledged of what this connection sent it.
     pub(crate) fn acked(&self) -> i64 {
         let sent = self.sent.load(Ordering::Acquire);
@@ -95,7 +110,7 @@ pub(crate) struct HaState {
     /// Controller mode: this broker's id (sent in the slave handshake) and, on a
     /// master, the other members of its SyncStateSet, each of which must hold a put.
     pub(crate) self_id: AtomicI64,
-    pub(crate) in_sync_others: RwLock<Vec<i64>>,
+    pub(crate) in_sync: InSync,
     /// Signalled on every acknowledgement (controller-mode waiters).
     pub(crate) acked: Notify,
     /// Slave side: the age of the newest record of each applied batch when it was
@@ -113,16 +128,7 @@ pub(crate) struct HaState {
 
 impl HaState {
     pub(crate) fn add_link(&self, addr: SocketAddr) -> Arc<SlaveLink> {
-        let link = Arc::new(SlaveLink {
-            addr,
-            ack: AtomicI64::new(-1),
-            sent: AtomicI64::new(-1),
-            connected_ms: now_millis(),
-            last_report_ms: AtomicI64::new(0),
-            slave_id: AtomicI64::new(-1),
-            caught_up_ms: AtomicI64::new(0),
-            max_at_last_report: AtomicI64::new(i64::MAX),
-        });
+        let link = Arc::new(SlaveLink::new(addr));
         let mut links = self.links.locked();
         links.push(link.clone());
         self.link_count.store(links.len(), Ordering::Release);
@@ -177,15 +183,41 @@ impl HaState {
             .collect()
     }
 
-    /// Controller mode: true when every other SyncStateSet member acknowledged `end`.
+    /// Controller mode: true when every other SyncStateSet member, joining ones
+    /// included, acknowledged `end`.
     pub(crate) fn all_in_sync_have(&self, end: i64) -> bool {
-        let others = self.in_sync_others.read_locked();
-        let links = self.links.locked();
-        others.iter().all(|id| {
-            links
-                .iter()
-                .any(|l| l.slave_id.load(Ordering::Acquire) == *id && l.acked() >= end)
-        })
+        self.in_sync.all_have(&self.links.locked(), end)
+    }
+
+    /// Controller mode, on a master, after a report on `link`: the replica joins the
+    /// SyncStateSet if it holds every acknowledged put (everything written when puts
+    /// do not wait, `master_end`). Puts wait for it from now on; the broker asks the
+    /// controller.
+    pub(crate) fn maybe_admit(&self, link: &SlaveLink, master_end: i64) {
+        let id = link.slave_id.load(Ordering::Acquire);
+        if self.replica.load(Ordering::Acquire)
+            || id <= 0
+            || id == self.self_id.load(Ordering::Acquire)
+        {
+            return;
+        }
+        let floor = if self.sync_master.load(Ordering::Acquire) {
+            i64::MIN
+        } else {
+            master_end
+        };
+        let acked = link.acked();
+        if let Some(confirm) = self.in_sync.try_admit(id, acked, floor) {
+            link.caught_up_ms.store(now_millis(), Ordering::Release);
+            info!(
+                slave = %link.addr,
+                broker_id = id,
+                acked,
+                confirm_offset = confirm,
+                "replica holds every acknowledged message: it joins the SyncStateSet, \
+                 sends wait for it from now on"
+            );
+        }
     }
 
     pub(crate) fn master_link(&self) -> MasterLinkInfo {

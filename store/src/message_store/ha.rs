@@ -4,7 +4,6 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use vostok_remoting::support::sync::RwLockExt;
 
 use super::MessageStore;
 use crate::ha::state::{HaState, MasterLinkInfo, SlaveInfo};
@@ -13,9 +12,10 @@ use crate::stats::Stats;
 
 impl MessageStore {
     /// Controller mode (`allAckInSyncStateSet`): PUT_OK once every other member of
-    /// the SyncStateSet acknowledged `end` (at once when the master is alone in it),
-    /// FLUSH_SLAVE_TIMEOUT after `syncFlushTimeout`. A master cut off from its
-    /// in-sync replicas therefore never answers PUT_OK (docs/controller.md#fencing).
+    /// the SyncStateSet, replicas joining it included, acknowledged `end` (at once
+    /// when the master is alone in it), FLUSH_SLAVE_TIMEOUT after `syncFlushTimeout`.
+    /// A master cut off from its in-sync replicas therefore never answers PUT_OK
+    /// (docs/controller.md#fencing).
     async fn wait_in_sync_state_set(&self, end: i64) -> PutMessageStatus {
         let i = self.inner();
         let deadline = tokio::time::Instant::now() + i.config.sync_flush_timeout;
@@ -38,6 +38,12 @@ impl MessageStore {
     /// local puts; `sync` makes puts wait for the SyncStateSet.
     pub fn set_role(&self, replica: bool, sync: bool) {
         let ha = self.ha_state();
+        if replica {
+            ha.in_sync.clear_joining();
+        } else {
+            // A master's confirm offset starts at the start of its epoch.
+            ha.in_sync.restart(self.max_phy_offset());
+        }
         ha.replica.store(replica, Ordering::Release);
         ha.sync_master.store(sync && !replica, Ordering::Release);
         // Waiters re-check against the new role's rules.
@@ -49,13 +55,35 @@ impl MessageStore {
         self.ha_state().self_id.store(id, Ordering::Release);
     }
 
-    /// Controller mode: the SyncStateSet a put must reach (this broker excluded).
+    /// Controller mode: the SyncStateSet the controller agreed to; with the
+    /// replicas still joining, the members a put must reach (this broker excluded).
     pub fn set_sync_state_set(&self, members: &[i64]) {
         let ha = self.ha_state();
         let me = ha.self_id.load(Ordering::Acquire);
-        *ha.in_sync_others.write_locked() =
-            members.iter().copied().filter(|id| *id != me).collect();
+        ha.in_sync
+            .set_agreed(members.iter().copied().filter(|id| *id != me).collect());
         ha.acked.notify_waiters();
+    }
+
+    /// Controller mode, on a master: the replicas that joined the SyncStateSet here
+    /// (they held every acknowledged message) and that the controller has not (yet)
+    /// agreed to. Puts wait for them already.
+    pub fn sync_state_set_joining(&self) -> Vec<i64> {
+        self.ha_state().in_sync.joining()
+    }
+
+    /// Controller mode: puts stop waiting for joining replicas `ids`, which the
+    /// controller is known not to hold.
+    pub fn forget_sync_state_set_joining(&self, ids: &[i64]) {
+        let ha = self.ha_state();
+        ha.in_sync.forget_joining(ids);
+        ha.acked.notify_waiters();
+    }
+
+    /// Controller mode: resolves when a replica joined the SyncStateSet here (at
+    /// once if one joined since the last call).
+    pub async fn sync_state_set_joined(&self) {
+        self.ha_state().in_sync.joined.notified().await
     }
 
     pub(crate) fn ha_state(&self) -> &HaState {
