@@ -8,6 +8,7 @@
 //! start the background services. Shutdown runs the reverse, unregistering first so
 //! that clients stop routing here before the listeners close.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -102,8 +103,8 @@ impl MessageArrivingListener for ArrivalBridge {
 struct ConsumedBridge(Arc<Broker>);
 
 impl ConsumedOffsets for ConsumedBridge {
-    fn min_committed_offset(&self, topic: &str, queue_id: i32) -> Option<i64> {
-        self.0.offsets.min_committed(topic, queue_id)
+    fn min_committed_offsets(&self, topic: &str) -> HashMap<i32, i64> {
+        self.0.min_committed_offsets(topic)
     }
 }
 

@@ -1,5 +1,6 @@
 //! What the broker hands to the store, and the callbacks it can plug in.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
@@ -60,13 +61,16 @@ pub trait MessageArrivingListener: Send + Sync {
     );
 }
 
-/// What consumer groups have committed, as the broker knows it (RocketMQ's
+/// What consumer groups have consumed, as the broker knows it (RocketMQ's
 /// `ConsumerOffsetManager`). Retention asks it before a forced, space-driven deletion
 /// so that it can refuse to drop messages a group has not consumed (see `retention`).
-/// Called on the retention thread.
+/// Called on the retention thread, once per topic and pass.
 pub trait ConsumedOffsets: Send + Sync {
-    /// The lowest offset committed on the queue by any consumer group that consumes it
-    /// (every message below it is consumed by every such group); `None` when no group
-    /// has committed an offset on it, so that none of its messages counts as consumed.
-    fn min_committed_offset(&self, topic: &str, queue_id: i32) -> Option<i64>;
+    /// Where the slowest consumer group of `topic` stands on each of its queues: queue
+    /// id → the lowest offset committed on it by the groups that consume the topic
+    /// (every message below it is consumed by every such group). A queue is absent when
+    /// one of those groups has not committed an offset on it (that group is still at
+    /// the queue's start), and every queue is absent when no group consumes the topic:
+    /// then none of the queue's messages counts as consumed.
+    fn min_committed_offsets(&self, topic: &str) -> HashMap<i32, i64>;
 }

@@ -10,12 +10,14 @@
 //! Under space pressure (usage above `diskSpaceCleanForciblyRatio`, or no room for the
 //! next commitlog file) the oldest files go even if they are not expired: a *forced*
 //! deletion. It takes files whose messages every consumer group has consumed (the
-//! broker tells, through [`crate::ConsumedOffsets`]); a file holding messages some
-//! group has not consumed goes only when `cleanFileForciblyEnable` is set. Otherwise
-//! the pass stops there, logs how many unconsumed messages that deletion would drop
-//! and exposes the count (`forcedDeleteUnconsumedRefused`); with the key set, the
-//! messages dropped are logged and counted (`forcedDeleteUnconsumedDropped`). Without
-//! a [`crate::ConsumedOffsets`], no message counts as consumed.
+//! broker tells, through [`crate::ConsumedOffsets`]; a group that consumes a topic but
+//! has not committed an offset on a queue has consumed nothing there); a file holding
+//! messages some group has not consumed goes only when `cleanFileForciblyEnable` is
+//! set. Otherwise the pass stops there, logs how many unconsumed messages that
+//! deletion would drop and exposes the count (`forcedDeleteUnconsumedRefused`); with
+//! the key set, the messages dropped are logged and counted
+//! (`forcedDeleteUnconsumedDropped`). Without a [`crate::ConsumedOffsets`], no message
+//! counts as consumed.
 //!
 //! The newest file and files the dispatcher has not finished are never deleted; at
 //! most 10 files go per pass. Above `diskSpaceWarningLevelRatio` puts are refused
@@ -23,6 +25,7 @@
 //! arguments so tests can drive them; the thread reads the usage from the file system
 //! (`allocate` says why a failed allocation cannot distort it).
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
@@ -49,6 +52,23 @@ pub struct RetentionReport {
     /// Unconsumed messages the next forced deletion would drop, which this pass
     /// refused (`cleanFileForciblyEnable` off).
     pub unconsumed_refused: u64,
+}
+
+/// What the consumer groups had consumed, per topic, asked once per pass.
+#[derive(Default)]
+struct Consumed(HashMap<String, HashMap<i32, i64>>);
+
+impl Consumed {
+    fn of(&mut self, inner: &StoreInner, topic: &str) -> &HashMap<i32, i64> {
+        if !self.0.contains_key(topic) {
+            let offsets = inner
+                .consumed_offsets()
+                .map(|c| c.min_committed_offsets(topic))
+                .unwrap_or_default();
+            self.0.insert(topic.to_owned(), offsets);
+        }
+        &self.0[topic]
+    }
 }
 
 /// What deleting commitlog files did.
@@ -142,6 +162,7 @@ impl StoreInner {
         let files = self.commitlog.files().files();
         let mut d = Deleted::default();
         let mut forced_from = None;
+        let mut consumed = Consumed::default();
         for f in files.iter().take(files.len().saturating_sub(1)) {
             if d.files >= DELETE_FILES_BATCH_MAX || f.end() > dispatched {
                 break;
@@ -156,8 +177,13 @@ impl StoreInner {
             }
             // Forced: the unconsumed messages from the first forced file to this one's
             // end (those in expired files go by time retention, whatever their state).
-            let before = *forced_from.get_or_insert_with(|| self.unconsumed_below(f.base()));
-            let unconsumed = self.unconsumed_below(f.end()).saturating_sub(before);
+            let before = match forced_from {
+                Some(n) => n,
+                None => *forced_from.insert(self.unconsumed_below(f.base(), &mut consumed)),
+            };
+            let unconsumed = self
+                .unconsumed_below(f.end(), &mut consumed)
+                .saturating_sub(before);
             if unconsumed > 0 && !self.config.clean_file_forcibly_enable {
                 d.unconsumed_refused = unconsumed;
                 break;
@@ -174,17 +200,18 @@ impl StoreInner {
     }
 
     /// Messages with a consume-queue entry whose record lies below commitlog offset
-    /// `end` and that some consumer group has not consumed.
-    pub(crate) fn unconsumed_below(&self, end: i64) -> u64 {
-        let consumed = self.consumed_offsets();
+    /// `end` and that some consumer group has not consumed. `consumed` caches, per
+    /// topic, what [`crate::ConsumedOffsets`] answered during this pass.
+    fn unconsumed_below(&self, end: i64, consumed: &mut Consumed) -> u64 {
         self.queues
             .all()
             .iter()
             .map(|cq| {
                 let (min, max) = (cq.min_offset(), cq.max_offset());
                 let from = consumed
-                    .as_ref()
-                    .and_then(|c| c.min_committed_offset(cq.topic(), cq.queue_id()))
+                    .of(self, cq.topic())
+                    .get(&cq.queue_id())
+                    .copied()
                     .unwrap_or(min)
                     .clamp(min, max);
                 (cq.offset_of_phy(end) - from).max(0) as u64

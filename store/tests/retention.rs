@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -97,8 +98,8 @@ async fn expired_files_go_at_the_delete_hour_and_queues_follow() {
 struct ConsumedUpTo(i64);
 
 impl ConsumedOffsets for ConsumedUpTo {
-    fn min_committed_offset(&self, _topic: &str, _queue_id: i32) -> Option<i64> {
-        Some(self.0)
+    fn min_committed_offsets(&self, _topic: &str) -> HashMap<i32, i64> {
+        (0..2).map(|q| (q, self.0)).collect()
     }
 }
 
@@ -153,6 +154,29 @@ async fn disk_pressure_deletes_early_and_refuses_puts_when_full() {
         .put_message(message("Ret", 0, "x", String::new()))
         .await
         .is_ok());
+}
+
+/// Consumed everything on queue 0; a group is still at the start of queue 1.
+struct OneQueueBehind;
+
+impl ConsumedOffsets for OneQueueBehind {
+    fn min_committed_offsets(&self, _topic: &str) -> HashMap<i32, i64> {
+        HashMap::from([(0, i64::MAX)])
+    }
+}
+
+#[tokio::test]
+async fn a_queue_some_group_has_not_committed_on_holds_a_forced_deletion() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), "04")).unwrap();
+    fill(&store, 60).await;
+    settle(&store);
+    store.set_consumed_offsets(Arc::new(OneQueueBehind));
+    let r = store.run_retention(SystemTime::now(), 0.86).unwrap();
+    assert_eq!(r.commit_log_files_deleted, 0, "{r:?}");
+    assert_eq!(store.min_phy_offset(), 0);
+    assert!(r.unconsumed_refused > 0, "{r:?}");
+    assert_eq!(store.min_offset_in_queue("Ret", 1), 0);
 }
 
 #[tokio::test]

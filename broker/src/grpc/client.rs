@@ -106,7 +106,7 @@ pub(crate) fn register(
                     subscription_of(&ctx.name_of(topic.as_ref()), expression.as_ref())
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let changed = broker.clients.register_consumer(
+            let changed = broker.register_consumer(
                 channel_info(session),
                 ConsumerRegistration {
                     group: name.clone(),

@@ -91,7 +91,7 @@ pub(crate) async fn heart_beat(
             consume_from_where: consumer.consume_from_where,
             subscriptions: consumer.subscription_data_set,
         };
-        if broker.clients.register_consumer(info.clone(), registration) {
+        if broker.register_consumer(info.clone(), registration) {
             tracing::info!(group = %consumer.group_name, client = %heartbeat.client_id, "consumer group membership changed");
             changed.push(consumer.group_name);
         }

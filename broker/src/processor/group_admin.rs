@@ -110,6 +110,12 @@ pub(crate) async fn delete_subscription_group(
         );
     };
     broker.subscriptions.delete(group);
+    // Its offsets (or its mark as a consumer that has not committed yet) would keep
+    // holding retention back.
+    if request.ext_fields.get("cleanOffset") == Some("true") && broker.offsets.remove_group(group) {
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.offsets.persist(false)).await;
+    }
     broker.persist_configs().await;
     RemotingCommand::success()
 }

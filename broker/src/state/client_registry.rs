@@ -150,6 +150,19 @@ impl ClientRegistry {
             .collect()
     }
 
+    /// The online clustering groups subscribing to `topic`: those whose progress the
+    /// broker keeps (broadcasting consumers keep theirs themselves).
+    pub fn clustering_groups_subscribing(&self, topic: &str) -> Vec<String> {
+        self.consumers
+            .read_locked()
+            .iter()
+            .filter(|(_, g)| {
+                g.message_model == MessageModel::Clustering && g.subscriptions.contains_key(topic)
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// Every online consumer group, cloned (admin listings, metrics).
     pub fn consumer_groups(&self) -> Vec<(String, ConsumerGroupInfo)> {
         self.consumers

@@ -11,7 +11,7 @@
 //! Reads take the offset table's lock once per queue and one store-time lookup; this
 //! runs at scrape and admin time, never on the message path.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use vostok_remoting::protocol::body::{GroupLagBody, QueueLagEntry};
 use vostok_remoting::protocol::topic;
@@ -107,6 +107,16 @@ impl Broker {
         }
         topics.retain(|t| !topic::is_dlq_topic(t) && self.topics.get(t).is_some());
         topics
+    }
+
+    /// Where the slowest consumer group of `topic` stands on each queue, for the
+    /// store's retention (`vostok_store::ConsumedOffsets`): the groups with offsets or
+    /// noted here and the online clustering subscribers count; one that has not
+    /// committed on a queue is at its start, whatever its `consumeFromWhere`, since
+    /// the broker cannot tell where it will begin.
+    pub(crate) fn min_committed_offsets(&self, topic: &str) -> HashMap<i32, i64> {
+        let online = self.clients.clustering_groups_subscribing(topic);
+        self.offsets.min_committed_offsets(topic, &online)
     }
 
     /// The lag of `group` on one queue.

@@ -45,7 +45,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::debug;
-use vostok_remoting::protocol::body::TopicConfig;
+use vostok_remoting::protocol::body::{MessageModel, TopicConfig};
 use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::request_code;
@@ -53,7 +53,7 @@ use vostok_remoting::{Channel, RemotingClient, RemotingCommand};
 use vostok_store::MessageStore;
 
 use crate::config::BrokerConfig;
-use client_registry::ClientRegistry;
+use client_registry::{ClientChannelInfo, ClientRegistry, ConsumerRegistration};
 use consumer_filter::ConsumerFilterManager;
 use dedupe::DedupeWindow;
 use long_polling::LongPolling;
@@ -191,6 +191,28 @@ impl Broker {
 
     pub fn replicas(&self) -> &replicas::ReplicaState {
         &self.replicas
+    }
+
+    /// Registers or refreshes a consumer from its heartbeat (remoting or gRPC); true
+    /// when the group's set of clients changed. A clustering group is also noted on
+    /// each subscribed topic of this broker where it has no offsets yet, so that until
+    /// it commits, retention counts it as at the start of those queues even after it
+    /// disconnects (`store/README.md`, *Forced deletion and unconsumed messages*).
+    pub(crate) fn register_consumer(
+        &self,
+        info: ClientChannelInfo,
+        registration: ConsumerRegistration,
+    ) -> bool {
+        if registration.message_model == MessageModel::Clustering {
+            for sub in &registration.subscriptions {
+                if self.topics.contains(&sub.topic)
+                    && self.offsets.note_consumer(&registration.group, &sub.topic)
+                {
+                    debug!(group = %registration.group, topic = %sub.topic, "consumer group noted on a topic before its first commit");
+                }
+            }
+        }
+        self.clients.register_consumer(info, registration)
     }
 
     pub(crate) fn on_channel_closed(&self, channel: &Channel) {

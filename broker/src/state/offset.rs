@@ -83,15 +83,52 @@ impl ConsumerOffsetManager {
             .unwrap_or(-1)
     }
 
-    /// The lowest offset any group has committed on a queue; `None` when no group
-    /// has (the store's retention asks this before a forced deletion).
-    pub fn min_committed(&self, topic: &str, queue_id: i32) -> Option<i64> {
-        self.table
-            .locked()
+    /// Records that `group` consumes `topic` before it has committed anything there:
+    /// an entry without queues, persisted like any other, so that the group counts as
+    /// at the start of the topic's queues until it commits, across its disconnections
+    /// and broker restarts ([`Self::min_committed_offsets`]). True when it is new.
+    pub fn note_consumer(&self, group: &str, topic: &str) -> bool {
+        let k = key(topic, group);
+        let mut table = self.table.locked();
+        if table.contains_key(&k) {
+            return false;
+        }
+        table.insert(k, HashMap::new());
+        self.dirty.store(true, Ordering::Relaxed);
+        true
+    }
+
+    /// Where the slowest consumer of each queue of `topic` stands: queue id → the
+    /// lowest offset committed on it by the groups with an entry for the topic here and
+    /// the `online` groups (subscribers that may have none yet). A queue is absent when
+    /// one of those groups has not committed on it, since that group is still at the
+    /// queue's start; every queue is absent when no group consumes the topic. The
+    /// store's retention asks this before a forced deletion.
+    pub fn min_committed_offsets(&self, topic: &str, online: &[String]) -> HashMap<i32, i64> {
+        let table = self.table.locked();
+        let mut groups: Vec<&HashMap<i32, i64>> = table
             .iter()
             .filter(|(k, _)| k.rsplit_once(TOPIC_GROUP_SEPARATOR).map(|(t, _)| t) == Some(topic))
-            .filter_map(|(_, queues)| queues.get(&queue_id).copied())
-            .min()
+            .map(|(_, queues)| queues)
+            .collect();
+        // An online group with an entry is among `groups` already.
+        if online.iter().any(|g| !table.contains_key(&key(topic, g))) {
+            return HashMap::new();
+        }
+        let Some(first) = groups.pop() else {
+            return HashMap::new();
+        };
+        first
+            .iter()
+            .filter_map(|(queue_id, offset)| {
+                groups
+                    .iter()
+                    .try_fold(*offset, |min, queues| {
+                        queues.get(queue_id).map(|o| min.min(*o))
+                    })
+                    .map(|min| (*queue_id, min))
+            })
+            .collect()
     }
 
     /// Queue id → offset for one group and topic.
@@ -129,6 +166,19 @@ impl ConsumerOffsetManager {
         let mut table = self.table.locked();
         table.retain(|k, _| k.rsplit_once(TOPIC_GROUP_SEPARATOR).map(|(t, _)| t) != Some(topic));
         self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// Drops every offset of a deleted group (DELETE_SUBSCRIPTIONGROUP with
+    /// `cleanOffset`, Apache's `removeOffset`); true when it had some.
+    pub fn remove_group(&self, group: &str) -> bool {
+        let mut table = self.table.locked();
+        let before = table.len();
+        table.retain(|k, _| k.rsplit_once(TOPIC_GROUP_SEPARATOR).map(|(_, g)| g) != Some(group));
+        let removed = table.len() != before;
+        if removed {
+            self.dirty.store(true, Ordering::Relaxed);
+        }
+        removed
     }
 
     /// A slave's copy of its master's offsets (SlaveSynchronize, the body of
@@ -183,6 +233,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_consumer_without_commits_holds_every_queue_at_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = BrokerConfig::default();
+        c.store.store_path_root_dir = dir.path().to_path_buf();
+        let m = ConsumerOffsetManager::load(&c);
+        m.commit("fast", "T", 0, 40);
+        m.commit("fast", "T", 1, 41);
+        assert_eq!(
+            m.min_committed_offsets("T", &[]),
+            HashMap::from([(0, 40), (1, 41)])
+        );
+        // Online, subscribed, nothing committed: nothing counts as consumed.
+        assert!(m.min_committed_offsets("T", &["slow".into()]).is_empty());
+        assert!(m.note_consumer("slow", "T"));
+        assert!(!m.note_consumer("slow", "T"), "noted once");
+        assert!(!m.note_consumer("fast", "T"), "it has committed already");
+        // Offline now, but noted: still at the start, after a restart too.
+        assert!(m.min_committed_offsets("T", &[]).is_empty());
+        m.persist(false);
+        let again = ConsumerOffsetManager::load(&c);
+        assert!(again.min_committed_offsets("T", &[]).is_empty());
+        assert_eq!(again.query("slow", "T", 0), -1, "still no committed offset");
+        assert!(again.remove_group("slow") && !again.remove_group("slow"));
+        assert_eq!(again.min_committed_offsets("T", &[]).len(), 2, "released");
+        again.note_consumer("slow", "T");
+        again.commit("slow", "T", 0, 5);
+        assert_eq!(
+            again.min_committed_offsets("T", &["slow".into(), "fast".into()]),
+            HashMap::from([(0, 5)]),
+            "queue 1 still waits for slow"
+        );
+    }
+
+    #[test]
     fn commits_persist_and_reload_including_java_files() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = BrokerConfig::default();
@@ -193,10 +277,12 @@ mod tests {
         m.commit("g", "T", 1, 3);
         m.commit("g", "T@x", 0, 1);
         m.commit("g2", "T", 0, 7);
-        assert_eq!(m.min_committed("T", 0), Some(7), "the slowest group");
-        assert_eq!(m.min_committed("T", 1), Some(3));
-        assert_eq!(m.min_committed("T", 2), None);
-        assert_eq!(m.min_committed("U", 0), None);
+        assert_eq!(
+            m.min_committed_offsets("T", &[]),
+            HashMap::from([(0, 7)]),
+            "the slowest group on queue 0; g2 has not committed on queue 1"
+        );
+        assert_eq!(m.min_committed_offsets("U", &[]), HashMap::new());
         m.persist(false);
         let again = ConsumerOffsetManager::load(&c);
         assert_eq!(again.query("g", "T", 1), 3);
