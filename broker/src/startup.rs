@@ -62,7 +62,8 @@ pub struct BrokerHandle {
     runtimes: Vec<SideRuntime>,
 }
 
-/// Feeds store arrivals to held pulls, the timer table and the delay levels.
+/// Feeds store arrivals to held pulls, the timer table and the delay levels; on a
+/// slave, to the topic table too (a topic is known as soon as its data is).
 struct ArrivalBridge(Arc<Broker>);
 
 impl MessageArrivingListener for ArrivalBridge {
@@ -77,6 +78,9 @@ impl MessageArrivingListener for ArrivalBridge {
         properties: &str,
     ) {
         let broker = &self.0;
+        if !broker.is_master() {
+            broker.topics.note_replicated(topic, queue_id);
+        }
         if topic == TIMER_TOPIC {
             // The consume queue keeps the TAGS hash; the delivery time is a property.
             let at = property::find(properties, property::TIMER_OUT_MS)

@@ -299,6 +299,16 @@ impl MessageStore {
         self.inner.queues.queue_ids(topic)
     }
 
+    /// The commitlog offset just past the newest record of `topic` that has a
+    /// consume-queue entry; `None` when the topic has no consume queue.
+    pub fn topic_phy_end(&self, topic: &str) -> Option<i64> {
+        self.queue_ids(topic)
+            .into_iter()
+            .filter_map(|q| self.inner.queues.find(topic, q))
+            .map(|cq| cq.max_phy_end())
+            .max()
+    }
+
     /// Topics that have consume queues.
     pub fn topics(&self) -> Vec<String> {
         self.inner.queues.topics()

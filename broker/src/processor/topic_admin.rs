@@ -13,10 +13,8 @@ use vostok_remoting::RemotingCommand;
 
 use super::{decode_header, error};
 use crate::state::dedupe::WINDOW_ATTRIBUTE;
+use crate::state::topic::MAX_QUEUE_NUMS;
 use crate::state::Broker;
-
-/// Largest queue count a topic may be given.
-const MAX_QUEUE_NUMS: i32 = 1024;
 
 pub(crate) async fn update_and_create_topic(
     broker: &Arc<Broker>,

@@ -2,7 +2,9 @@
 //! configs, consumer offsets, delay offsets and subscription groups, fetched with
 //! RocketMQ's request codes from the master's main port, first 3 s after start, then
 //! every 10 s, and at once when the name server reports a new master. Each table is
-//! written through its owner, which marks it dirty for the config writer.
+//! written through its owner, which marks it dirty for the config writer. Topics
+//! whose data arrived before the master's table listed them were derived from the
+//! data meanwhile (`state::topic`); the master's values replace them.
 //!
 //! Each round also compares the master's commitlog end with this slave's, read
 //! before asking: a slave ahead of its master cannot replicate (the master refuses
@@ -75,10 +77,20 @@ async fn fetch(broker: &Broker, master: &str, code: i32) -> Option<RemotingComma
 
 /// One `syncAll`: topics, consumer offsets, delay offsets, subscription groups.
 pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
+    // Read before the table: a topic the table lacks whose data reaches this far was
+    // created after the table was read; one whose data all lies below was deleted.
+    let master_end = master_commitlog_end(broker, master).await;
     if let Some(r) = fetch(broker, master, request_code::GET_ALL_TOPIC_CONFIG).await {
         match json::from_slice::<TopicConfigSerializeWrapper>("topicConfigTable", &r.body) {
             Ok(wrapper) => {
-                broker.topics.replace_from_master(wrapper);
+                let store = &broker.store;
+                broker.topics.replace_from_master(wrapper, |topic| {
+                    match (master_end, store.topic_phy_end(topic)) {
+                        (Some(master_end), Some(data_end)) => data_end > master_end,
+                        (Some(_), None) => false,
+                        (None, _) => true,
+                    }
+                });
             }
             Err(e) => warn!(master, error = %e, "undecodable topic configs from the master"),
         }
@@ -115,15 +127,16 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     debug!(master, "metadata synchronised from the master");
 }
 
+/// The end of the master's commitlog (`commitLogMaxOffset` of its runtime info).
+async fn master_commitlog_end(broker: &Broker, master: &str) -> Option<i64> {
+    let r = fetch(broker, master, request_code::GET_BROKER_RUNTIME_INFO).await?;
+    let kv = json::from_slice::<KvTable>("runtimeInfo", &r.body).ok()?;
+    kv.table.get("commitLogMaxOffset")?.parse().ok()
+}
+
 /// Logs an error when this slave's commitlog ends beyond its master's.
 async fn check_not_ahead(broker: &Broker, master: &str) {
-    let master_end = async {
-        let r = fetch(broker, master, request_code::GET_BROKER_RUNTIME_INFO).await?;
-        let kv = json::from_slice::<KvTable>("runtimeInfo", &r.body).ok()?;
-        kv.table
-            .get("commitLogMaxOffset")
-            .and_then(|v| v.parse::<i64>().ok())
-    };
+    let master_end = master_commitlog_end(broker, master);
     if let Some((own, master_max)) =
         ahead_of_master(|| broker.store.raw_write_end(), master_end).await
     {

@@ -4,8 +4,14 @@
 //! A change marks the file dirty and wakes the config writer
 //! (`service::config_flush`), which writes it once for however many changes came
 //! meanwhile; admin requests wait for that write before they answer.
+//!
+//! A slave learns its master's table by metadata sync, every 10 s; a topic whose data
+//! arrives sooner is *derived* from it ([`TopicConfigManager::note_replicated`]): as
+//! many queues as the data uses, readable and writable, until the master's values
+//! arrive (docs/replication.md#metadata-sync-slavesynchronize). So a slave serves
+//! every topic it holds data of, also when its master died before the next sync.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, RwLock};
 
 use tokio::sync::Notify;
@@ -20,6 +26,8 @@ use crate::config::BrokerConfig;
 
 /// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.
 pub const SCHEDULE_QUEUE_NUMS: i32 = 18;
+/// Largest queue count a topic may be given.
+pub const MAX_QUEUE_NUMS: i32 = 1024;
 /// Read/write queues of a topic created without a count (Java `TopicConfig` defaults).
 const DEFAULT_QUEUE_NUMS: i32 = 16;
 
@@ -31,6 +39,8 @@ pub struct TopicConfigManager {
     changed: Notify,
     /// Signalled on every change, for the config writer.
     unsaved: Notify,
+    /// Topics of a slave known only from replicated data, not yet from its master.
+    derived: Mutex<HashSet<String>>,
 }
 
 impl TopicConfigManager {
@@ -49,6 +59,7 @@ impl TopicConfigManager {
             data_version: Mutex::new(data_version),
             changed: Notify::new(),
             unsaved: Notify::new(),
+            derived: Mutex::new(HashSet::new()),
         };
         manager.add_system_topics(config);
         manager
@@ -165,6 +176,7 @@ impl TopicConfigManager {
     /// UPDATE_AND_CREATE_TOPIC: creates or replaces.
     pub fn update(&self, config: TopicConfig) {
         info!(topic = %config.topic_name, read = config.read_queue_nums, write = config.write_queue_nums, perm = config.perm, "topic config updated");
+        self.derived.locked().remove(&config.topic_name);
         self.table
             .write_locked()
             .insert(config.topic_name.clone(), config);
@@ -173,6 +185,7 @@ impl TopicConfigManager {
 
     /// Removes a topic; true when it existed.
     pub fn delete(&self, topic: &str) -> bool {
+        self.derived.locked().remove(topic);
         let removed = self.table.write_locked().remove(topic).is_some();
         if removed {
             info!(topic, "topic deleted");
@@ -192,19 +205,89 @@ impl TopicConfigManager {
         }
     }
 
+    /// A slave was handed a record of `topic` in `queue_id` by replication (called
+    /// by the dispatcher for every record, so the known case is one read lock). An
+    /// unknown topic is derived from the data: `queue_id + 1` read and write queues,
+    /// readable and writable; a derived topic grows as higher queues arrive. The
+    /// master's values replace it at the next metadata sync.
+    pub fn note_replicated(&self, topic: &str, queue_id: i32) {
+        if let Some(config) = self.table.read_locked().get(topic) {
+            if queue_id < config.read_queue_nums || !self.derived.locked().contains(topic) {
+                return;
+            }
+        }
+        if !(0..MAX_QUEUE_NUMS).contains(&queue_id) {
+            return;
+        }
+        let queues = queue_id + 1;
+        {
+            let mut table = self.table.write_locked();
+            match table.get_mut(topic) {
+                None => {
+                    table.insert(
+                        topic.to_owned(),
+                        TopicConfig::new(topic, queues).with_perm(perm::READ | perm::WRITE),
+                    );
+                    self.derived.locked().insert(topic.to_owned());
+                }
+                Some(config)
+                    if config.read_queue_nums < queues && self.derived.locked().contains(topic) =>
+                {
+                    config.read_queue_nums = queues;
+                    config.write_queue_nums = config.write_queue_nums.max(queues);
+                }
+                Some(_) => return,
+            }
+        }
+        info!(
+            topic,
+            queues, "topic known from replicated data before the master's config"
+        );
+        self.on_change();
+    }
+
     /// A slave's copy of its master's table (SlaveSynchronize): replaced when the
-    /// master's data version differs, topics absent on the master removed. True when
-    /// it changed.
-    pub fn replace_from_master(&self, master: TopicConfigSerializeWrapper) -> bool {
+    /// master's data version differs, topics absent on the master removed, except
+    /// derived topics (see [`Self::note_replicated`]) for which `newer` says the
+    /// master's table may not know them yet: their data is newer than the table. True
+    /// when it changed.
+    pub fn replace_from_master(
+        &self,
+        master: TopicConfigSerializeWrapper,
+        newer: impl Fn(&str) -> bool,
+    ) -> bool {
         if *self.data_version.locked() == master.data_version {
             return false;
         }
         let count = master.topic_config_table.len();
-        *self.table.write_locked() = master.topic_config_table;
+        let mut kept = Vec::new();
+        {
+            let mut table = self.table.write_locked();
+            let mut derived = self.derived.locked();
+            let mut next = master.topic_config_table;
+            derived.retain(|topic| {
+                if next.contains_key(topic) {
+                    return false;
+                }
+                match table.remove(topic) {
+                    Some(config) if newer(topic) => {
+                        next.insert(topic.clone(), config);
+                        kept.push(topic.clone());
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            *table = next;
+        }
         *self.data_version.locked() = master.data_version;
         self.file.mark_dirty();
         self.unsaved.notify_one();
-        info!(topics = count, "topic configs copied from the master");
+        info!(
+            topics = count,
+            ?kept,
+            "topic configs copied from the master"
+        );
         true
     }
 
@@ -258,6 +341,68 @@ mod tests {
         c.store.store_path_root_dir = dir.to_path_buf();
         c.broker_name = "broker-a".into();
         c
+    }
+
+    fn master_table(topics: &[TopicConfig], counter: i64) -> TopicConfigSerializeWrapper {
+        let mut data_version = DataVersion::new(1);
+        data_version.counter = counter;
+        TopicConfigSerializeWrapper {
+            data_version,
+            topic_config_table: topics
+                .iter()
+                .map(|t| (t.topic_name.clone(), t.clone()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_slave_knows_topics_from_their_data_until_the_master_table_says_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = TopicConfigManager::load(&config(dir.path()));
+        let v0 = manager.data_version().counter;
+        manager.note_replicated("New", 2);
+        let derived = manager.get("New").unwrap();
+        assert_eq!((derived.read_queue_nums, derived.write_queue_nums), (3, 3));
+        assert_eq!(derived.perm, perm::READ | perm::WRITE);
+        assert!(
+            manager.data_version().counter > v0,
+            "registered and persisted"
+        );
+        manager.note_replicated("New", 0);
+        manager.note_replicated("New", 5);
+        assert_eq!(
+            manager.get("New").unwrap().read_queue_nums,
+            6,
+            "grows with its data"
+        );
+        manager.note_replicated("Gone", 0);
+
+        // The master's table: "New" with its own values, "Gone" absent and its data
+        // older than the table, "Later" absent and its data newer.
+        manager.note_replicated("Later", 0);
+        let mut new = TopicConfig::new("New", 4);
+        new.perm = perm::READ;
+        assert!(
+            manager.replace_from_master(master_table(std::slice::from_ref(&new), 7), |t| t
+                == "Later")
+        );
+        assert_eq!(manager.get("New"), Some(new));
+        assert!(manager.get("Gone").is_none(), "deleted on the master");
+        assert!(
+            manager.get("Later").is_some(),
+            "created after the table was read"
+        );
+        // The master's values are not grown by data beyond them.
+        manager.note_replicated("New", 6);
+        assert_eq!(manager.get("New").unwrap().read_queue_nums, 4);
+        // Once the master's table lists it, a kept topic is the master's too.
+        let later = TopicConfig::new("Later", 2);
+        manager.replace_from_master(master_table(std::slice::from_ref(&later), 8), |_| true);
+        assert_eq!(manager.get("Later"), Some(later));
+        assert!(manager.get("New").is_none());
+        manager.note_replicated("Later", 3);
+        assert_eq!(manager.get("Later").unwrap().read_queue_nums, 2);
     }
 
     #[test]
