@@ -87,6 +87,9 @@ pub struct StoreConfig {
     pub max_msgs_num_batch: usize,
     /// `checkCRCOnRecover`.
     pub check_crc_on_recover: bool,
+    /// `recoveryProgressInterval` (Vostok): at most this long between two lines of a
+    /// recovery's progress.
+    pub recovery_progress_interval: Duration,
     /// `messageDelayLevel`.
     pub message_delay_level: String,
     /// `maxTransferBytesOnMessageInMemory`.
@@ -136,6 +139,7 @@ impl Default for StoreConfig {
             max_index_num: 20_000_000,
             max_msgs_num_batch: 64,
             check_crc_on_recover: true,
+            recovery_progress_interval: Duration::from_secs(5),
             message_delay_level: DEFAULT_DELAY_LEVELS.to_owned(),
             max_transfer_bytes_on_message_in_memory: 256 * 1024,
             max_transfer_count_on_message_in_memory: 32,
@@ -280,6 +284,7 @@ impl StoreConfig {
             "maxIndexNum" => self.max_index_num = parse_num(key, v)?,
             "maxMsgsNumBatch" => self.max_msgs_num_batch = parse_num(key, v)?,
             "checkCRCOnRecover" => self.check_crc_on_recover = parse_bool(key, v)?,
+            "recoveryProgressInterval" => self.recovery_progress_interval = millis(key, v)?,
             "messageDelayLevel" => {
                 parse_delay_levels(v).map_err(|item| {
                     StoreError::config(key, value, format!("bad delay level {item:?}"))
@@ -371,6 +376,10 @@ impl StoreConfig {
             ("maxIndexNum", self.max_index_num.to_string()),
             ("maxMsgsNumBatch", self.max_msgs_num_batch.to_string()),
             ("checkCRCOnRecover", self.check_crc_on_recover.to_string()),
+            (
+                "recoveryProgressInterval",
+                ms(self.recovery_progress_interval),
+            ),
             ("messageDelayLevel", self.message_delay_level.clone()),
             (
                 "maxTransferBytesOnMessageInMemory",

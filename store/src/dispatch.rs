@@ -24,6 +24,7 @@ use crate::commitlog::append::gets_queue_offset;
 use crate::commitlog::scan::{scan, Scanned};
 use crate::consume_queue::CqEntry;
 use crate::error::{Result, StoreError};
+use crate::recovery::Progress;
 use crate::store_inner::StoreInner;
 
 /// The properties the dispatcher needs, found in one pass (the last occurrence
@@ -130,6 +131,16 @@ impl StoreInner {
     /// Dispatches every complete record between the reput offset and the commitlog's
     /// max offset; returns how many records it dispatched.
     pub(crate) fn dispatch_available(&self, notify: bool) -> Result<usize> {
+        self.dispatch_logged(notify, None)
+    }
+
+    /// [`Self::dispatch_available`], logging how far it got through `progress`
+    /// (recovery).
+    pub(crate) fn dispatch_logged(
+        &self,
+        notify: bool,
+        mut progress: Option<&mut Progress>,
+    ) -> Result<usize> {
         let end = self.commitlog.max_offset();
         let mut off = self.dispatch.reput_from();
         let min = self.commitlog.min_offset();
@@ -143,10 +154,14 @@ impl StoreInner {
             self.dispatch.set_reput_from(off);
         }
         let mut dispatched = 0;
+        let from = off;
         while off < end {
             let Some(file) = self.commitlog.files().find(off) else {
                 break;
             };
+            if let Some(p) = progress.as_deref_mut() {
+                p.offsets("dispatch", from, off, end);
+            }
             let base = file.base();
             let limit = (end.min(file.end()) - base) as usize;
             let mut pos = (off - base) as usize;
@@ -156,6 +171,9 @@ impl StoreInner {
                         self.dispatch_record(&view, base + pos as i64, notify)?;
                         pos += view.total_size();
                         dispatched += 1;
+                        if let Some(p) = progress.as_deref_mut() {
+                            p.record("dispatch", from, base + pos as i64, end);
+                        }
                         self.dispatch
                             .dispatched_timestamp
                             .store(view.store_timestamp(), Ordering::Release);

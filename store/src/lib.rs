@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | network | [`ha`] (`master`, `connection`, `client`) | `DefaultHAService`, `DefaultHAConnection`, `DefaultHAClient` | replication over TCP, on the async runtime, through the facade |
 //! | facade | [`message_store`] (+ `get`, `put`, `query`, `info`, `ha`) | `DefaultMessageStore` | open, start, shutdown; the operations the broker calls |
-//! | services | `recovery` | `recoverNormally` / `recoverAbnormally` | start-up repair |
+//! | services | `recovery` (+ `progress`) | `recoverNormally` / `recoverAbnormally` | start-up repair, and what it logs while it runs |
 //! | services | `dispatch` | `ReputMessageService` | builds consume queues and index from the commitlog |
 //! | services | `retention` | `CleanCommitLogService`, `CleanConsumeQueueService` | deleting expired files, disk-full guard |
 //! | services | `flush_service` | `FlushRealTimeService`, `GroupCommitService`, `FlushConsumeQueueService` | the flush threads |

@@ -16,6 +16,11 @@
 //!    queue entries pointing past the end are dropped.
 //! 5. The queue offset table is rebuilt from the consume queues' max offsets and
 //!    their min offsets are moved past deleted commitlog data.
+//!
+//! It logs when it starts, how far it is every `recoveryProgressInterval`
+//! ([`progress`]) and how long it took.
+
+mod progress;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,17 +34,33 @@ use crate::error::Result;
 use crate::mapped_file::MappedFile;
 use crate::store_inner::StoreInner;
 
+pub(crate) use progress::Progress;
+
 impl StoreInner {
     pub(crate) fn recover(&self, last_exit_ok: bool) -> Result<()> {
-        for cq in self.queues.all() {
-            cq.recover()?;
-        }
+        let mut progress = Progress::start(
+            self.config.recovery_progress_interval,
+            self.config.mapped_file_size_commit_log,
+        );
+        let queues = self.queues.all();
         let files = self.commitlog.files().files();
+        tracing::info!(
+            clean_exit = last_exit_ok,
+            commitlog_files = files.len(),
+            commitlog_bytes = files.iter().map(|f| f.size() as u64).sum::<u64>(),
+            consume_queues = queues.len(),
+            "store recovery started"
+        );
+        for (i, cq) in queues.iter().enumerate() {
+            cq.recover()?;
+            progress.queues(i + 1, queues.len());
+        }
+        drop(queues);
         let mut walked_from = 0;
         let (end, last_ts, scanned) = if files.is_empty() {
             (0, 0, 0)
         } else if last_exit_ok {
-            self.walk(&files, files.len().saturating_sub(3), false)?
+            self.walk(&files, files.len().saturating_sub(3), false, &mut progress)?
         } else {
             let start = self.abnormal_start(&files);
             walked_from = files[start].base();
@@ -47,7 +68,7 @@ impl StoreInner {
                 from = %files[start].path().display(),
                 "abnormal recovery: re-dispatching from the last safe file"
             );
-            self.walk(&files, start, true)?
+            self.walk(&files, start, true, &mut progress)?
         };
         self.cut_commit_log(end)?;
         for cq in self.queues.all() {
@@ -72,7 +93,7 @@ impl StoreInner {
             end
         };
         self.dispatch.set_reput_from(reput);
-        self.dispatch_available(false)?;
+        self.dispatch_logged(false, Some(&mut progress))?;
         if !last_exit_ok {
             // The crashed process may have left data only in the page cache; what we
             // now build on (and the checkpoint about to be written) must be on disk.
@@ -95,7 +116,14 @@ impl StoreInner {
                 .insert(cq.queue_id(), cq.max_offset());
         }
         self.commitlog.lock_writer().queue_offsets = table;
-        tracing::info!(end, min, last_exit_ok, records = scanned, "store recovered");
+        tracing::info!(
+            end,
+            min,
+            last_exit_ok,
+            records = scanned,
+            elapsed_ms = progress.elapsed().as_millis() as u64,
+            "store recovered"
+        );
         Ok(())
     }
 
@@ -126,12 +154,16 @@ impl StoreInner {
         files: &[Arc<MappedFile>],
         start: usize,
         dispatch: bool,
+        progress: &mut Progress,
     ) -> Result<(i64, i64, u64)> {
         let verify = self.config.check_crc_on_recover;
-        let mut end = files[start].base();
+        let from = files[start].base();
+        let last = files.last().map_or(from, |f| f.end());
+        let mut end = from;
         let mut last_ts = 0;
         let mut count = 0u64;
         'files: for f in &files[start..] {
+            progress.offsets("commitlog", from, f.base(), last);
             let mut pos = 0;
             loop {
                 match scan(f.read(pos, f.size() - pos), f.base(), pos, f.size(), verify) {
@@ -143,6 +175,7 @@ impl StoreInner {
                         pos += view.total_size();
                         end = f.base() + pos as i64;
                         count += 1;
+                        progress.record("commitlog", from, end, last);
                     }
                     Scanned::Blank => {
                         end = f.end();

@@ -1,10 +1,14 @@
 //! Recovery: consume queues and index rebuilt from the commitlog; a corrupted or
-//! truncated tail cut by hand; consume-queue entries past the commitlog end dropped.
+//! truncated tail cut by hand; consume-queue entries past the commitlog end dropped;
+//! the progress it logs.
 
 mod common;
 
+use std::cell::RefCell;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
+use std::sync::{Arc, Once};
+use std::time::Duration;
 
 use common::{message, props, pull_all, settle, shutdown_as_crashed, small_config};
 use vostok_remoting::protocol::message::MessageExt;
@@ -275,4 +279,130 @@ async fn a_torn_consume_queue_entry_is_repaired() {
     let r = store.get_message("g", "A", 0, 2, 1, 0, Some(&tag));
     assert_eq!(r.status, GetMessageStatus::Found);
     assert_eq!(r.next_begin_offset, 3);
+}
+
+thread_local! {
+    /// Where this thread's log lines go while a test captures them.
+    static CAPTURED: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+}
+
+/// Writes a log line into the capture of the thread that logs it, if any. Behind one
+/// subscriber installed for the whole test binary: a subscriber set for one thread
+/// only misses lines whose call site another test's thread registered meanwhile.
+struct ThisThread;
+
+impl Write for ThisThread {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        CAPTURED.with_borrow_mut(|c| {
+            if let Some(c) = c {
+                c.extend_from_slice(buf);
+            }
+        });
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Opens the store at `config` (recovery runs on this thread) and returns what it
+/// logged meanwhile, line by line.
+fn open_logged(config: StoreConfig) -> (Arc<MessageStore>, Vec<String>) {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(|| ThisThread)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+    });
+    CAPTURED.set(Some(Vec::new()));
+    let store = MessageStore::open(config).expect("the store opens");
+    let text = CAPTURED.take().unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).into_owned();
+    (store, text.lines().map(str::to_owned).collect())
+}
+
+/// The number after `field=` in `line`.
+fn field(line: &str, name: &str) -> Option<u64> {
+    let rest = &line[line.find(&format!(" {name}="))? + name.len() + 2..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The progress lines of `phase`, each as (checked bytes, files checked).
+fn progress(lines: &[String], phase: &str) -> Vec<(u64, u64)> {
+    lines
+        .iter()
+        .filter(|l| {
+            l.contains("store recovery in progress") && l.contains(&format!("phase=\"{phase}\""))
+        })
+        .map(|l| {
+            assert!(field(l, "elapsed_ms").is_some(), "{l}");
+            assert!(
+                field(l, "total_bytes").is_some() && field(l, "files").is_some(),
+                "{l}"
+            );
+            (
+                field(l, "checked_bytes").expect("checked_bytes"),
+                field(l, "files_checked").expect("files_checked"),
+            )
+        })
+        .collect()
+}
+
+fn assert_moves(lines: &[String], phase: &str) {
+    let seen = progress(lines, phase);
+    assert!(seen.len() >= 3, "{phase}: {seen:?} in {lines:#?}");
+    assert!(
+        seen.windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1),
+        "{phase} goes forward: {seen:?}"
+    );
+    let (bytes, files) = *seen.last().expect("a line");
+    assert!(bytes > 0 && files > 0, "{phase}: {seen:?}");
+}
+
+/// With a zero `recoveryProgressInterval` every look at the clock logs a line, so the
+/// lines show without waiting: the walk of a crashed store's commitlog, the dispatch
+/// that rebuilds lost consume queues after a clean exit, and the time each took.
+#[tokio::test]
+async fn a_recovery_logs_its_progress_and_how_long_it_took() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        recovery_progress_interval: Duration::ZERO,
+        ..small_config(dir.path(), FILE)
+    };
+    let store = MessageStore::open(config.clone()).unwrap();
+    fill(&store, 1200).await;
+    settle(&store);
+    shutdown_as_crashed(store, dir.path());
+    remove(&dir.path().join("checkpoint"));
+
+    let (store, lines) = open_logged(config.clone());
+    let started = lines
+        .iter()
+        .find(|l| l.contains("store recovery started"))
+        .expect("a first line");
+    assert!(started.contains("clean_exit=false"), "{started}");
+    assert!(field(started, "commitlog_files").unwrap() > 10, "{started}");
+    assert_moves(&lines, "commitlog");
+    let done = lines
+        .iter()
+        .find(|l| l.contains("store recovered"))
+        .unwrap_or_else(|| panic!("a last line in {lines:#?}"));
+    assert!(field(done, "elapsed_ms").is_some(), "{done}");
+    assert_eq!(field(done, "records"), Some(1200), "{done}");
+
+    store.shutdown();
+    drop(store);
+    remove(&dir.path().join("consumequeue"));
+    remove(&dir.path().join("index"));
+    let (store, lines) = open_logged(config);
+    assert_moves(&lines, "dispatch");
+    assert!(lines.iter().any(|l| l.contains("store recovered")));
+    assert_eq!(pull_all(&store, "A", 0).len(), 200, "rebuilt");
 }
