@@ -210,6 +210,40 @@ fn message(topic: &str, id: &str, body: &str) -> Message {
     }
 }
 
+/// A gRPC send counts in the memory account while it is processed, as a remoting
+/// frame does, and leaves it when answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_send_counts_in_the_memory_account() {
+    let (broker, _dir, mut client) = start().await;
+    client
+        .query_route(req(QueryRouteRequest {
+            topic: resource("BigTopic"),
+            endpoints: None,
+        }))
+        .await
+        .unwrap();
+    let memory = broker.broker().memory().clone();
+    let before = memory.peak();
+    let body = "b".repeat(3 << 20);
+    let r = client
+        .send_message(req(SendMessageRequest {
+            messages: vec![message("BigTopic", "big-0", &body)],
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{:?}", r.status);
+    assert!(
+        before < body.len() && memory.peak() >= body.len(),
+        "peak {} B, {} B before a send of {} B",
+        memory.peak(),
+        before,
+        body.len()
+    );
+    assert!(memory.reserved() < 1 << 20, "released: {memory:?}");
+    broker.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_and_offsets_over_grpc() {
     let (broker, _dir, mut client) = start().await;

@@ -52,6 +52,13 @@ pub(crate) async fn send_message(
             format!("at most {MAX_BATCH} messages in one request"),
         ));
     }
+    // The decoded request stays in memory until it is answered: it counts in the
+    // memory account as a remoting frame does (docs/limits.md#what-is-counted), so that
+    // a flood of gRPC sends presses the account and the sends after it are refused.
+    let _held = svc
+        .broker
+        .memory
+        .reserve_unchecked(prost::Message::encoded_len(&request));
     let first_topic = request.messages[0].topic.clone();
     if request.messages.iter().any(|m| m.topic != first_topic) {
         return fail(status(
