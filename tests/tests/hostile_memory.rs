@@ -323,13 +323,21 @@ async fn near_the_ceiling_producers_get_system_busy_until_memory_is_released() {
     let broker = Broker::start(limited(BrokerOptions::default()));
     let client = TestClient::default();
     client.create_topic(&broker.addr, "Pressed", 1).await;
-    // Three frames of 14 MiB each, started and not finished: 42 MiB reserved, past
-    // the soft limit (three fifths of the ceiling) but under the limit.
+    let sampler = RssSampler::start(&broker.process);
+    let before = broker.process.rss_anon_bytes().unwrap_or(0);
+    // Three frames of 14 MiB each, all but their last byte sent: 42 MiB reserved and
+    // held, past the soft limit (three fifths of the ceiling) but under the limit.
     let mut slow = Vec::new();
     for _ in 0..3 {
         let mut stream = TcpStream::connect(&broker.addr).await.unwrap();
         stream.write_all(&frame_start(14 << 20)).await.unwrap();
         slow.push(stream);
+    }
+    let filler = vec![b'x'; 1 << 20];
+    for stream in &mut slow {
+        for _ in 0..13 {
+            stream.write_all(&filler).await.unwrap();
+        }
     }
     wait_account(
         &client,
@@ -338,6 +346,29 @@ async fn near_the_ceiling_producers_get_system_busy_until_memory_is_released() {
         |used, soft| soft > 0 && used >= soft,
     )
     .await;
+    // With the 39 MiB sent in the broker's buffers, the process stays under its
+    // ceiling while the account is near its limit.
+    let deadline = tokio::time::Instant::now() + T;
+    let mut rss = 0;
+    while rss < before + (39 << 20) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the frames never reached the broker's memory: RssAnon {rss} B"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        rss = broker.process.rss_anon_bytes().unwrap_or(0);
+    }
+    let max_rss = sampler.finish().max(rss);
+    eprintln!(
+        "RssAnon at most {} KiB with 42 MiB of frames held",
+        max_rss >> 10
+    );
+    assert!(
+        max_rss < CEILING,
+        "RssAnon reached {} MiB under a ceiling of {} MiB",
+        max_rss >> 20,
+        CEILING >> 20
+    );
     let busy = client
         .send_raw(
             &broker.addr,

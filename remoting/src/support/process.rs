@@ -23,6 +23,7 @@ pub fn init_logging() {
 /// `program`. A runtime that cannot start, or an error `serve` returns, is printed as
 /// `program: error` with exit code 1.
 pub fn run<E: Display>(program: &str, serve: impl Future<Output = Result<(), E>>) -> ExitCode {
+    no_huge_pages();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name(program)
@@ -40,6 +41,20 @@ pub fn run<E: Display>(program: &str, serve: impl Future<Output = Result<(), E>>
             eprintln!("{program}: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Keeps transparent huge pages out of the process's anonymous memory, also where the
+/// system uses them for every large mapping (`enabled=always`): a thread's heap that
+/// touches one byte of a 2 MiB page would have it resident whole, and the memory
+/// ceiling (`maxMemoryBytes`, docs/limits.md#the-ceiling) bounds resident anonymous
+/// memory. Best effort; the commitlog's file mappings do not use them in any case.
+fn no_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(2) with PR_SET_THP_DISABLE takes integers only; on a kernel without
+    // it the call fails and nothing changes.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
 
