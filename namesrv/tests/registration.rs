@@ -248,6 +248,29 @@ async fn every_register_body_form_is_accepted() {
     assert_eq!(response.code, response_code::SYSTEM_ERROR);
     assert_eq!(response.remark(), "crc32 not match");
 
+    // RocketMQ 5 brokers with compressedRegister send the zlib form with the header's
+    // `compressed` false: told apart by its first byte (a JSON body starts with `{`).
+    zipped.topic_config_serialize_wrapper.data_version.counter += 1;
+    zipped
+        .topic_config_serialize_wrapper
+        .topic_config_table
+        .get_mut("Z")
+        .unwrap()
+        .read_queue_nums = 12;
+    let packed = zipped.encode_compressed();
+    let crc = (crc32fast_hash(&packed) & 0x7FFF_FFFF) as i32;
+    let response = call(&conn, &ns.addr, register("Z", 0, "Z:1", packed, false, crc)).await;
+    assert_eq!(
+        response.code,
+        response_code::SUCCESS,
+        "{}",
+        response.remark()
+    );
+    assert_eq!(
+        route(&client, &ns.addr, "Z").await.unwrap().queue_datas[0].read_queue_nums,
+        12
+    );
+
     // No body at all (a broker with nothing to say) registers the broker only.
     let response = call(
         &conn,
