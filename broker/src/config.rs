@@ -103,6 +103,12 @@ pub struct BrokerConfig {
     pub register_name_server_period: Duration,
     pub register_broker_timeout: Duration,
     pub compressed_register: bool,
+    /// `enableSplitRegistration`: register the topic table in parts of
+    /// `splitRegistrationSize` topics. A registration is split anyway where it would
+    /// not fit one frame (docs/flows.md#broker-registration).
+    pub enable_split_registration: bool,
+    /// `splitRegistrationSize`: topics per part of a split registration.
+    pub split_registration_size: usize,
     pub force_register: bool,
     pub long_polling_enable: bool,
     pub short_polling_time: Duration,
@@ -191,6 +197,8 @@ impl Default for BrokerConfig {
             register_name_server_period: Duration::from_secs(30),
             register_broker_timeout: Duration::from_secs(24),
             compressed_register: false,
+            enable_split_registration: false,
+            split_registration_size: 800,
             force_register: true,
             long_polling_enable: true,
             short_polling_time: Duration::from_millis(1000),
@@ -278,6 +286,9 @@ impl BrokerConfig {
         }
         if self.default_topic_queue_nums <= 0 {
             return bad("defaultTopicQueueNums", "must be positive");
+        }
+        if self.split_registration_size == 0 {
+            return bad("splitRegistrationSize", "must be positive");
         }
         for (key, value) in [
             ("brokerIP1", &self.broker_ip1),

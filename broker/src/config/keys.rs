@@ -69,6 +69,8 @@ impl BrokerConfig {
             "registerNameServerPeriod" => self.register_name_server_period = millis(key, v)?,
             "registerBrokerTimeoutMills" => self.register_broker_timeout = millis(key, v)?,
             "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
+            "enableSplitRegistration" => self.enable_split_registration = parse_bool(key, v)?,
+            "splitRegistrationSize" => self.split_registration_size = parse(key, v)?,
             "forceRegister" => self.force_register = parse_bool(key, v)?,
             "longPollingEnable" => self.long_polling_enable = parse_bool(key, v)?,
             "shortPollingTimeMills" => self.short_polling_time = millis(key, v)?,
@@ -196,6 +198,14 @@ impl BrokerConfig {
             (
                 "compressedRegister".into(),
                 self.compressed_register.to_string(),
+            ),
+            (
+                "enableSplitRegistration".into(),
+                self.enable_split_registration.to_string(),
+            ),
+            (
+                "splitRegistrationSize".into(),
+                self.split_registration_size.to_string(),
             ),
             ("forceRegister".into(), self.force_register.to_string()),
             (
