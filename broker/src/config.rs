@@ -19,12 +19,14 @@ use crate::error::BrokerError;
 mod controller;
 mod grpc;
 mod keys;
+mod metadata;
 mod ops;
 mod pop;
 mod security;
 
 pub use controller::ControllerModeConfig;
 pub use grpc::GrpcConfig;
+pub use metadata::MetadataLimits;
 pub use ops::OpsConfig;
 pub use pop::PopConfig;
 pub use security::SecurityConfig;
@@ -154,6 +156,8 @@ pub struct BrokerConfig {
     pub grpc: GrpcConfig,
     /// Metrics exporter, message trace and web console keys.
     pub ops: OpsConfig,
+    /// Bounds on the groups and topics clients make the broker create and hold.
+    pub metadata: MetadataLimits,
     pub store: StoreConfig,
     /// ACL and TLS keys.
     pub security: SecurityConfig,
@@ -223,6 +227,7 @@ impl Default for BrokerConfig {
             controller: ControllerModeConfig::default(),
             grpc: GrpcConfig::default(),
             ops: OpsConfig::default(),
+            metadata: MetadataLimits::default(),
             store,
             security: SecurityConfig::default(),
             limits: ServerLimits::default(),

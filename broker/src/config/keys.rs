@@ -105,6 +105,7 @@ impl BrokerConfig {
                     reason,
                 })? => {}
             _ if self.pop.apply_property(key, v)? => {}
+            _ if self.metadata.apply_property(key, v)? => {}
             _ if self.controller.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
             _ if self.grpc.apply_property(key, v)? => {}
@@ -277,6 +278,7 @@ impl BrokerConfig {
         out.extend(self.controller.to_properties());
         out.extend(self.grpc.to_properties());
         out.extend(self.ops.to_properties());
+        out.extend(self.metadata.to_properties());
         out.extend(self.store.to_properties());
         out.extend(self.security.to_properties());
         out.extend(self.limits.to_properties());

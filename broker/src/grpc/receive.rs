@@ -132,7 +132,8 @@ async fn receive(
     let filter = subscription_of(&topic, request.filter_expression.as_ref())?;
     let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
     readable_topic(broker, &topic).map_err(map_err)?;
-    consuming_group(broker, &group).map_err(map_err)?;
+    let client = svc.session_channel(ctx);
+    consuming_group(broker, &group, client.as_ref()).map_err(map_err)?;
     let pop_request = PopRequest {
         group: group.clone(),
         topic: topic.clone(),
@@ -144,6 +145,7 @@ async fn receive(
         filter: Some(filter),
         order: fifo,
         attempt_id: request.attempt_id.filter(|a| !a.is_empty()),
+        client,
     };
     let result = pop(broker, &pop_request, std::future::pending())
         .await

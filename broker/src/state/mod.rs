@@ -10,6 +10,7 @@
 //! (`processor`) and background services (`service`) sit above this floor and take
 //! `&Broker`; start-up (`startup`) builds it.
 
+pub(crate) mod auto_create;
 pub(crate) mod browse;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
