@@ -19,12 +19,14 @@ use crate::error::BrokerError;
 mod controller;
 mod grpc;
 mod keys;
+mod metadata;
 mod ops;
 mod pop;
 mod security;
 
 pub use controller::ControllerModeConfig;
 pub use grpc::GrpcConfig;
+pub use metadata::MetadataLimits;
 pub use ops::OpsConfig;
 pub use pop::PopConfig;
 pub use security::SecurityConfig;
@@ -103,6 +105,12 @@ pub struct BrokerConfig {
     pub register_name_server_period: Duration,
     pub register_broker_timeout: Duration,
     pub compressed_register: bool,
+    /// `enableSplitRegistration`: register the topic table in parts of
+    /// `splitRegistrationSize` topics. A registration is split anyway where it would
+    /// not fit one frame (docs/flows.md#broker-registration).
+    pub enable_split_registration: bool,
+    /// `splitRegistrationSize`: topics per part of a split registration.
+    pub split_registration_size: usize,
     pub force_register: bool,
     pub long_polling_enable: bool,
     pub short_polling_time: Duration,
@@ -148,6 +156,8 @@ pub struct BrokerConfig {
     pub grpc: GrpcConfig,
     /// Metrics exporter, message trace and web console keys.
     pub ops: OpsConfig,
+    /// Bounds on the groups and topics clients make the broker create and hold.
+    pub metadata: MetadataLimits,
     pub store: StoreConfig,
     /// ACL and TLS keys.
     pub security: SecurityConfig,
@@ -191,6 +201,8 @@ impl Default for BrokerConfig {
             register_name_server_period: Duration::from_secs(30),
             register_broker_timeout: Duration::from_secs(24),
             compressed_register: false,
+            enable_split_registration: false,
+            split_registration_size: 800,
             force_register: true,
             long_polling_enable: true,
             short_polling_time: Duration::from_millis(1000),
@@ -215,6 +227,7 @@ impl Default for BrokerConfig {
             controller: ControllerModeConfig::default(),
             grpc: GrpcConfig::default(),
             ops: OpsConfig::default(),
+            metadata: MetadataLimits::default(),
             store,
             security: SecurityConfig::default(),
             limits: ServerLimits::default(),
@@ -278,6 +291,9 @@ impl BrokerConfig {
         }
         if self.default_topic_queue_nums <= 0 {
             return bad("defaultTopicQueueNums", "must be positive");
+        }
+        if self.split_registration_size == 0 {
+            return bad("splitRegistrationSize", "must be positive");
         }
         for (key, value) in [
             ("brokerIP1", &self.broker_ip1),

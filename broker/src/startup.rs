@@ -394,7 +394,7 @@ fn build_state(
         timers: TimerTable::load(&config),
         transactions: TransactionState::load(&config),
         pop: PopState::new(&config),
-        clients: ClientRegistry::new(),
+        clients: ClientRegistry::new(config.metadata.clone()),
         filters: Default::default(),
         dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
         locks: RebalanceLockManager::default(),

@@ -248,6 +248,29 @@ async fn every_register_body_form_is_accepted() {
     assert_eq!(response.code, response_code::SYSTEM_ERROR);
     assert_eq!(response.remark(), "crc32 not match");
 
+    // RocketMQ 5 brokers with compressedRegister send the zlib form with the header's
+    // `compressed` false: told apart by its first byte (a JSON body starts with `{`).
+    zipped.topic_config_serialize_wrapper.data_version.counter += 1;
+    zipped
+        .topic_config_serialize_wrapper
+        .topic_config_table
+        .get_mut("Z")
+        .unwrap()
+        .read_queue_nums = 12;
+    let packed = zipped.encode_compressed();
+    let crc = (crc32fast_hash(&packed) & 0x7FFF_FFFF) as i32;
+    let response = call(&conn, &ns.addr, register("Z", 0, "Z:1", packed, false, crc)).await;
+    assert_eq!(
+        response.code,
+        response_code::SUCCESS,
+        "{}",
+        response.remark()
+    );
+    assert_eq!(
+        route(&client, &ns.addr, "Z").await.unwrap().queue_datas[0].read_queue_nums,
+        12
+    );
+
     // No body at all (a broker with nothing to say) registers the broker only.
     let response = call(
         &conn,
@@ -257,6 +280,74 @@ async fn every_register_body_form_is_accepted() {
     .await;
     assert_eq!(response.code, response_code::SUCCESS);
     assert!(ns.server.route_info().broker_data("b-E").is_some());
+}
+
+#[tokio::test]
+async fn a_topic_table_registered_in_parts_is_routed_whole() {
+    let ns = TestNamesrv::start().await;
+    let (conn, client) = (client(), client());
+    let names: Vec<String> = (0..30).map(|i| format!("Part{i:02}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let broker = Broker::new("c", "b", 0, "b:1", &names);
+    let whole = broker.body().topic_config_serialize_wrapper;
+    let send = |body: Vec<u8>| {
+        RemotingCommand::request_with_header(request_code::REGISTER_BROKER, &broker.header())
+            .with_body(body)
+    };
+
+    // RocketMQ's split registration: parts of 10 topics, each with the broker's version.
+    for part in names.chunks(10) {
+        let mut body = broker.body();
+        body.topic_config_serialize_wrapper
+            .topic_config_table
+            .retain(|name, _| part.contains(&name.as_str()));
+        let response = call(&conn, &ns.addr, send(body.encode())).await;
+        assert_eq!(
+            response.code,
+            response_code::SUCCESS,
+            "{}",
+            response.remark()
+        );
+    }
+    for name in &names {
+        assert!(
+            route(&client, &ns.addr, name).await.is_ok(),
+            "{name} routed"
+        );
+    }
+
+    // Vostok's parts: each with a version of its own, so that a change in the last
+    // part is read too.
+    let mut changed = whole.clone();
+    changed.data_version.counter += 1;
+    changed.topic_config_table.get_mut("Part29").unwrap().perm = perm::READ;
+    let parts = RegisterBrokerBody::encode_parts(&changed, 10, usize::MAX, false);
+    assert_eq!(parts.len(), 3);
+    for part in parts {
+        let response = call(&conn, &ns.addr, send(part)).await;
+        assert_eq!(
+            response.code,
+            response_code::SUCCESS,
+            "{}",
+            response.remark()
+        );
+    }
+    assert_eq!(
+        route(&client, &ns.addr, "Part29")
+            .await
+            .unwrap()
+            .queue_datas[0]
+            .perm,
+        perm::READ
+    );
+    assert_eq!(
+        route(&client, &ns.addr, "Part00")
+            .await
+            .unwrap()
+            .queue_datas[0]
+            .perm,
+        perm::READ | perm::WRITE
+    );
 }
 
 /// CRC32 (IEEE), as `java.util.zip.CRC32` computes it; bitwise so that the test does

@@ -400,6 +400,12 @@ impl Broker {
     /// Stops the broker (SIGKILL when `kill9`, else a clean shutdown) and starts it again
     /// on the same store and ports.
     pub fn restart(self, kill9: bool) -> Broker {
+        self.restart_with(kill9, |_| {})
+    }
+
+    /// [`Broker::restart`], running `between` on the store directory while the broker
+    /// is down (to plant files a broker would have written).
+    pub fn restart_with(self, kill9: bool, between: impl FnOnce(&Path)) -> Broker {
         let Broker {
             mut process,
             options,
@@ -419,6 +425,7 @@ impl Broker {
             );
         }
         drop(process);
+        between(&store_dir);
         Self::start_in(
             options,
             dir,

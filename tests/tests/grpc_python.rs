@@ -127,6 +127,61 @@ fn message_groups_keep_one_queue_in_send_order() {
 }
 
 #[test]
+fn an_orderly_group_gets_every_message_group_of_every_queue_in_order() {
+    let Some(py) = python::interpreter(PyClient::V5) else {
+        return;
+    };
+    let broker = broker();
+    let (topic, group) = ("GrpcOrderly", "GID_GrpcOrderly");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let admin = TestClient::default();
+    runtime.block_on(async {
+        let created = admin.create_topic(&broker.addr, topic, 4).await;
+        assert_eq!(created.code, response_code::SUCCESS, "{}", created.remark());
+        let config = serde_json::json!({ "groupName": group, "consumeMessageOrderly": true });
+        let created = admin
+            .call(
+                &broker.addr,
+                RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+                    .with_body(serde_json::to_vec(&config).unwrap()),
+            )
+            .await;
+        assert_eq!(created.code, response_code::SUCCESS, "{}", created.remark());
+    });
+    let r = python::run(
+        &py,
+        "grpc_client.py",
+        &["fifo", &endpoint(&broker), topic, "5", "6"],
+        T,
+    );
+    let stored: Vec<i64> = runtime.block_on(async {
+        let mut stored = Vec::new();
+        for q in 0..4 {
+            stored.push(admin.max_offset(&broker.addr, topic, q).await);
+        }
+        stored
+    });
+    assert!(
+        stored.iter().filter(|&&n| n > 0).count() >= 3,
+        "the message groups spread over several queues: {stored:?}"
+    );
+    // In the order received, per group: the send order.
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for m in r["received"].as_array().unwrap() {
+        groups
+            .entry(m["group"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(m["body"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(groups.len(), 5, "{groups:?}");
+    for (group, bodies) in groups {
+        let g = &group["group-".len()..];
+        let want: Vec<String> = (0..6).map(|i| format!("g{g}-{i}")).collect();
+        assert_eq!(bodies, want, "{group} complete and in send order");
+    }
+}
+
+#[test]
 fn delay_messages_wait_for_their_time_and_a_recalled_one_never_comes() {
     let Some(py) = python::interpreter(PyClient::V5) else {
         return;

@@ -69,6 +69,8 @@ impl BrokerConfig {
             "registerNameServerPeriod" => self.register_name_server_period = millis(key, v)?,
             "registerBrokerTimeoutMills" => self.register_broker_timeout = millis(key, v)?,
             "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
+            "enableSplitRegistration" => self.enable_split_registration = parse_bool(key, v)?,
+            "splitRegistrationSize" => self.split_registration_size = parse(key, v)?,
             "forceRegister" => self.force_register = parse_bool(key, v)?,
             "longPollingEnable" => self.long_polling_enable = parse_bool(key, v)?,
             "shortPollingTimeMills" => self.short_polling_time = millis(key, v)?,
@@ -103,6 +105,7 @@ impl BrokerConfig {
                     reason,
                 })? => {}
             _ if self.pop.apply_property(key, v)? => {}
+            _ if self.metadata.apply_property(key, v)? => {}
             _ if self.controller.apply_property(key, v)? => {}
             _ if self.security.apply(key, v)? => {}
             _ if self.grpc.apply_property(key, v)? => {}
@@ -197,6 +200,14 @@ impl BrokerConfig {
                 "compressedRegister".into(),
                 self.compressed_register.to_string(),
             ),
+            (
+                "enableSplitRegistration".into(),
+                self.enable_split_registration.to_string(),
+            ),
+            (
+                "splitRegistrationSize".into(),
+                self.split_registration_size.to_string(),
+            ),
             ("forceRegister".into(), self.force_register.to_string()),
             (
                 "longPollingEnable".into(),
@@ -267,6 +278,7 @@ impl BrokerConfig {
         out.extend(self.controller.to_properties());
         out.extend(self.grpc.to_properties());
         out.extend(self.ops.to_properties());
+        out.extend(self.metadata.to_properties());
         out.extend(self.store.to_properties());
         out.extend(self.security.to_properties());
         out.extend(self.limits.to_properties());

@@ -25,7 +25,7 @@ use super::proto::{
 };
 use super::session::Session;
 use super::status::{ok, status};
-use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
+use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration, OverLimit};
 use crate::state::Broker;
 
 /// A topic name the broker accepts, or ILLEGAL_TOPIC.
@@ -60,6 +60,11 @@ pub(crate) fn subscription_of(
     Ok(build_subscription(topic, expression, now_millis()))
 }
 
+/// A registration refused by a bound of docs/limits.md#groups-and-topics.
+fn over_limit(over: OverLimit) -> Status {
+    status(Code::BadRequest, over.0)
+}
+
 fn channel_info(session: &Session) -> ClientChannelInfo {
     ClientChannelInfo {
         channel: session.channel.clone(),
@@ -88,7 +93,8 @@ pub(crate) fn register(
                 valid_topic(&name)?;
                 broker
                     .clients
-                    .register_producer(&name, channel_info(session));
+                    .register_producer(&name, channel_info(session))
+                    .map_err(over_limit)?;
             }
             Ok(())
         }
@@ -106,16 +112,18 @@ pub(crate) fn register(
                     subscription_of(&ctx.name_of(topic.as_ref()), expression.as_ref())
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let changed = broker.register_consumer(
-                channel_info(session),
-                ConsumerRegistration {
-                    group: name.clone(),
-                    consume_type,
-                    message_model: MessageModel::Clustering,
-                    consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
-                    subscriptions,
-                },
-            );
+            let changed = broker
+                .register_consumer(
+                    channel_info(session),
+                    ConsumerRegistration {
+                        group: name.clone(),
+                        consume_type,
+                        message_model: MessageModel::Clustering,
+                        consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+                        subscriptions,
+                    },
+                )
+                .map_err(over_limit)?;
             if changed {
                 broker.notify_consumer_ids_changed(vec![name]);
             }

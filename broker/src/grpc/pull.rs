@@ -77,7 +77,7 @@ async fn pull(
     valid_group(&group)?;
     let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
     readable_topic(broker, &topic).map_err(map_err)?;
-    consuming_group(broker, &group).map_err(map_err)?;
+    consuming_group(broker, &group, svc.session_channel(ctx).as_ref()).map_err(map_err)?;
     if request.offset < 0 {
         return Err(status(Code::IllegalOffset, "offset cannot be negative"));
     }
@@ -177,7 +177,7 @@ pub(crate) fn update_offset(
             return Err(status(Code::IllegalOffset, "offset cannot be negative"));
         }
         let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
-        consuming_group(&svc.broker, &group).map_err(map_err)?;
+        consuming_group(&svc.broker, &group, svc.session_channel(ctx).as_ref()).map_err(map_err)?;
         svc.broker
             .offsets
             .commit(&group, &topic, queue.id, request.offset);

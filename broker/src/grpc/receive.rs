@@ -4,9 +4,14 @@
 //! receipt handle: the POP `extraInfo` plus the message's commitlog offset
 //! (docs/grpc.md#receipt-handles).
 //!
-//! A non-FIFO assignment names queue −1 (every queue of the broker); a FIFO group pops
-//! the one queue named, in order. The invisible time is the request's (10 s to 12 h,
-//! as Apache's proxy bounds it); with `auto_renew` and no duration it is 60 s.
+//! Every receive pops every queue of the broker (queue −1), whatever queue the request
+//! names, as Apache's proxy does: a FIFO group's pop takes each queue in order, a queue
+//! whose last batch is not acked yet giving nothing (docs/pop.md#fifo-pop). Clients
+//! name queues loosely (the Node.js simple consumer always asks for queue 0 of the
+//! route), so a FIFO pop of the one queue named would leave the others unread.
+//!
+//! The invisible time is the request's (10 s to 12 h, as Apache's proxy bounds it);
+//! with `auto_renew` and no duration it is 60 s.
 //! **Vostok differs:** there is no server-side renewal: a message held longer than
 //! its invisible time comes back. The poll is held up to the request's long-polling
 //! timeout (at most 20 s) and ends before the call's deadline.
@@ -132,11 +137,12 @@ async fn receive(
     let filter = subscription_of(&topic, request.filter_expression.as_ref())?;
     let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
     readable_topic(broker, &topic).map_err(map_err)?;
-    consuming_group(broker, &group).map_err(map_err)?;
+    let client = svc.session_channel(ctx);
+    consuming_group(broker, &group, client.as_ref()).map_err(map_err)?;
     let pop_request = PopRequest {
         group: group.clone(),
         topic: topic.clone(),
-        queue_id: if fifo { queue.id } else { -1 },
+        queue_id: -1,
         max_msgs: request.batch_size.clamp(1, 32),
         invisible_time: invisible_ms,
         poll_time: Duration::from_millis(poll_ms as u64),
@@ -144,6 +150,7 @@ async fn receive(
         filter: Some(filter),
         order: fifo,
         attempt_id: request.attempt_id.filter(|a| !a.is_empty()),
+        client,
     };
     let result = pop(broker, &pop_request, std::future::pending())
         .await

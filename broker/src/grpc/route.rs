@@ -16,7 +16,7 @@ use vostok_remoting::protocol::header::GetRouteInfoRequestHeader;
 use vostok_remoting::protocol::route::{BrokerData, QueueData, TopicRouteData};
 use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::protocol::{request_code, response_code};
-use vostok_remoting::RemotingCommand;
+use vostok_remoting::{Channel, RemotingCommand};
 
 use super::client::{valid_group, valid_topic};
 use super::context::RequestContext;
@@ -27,6 +27,7 @@ use super::proto::{
     QueryRouteResponse, Resource, Status,
 };
 use super::status::{ok, status};
+use crate::state::auto_create::NotCreated;
 use crate::state::Broker;
 
 /// How long a route lookup waits for a name server.
@@ -44,7 +45,7 @@ pub(crate) async fn query_route(
     let topic = ctx.name_of(request.topic.as_ref());
     let result = async {
         valid_topic(&topic)?;
-        route_of(&svc.broker, &topic).await
+        route_of(&svc.broker, &topic, svc.session_channel(ctx).as_ref()).await
     }
     .await;
     let route = match result {
@@ -88,7 +89,7 @@ pub(crate) async fn query_assignment(
     let result = async {
         valid_topic(&topic)?;
         valid_group(&group)?;
-        route_of(&svc.broker, &topic).await
+        route_of(&svc.broker, &topic, svc.session_channel(ctx).as_ref()).await
     }
     .await;
     let route = match result {
@@ -152,8 +153,12 @@ pub(crate) async fn query_assignment(
 }
 
 /// The topic's route from the name servers, or from this broker alone when they do
-/// not know it (auto-creating it when allowed).
-pub(crate) async fn route_of(broker: &Broker, topic_name: &str) -> Result<TopicRouteData, Status> {
+/// not know it (auto-creating it for the client on `client` when allowed).
+pub(crate) async fn route_of(
+    broker: &Broker,
+    topic_name: &str,
+    client: Option<&Channel>,
+) -> Result<TopicRouteData, Status> {
     let header = GetRouteInfoRequestHeader {
         topic: topic_name.to_owned(),
         accept_standard_json_only: None,
@@ -181,23 +186,26 @@ pub(crate) async fn route_of(broker: &Broker, topic_name: &str) -> Result<TopicR
         }
     }
     let local = match broker.topics.get(topic_name) {
-        Some(config) => Some(config),
+        Some(config) => Ok(config),
         None if broker.config.auto_create_topic_enable && !topic::is_system_topic(topic_name) => {
-            broker.topics.create_in_send(
+            broker.create_topic_in_send(
+                client,
                 topic_name,
                 topic::AUTO_CREATE_TOPIC_KEY_TOPIC,
                 broker.config.default_topic_queue_nums,
                 0,
             )
         }
-        None => None,
+        None => Err(NotCreated::NotAllowed(
+            "autoCreateTopicEnable is off".to_owned(),
+        )),
     };
-    let Some(config) = local else {
-        return Err(status(
+    let config = local.map_err(|reason| {
+        status(
             Code::TopicNotFound,
-            format!("topic[{topic_name}] not exist, apply first please!"),
-        ));
-    };
+            format!("topic[{topic_name}] not exist, apply first please! ({reason})"),
+        )
+    })?;
     Ok(local_route(broker, &config))
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod receive;
 use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::perm;
+use vostok_remoting::Channel;
 
 use crate::state::subscription::SubscriptionGroupConfig;
 use crate::state::Broker;
@@ -54,17 +55,21 @@ pub(crate) fn readable_topic(broker: &Broker, topic: &str) -> Result<TopicConfig
     Ok(config)
 }
 
-/// The group, created on first use when allowed, which must be allowed to consume.
+/// The group, created on first use for the client on `client` when allowed, which
+/// must be allowed to consume.
 pub(crate) fn consuming_group(
     broker: &Broker,
     group: &str,
+    client: Option<&Channel>,
 ) -> Result<SubscriptionGroupConfig, PopError> {
-    let config = broker.subscriptions.find_or_create(group).ok_or_else(|| {
-        PopError::new(
-            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group [{group}] does not exist"),
-        )
-    })?;
+    let config = broker
+        .find_or_create_group(group, client)
+        .map_err(|reason| {
+            PopError::new(
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group [{group}] does not exist: {reason}"),
+            )
+        })?;
     if !config.consume_enable {
         return Err(PopError::new(
             response_code::NO_PERMISSION,

@@ -24,6 +24,7 @@ use vostok_remoting::protocol::pop::{
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::time::now_millis;
+use vostok_remoting::Channel;
 use vostok_store::{GetMessageStatus, MessageFilter};
 
 use super::{consuming_group, readable_topic, PopError};
@@ -48,6 +49,9 @@ pub(crate) struct PopRequest {
     pub(crate) filter: Option<SubscriptionData>,
     pub(crate) order: bool,
     pub(crate) attempt_id: Option<String>,
+    /// The client's connection, when it has one of its own: a group created on first
+    /// use counts against its share (docs/limits.md#groups-and-topics).
+    pub(crate) client: Option<Channel>,
 }
 
 /// One popped message.
@@ -145,7 +149,7 @@ pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopRes
             ),
         ));
     }
-    consuming_group(broker, &req.group)?;
+    consuming_group(broker, &req.group, req.client.as_ref())?;
     if !req.order && broker.pop.checkpoints().len() >= broker.pop.max_checkpoints {
         return Err(PopError::new(
             response_code::POLLING_FULL,

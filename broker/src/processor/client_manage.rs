@@ -12,6 +12,7 @@ use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error};
+use crate::state::auto_create::NotCreated;
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
 use crate::state::consumer_filter::is_tag_type;
 use crate::state::Broker;
@@ -57,17 +58,33 @@ pub(crate) async fn heart_beat(
     };
     let mut changed = Vec::new();
     let (mut created, mut deferred) = (0usize, 0usize);
+    // Groups refused by a bound (docs/limits.md#groups-and-topics): the answer names
+    // the first, the client's next heartbeats try again.
+    let mut refused: Vec<(i32, String)> = Vec::new();
     for consumer in heartbeat.consumer_data_set {
         let exists = broker.subscriptions.get(&consumer.group_name).is_some();
         if !exists && created >= MAX_NEW_GROUPS_PER_HEARTBEAT {
             deferred += 1;
             continue;
         }
-        // A group that does not exist and may not be created (auto-creation off, or an
-        // illegal name) is not registered.
-        let Some(group_config) = broker.subscriptions.find_or_create(&consumer.group_name) else {
-            tracing::warn!(group = %consumer.group_name, client = %heartbeat.client_id, "heartbeat for an unknown or illegal consumer group ignored");
-            continue;
+        let group_config = match broker.find_or_create_group(&consumer.group_name, Some(channel)) {
+            Ok(config) => config,
+            // A group that does not exist and may not be created (auto-creation off, or
+            // an illegal name) is not registered; the heartbeat succeeds, as in RocketMQ.
+            Err(NotCreated::NotAllowed(reason)) => {
+                tracing::warn!(group = %consumer.group_name, client = %heartbeat.client_id, reason, "heartbeat for an unknown or illegal consumer group ignored");
+                continue;
+            }
+            Err(NotCreated::OverLimit(reason)) => {
+                refused.push((
+                    response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                    format!(
+                        "subscription group [{}] not created: {reason}",
+                        consumer.group_name
+                    ),
+                ));
+                continue;
+            }
         };
         if !exists {
             created += 1;
@@ -79,11 +96,6 @@ pub(crate) async fn heart_beat(
             perm::READ | perm::WRITE,
             sys_flag,
         );
-        if broker.config.enable_property_filter {
-            broker
-                .filters
-                .register(&consumer.group_name, &consumer.subscription_data_set);
-        }
         let registration = ConsumerRegistration {
             group: consumer.group_name.clone(),
             consume_type: consumer.consume_type,
@@ -91,17 +103,41 @@ pub(crate) async fn heart_beat(
             consume_from_where: consumer.consume_from_where,
             subscriptions: consumer.subscription_data_set,
         };
-        if broker.register_consumer(info.clone(), registration) {
-            tracing::info!(group = %consumer.group_name, client = %heartbeat.client_id, "consumer group membership changed");
-            changed.push(consumer.group_name);
+        // Filters are compiled only for a group the client limits admitted.
+        let filtered = broker
+            .config
+            .enable_property_filter
+            .then(|| registration.subscriptions.clone());
+        let registered = broker.register_consumer(info.clone(), registration);
+        if let (Ok(_), Some(subscriptions)) = (&registered, filtered) {
+            broker.filters.register(&consumer.group_name, &subscriptions);
+        }
+        match registered {
+            Ok(true) => {
+                tracing::info!(group = %consumer.group_name, client = %heartbeat.client_id, "consumer group membership changed");
+                changed.push(consumer.group_name);
+            }
+            Ok(false) => {}
+            Err(over) => refused.push((response_code::INVALID_PARAMETER, over.0)),
         }
     }
     for producer in &heartbeat.producer_data_set {
-        broker
+        if let Err(over) = broker
             .clients
-            .register_producer(&producer.group_name, info.clone());
+            .register_producer(&producer.group_name, info.clone())
+        {
+            refused.push((response_code::INVALID_PARAMETER, over.0));
+        }
     }
     broker.notify_consumer_ids_changed(changed);
+    if let Some((code, remark)) = refused.first() {
+        tracing::warn!(client = %heartbeat.client_id, peer = %channel.peer_addr(), refused = refused.len(), first = %remark, "heartbeat groups refused by a bound");
+        let remark = match refused.len() - 1 {
+            0 => remark.clone(),
+            more => format!("{remark}; {more} more groups of this heartbeat not registered"),
+        };
+        return error(*code, remark);
+    }
     if deferred > 0 {
         tracing::warn!(client = %heartbeat.client_id, created, deferred, "heartbeat creates too many groups at once; the rest wait for its next heartbeats");
         return error(

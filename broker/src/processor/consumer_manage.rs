@@ -13,7 +13,7 @@ use vostok_remoting::protocol::header::{
     SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use vostok_remoting::protocol::{json, response_code};
-use vostok_remoting::RemotingCommand;
+use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error, success_with};
 use crate::state::Broker;
@@ -35,16 +35,19 @@ pub(crate) fn get_consumer_list_by_group(
     }))
 }
 
-pub(crate) fn update_consumer_offset(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+pub(crate) fn update_consumer_offset(
+    broker: &Broker,
+    channel: &Channel,
+    request: RemotingCommand,
+) -> RemotingCommand {
     let header = decode_header!(request, UpdateConsumerOffsetRequestHeader);
-    if broker
-        .subscriptions
-        .find_or_create(&header.consumer_group)
-        .is_none()
-    {
+    if let Err(reason) = broker.find_or_create_group(&header.consumer_group, Some(channel)) {
         return error(
             response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group not exist, {}", header.consumer_group),
+            format!(
+                "subscription group not exist, {}: {reason}",
+                header.consumer_group
+            ),
         );
     }
     if !broker.topics.contains(&header.topic) {

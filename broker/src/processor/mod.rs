@@ -93,7 +93,7 @@ impl RequestProcessor for BrokerProcessor {
                     consumer_manage::get_consumer_list_by_group(b, request)
                 }
                 request_code::UPDATE_CONSUMER_OFFSET => {
-                    consumer_manage::update_consumer_offset(b, request)
+                    consumer_manage::update_consumer_offset(b, channel, request)
                 }
                 request_code::QUERY_CONSUMER_OFFSET => {
                     consumer_manage::query_consumer_offset(b, request)
@@ -171,7 +171,7 @@ impl RequestProcessor for BrokerProcessor {
                     pop::pop_message(b, channel, request).await
                 }
                 request_code::PEEK_MESSAGE | request_code::PEEK_MESSAGE_SHORT => {
-                    pop::peek_message(b, request)
+                    pop::peek_message(b, channel, request)
                 }
                 request_code::ACK_MESSAGE | request_code::ACK_MESSAGE_SHORT => {
                     ack::ack_message(b, request).await
@@ -187,7 +187,7 @@ impl RequestProcessor for BrokerProcessor {
                     notification::notification(b, channel, request).await
                 }
                 request_code::POLLING_INFO | request_code::POLLING_INFO_SHORT => {
-                    notification::polling_info(b, request)
+                    notification::polling_info(b, channel, request)
                 }
                 request_code::VOSTOK_MESSAGE_STATUS => ops_admin::message_status(b, request),
                 request_code::VOSTOK_BROWSE_MESSAGES => ops_admin::browse_messages(b, request),

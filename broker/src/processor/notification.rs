@@ -36,7 +36,7 @@ pub(crate) async fn notification(
             ),
         );
     }
-    if let Err(e) = consuming_group(broker, &header.consumer_group) {
+    if let Err(e) = consuming_group(broker, &header.consumer_group, Some(channel)) {
         return error(e.code, e.remark);
     }
     let now = now_millis();
@@ -110,7 +110,11 @@ fn has_message(broker: &Broker, h: &NotificationRequestHeader, queues: i32) -> b
             }))
 }
 
-pub(crate) fn polling_info(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+pub(crate) fn polling_info(
+    broker: &Broker,
+    channel: &Channel,
+    request: RemotingCommand,
+) -> RemotingCommand {
     let header = decode_header!(request, PollingInfoRequestHeader);
     let topic = match readable_topic(broker, &header.topic) {
         Ok(t) => t,
@@ -125,7 +129,7 @@ pub(crate) fn polling_info(broker: &Broker, request: RemotingCommand) -> Remotin
             ),
         );
     }
-    if let Err(e) = consuming_group(broker, &header.consumer_group) {
+    if let Err(e) = consuming_group(broker, &header.consumer_group, Some(channel)) {
         return error(e.code, e.remark);
     }
     let n = broker

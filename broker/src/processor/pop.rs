@@ -67,6 +67,7 @@ pub(crate) async fn pop_message(
         filter,
         order: header.order.unwrap_or(false),
         attempt_id: header.attempt_id.filter(|a| !a.is_empty()),
+        client: Some(channel.clone()),
     };
     match receive::pop(broker, &req, channel.closed()).await {
         Ok(result) => response(result, req.order),
@@ -104,13 +105,17 @@ fn response(result: PopResult, order: bool) -> RemotingCommand {
 
 /// PEEK_MESSAGE: the next messages of a queue from the group's offset, changing
 /// nothing.
-pub(crate) fn peek_message(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+pub(crate) fn peek_message(
+    broker: &Broker,
+    channel: &Channel,
+    request: RemotingCommand,
+) -> RemotingCommand {
     let header = decode_header!(request, PeekMessageRequestHeader);
     let topic = match readable_topic(broker, &header.topic) {
         Ok(t) => t,
         Err(e) => return error(e.code, e.remark),
     };
-    if let Err(e) = consuming_group(broker, &header.consumer_group) {
+    if let Err(e) = consuming_group(broker, &header.consumer_group, Some(channel)) {
         return error(e.code, e.remark);
     }
     if header.queue_id >= topic.read_queue_nums || header.max_msg_nums <= 0 {

@@ -114,13 +114,12 @@ fn pull_inner(
         ));
     }
     let group_config = broker
-        .subscriptions
-        .find_or_create(&header.consumer_group)
-        .ok_or_else(|| {
+        .find_or_create_group(&header.consumer_group, Some(channel))
+        .map_err(|reason| {
             error(
                 response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
                 format!(
-                    "subscription group [{}] does not exist",
+                    "subscription group [{}] does not exist: {reason}",
                     header.consumer_group
                 ),
             )

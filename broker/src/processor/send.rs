@@ -21,6 +21,7 @@ use super::error;
 use super::put_response::{choose_queue, put_response, stamp_append};
 use super::send_dedupe;
 use crate::reroute::{self, Parking};
+use crate::state::auto_create::NotCreated;
 use crate::state::metrics::MessageKind;
 use crate::state::Broker;
 
@@ -70,7 +71,7 @@ pub(crate) async fn send_message(
         )
         .await;
     }
-    let dead_letter = match handle_retry_and_dlq(broker, &request, &mut header) {
+    let dead_letter = match handle_retry_and_dlq(broker, channel, &request, &mut header) {
         Ok(()) => topic::is_dlq_topic(&header.topic),
         Err(response) => return response,
     };
@@ -236,40 +237,53 @@ pub(super) fn check_message(
     let config = match broker.topics.get(&header.topic) {
         Some(config) => config,
         None => {
-            let created = if topic::is_retry_topic(&header.topic) {
-                Some(
-                    broker
+            let created =
+                if let Some(group) = header.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX) {
+                    // A retry topic follows its group: created only with a group that exists
+                    // or may be created, so that the bounds on groups bound it too.
+                    if let Err(reason) = broker.find_or_create_group(group, Some(channel)) {
+                        return Err(error(
+                            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                            format!("subscription group not exist, {group}: {reason}"),
+                        ));
+                    }
+                    Ok(broker
                         .topics
-                        .get_or_create(&header.topic, 1, perm::READ | perm::WRITE, 0),
-                )
-            } else if broker.config.auto_create_topic_enable
-                || header.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
-            {
-                let sys_flag = if header.unit_mode.unwrap_or(false) {
-                    1
+                        .get_or_create(&header.topic, 1, perm::READ | perm::WRITE, 0))
+                } else if broker.config.auto_create_topic_enable
+                    || header.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
+                {
+                    let sys_flag = if header.unit_mode.unwrap_or(false) {
+                        1
+                    } else {
+                        0
+                    };
+                    broker.create_topic_in_send(
+                        Some(channel),
+                        &header.topic,
+                        &header.default_topic,
+                        header.default_topic_queue_nums,
+                        sys_flag,
+                    )
                 } else {
-                    0
+                    Err(NotCreated::NotAllowed(
+                        "autoCreateTopicEnable is off".to_owned(),
+                    ))
                 };
-                broker.topics.create_in_send(
-                    &header.topic,
-                    &header.default_topic,
-                    header.default_topic_queue_nums,
-                    sys_flag,
-                )
-            } else {
-                None
-            };
             match created {
-                Some(config) => config,
-                None => {
+                Ok(config) => config,
+                Err(reason) => {
+                    if matches!(reason, NotCreated::OverLimit(_)) {
+                        tracing::warn!(topic = %header.topic, producer = %channel.peer_addr(), %reason, "topic not created by a send");
+                    }
                     return Err(error(
                         response_code::TOPIC_NOT_EXIST,
                         format!(
-                            "topic[{}] not exist, apply first please! (producer {})",
+                            "topic[{}] not exist, apply first please! (producer {}: {reason})",
                             header.topic,
                             channel.peer_addr()
                         ),
-                    ))
+                    ));
                 }
             }
         }
@@ -299,6 +313,7 @@ pub(super) fn check_message(
 /// goes to the group's DLQ instead (docs/commands.md#sending, step 4).
 fn handle_retry_and_dlq(
     broker: &Broker,
+    channel: &Channel,
     request: &RemotingCommand,
     header: &mut SendMessageRequestHeader,
 ) -> Result<(), RemotingCommand> {
@@ -306,12 +321,14 @@ fn handle_retry_and_dlq(
         return Ok(());
     };
     let group = group.to_owned();
-    let Some(group_config) = broker.subscriptions.find_or_create(&group) else {
-        return Err(error(
-            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group not exist, {group}"),
-        ));
-    };
+    let group_config = broker
+        .find_or_create_group(&group, Some(channel))
+        .map_err(|reason| {
+            error(
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group not exist, {group}: {reason}"),
+            )
+        })?;
     let mut max_reconsume = group_config.retry_max_times;
     if request.version >= version::V3_4_9 {
         if let Some(max) = header.max_reconsume_times {

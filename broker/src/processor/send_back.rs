@@ -15,15 +15,18 @@ use crate::state::Broker;
 
 pub(crate) async fn consumer_send_msg_back(
     broker: &Broker,
-    _channel: &Channel,
+    channel: &Channel,
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, ConsumerSendMsgBackRequestHeader);
-    let Some(group) = broker.subscriptions.find_or_create(&header.group) else {
-        return error(
-            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group not exist, {}", header.group),
-        );
+    let group = match broker.find_or_create_group(&header.group, Some(channel)) {
+        Ok(group) => group,
+        Err(reason) => {
+            return error(
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group not exist, {}: {reason}", header.group),
+            )
+        }
     };
     if !(broker.is_master() && perm::is_writeable(broker.config.broker_permission)) {
         return error(

@@ -3,6 +3,10 @@
 //! `registerNameServerPeriod`, and at once when the topic table changes; unregistration on
 //! clean shutdown. It runs on the duties runtime (`Broker::duties`), as do the
 //! name-server connections, so no request flood can make it miss its period.
+//!
+//! A topic table whose registration would not fit one frame (or has more than
+//! `splitRegistrationSize` topics, with `enableSplitRegistration`) is registered in
+//! parts, one request each: a broker stays registered whatever its topic count.
 
 use std::sync::Arc;
 
@@ -46,7 +50,15 @@ async fn run(broker: Arc<Broker>) {
     }
 }
 
-fn register_request(broker: &Broker) -> RemotingCommand {
+/// Most bytes of one REGISTER_BROKER body: half the 16 MiB frame RocketMQ's name servers
+/// (and Vostok's) accept by default, leaving room for the header. A larger topic table
+/// is registered in parts.
+const MAX_REGISTER_BODY: usize = 8 << 20;
+
+/// The REGISTER_BROKER requests of one round: one, or one per part of the topic
+/// table (`RegisterBrokerBody::encode_parts`), each a registration the name server
+/// applies on its own, as it does RocketMQ's split registrations.
+fn register_requests(broker: &Broker) -> Vec<RemotingCommand> {
     let config = &broker.config;
     let mut wrapper = broker.topics.wrapper();
     // A broker without write (or read) permission registers its topics without it,
@@ -57,15 +69,17 @@ fn register_request(broker: &Broker) -> RemotingCommand {
             topic.perm &= permission;
         }
     }
-    let body = RegisterBrokerBody {
-        filter_server_list: Vec::new(),
-        topic_config_serialize_wrapper: wrapper,
-    };
-    let bytes = if config.compressed_register {
-        body.encode_compressed()
+    let max_topics = if config.enable_split_registration {
+        config.split_registration_size
     } else {
-        body.encode()
+        usize::MAX
     };
+    let parts = RegisterBrokerBody::encode_parts(
+        &wrapper,
+        max_topics,
+        MAX_REGISTER_BODY,
+        config.compressed_register,
+    );
     let header = RegisterBrokerRequestHeader {
         broker_name: config.broker_name.clone(),
         broker_addr: broker.broker_addr.to_string(),
@@ -76,9 +90,19 @@ fn register_request(broker: &Broker) -> RemotingCommand {
         heartbeat_timeout_millis: Some(config.channel_expired_timeout.as_millis() as i64),
         enable_acting_master: Some(false),
         compressed: Some(config.compressed_register),
-        body_crc32: Some(crc32(&bytes) as i32),
+        body_crc32: None,
     };
-    RemotingCommand::request_with_header(request_code::REGISTER_BROKER, &header).with_body(bytes)
+    parts
+        .into_iter()
+        .map(|bytes| {
+            let header = RegisterBrokerRequestHeader {
+                body_crc32: Some(crc32(&bytes) as i32),
+                ..header.clone()
+            };
+            RemotingCommand::request_with_header(request_code::REGISTER_BROKER, &header)
+                .with_body(bytes)
+        })
+        .collect()
 }
 
 /// One registration round with every name server, run on the duties runtime.
@@ -96,30 +120,53 @@ pub(crate) async fn register_all(broker: &Broker) {
     if *unregistered {
         return;
     }
-    let request = register_request(broker);
+    let requests = register_requests(broker);
+    if requests.len() > 1 {
+        debug!(
+            parts = requests.len(),
+            "registering the topic table in parts"
+        );
+    }
+    let calls = broker
+        .namesrv_addrs
+        .iter()
+        .map(|addr| register_with(broker, addr, &requests));
+    join_all(calls).await;
+}
+
+/// Sends the round's requests to one name server, in order; a part refused does not
+/// stop the others, a name server out of reach does.
+async fn register_with(broker: &Broker, addr: &str, requests: &[RemotingCommand]) {
     let timeout = broker.config.register_broker_timeout;
-    let calls = broker.namesrv_addrs.iter().map(|addr| {
+    let parts = requests.len();
+    let mut accepted = 0;
+    for (part, request) in requests.iter().enumerate() {
         let mut request = request.clone();
         request.opaque = vostok_remoting::command::next_opaque();
-        async move { (addr, broker.outer.invoke_sync(addr, request, timeout).await) }
-    });
-    for (addr, result) in join_all(calls).await {
-        match result {
+        match broker.outer.invoke_sync(addr, request, timeout).await {
             Ok(response) if response.code == response_code::SUCCESS => {
-                debug!(namesrv = %addr, "registered");
-                broker
-                    .stats
-                    .registrations
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if let Ok(header) = response.decode_header::<RegisterBrokerResponseHeader>() {
-                    learn_master(broker, header);
+                accepted += 1;
+                if accepted == 1 {
+                    if let Ok(header) = response.decode_header::<RegisterBrokerResponseHeader>() {
+                        learn_master(broker, header);
+                    }
                 }
             }
             Ok(response) => {
-                warn!(namesrv = %addr, code = response.code, remark = response.remark(), "registration refused")
+                warn!(namesrv = %addr, part, parts, code = response.code, remark = response.remark(), "registration refused")
             }
-            Err(e) => warn!(namesrv = %addr, error = %e, "registration failed"),
+            Err(e) => {
+                warn!(namesrv = %addr, part, parts, error = %e, "registration failed");
+                return;
+            }
         }
+    }
+    if accepted == parts {
+        debug!(namesrv = %addr, parts, "registered");
+        broker
+            .stats
+            .registrations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -4,16 +4,22 @@
 //! subscriptions. A closed channel leaves every group at once; a channel silent for
 //! `channelExpiredTimeout` is dropped by the housekeeping scan. Methods that change a
 //! consumer group's membership return the groups to notify (NOTIFY_CONSUMER_IDS_CHANGED).
+//!
+//! The registry also keeps, per client connection, how many groups it is in and how
+//! many groups and topics its requests made the broker create, and refuses what
+//! would pass the bounds of [`MetadataLimits`] (docs/limits.md#groups-and-topics).
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use vostok_remoting::protocol::body::{
     ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData,
 };
-use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::{Channel, LanguageCode};
+
+use crate::config::MetadataLimits;
 
 /// One client connection in a group.
 #[derive(Debug, Clone)]
@@ -58,21 +64,79 @@ pub struct ConsumerRegistration {
     pub subscriptions: Vec<SubscriptionData>,
 }
 
-#[derive(Default)]
+/// A registration or creation refused by a bound, with the remark for the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverLimit(pub String);
+
+/// What the broker creates on a client's behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creation {
+    Group,
+    Topic,
+}
+
+/// One client connection's share: the groups it is in, what it had created.
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    consumer_groups: usize,
+    producer_groups: usize,
+    created_groups: usize,
+    created_topics: usize,
+}
+
+impl Usage {
+    fn is_empty(&self) -> bool {
+        self.consumer_groups == 0
+            && self.producer_groups == 0
+            && self.created_groups == 0
+            && self.created_topics == 0
+    }
+}
+
 pub struct ClientRegistry {
     consumers: RwLock<HashMap<String, ConsumerGroupInfo>>,
     producers: RwLock<HashMap<String, HashMap<u64, ClientChannelInfo>>>,
+    /// By channel id. Taken after `consumers` or `producers`, never before.
+    usage: Mutex<HashMap<u64, Usage>>,
+    limits: MetadataLimits,
 }
 
 impl ClientRegistry {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(limits: MetadataLimits) -> Self {
+        ClientRegistry {
+            consumers: RwLock::default(),
+            producers: RwLock::default(),
+            usage: Mutex::default(),
+            limits,
+        }
     }
 
     /// Registers or refreshes a consumer channel and its subscriptions. Returns true when
-    /// the group's set of client ids changed.
-    pub fn register_consumer(&self, info: ClientChannelInfo, reg: ConsumerRegistration) -> bool {
+    /// the group's set of client ids changed; refused when the channel would be in more
+    /// than `maxConsumerGroupNumPerClient` groups.
+    pub fn register_consumer(
+        &self,
+        info: ClientChannelInfo,
+        reg: ConsumerRegistration,
+    ) -> Result<bool, OverLimit> {
         let mut consumers = self.consumers.write_locked();
+        let id = info.channel.id();
+        if consumers
+            .get(&reg.group)
+            .is_none_or(|g| !g.channels.contains_key(&id))
+        {
+            let mut usage = self.usage.locked();
+            let usage = usage.entry(id).or_default();
+            let max = self.limits.max_consumer_groups_per_client;
+            if usage.consumer_groups >= max {
+                return Err(OverLimit(format!(
+                    "consumer group {} not registered: this client is in {} consumer groups \
+                     (maxConsumerGroupNumPerClient={max})",
+                    reg.group, usage.consumer_groups
+                )));
+            }
+            usage.consumer_groups += 1;
+        }
         let group = consumers
             .entry(reg.group.clone())
             .or_insert_with(|| ConsumerGroupInfo {
@@ -100,7 +164,7 @@ impl ClientRegistry {
             }
         }
         group.subscriptions = fresh;
-        before != group.client_ids()
+        Ok(before != group.client_ids())
     }
 
     /// Removes a channel from a consumer group; true when the group's ids changed.
@@ -110,7 +174,9 @@ impl ClientRegistry {
             return false;
         };
         let before = info.client_ids();
-        info.channels.remove(&channel.id());
+        if info.channels.remove(&channel.id()).is_some() {
+            self.leave(channel.id(), |u| &mut u.consumer_groups);
+        }
         let changed = before != info.client_ids();
         if info.channels.is_empty() {
             consumers.remove(group);
@@ -118,20 +184,105 @@ impl ClientRegistry {
         changed
     }
 
-    pub fn register_producer(&self, group: &str, info: ClientChannelInfo) {
-        self.producers
-            .write_locked()
+    /// Registers or refreshes a producer channel; refused when the channel would be in
+    /// more than `maxProducerGroupNumPerClient` groups, or the group is new and the
+    /// broker has `maxProducerGroupNum` online.
+    pub fn register_producer(&self, group: &str, info: ClientChannelInfo) -> Result<(), OverLimit> {
+        let mut producers = self.producers.write_locked();
+        let id = info.channel.id();
+        let channels = producers.get(group);
+        if channels.is_none_or(|c| !c.contains_key(&id)) {
+            let max = self.limits.max_producer_groups;
+            if channels.is_none() && producers.len() >= max {
+                return Err(OverLimit(format!(
+                    "producer group {group} not registered: the broker has {} producer groups \
+                     online (maxProducerGroupNum={max})",
+                    producers.len()
+                )));
+            }
+            let mut usage = self.usage.locked();
+            let usage = usage.entry(id).or_default();
+            let max = self.limits.max_producer_groups_per_client;
+            if usage.producer_groups >= max {
+                return Err(OverLimit(format!(
+                    "producer group {group} not registered: this client is in {} producer groups \
+                     (maxProducerGroupNumPerClient={max})",
+                    usage.producer_groups
+                )));
+            }
+            usage.producer_groups += 1;
+        }
+        producers
             .entry(group.to_owned())
             .or_default()
-            .insert(info.channel.id(), info);
+            .insert(id, info);
+        Ok(())
     }
 
     pub fn unregister_producer(&self, group: &str, channel: &Channel) {
         let mut producers = self.producers.write_locked();
         if let Some(channels) = producers.get_mut(group) {
-            channels.remove(&channel.id());
+            if channels.remove(&channel.id()).is_some() {
+                self.leave(channel.id(), |u| &mut u.producer_groups);
+            }
             if channels.is_empty() {
                 producers.remove(group);
+            }
+        }
+    }
+
+    /// Counts one more group or topic created for the client on `channel`, or refuses
+    /// when it had `maxAutoCreate*NumPerClient` created. A reservation whose creation
+    /// does not happen is given back with [`ClientRegistry::release_creation`]. A
+    /// closed channel (a client gone, or a request without a connection of its own)
+    /// is not counted: nothing would forget its count. (A channel is marked closed
+    /// before [`ClientRegistry::on_channel_closed`] runs, so checking under the lock
+    /// that call takes leaves no count behind.)
+    pub fn reserve_creation(&self, channel: &Channel, what: Creation) -> Result<(), OverLimit> {
+        let mut usage = self.usage.locked();
+        if channel.is_closed() {
+            return Ok(());
+        }
+        let usage = usage.entry(channel.id()).or_default();
+        let (count, max, noun, key) = match what {
+            Creation::Group => (
+                &mut usage.created_groups,
+                self.limits.max_auto_created_groups_per_client,
+                "subscription groups",
+                "maxAutoCreateGroupNumPerClient",
+            ),
+            Creation::Topic => (
+                &mut usage.created_topics,
+                self.limits.max_auto_created_topics_per_client,
+                "topics",
+                "maxAutoCreateTopicNumPerClient",
+            ),
+        };
+        if *count >= max {
+            return Err(OverLimit(format!(
+                "this client had {count} {noun} created ({key}={max})"
+            )));
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    pub fn release_creation(&self, channel: &Channel, what: Creation) {
+        self.leave(channel.id(), |u| match what {
+            Creation::Group => &mut u.created_groups,
+            Creation::Topic => &mut u.created_topics,
+        });
+    }
+
+    /// Takes one from a count of the channel's usage, forgetting a channel left with
+    /// nothing.
+    fn leave(&self, id: u64, count: impl FnOnce(&mut Usage) -> &mut usize) {
+        let mut usage = self.usage.locked();
+        if let Some(u) = usage.get_mut(&id) {
+            let c = count(u);
+            *c = c.saturating_sub(1);
+            if u.is_empty() {
+                usage.remove(&id);
             }
         }
     }
@@ -272,9 +423,12 @@ impl ClientRegistry {
             .map(|c| c.channel.clone())
     }
 
-    /// Drops a closed channel from every group; returns the consumer groups whose ids changed.
+    /// Drops a closed channel from every group, and its counts; returns the consumer
+    /// groups whose ids changed.
     pub fn on_channel_closed(&self, channel: &Channel) -> Vec<String> {
-        self.remove_channels(|c| c.channel.id() == channel.id())
+        let changed = self.remove_channels(|c| c.channel.id() == channel.id());
+        self.usage.locked().remove(&channel.id());
+        changed
     }
 
     /// Drops channels not refreshed within `timeout`, closing them; returns the consumer
@@ -296,7 +450,13 @@ impl ClientRegistry {
             let mut consumers = self.consumers.write_locked();
             consumers.retain(|name, group| {
                 let before = group.client_ids();
-                group.channels.retain(|_, c| !doomed(c));
+                group.channels.retain(|&id, c| {
+                    let gone = doomed(c);
+                    if gone {
+                        self.leave(id, |u| &mut u.consumer_groups);
+                    }
+                    !gone
+                });
                 if before != group.client_ids() {
                     changed.push(name.clone());
                 }
@@ -305,9 +465,165 @@ impl ClientRegistry {
         }
         let mut producers = self.producers.write_locked();
         producers.retain(|_, channels| {
-            channels.retain(|_, c| !doomed(c));
+            channels.retain(|&id, c| {
+                let gone = doomed(c);
+                if gone {
+                    self.leave(id, |u| &mut u.producer_groups);
+                }
+                !gone
+            });
             !channels.is_empty()
         });
         changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> ClientChannelInfo {
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let channel = Channel::detached(addr, addr, 1).0;
+        ClientChannelInfo {
+            client_id: format!("client-{}", channel.id()),
+            channel,
+            language: LanguageCode::Java,
+            version: 0,
+            last_update: Instant::now(),
+        }
+    }
+
+    fn consumer(group: &str) -> ConsumerRegistration {
+        ConsumerRegistration {
+            group: group.into(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+            subscriptions: Vec::new(),
+        }
+    }
+
+    fn limits() -> MetadataLimits {
+        MetadataLimits {
+            max_producer_groups: 3,
+            max_consumer_groups_per_client: 2,
+            max_producer_groups_per_client: 2,
+            max_auto_created_groups_per_client: 1,
+            ..MetadataLimits::default()
+        }
+    }
+
+    #[test]
+    fn a_client_is_in_at_most_its_share_of_groups_until_it_leaves_one() {
+        let registry = ClientRegistry::new(limits());
+        let (a, b) = (client(), client());
+        assert!(registry
+            .register_consumer(a.clone(), consumer("g1"))
+            .unwrap());
+        assert!(registry
+            .register_consumer(a.clone(), consumer("g2"))
+            .unwrap());
+        // A refresh of a group it is in is not a new one.
+        assert!(!registry
+            .register_consumer(a.clone(), consumer("g1"))
+            .unwrap());
+        let refused = registry
+            .register_consumer(a.clone(), consumer("g3"))
+            .unwrap_err();
+        assert!(
+            refused.0.contains("maxConsumerGroupNumPerClient=2"),
+            "{refused:?}"
+        );
+        assert!(registry.consumer_group("g3").is_none());
+        // Another client has its own share.
+        assert!(registry
+            .register_consumer(b.clone(), consumer("g3"))
+            .unwrap());
+        registry.unregister_consumer("g2", &a.channel);
+        assert!(registry
+            .register_consumer(a.clone(), consumer("g3"))
+            .unwrap());
+
+        registry.register_producer("p1", a.clone()).unwrap();
+        registry.register_producer("p2", a.clone()).unwrap();
+        registry.register_producer("p1", a.clone()).unwrap();
+        let refused = registry.register_producer("p3", a.clone()).unwrap_err();
+        assert!(
+            refused.0.contains("maxProducerGroupNumPerClient=2"),
+            "{refused:?}"
+        );
+        registry.register_producer("p3", b.clone()).unwrap();
+        let refused = registry.register_producer("p4", b.clone()).unwrap_err();
+        assert!(refused.0.contains("maxProducerGroupNum=3"), "{refused:?}");
+        // Closing the channel gives back everything it held.
+        registry.on_channel_closed(&a.channel);
+        registry.register_producer("p4", b.clone()).unwrap();
+        assert!(registry.usage.locked().get(&a.channel.id()).is_none());
+        assert!(registry
+            .register_consumer(a.clone(), consumer("g4"))
+            .unwrap());
+    }
+
+    #[test]
+    fn creations_are_counted_per_client_and_released_when_they_do_not_happen() {
+        let registry = ClientRegistry::new(limits());
+        let (a, b) = (client(), client());
+        registry
+            .reserve_creation(&a.channel, Creation::Group)
+            .unwrap();
+        let refused = registry
+            .reserve_creation(&a.channel, Creation::Group)
+            .unwrap_err();
+        assert!(
+            refused.0.contains("maxAutoCreateGroupNumPerClient=1"),
+            "{refused:?}"
+        );
+        registry
+            .reserve_creation(&a.channel, Creation::Topic)
+            .unwrap();
+        registry
+            .reserve_creation(&b.channel, Creation::Group)
+            .unwrap();
+        registry.release_creation(&a.channel, Creation::Group);
+        registry
+            .reserve_creation(&a.channel, Creation::Group)
+            .unwrap();
+        // Leaving its groups does not give back what the client had created.
+        registry
+            .register_consumer(a.clone(), consumer("g"))
+            .unwrap();
+        registry.unregister_consumer("g", &a.channel);
+        assert!(registry
+            .reserve_creation(&a.channel, Creation::Group)
+            .is_err());
+        // Closing the connection does (a new connection is a new client).
+        registry.on_channel_closed(&a.channel);
+        assert!(registry.usage.locked().get(&a.channel.id()).is_none());
+        // A closed channel is not counted: nothing would forget its count.
+        a.channel.close();
+        for _ in 0..3 {
+            registry
+                .reserve_creation(&a.channel, Creation::Group)
+                .unwrap();
+        }
+        assert!(registry.usage.locked().get(&a.channel.id()).is_none());
+    }
+
+    #[test]
+    fn expired_channels_give_back_the_groups_they_were_in() {
+        let registry = ClientRegistry::new(limits());
+        let a = client();
+        registry
+            .register_consumer(a.clone(), consumer("g"))
+            .unwrap();
+        registry.register_producer("p", a.clone()).unwrap();
+        registry.scan_expired(
+            Instant::now() + Duration::from_secs(10),
+            Duration::from_secs(1),
+        );
+        assert!(a.channel.is_closed());
+        assert!(registry.consumer_group("g").is_none());
+        assert!(registry.usage.locked().is_empty());
     }
 }

@@ -10,6 +10,7 @@
 //! (`processor`) and background services (`service`) sit above this floor and take
 //! `&Broker`; start-up (`startup`) builds it.
 
+pub(crate) mod auto_create;
 pub(crate) mod browse;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
@@ -53,7 +54,7 @@ use vostok_remoting::{Channel, RemotingClient, RemotingCommand};
 use vostok_store::MessageStore;
 
 use crate::config::BrokerConfig;
-use client_registry::{ClientChannelInfo, ClientRegistry, ConsumerRegistration};
+use client_registry::{ClientChannelInfo, ClientRegistry, ConsumerRegistration, OverLimit};
 use consumer_filter::ConsumerFilterManager;
 use dedupe::DedupeWindow;
 use long_polling::LongPolling;
@@ -198,21 +199,31 @@ impl Broker {
     /// each subscribed topic of this broker where it has no offsets yet, so that until
     /// it commits, retention counts it as at the start of those queues even after it
     /// disconnects (`store/README.md`, *Forced deletion and unconsumed messages*).
+    /// Registers a consumer, then notes the group on each clustering topic it
+    /// subscribes to (so forced deletion waits for it); a registration over the
+    /// client limits notes nothing.
     pub(crate) fn register_consumer(
         &self,
         info: ClientChannelInfo,
         registration: ConsumerRegistration,
-    ) -> bool {
-        if registration.message_model == MessageModel::Clustering {
-            for sub in &registration.subscriptions {
-                if self.topics.contains(&sub.topic)
-                    && self.offsets.note_consumer(&registration.group, &sub.topic)
-                {
-                    debug!(group = %registration.group, topic = %sub.topic, "consumer group noted on a topic before its first commit");
-                }
+    ) -> Result<bool, OverLimit> {
+        let noted: Vec<String> = if registration.message_model == MessageModel::Clustering {
+            registration
+                .subscriptions
+                .iter()
+                .map(|sub| sub.topic.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let group = registration.group.clone();
+        let changed = self.clients.register_consumer(info, registration)?;
+        for topic in noted {
+            if self.topics.contains(&topic) && self.offsets.note_consumer(&group, &topic) {
+                debug!(group = %group, topic = %topic, "consumer group noted on a topic before its first commit");
             }
         }
-        self.clients.register_consumer(info, registration)
+        Ok(changed)
     }
 
     pub(crate) fn on_channel_closed(&self, channel: &Channel) {

@@ -13,6 +13,7 @@ use vostok_remoting::support::config_file::ConfigFile;
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 
+use super::auto_create::NotCreated;
 use crate::config::BrokerConfig;
 
 /// Per-group settings (`SubscriptionGroupConfig`, docs/store.md#config-files): the
@@ -47,6 +48,8 @@ const SYSTEM_GROUPS: &[&str] = &[
 pub struct SubscriptionGroupManager {
     file: ConfigFile,
     auto_create: bool,
+    /// `maxSubscriptionGroupNum`: no group is created on first use beyond it.
+    max_groups: usize,
     state: RwLock<Persisted>,
     /// Signalled on every change, for the config writer (`service::config_flush`).
     unsaved: Notify,
@@ -69,9 +72,20 @@ impl SubscriptionGroupManager {
                 .entry((*group).to_owned())
                 .or_insert_with(|| SubscriptionGroupConfig::new(*group));
         }
+        let max_groups = config.metadata.max_subscription_groups;
+        let held = state.subscription_group_table.len();
+        if held >= max_groups {
+            warn!(
+                groups = held,
+                max = max_groups,
+                "the broker holds maxSubscriptionGroupNum subscription groups or more: none \
+                 is created on first use until some are deleted or the bound is raised"
+            );
+        }
         SubscriptionGroupManager {
             file,
             auto_create: config.auto_create_subscription_group,
+            max_groups,
             state: RwLock::new(state),
             unsaved: Notify::new(),
         }
@@ -95,23 +109,36 @@ impl SubscriptionGroupManager {
             .cloned()
     }
 
-    /// The group's config, created with defaults when `autoCreateSubscriptionGroup` is on
-    /// and the name is legal (RocketMQ's group rules, short enough for its retry topic).
-    pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+    /// The group's config, created with defaults when `autoCreateSubscriptionGroup` is
+    /// on, the name is legal (RocketMQ's group rules, short enough for its retry topic)
+    /// and the broker holds fewer than `maxSubscriptionGroupNum` groups; with whether
+    /// it was created now. Else why it was not.
+    pub fn find_or_create(
+        &self,
+        group: &str,
+    ) -> Result<(SubscriptionGroupConfig, bool), NotCreated> {
         if let Some(found) = self.get(group) {
-            return Some(found);
+            return Ok((found, false));
         }
-        if !self.auto_create
-            || topic::validate_group(group).is_err()
-            || topic::validate_topic(&topic::retry_topic(group)).is_err()
-        {
-            return None;
+        if !self.auto_create {
+            return Err(NotCreated::NotAllowed(
+                "autoCreateSubscriptionGroup is off".to_owned(),
+            ));
         }
+        topic::validate_group(group).map_err(NotCreated::NotAllowed)?;
+        topic::validate_topic(&topic::retry_topic(group)).map_err(NotCreated::NotAllowed)?;
         let config = SubscriptionGroupConfig::new(group);
         {
             let mut state = self.state.write_locked();
             if let Some(raced) = state.subscription_group_table.get(group) {
-                return Some(raced.clone());
+                return Ok((raced.clone(), false));
+            }
+            let held = state.subscription_group_table.len();
+            if held >= self.max_groups {
+                return Err(NotCreated::OverLimit(format!(
+                    "the broker holds {held} subscription groups (maxSubscriptionGroupNum={})",
+                    self.max_groups
+                )));
             }
             state
                 .subscription_group_table
@@ -120,7 +147,7 @@ impl SubscriptionGroupManager {
         }
         info!(group, "auto-created subscription group");
         self.on_change();
-        Some(config)
+        Ok((config, true))
     }
 
     pub fn update(&self, config: SubscriptionGroupConfig) {
@@ -203,6 +230,40 @@ mod tests {
         let mut c = BrokerConfig::default();
         c.store.store_path_root_dir = dir.to_path_buf();
         c
+    }
+
+    #[test]
+    fn groups_are_created_on_first_use_up_to_the_bound_and_operators_may_pass_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path());
+        let system = SYSTEM_GROUPS.len();
+        c.metadata.max_subscription_groups = system + 2;
+        let groups = SubscriptionGroupManager::load(&c);
+        assert!(groups.find_or_create("a").unwrap().1, "created");
+        assert!(!groups.find_or_create("a").unwrap().1, "found");
+        assert!(groups.find_or_create("b").unwrap().1);
+        let refused = groups.find_or_create("c").unwrap_err().to_string();
+        assert!(
+            refused.contains(&format!("maxSubscriptionGroupNum={}", system + 2)),
+            "{refused}"
+        );
+        assert!(
+            groups.find_or_create("a").is_ok(),
+            "existing groups still found"
+        );
+        groups.update(SubscriptionGroupConfig::new("c"));
+        assert!(
+            groups.get("c").is_some(),
+            "an operator's group is not bounded"
+        );
+        assert!(groups.find_or_create("bad name").is_err());
+
+        c.auto_create_subscription_group = false;
+        let groups = SubscriptionGroupManager::load(&c);
+        assert!(matches!(
+            groups.find_or_create("d"),
+            Err(NotCreated::NotAllowed(reason)) if reason.contains("autoCreateSubscriptionGroup")
+        ));
     }
 
     #[test]

@@ -22,6 +22,7 @@ use vostok_remoting::support::config_file::ConfigFile;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
+use super::auto_create::NotCreated;
 use crate::config::BrokerConfig;
 
 /// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.
@@ -33,6 +34,8 @@ const DEFAULT_QUEUE_NUMS: i32 = 16;
 
 pub struct TopicConfigManager {
     file: ConfigFile,
+    /// `maxTopicNum`: no topic is created by a send beyond it.
+    max_topics: usize,
     table: RwLock<BTreeMap<String, TopicConfig>>,
     data_version: Mutex<DataVersion>,
     /// Signalled on every change, so that the broker registers with the name servers at once.
@@ -53,8 +56,18 @@ impl TopicConfigManager {
             Some(wrapper) => (wrapper.topic_config_table, wrapper.data_version),
             None => (BTreeMap::new(), DataVersion::new(now_millis())),
         };
+        let max_topics = config.metadata.max_topics;
+        if table.len() >= max_topics {
+            warn!(
+                topics = table.len(),
+                max = max_topics,
+                "the broker holds maxTopicNum topics or more: none is created by a send \
+                 until some are deleted or the bound is raised"
+            );
+        }
         let manager = TopicConfigManager {
             file,
+            max_topics,
             table: RwLock::new(table),
             data_version: Mutex::new(data_version),
             changed: Notify::new(),
@@ -118,29 +131,52 @@ impl TopicConfigManager {
     }
 
     /// Auto-creates `topic` on a send, from the template `default_topic`
-    /// (docs/commands.md#sending, step 2). `None` when the template does not exist or may
-    /// not be inherited.
+    /// (docs/commands.md#sending, step 2), with whether it was created now. Refused
+    /// (with the reason) when the template does not exist or may not be inherited, or
+    /// the broker holds `maxTopicNum` topics.
     pub fn create_in_send(
         &self,
         topic: &str,
         default_topic: &str,
         queue_nums: i32,
         topic_sys_flag: i32,
-    ) -> Option<TopicConfig> {
+    ) -> Result<(TopicConfig, bool), NotCreated> {
         if let Some(existing) = self.get(topic) {
-            return Some(existing);
+            return Ok((existing, false));
         }
-        let template = self.get(default_topic)?;
+        let template = self.get(default_topic).ok_or_else(|| {
+            NotCreated::NotAllowed(format!("the template topic {default_topic} does not exist"))
+        })?;
         if !perm::is_inherited(template.perm) {
             warn!(topic, default_topic, "template topic may not be inherited");
-            return None;
+            return Err(NotCreated::NotAllowed(format!(
+                "the template topic {default_topic} may not be inherited"
+            )));
         }
         let queues = queue_nums.min(template.write_queue_nums).max(1);
         let mut config = TopicConfig::new(topic, queues).with_perm(template.perm & !perm::INHERIT);
         config.topic_sys_flag = topic_sys_flag;
         config.topic_filter_type = template.topic_filter_type;
-        info!(topic, queues, "auto-created topic from {default_topic}");
-        Some(self.insert_if_absent(config))
+        let (config, created) = {
+            let mut table = self.table.write_locked();
+            if let Some(raced) = table.get(topic) {
+                (raced.clone(), false)
+            } else if table.len() >= self.max_topics {
+                return Err(NotCreated::OverLimit(format!(
+                    "the broker holds {} topics (maxTopicNum={})",
+                    table.len(),
+                    self.max_topics
+                )));
+            } else {
+                table.insert(topic.to_owned(), config.clone());
+                (config, true)
+            }
+        };
+        if created {
+            info!(topic, queues, "auto-created topic from {default_topic}");
+            self.on_change();
+        }
+        Ok((config, created))
     }
 
     /// Gets or creates a broker-managed topic (retry, DLQ, transaction check topics).
@@ -411,16 +447,19 @@ mod tests {
         let c = config(dir.path());
         let manager = TopicConfigManager::load(&c);
         let v0 = manager.data_version().counter;
-        let created = manager.create_in_send("Orders", "TBW102", 4, 0).unwrap();
+        let (created, new) = manager.create_in_send("Orders", "TBW102", 4, 0).unwrap();
+        assert!(new);
         assert_eq!(created.write_queue_nums, 4);
         assert_eq!(created.perm, perm::READ | perm::WRITE);
         assert!(manager.data_version().counter > v0);
-        assert!(manager
-            .create_in_send("X", "NoSuchTemplate", 4, 0)
-            .is_none());
+        assert!(manager.create_in_send("X", "NoSuchTemplate", 4, 0).is_err());
         assert!(
-            manager.create_in_send("Y", "Orders", 4, 0).is_none(),
+            manager.create_in_send("Y", "Orders", 4, 0).is_err(),
             "Orders is not inheritable"
+        );
+        assert_eq!(
+            manager.create_in_send("Orders", "TBW102", 4, 0),
+            Ok((created.clone(), false))
         );
 
         manager.persist();
@@ -436,6 +475,32 @@ mod tests {
         c.auto_create_topic_enable = false;
         let manager = TopicConfigManager::load(&c);
         assert!(manager.get("TBW102").is_none());
-        assert!(manager.create_in_send("Orders", "TBW102", 4, 0).is_none());
+        assert!(manager.create_in_send("Orders", "TBW102", 4, 0).is_err());
+    }
+
+    #[test]
+    fn sends_create_topics_up_to_the_bound_and_operators_may_pass_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path());
+        let system = TopicConfigManager::load(&c).topic_names().len();
+        c.metadata.max_topics = system + 1;
+        let manager = TopicConfigManager::load(&c);
+        manager.create_in_send("A", "TBW102", 4, 0).unwrap();
+        let refused = manager
+            .create_in_send("B", "TBW102", 4, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains(&format!("maxTopicNum={}", system + 1)),
+            "{refused}"
+        );
+        assert!(manager.create_in_send("A", "TBW102", 4, 0).is_ok());
+        manager.update(TopicConfig::new("B", 4));
+        assert!(manager.contains("B"), "an operator's topic is not bounded");
+        manager.get_or_create("%RETRY%g", 1, perm::READ | perm::WRITE, 0);
+        assert!(
+            manager.contains("%RETRY%g"),
+            "a group's own topics follow the group"
+        );
     }
 }

@@ -26,6 +26,9 @@ use crate::route::BrokerRegistration;
 /// Ext field of the 5.x zone (`MixAll.ZONE_NAME`), outside the typed header.
 const ZONE_NAME: &str = "__ZONE_NAME";
 
+/// First byte of a zlib stream with a 32 KiB window (every `Deflater`'s).
+const ZLIB_CMF: u8 = 0x78;
+
 /// `UtilAll.crc32`: CRC32 masked to a non-negative int.
 fn body_crc32(body: &[u8]) -> i32 {
     (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
@@ -43,7 +46,10 @@ pub(super) fn register_broker(s: &Shared, channel: &Channel, request: &RemotingC
             return Err(error(response_code::SYSTEM_ERROR, "crc32 not match"));
         }
     }
-    let compressed = h.compressed.unwrap_or(false);
+    // RocketMQ 5 brokers with `compressedRegister` send the zlib form but leave the
+    // header's `compressed` false (its own name server then cannot read it): a JSON
+    // body starts with `{`, a zlib stream with 0x78, so the body says which it is.
+    let compressed = h.compressed.unwrap_or(false) || request.body.first() == Some(&ZLIB_CMF);
     let wrapper = if request.body.is_empty() {
         TopicConfigSerializeWrapper::default()
     } else if request.version >= version::V3_0_11 {
