@@ -16,6 +16,7 @@ pub mod netns;
 pub mod pki;
 pub mod proxy;
 pub mod python;
+pub mod schedule;
 pub mod sdk;
 
 use std::io::{BufRead, BufReader};
