@@ -97,7 +97,9 @@ impl Group {
         let down = self.state(p).down;
         match kind {
             FaultKind::Kill | FaultKind::CoordinatorKill if !down => self.kill(p),
-            FaultKind::Pause if !down => {
+            // A process that just exited by itself would never show as stopped; the
+            // next look for exited processes reports it.
+            FaultKind::Pause if !down && running(self.pid(p)) => {
                 if bump(&mut self.state(p).paused) == 1 {
                     crate::freeze::freeze(self.pid(p));
                 }
@@ -252,4 +254,13 @@ fn how(status: std::process::ExitStatus) -> String {
         }
         _ => status.to_string(),
     }
+}
+
+/// Whether process `pid` runs: not a zombie waiting to be reaped.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
