@@ -132,8 +132,9 @@ impl Report {
     }
 
     /// The episodes to replay for a regression: from the first episode during which
-    /// a flagged message was acknowledged to the one after the last (the loss may
-    /// come with the next faults); all of them when nothing points anywhere.
+    /// a flagged message was acknowledged (the loss may come with the next one's
+    /// faults) or a process exited by itself, to the last; all of them when nothing
+    /// points anywhere.
     pub fn suspects(&self) -> String {
         let episode_at = |at: Duration| {
             self.episodes
@@ -143,15 +144,24 @@ impl Report {
                 .or(self.episodes.first())
                 .map(|e| e.plan.index)
         };
-        let indexes: Vec<u32> = self
+        let mut spans: Vec<(u32, u32)> = self
             .check
             .flagged
             .iter()
             .filter_map(|&at| episode_at(at))
+            .map(|i| (i, i + 1))
             .collect();
+        spans.extend(
+            self.episodes
+                .iter()
+                .filter(|e| e.notes.iter().any(|n| n.contains("exited by itself")))
+                .map(|e| (e.plan.index, e.plan.index)),
+        );
         let last = self.episodes.last().map_or(0, |e| e.plan.index);
-        match (indexes.iter().min(), indexes.iter().max()) {
-            (Some(first), Some(end)) => format!("{first}..{}", (end + 2).min(last + 1)),
+        let first = spans.iter().map(|s| s.0).min();
+        let end = spans.iter().map(|s| s.1).max();
+        match (first, end) {
+            (Some(first), Some(end)) => format!("{first}..{}", end.min(last) + 1),
             _ => self.range(),
         }
     }
@@ -290,6 +300,46 @@ mod tests {
         assert_eq!(a.gaps, vec![ms(3_010), ms(10)]);
         assert_eq!(a.recoveries, vec![Some(ms(1_000)), Some(ms(0))]);
         assert_eq!(a.without_send_ok, ms(3_010) + ms(1_010));
+    }
+
+    #[test]
+    fn a_regression_covers_the_episodes_that_point_at_the_finding() {
+        let mut episodes: Vec<EpisodeRecord> = (0..10)
+            .map(|i| {
+                let mut e = record(i * 1_000 + 100, i * 1_000 + 500);
+                e.began = ms(i * 1_000);
+                e.plan.index = i as u32;
+                e
+            })
+            .collect();
+        let report = |episodes: &[EpisodeRecord], flagged: Vec<Duration>| Report {
+            kind: GroupKind::Controller,
+            seed: 1,
+            episodes: episodes.to_vec(),
+            attempts: 0,
+            failures: BTreeMap::new(),
+            check: Check {
+                flagged,
+                ..Default::default()
+            },
+            converged: true,
+            ends: Vec::new(),
+            availability: Availability::default(),
+            timeline: Vec::new(),
+        };
+        assert_eq!(report(&episodes, Vec::new()).suspects(), "0..10");
+        // Acknowledged during episode 3 and 4: replay 3 to 5.
+        assert_eq!(
+            report(&episodes, vec![ms(3_200), ms(4_900)]).suspects(),
+            "3..6"
+        );
+        // Acknowledged during the last one: nothing after it to replay.
+        assert_eq!(report(&episodes, vec![ms(9_999)]).suspects(), "9..10");
+        episodes[7]
+            .notes
+            .push("broker1 exited by itself at 7.3 s".into());
+        assert_eq!(report(&episodes, Vec::new()).suspects(), "7..8");
+        assert_eq!(report(&episodes, vec![ms(2_000)]).suspects(), "2..8");
     }
 
     #[test]
