@@ -9,7 +9,7 @@
 //! | module | role |
 //! |---|---|
 //! | `plan` | the schedule a seed names (pure, reproducible) |
-//! | `group` | the classic or controller-mode group; roles; the faults and their heals |
+//! | `group` (+ `faults`) | the classic or controller-mode group and its roles; the faults and their heals |
 //! | `disk` | each broker's store on its own tmpfs, filled to make its disk full |
 //! | `producer` | paced SDK producers and the SEND_OK log |
 //! | `checker` | reading the replicas and comparing them with the log and each other |
