@@ -18,7 +18,7 @@ use vostok_remoting::protocol::{json, request_code, response_code};
 use vostok_remoting::{ClientConfig, RemotingClient, RemotingCommand};
 
 use crate::client::TestClient;
-use crate::netns::{HostBroker, HostNamesrv, Network};
+use crate::netns::{Host, HostBroker, HostNamesrv, Network};
 use crate::sdk::{self, eventually};
 use crate::BrokerOptions;
 
@@ -33,7 +33,8 @@ pub struct Cluster {
     /// The name servers, `ip:port;ip:port;ip:port`.
     pub namesrv: String,
     pub brokers: Vec<Option<HostBroker>>,
-    _stores: Vec<tempfile::TempDir>,
+    /// The controllers' Raft stores, which outlive their restarts.
+    pub stores: Vec<tempfile::TempDir>,
 }
 
 /// Starts the cluster with `broker_count` brokers; `broker_settings` are added to
@@ -43,6 +44,23 @@ pub fn start_cluster(
     name: &str,
     broker_count: usize,
     broker_settings: &[(&str, &str)],
+) -> Cluster {
+    start_cluster_with(net, name, broker_count, |_, host, mut options| {
+        for (key, value) in broker_settings {
+            options = options.set(key, value);
+        }
+        host.spawn_broker(options)
+    })
+}
+
+/// Starts the cluster with `broker_count` brokers, each by `spawn(index, host,
+/// options)`, which may add settings to the controller-mode `options` and choose the
+/// broker's store.
+pub fn start_cluster_with(
+    net: &Network,
+    name: &str,
+    broker_count: usize,
+    mut spawn: impl FnMut(usize, &Host, BrokerOptions) -> HostBroker,
 ) -> Cluster {
     let hosts: Vec<_> = (0..3).map(|i| net.host(&format!("{name}-c{i}"))).collect();
     let peers = hosts
@@ -84,7 +102,7 @@ pub fn start_cluster(
     let brokers = (0..broker_count)
         .map(|i| {
             let host = net.host(&format!("{name}-b{i}"));
-            let mut options = BrokerOptions {
+            let options = BrokerOptions {
                 namesrv: Some(namesrv.clone()),
                 broker_name: BROKER_NAME.into(),
                 ..Default::default()
@@ -105,17 +123,14 @@ pub fn start_cluster(
             .set("haHousekeepingInterval", 3000)
             .set("syncFlushTimeout", 2000)
             .set("registerNameServerPeriod", 10000);
-            for (key, value) in broker_settings {
-                options = options.set(key, value);
-            }
-            Some(host.spawn_broker(options))
+            Some(spawn(i, &host, options))
         })
         .collect();
     Cluster {
         namesrvs,
         namesrv,
         brokers,
-        _stores: stores,
+        stores,
     }
 }
 

@@ -4,7 +4,8 @@
 //!
 //! The processes run `vostok-test-broker` and `vostok-test-namesrv`: this crate's
 //! builds of `mqbroker`'s and `mqnamesrv`'s command lines, so cargo rebuilds them
-//! whenever the tests are built.
+//! whenever the tests are built. A program outside `cargo test` (the chaos suite)
+//! points the harness at other builds with [`use_programs`].
 
 pub mod acl;
 pub mod client;
@@ -15,12 +16,13 @@ pub mod netns;
 pub mod pki;
 pub mod proxy;
 pub mod python;
+pub mod schedule;
 pub mod sdk;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 
 /// How long a process may take to print its boot line.
@@ -50,6 +52,32 @@ pub fn binary(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The directory of `mqbroker` and `mqnamesrv` set by [`use_programs`].
+static PROGRAMS: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs the `mqbroker` and `mqnamesrv` found in `dir` (a release build) instead of
+/// this crate's test builds, for every process started afterwards. Set once per
+/// process; `false` when it was set already to another directory.
+pub fn use_programs(dir: &Path) -> bool {
+    PROGRAMS.get_or_init(|| dir.to_path_buf()) == dir
+}
+
+/// The broker program every harness starts.
+pub fn broker_program() -> PathBuf {
+    match PROGRAMS.get() {
+        Some(dir) => dir.join("mqbroker"),
+        None => binary("vostok-test-broker"),
+    }
+}
+
+/// The name server program every harness starts.
+pub fn namesrv_program() -> PathBuf {
+    match PROGRAMS.get() {
+        Some(dir) => dir.join("mqnamesrv"),
+        None => binary("vostok-test-namesrv"),
+    }
 }
 
 /// A child process that printed its boot line.
@@ -133,6 +161,14 @@ impl Process {
 
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
+    /// How the process ended, when it ended by itself (reaping it); `None` while it
+    /// runs or once it was stopped here.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        self.child = None;
+        Some(status)
     }
 
     /// The process's anonymous resident memory (`RssAnon` in `/proc/<pid>/status`):
@@ -220,7 +256,7 @@ impl Namesrv {
             args.push(format!("{k}={v}"));
         }
         let process = Process::spawn(
-            &binary("vostok-test-namesrv"),
+            &namesrv_program(),
             &args,
             dir.path().join("namesrv.log"),
             "boot success",
@@ -335,13 +371,8 @@ impl Broker {
         let log = dir
             .path()
             .join(format!("broker-{}.log", rand::random::<u32>()));
-        let process = Process::spawn_with_env(
-            &binary("vostok-test-broker"),
-            &args,
-            &options.env,
-            log,
-            "boot success",
-        );
+        let process =
+            Process::spawn_with_env(&broker_program(), &args, &options.env, log, "boot success");
         let line = process.boot_line.clone();
         let addr = line
             .split_once(", ")

@@ -260,6 +260,15 @@ impl Host {
         HostBroker::start(self, options)
     }
 
+    /// As [`Host::spawn_broker`], with the store (`storePathRootDir`) at `store_dir`.
+    pub fn spawn_broker_with_store(
+        &self,
+        options: BrokerOptions,
+        store_dir: std::path::PathBuf,
+    ) -> HostBroker {
+        HostBroker::start_with_store(self, options, store_dir)
+    }
+
     /// Cuts the host off: its bridge port goes down, so that everything it sends or is
     /// sent is dropped silently (calls time out, nothing is refused).
     pub fn link_down(&self) {

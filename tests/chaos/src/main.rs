@@ -1,15 +1,19 @@
 //! Vostok's chaos suite: the release `mqbroker` and `mqnamesrv` under SIGKILL loops, a
-//! full disk, floods and a paused consumer, on loopback; each scenario prints what it
-//! checked and its figures, and the run ends with a Markdown table of them.
+//! full disk, floods and a paused consumer on loopback, and randomized fault schedules
+//! on network-namespace hosts; each scenario prints what it checked and its figures,
+//! and the run ends with a Markdown table of them.
 //!
 //! ```text
 //! vostok-chaos [--bins DIR] [--only a,b,...] [--cycles N] [--pause-secs S]
 //!              [--producers N] [--commitlog-mib N] [--master-kills N] [--work DIR]
-//!              [--max-memory-mib N]
+//!              [--max-memory-mib N] [--seed N] [--minutes N] [--episodes A..B]
+//!              [--rate N] [--disk-mib N]
 //! ```
 //!
 //! Scenarios: `kill-loop`, `disk-full` (root: mounts a tmpfs), `floods`, `paused`,
-//! `master-kill`. Exit status 1 when any scenario failed its check.
+//! `master-kill`, `schedule-classic` and `schedule-controller` (root: network
+//! namespaces and tmpfs; `--minutes` of episodes of `--seed`, or just `--episodes`).
+//! Exit status 1 when any scenario failed its check.
 
 mod disk_full;
 mod floods;
@@ -22,11 +26,14 @@ mod probe;
 mod process;
 mod raw;
 mod rss;
+mod schedule;
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use process::Binaries;
+use vostok_tests::schedule::GroupKind;
 
 /// Settings every scenario reads.
 pub struct Env {
@@ -40,6 +47,16 @@ pub struct Env {
     /// `maxMemoryBytes` given to the flooded broker (`--max-memory-mib 0`: the broker's
     /// own default, a quarter of the machine's memory).
     pub memory_ceiling: Option<u64>,
+    /// The schedules' seed (`None`: a random one, printed).
+    pub seed: Option<u64>,
+    /// How long a schedule starts new episodes.
+    pub minutes: u64,
+    /// The episodes a schedule plays instead (a replay).
+    pub episodes: Option<Range<u32>>,
+    /// A schedule's sends per second.
+    pub rate: u32,
+    /// The tmpfs of each broker of a schedule.
+    pub disk_mib: u64,
 }
 
 impl Env {
@@ -61,13 +78,22 @@ pub struct Outcome {
     pub passed: bool,
 }
 
-const ALL: [&str; 5] = ["kill-loop", "disk-full", "floods", "paused", "master-kill"];
+const ALL: [&str; 7] = [
+    "kill-loop",
+    "disk-full",
+    "floods",
+    "paused",
+    "master-kill",
+    "schedule-classic",
+    "schedule-controller",
+];
 
 fn usage() -> ! {
     eprintln!(
         "usage: vostok-chaos [--bins DIR] [--only {}] [--cycles N] [--pause-secs S] \
          [--producers N] [--commitlog-mib N] [--master-kills N] [--work DIR] \
-         [--max-memory-mib N]",
+         [--max-memory-mib N] [--seed N] [--minutes N] [--episodes A..B] [--rate N] \
+         [--disk-mib N]",
         ALL.join(",")
     );
     std::process::exit(2)
@@ -85,6 +111,11 @@ fn parse_args() -> (Env, Vec<String>) {
         commitlog_file: 4 << 20,
         master_kills: 5,
         memory_ceiling: Some(512 << 20),
+        seed: None,
+        minutes: 3,
+        episodes: None,
+        rate: 200,
+        disk_mib: 512,
     };
     let mut only: Vec<String> = ALL.iter().map(|s| s.to_string()).collect();
     let mut args = std::env::args().skip(1);
@@ -103,6 +134,11 @@ fn parse_args() -> (Env, Vec<String>) {
             "--max-memory-mib" => {
                 env.memory_ceiling = Some((number(value()) as u64) << 20).filter(|&c| c > 0)
             }
+            "--seed" => env.seed = Some(value().parse().unwrap_or_else(|_| usage())),
+            "--minutes" => env.minutes = number(value()) as u64,
+            "--episodes" => env.episodes = Some(episodes(&value()).unwrap_or_else(|| usage())),
+            "--rate" => env.rate = number(value()).max(1) as u32,
+            "--disk-mib" => env.disk_mib = number(value()).max(64) as u64,
             _ => usage(),
         }
     }
@@ -110,6 +146,12 @@ fn parse_args() -> (Env, Vec<String>) {
         usage();
     }
     (env, only)
+}
+
+/// `A..B`, not empty.
+fn episodes(text: &str) -> Option<Range<u32>> {
+    let (first, end) = text.split_once("..")?;
+    Some(first.parse().ok()?..end.parse().ok()?).filter(|r| !r.is_empty())
 }
 
 /// Raises the open-file limit (the connection flood needs thousands); the brokers
@@ -135,6 +177,8 @@ async fn run_one(env: &Env, name: &str) -> Result<Outcome, String> {
         "floods" => floods::run(env).await,
         "paused" => paused::run(env).await,
         "master-kill" => master_kill::run(env).await,
+        "schedule-classic" => schedule::run(env, GroupKind::Classic).await,
+        "schedule-controller" => schedule::run(env, GroupKind::Controller).await,
         _ => unreachable!("names are checked in parse_args"),
     }
 }

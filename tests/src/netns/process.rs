@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Host;
-use crate::{binary, BrokerOptions, Process};
+use crate::{broker_program, namesrv_program, BrokerOptions, Process};
 
 /// The name server's default port.
 const NAMESRV_PORT: u16 = 9876;
@@ -45,7 +45,7 @@ impl HostNamesrv {
         settings: Vec<(String, String)>,
         dir: tempfile::TempDir,
     ) -> HostNamesrv {
-        let mut command = host.command(binary("vostok-test-namesrv"));
+        let mut command = host.command(namesrv_program());
         command
             .arg("--kv-config-path")
             .arg(dir.path().join("kvConfig.json"))
@@ -123,6 +123,16 @@ impl HostBroker {
         Self::start_in(host.clone(), options, dir, store_dir, None)
     }
 
+    /// As [`HostBroker::start`], with the store at `store_dir` (a file system of the
+    /// test's own, such as a small tmpfs).
+    pub(super) fn start_with_store(
+        host: &Host,
+        options: BrokerOptions,
+        store_dir: PathBuf,
+    ) -> HostBroker {
+        Self::start_in(host.clone(), options, temp_dir(), store_dir, None)
+    }
+
     fn start_in(
         host: Host,
         options: BrokerOptions,
@@ -130,7 +140,7 @@ impl HostBroker {
         store_dir: PathBuf,
         listen_port: Option<u16>,
     ) -> HostBroker {
-        let mut command = host.command(binary("vostok-test-broker"));
+        let mut command = host.command(broker_program());
         let mut set = |k: &str, v: &str| {
             command.args(["-o", &format!("{k}={v}")]);
         };
@@ -196,6 +206,25 @@ impl HostBroker {
 
     pub fn kill9(&mut self) {
         self.process.kill9();
+    }
+
+    /// The logs of every start of this broker, oldest first.
+    pub fn logs(&self) -> Vec<PathBuf> {
+        let mut logs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(self.dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .map(|p| {
+                let created = std::fs::metadata(&p)
+                    .and_then(|m| m.created().or_else(|_| m.modified()))
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                (created, p)
+            })
+            .collect();
+        logs.sort();
+        logs.into_iter().map(|(_, p)| p).collect()
     }
 
     /// Stops the broker (SIGKILL when `kill9`, else a clean shutdown) and starts it
