@@ -1,7 +1,9 @@
 //! `queryMsgTraceById`: a message's trace records (docs/trace.md), found through the
 //! index of the trace topic's brokers by the message's id, and printed as RocketMQ's
 //! tool prints them: the Pub records, then each consumer group's SubAfter records.
-//! `--json` prints every record, SubBefore and EndTransaction included.
+//! `--json` prints every record, SubBefore and EndTransaction included. A message
+//! without records (its producer does not trace, or no broker has the trace topic) is
+//! reported as such, not as the trace topic's missing route.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +13,7 @@ use vostok_client::trace::data::{decode, TraceType};
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
 use vostok_remoting::protocol::message::property::{KEYS, KEY_SEPARATOR};
+use vostok_remoting::protocol::response_code::TOPIC_NOT_EXIST;
 use vostok_remoting::protocol::topic::TRACE_TOPIC;
 
 use super::error::AdminError;
@@ -78,7 +81,16 @@ pub async fn query_msg_trace_by_id(
         end_timestamp: args.end_timestamp,
         unique_key_query: None,
     };
-    let mut messages = query_route(admin, &header).await?;
+    let mut messages = match query_route(admin, &header).await {
+        Ok(messages) => messages,
+        // No broker has the trace topic: no producer of this cluster traces.
+        Err(AdminError::Request { source, .. })
+            if source.response_code() == Some(TOPIC_NOT_EXIST) =>
+        {
+            Vec::new()
+        }
+        Err(e) => return Err(e),
+    };
     messages.retain(|m| {
         m.property(KEYS)
             .is_some_and(|keys| keys.split(KEY_SEPARATOR).any(|k| k == msg_id))
@@ -112,6 +124,13 @@ pub async fn query_msg_trace_by_id(
                 transaction_state: bean.transaction_state.clone(),
             });
         }
+    }
+    if views.is_empty() && !args.output.json {
+        return Err(AdminError::NotFound(format!(
+            "no trace recorded for this message (tracing is off for its producer, \
+             or its records are not written yet): {msg_id} in {}",
+            args.trace_topic
+        )));
     }
     args.output.render(&views, |views| print_trace(views))
 }
