@@ -34,6 +34,9 @@ pub struct Cli {
     /// ACL credentials and TLS.
     #[command(flatten)]
     pub security: crate::security::SecurityArgs,
+    /// `--json`, taken by every sub-command.
+    #[command(flatten)]
+    pub output: super::output::JsonFlag,
     #[command(subcommand)]
     pub command: Command,
 }

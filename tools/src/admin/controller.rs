@@ -8,6 +8,7 @@ use vostok_remoting::protocol::request_code::{
 };
 
 use super::error::{during, AdminError};
+use super::output::JsonFlag;
 use super::table::Table;
 
 #[derive(Args, Debug, Clone)]
@@ -41,24 +42,38 @@ pub struct ElectMasterArgs {
     pub broker_id: i64,
 }
 
-pub async fn metadata(admin: &AdminClient, args: &ControllerArgs) -> Result<String, AdminError> {
+pub async fn metadata(
+    admin: &AdminClient,
+    args: &ControllerArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
     let m = admin
         .get_controller_metadata(&args.controller)
         .await
         .map_err(during(CONTROLLER_GET_METADATA_INFO))?;
-    Ok(format!(
-        "#ControllerGroup        : {}\n#ControllerLeaderId     : {}\n#ControllerLeaderAddress: {}\n#IsLeader               : {}\n#Peers                  : {}\n",
-        m.group.unwrap_or_default(),
-        m.controller_leader_id.unwrap_or_default(),
-        m.controller_leader_address.unwrap_or_default(),
-        m.is_leader,
-        m.peers.unwrap_or_default(),
-    ))
+    let doc = serde_json::json!({
+        "group": m.group,
+        "controllerLeaderId": m.controller_leader_id,
+        "controllerLeaderAddress": m.controller_leader_address,
+        "isLeader": m.is_leader,
+        "peers": m.peers,
+    });
+    out.render(&doc, |_| {
+        format!(
+            "#ControllerGroup        : {}\n#ControllerLeaderId     : {}\n#ControllerLeaderAddress: {}\n#IsLeader               : {}\n#Peers                  : {}\n",
+            m.group.clone().unwrap_or_default(),
+            m.controller_leader_id.clone().unwrap_or_default(),
+            m.controller_leader_address.clone().unwrap_or_default(),
+            m.is_leader,
+            m.peers.clone().unwrap_or_default(),
+        )
+    })
 }
 
 pub async fn sync_state_set(
     admin: &AdminClient,
     args: &SyncStateSetArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let names: Vec<String> = args
         .broker_names
@@ -74,6 +89,9 @@ pub async fn sync_state_set(
         .get_sync_state_data(&args.controller, &names)
         .await
         .map_err(during(CONTROLLER_GET_SYNC_STATE_DATA))?;
+    if out.json {
+        return out.render(&info, |_| String::new());
+    }
     let mut table = Table::new(&[
         "#BrokerName",
         "#MasterId",
@@ -106,6 +124,7 @@ pub async fn sync_state_set(
 pub async fn elect_master(
     admin: &AdminClient,
     args: &ElectMasterArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let (h, body) = admin
         .elect_master(
@@ -116,12 +135,22 @@ pub async fn elect_master(
         )
         .await
         .map_err(during(CONTROLLER_ELECT_MASTER))?;
-    Ok(format!(
-        "#BrokerName   : {}\n#MasterId     : {}\n#MasterAddress: {}\n#MasterEpoch  : {}\n#SyncStateSet : {:?}\n",
-        args.broker_name,
-        h.master_broker_id.map_or("-".into(), |id| id.to_string()),
-        h.master_address.unwrap_or_default(),
-        h.master_epoch.unwrap_or_default(),
-        body.sync_state_set,
-    ))
+    let doc = serde_json::json!({
+        "brokerName": args.broker_name,
+        "masterBrokerId": h.master_broker_id,
+        "masterAddress": h.master_address,
+        "masterEpoch": h.master_epoch,
+        "syncStateSetEpoch": h.sync_state_set_epoch,
+        "syncStateSet": body.sync_state_set,
+    });
+    out.render(&doc, |_| {
+        format!(
+            "#BrokerName   : {}\n#MasterId     : {}\n#MasterAddress: {}\n#MasterEpoch  : {}\n#SyncStateSet : {:?}\n",
+            args.broker_name,
+            h.master_broker_id.map_or("-".into(), |id| id.to_string()),
+            h.master_address.clone().unwrap_or_default(),
+            h.master_epoch.unwrap_or_default(),
+            body.sync_state_set,
+        )
+    })
 }

@@ -26,8 +26,6 @@ pub struct HousekeepingArgs {
     /// The masters of this cluster (neither flag: of every cluster).
     #[arg(short = 'c', long = "cluster", value_name = "CLUSTER")]
     pub cluster: Option<String>,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Serialize)]
@@ -58,6 +56,7 @@ async fn run(
     admin: &AdminClient,
     args: &HousekeepingArgs,
     clean_cq: bool,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut outcomes = Vec::new();
     for addr in brokers(admin, args).await? {
@@ -79,7 +78,7 @@ async fn run(
         });
     }
     let all_ok = outcomes.iter().all(|o| o.ok);
-    args.output.render(&outcomes, |_| {
+    out.render(&outcomes, |_| {
         if all_ok { "success\n" } else { "false\n" }.to_owned()
     })
 }
@@ -87,13 +86,15 @@ async fn run(
 pub async fn clean_expired_cq(
     admin: &AdminClient,
     args: &HousekeepingArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
-    run(admin, args, true).await
+    run(admin, args, true, out).await
 }
 
 pub async fn delete_expired_commit_log(
     admin: &AdminClient,
     args: &HousekeepingArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
-    run(admin, args, false).await
+    run(admin, args, false, out).await
 }

@@ -11,6 +11,8 @@ use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::request_code::{QUERY_MESSAGE, VIEW_MESSAGE_BY_ID};
 
 use super::error::{during, AdminError};
+use super::output::JsonFlag;
+use super::read::MessageJson;
 use super::table::format_millis;
 use super::topic::route;
 
@@ -59,6 +61,7 @@ fn sort(messages: &mut [MessageExt]) {
 pub async fn query_msg_by_key(
     admin: &AdminClient,
     args: &QueryMsgByKeyArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let header = QueryMessageRequestHeader {
         topic: args.topic.clone(),
@@ -80,7 +83,7 @@ pub async fn query_msg_by_key(
         )));
     }
     sort(&mut found);
-    Ok(describe_all(&found))
+    render_messages(out, &found)
 }
 
 /// VIEW_MESSAGE_BY_ID to the store host of each offset message id. Unique keys have
@@ -90,6 +93,7 @@ pub async fn query_msg_by_key(
 pub async fn query_msg_by_id(
     admin: &AdminClient,
     args: &QueryMsgByIdArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut found = Vec::new();
     for id in args
@@ -138,7 +142,13 @@ pub async fn query_msg_by_id(
     if found.is_empty() {
         return Err(AdminError::Invalid("-i holds no message id".into()));
     }
-    Ok(describe_all(&found))
+    render_messages(out, &found)
+}
+
+/// The messages as RocketMQ's `Name: value` records, or a JSON array.
+fn render_messages(out: JsonFlag, messages: &[MessageExt]) -> Result<String, AdminError> {
+    let json: Vec<MessageJson> = messages.iter().map(MessageJson::from).collect();
+    out.render(&json, |_| describe_all(messages))
 }
 
 /// QUERY_MESSAGE by unique key (`UNIQ_KEY`) to the brokers of `topic`.

@@ -45,8 +45,6 @@ pub struct SendMessageArgs {
         value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set
     )]
     pub msg_trace_enable: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -60,8 +58,6 @@ pub struct CheckMsgSendRtArgs {
     /// Body size in bytes.
     #[arg(short = 's', long = "size", default_value_t = 128)]
     pub size: usize,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -92,8 +88,6 @@ pub struct ClusterRtArgs {
     /// with --json).
     #[arg(long = "rounds", default_value_t = 0)]
     pub rounds: u64,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// A producer in `group` on the admin client's name servers and credentials.
@@ -135,6 +129,7 @@ fn row4(a: &str, b: &str, c: &str, d: &str) -> String {
 pub async fn send_message(
     admin: &AdminClient,
     args: &SendMessageArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut msg = Message::new(args.topic.trim(), args.body.trim().as_bytes().to_vec());
     if let Some(tags) = &args.tags {
@@ -161,7 +156,7 @@ pub async fn send_message(
         offset_msg_id: result.offset_msg_id.clone(),
         queue_offset: result.queue_offset,
     };
-    args.output.render(&sent, |s| {
+    out.render(&sent, |s| {
         row4("#Broker Name", "#QID", "#Send Result", "#MsgId")
             + &row4(
                 &s.broker_name,
@@ -200,6 +195,7 @@ fn avg_after_first(rts: &[u128]) -> f64 {
 pub async fn check_msg_send_rt(
     admin: &AdminClient,
     args: &CheckMsgSendRtArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let topic = args.topic.trim();
     let group = format!("CheckMsgSendRT_{}", std::process::id());
@@ -235,7 +231,7 @@ pub async fn check_msg_send_rt(
         avg_rt_ms: avg_after_first(&rts),
         sends,
     };
-    args.output.render(&report, |r| {
+    out.render(&report, |r| {
         let mut out = row4("#Broker Name", "#QID", "#Send Result", "#RT");
         for s in &r.sends {
             out.push_str(&row4(
@@ -260,7 +256,11 @@ struct BrokerRt {
     fail_count: u32,
 }
 
-pub async fn cluster_rt(admin: &AdminClient, args: &ClusterRtArgs) -> Result<String, AdminError> {
+pub async fn cluster_rt(
+    admin: &AdminClient,
+    args: &ClusterRtArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
     let info = cluster_info(admin).await?;
     let clusters: Vec<(String, Vec<String>)> = match &args.cluster {
         Some(c) => {
@@ -326,15 +326,15 @@ pub async fn cluster_rt(admin: &AdminClient, args: &ClusterRtArgs) -> Result<Str
             }
         }
         // With --json an unbounded run would never print: it runs one round.
-        if (args.rounds != 0 && round >= args.rounds) || (args.rounds == 0 && args.output.json) {
+        if (args.rounds != 0 && round >= args.rounds) || (args.rounds == 0 && out.json) {
             break;
         }
-        if !args.output.json {
+        if !out.json {
             // Unbounded runs print each round as it ends.
             print!("{}", std::mem::take(&mut text));
         }
         tokio::time::sleep(std::time::Duration::from_secs(args.interval)).await;
     }
     producer.shutdown().await;
-    args.output.render(&rows, |_| text)
+    out.render(&rows, |_| text)
 }

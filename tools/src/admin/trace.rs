@@ -42,8 +42,6 @@ pub struct QueryMsgTraceByIdArgs {
     /// Latest store time of the trace messages, in ms since the epoch.
     #[arg(short = 'e', long = "endTimestamp", value_name = "MS", default_value_t = i64::MAX)]
     pub end_timestamp: i64,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// One record about the message (Java `TraceView`).
@@ -71,6 +69,7 @@ pub struct TraceView {
 pub async fn query_msg_trace_by_id(
     admin: &AdminClient,
     args: &QueryMsgTraceByIdArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let msg_id = args.msg_id.trim();
     let header = QueryMessageRequestHeader {
@@ -125,14 +124,14 @@ pub async fn query_msg_trace_by_id(
             });
         }
     }
-    if views.is_empty() && !args.output.json {
+    if views.is_empty() && !out.json {
         return Err(AdminError::NotFound(format!(
             "no trace recorded for this message (tracing is off for its producer, \
              or its records are not written yet): {msg_id} in {}",
             args.trace_topic
         )));
     }
-    args.output.render(&views, |views| print_trace(views))
+    out.render(&views, |views| print_trace(views))
 }
 
 fn line(cells: [&str; 6]) -> String {
