@@ -182,7 +182,9 @@ pub(crate) async fn route_of(broker: &Broker, topic_name: &str) -> Result<TopicR
     }
     let local = match broker.topics.get(topic_name) {
         Some(config) => Some(config),
-        None if broker.config.auto_create_topic_enable && !topic::is_system_topic(topic_name) => {
+        None if broker.runtime.auto_create_topic_enable()
+            && !topic::is_system_topic(topic_name) =>
+        {
             broker.topics.create_in_send(
                 topic_name,
                 topic::AUTO_CREATE_TOPIC_KEY_TOPIC,

@@ -79,7 +79,7 @@ pub(crate) async fn heart_beat(
             perm::READ | perm::WRITE,
             sys_flag,
         );
-        if broker.config.enable_property_filter {
+        if broker.runtime.enable_property_filter() {
             broker
                 .filters
                 .register(&consumer.group_name, &consumer.subscription_data_set);
@@ -149,7 +149,7 @@ pub(crate) fn check_client_config(broker: &Broker, request: RemotingCommand) -> 
     if is_tag_type(&sub.expression_type) {
         return RemotingCommand::success();
     }
-    if !broker.config.enable_property_filter {
+    if !broker.runtime.enable_property_filter() {
         return error(
             response_code::SYSTEM_ERROR,
             format!(

@@ -2,6 +2,7 @@
 //! `config/subscriptionGroup.json`.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
@@ -46,7 +47,8 @@ const SYSTEM_GROUPS: &[&str] = &[
 
 pub struct SubscriptionGroupManager {
     file: ConfigFile,
-    auto_create: bool,
+    /// `autoCreateSubscriptionGroup`, changeable at run time.
+    auto_create: AtomicBool,
     state: RwLock<Persisted>,
     /// Signalled on every change, for the config writer (`service::config_flush`).
     unsaved: Notify,
@@ -71,10 +73,15 @@ impl SubscriptionGroupManager {
         }
         SubscriptionGroupManager {
             file,
-            auto_create: config.auto_create_subscription_group,
+            auto_create: AtomicBool::new(config.auto_create_subscription_group),
             state: RwLock::new(state),
             unsaved: Notify::new(),
         }
+    }
+
+    /// Turns the creation of unknown groups on or off (UPDATE_BROKER_CONFIG).
+    pub fn set_auto_create(&self, on: bool) {
+        self.auto_create.store(on, Ordering::Release);
     }
 
     /// Every configured group's name (metrics, the console).
@@ -101,7 +108,7 @@ impl SubscriptionGroupManager {
         if let Some(found) = self.get(group) {
             return Some(found);
         }
-        if !self.auto_create
+        if !self.auto_create.load(Ordering::Acquire)
             || topic::validate_group(group).is_err()
             || topic::validate_topic(&topic::retry_topic(group)).is_err()
         {
