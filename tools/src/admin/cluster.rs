@@ -70,7 +70,7 @@ pub fn cluster_masters(
 }
 
 /// `(broker name, broker id, address)` of every broker of `cluster`.
-fn cluster_brokers(info: &ClusterInfo, cluster: &str) -> Vec<(String, i64, String)> {
+pub(crate) fn cluster_brokers(info: &ClusterInfo, cluster: &str) -> Vec<(String, i64, String)> {
     let mut out = Vec::new();
     for name in info.cluster_addr_table.get(cluster).into_iter().flatten() {
         if let Some(data) = info.broker_addr_table.get(name) {

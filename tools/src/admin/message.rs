@@ -1,10 +1,11 @@
 //! `queryMsgByKey` and `queryMsgById`: messages found through a broker's index or by
-//! commitlog offset, through the SDK's admin layer.
+//! commitlog offset, through the SDK's admin layer; `decodeMessageId`: what a unique
+//! message id tells without asking anyone.
 
 use clap::Args;
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
-use vostok_remoting::protocol::message::id::decode_offset_msg_id;
+use vostok_remoting::protocol::message::id::{decode_offset_msg_id, decode_uniq_id};
 use vostok_remoting::protocol::message::property::{KEYS, KEY_SEPARATOR};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::message::MessageExt;
@@ -48,6 +49,40 @@ pub struct QueryMsgByIdArgs {
     /// Look ids that are not offset ids up as unique keys (`UNIQ_KEY`) in this topic.
     #[arg(short = 't', long = "topic")]
     pub topic: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DecodeMessageIdArgs {
+    /// Unique message id (the msgId a send returns).
+    #[arg(short = 'i', long = "messageId", value_name = "ID")]
+    pub msg_id: String,
+}
+
+/// The client address, process id and time a unique id holds (Apache's
+/// `DecodeMessageId` prints the first and the last).
+pub async fn decode_message_id(
+    _admin: &AdminClient,
+    args: &DecodeMessageIdArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let id = args.msg_id.trim();
+    let info = decode_uniq_id(id, vostok_remoting::support::time::now_millis())
+        .map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let doc = serde_json::json!({
+        "msgId": id,
+        "ip": info.ip.to_string(),
+        "pid": info.pid,
+        "timestamp": info.nearly_time_ms,
+        "date": format_millis(info.nearly_time_ms),
+    });
+    out.render(&doc, |_| {
+        format!(
+            "ip={}\npid={}\ndate={}\n",
+            info.ip,
+            info.pid,
+            format_millis(info.nearly_time_ms)
+        )
+    })
 }
 
 /// Answers from several brokers arrive in broker order; show them by store time, then

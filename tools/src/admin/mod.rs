@@ -6,19 +6,29 @@
 //!   family's own flags live with it.
 //! * The verbs, one file per family: [`cluster`] (`clusterList`, `brokerStatus`),
 //!   [`topic`] (`topicList`, `topicRoute`, `updateTopic`, `deleteTopic`,
-//!   `topicStatus`), [`allocate`] (`allocateMQ`), [`subgroup`] (`updateSubGroup`,
-//!   `deleteSubGroup`), [`consumer`] (`consumerProgress`), [`connection`]
-//!   (`consumerConnection`), [`producer`] (`producerConnection`), [`consumer_status`]
-//!   (`consumerStatus`), [`offset`] (`resetOffsetByTime`, `skipAccumulatedMessage`),
-//!   [`stats`] (`statsAll`), [`broker_config`] (`getBrokerConfig`,
+//!   `topicStatus`), [`topic_admin`] (`updateTopicPerm`, `topicClusterList`,
+//!   `updateOrderConf`), [`allocate`] (`allocateMQ`), [`subgroup`] (`updateSubGroup`,
+//!   `deleteSubGroup`), [`group_config`] (`getConsumerConfig`, `setConsumeMode`),
+//!   [`consumer`] (`consumerProgress`), [`connection`] (`consumerConnection`),
+//!   [`producer`] (`producerConnection`), [`consumer_status`] (`consumerStatus`),
+//!   [`offset`] (`resetOffsetByTime`, `skipAccumulatedMessage`), [`group_offset`]
+//!   (`cloneGroupOffset`, `getConsumerStatus`), [`stats`] (`statsAll`),
+//!   [`broker_stats`] (`brokerConsumeStats`), [`broker_config`] (`getBrokerConfig`,
 //!   `updateBrokerConfig`), [`namesrv`] (`getNamesrvConfig`, `updateNamesrvConfig`,
 //!   `updateKvConfig`, `deleteKvConfig`, `wipeWritePerm`, `addWritePerm`),
-//!   [`housekeeping`] (`cleanExpiredCQ`, `deleteExpiredCommitLog`), [`send`]
-//!   (`sendMessage`, `checkMsgSendRT`, `clusterRT`), [`message`] (`queryMsgByKey`,
-//!   `queryMsgById`), [`read`] (`queryMsgByOffset`, `queryMsgByUniqueKey`),
-//!   [`print`] (`printMsg`, `printMsgByQueue`, `consumeMessage`), [`trace`]
-//!   (`queryMsgTraceById`), [`auth`] (ACL 2.0: `createUser` … `listAcl`).
-//! * [`table`]: aligned text tables and timestamps; [`output`]: `--json`;
+//!   [`housekeeping`] (`cleanExpiredCQ`, `cleanUnusedTopic`, `deleteExpiredCommitLog`),
+//!   [`ha`] (`haStatus`, `getBrokerEpoch`, `resetMasterFlushOffset`), [`send`]
+//!   (`sendMessage`, `sendMsgStatus`, `checkMsgSendRT`, `clusterRT`), [`message`]
+//!   (`queryMsgByKey`, `queryMsgById`, `decodeMessageId`), [`read`]
+//!   (`queryMsgByOffset`, `queryMsgByUniqueKey`), [`print`] (`printMsg`,
+//!   `printMsgByQueue`, `consumeMessage`), [`queue`] (`queryCq`), [`trace`]
+//!   (`queryMsgTraceById`), [`ops`] (Vostok's `messageStatus` … `connectedClients`),
+//!   [`export`] (`exportMetadata`, `exportConfigs`, `exportMetrics`), [`controller`]
+//!   (controller mode), [`auth`] and [`auth_copy`] (ACL 2.0: `createUser` …
+//!   `copyAcl`), [`plain_acl`] (ACL 1.0: `updateAclConfig` …
+//!   `clusterAclConfigVersion`).
+//! * [`table`]: aligned text tables and timestamps; [`output`]: `--json`, which every
+//!   verb honours;
 //!   [`target`]: `-b ADDR` / `-c CLUSTER`; [`error`]: [`AdminError`], naming the
 //!   request that failed.
 //!
@@ -29,21 +39,29 @@
 pub mod allocate;
 pub mod args;
 pub mod auth;
+pub mod auth_copy;
 pub mod broker_config;
+pub mod broker_stats;
 pub mod cluster;
 pub mod connection;
 pub mod consumer;
 pub mod consumer_status;
 pub mod controller;
 pub mod error;
+pub mod export;
+pub mod group_config;
+pub mod group_offset;
+pub mod ha;
 pub mod housekeeping;
 pub mod message;
 pub mod namesrv;
 pub mod offset;
 pub mod ops;
 pub mod output;
+pub mod plain_acl;
 pub mod print;
 pub mod producer;
+pub mod queue;
 pub mod read;
 pub mod send;
 pub mod stats;
@@ -51,6 +69,7 @@ pub mod subgroup;
 pub mod table;
 pub mod target;
 pub mod topic;
+pub mod topic_admin;
 pub mod trace;
 
 use std::time::Duration;
@@ -154,5 +173,40 @@ pub async fn run(
         Command::GetControllerMetaData(a) => controller::metadata(admin, &a, out).await,
         Command::GetSyncStateSet(a) => controller::sync_state_set(admin, &a, out).await,
         Command::ElectMaster(a) => controller::elect_master(admin, &a, out).await,
+        Command::GetControllerConfig(a) => controller::get_controller_config(admin, &a, out).await,
+        Command::UpdateControllerConfig(a) => {
+            controller::update_controller_config(admin, &a, out).await
+        }
+        Command::CleanBrokerMetadata(a) => controller::clean_broker_metadata(admin, &a, out).await,
+        Command::BrokerConsumeStats(a) => broker_stats::broker_consume_stats(admin, &a, out).await,
+        Command::UpdateTopicPerm(a) => topic_admin::update_topic_perm(admin, &a, out).await,
+        Command::UpdateOrderConf(a) => topic_admin::update_order_conf(admin, &a, out).await,
+        Command::TopicClusterList(a) => topic_admin::topic_cluster_list(admin, &a, out).await,
+        Command::CloneGroupOffset(a) => group_offset::clone_group_offset(admin, &a, out).await,
+        Command::GetConsumerStatus(a) => group_offset::get_consumer_status(admin, &a, out).await,
+        Command::GetConsumerConfig(a) => group_config::get_consumer_config(admin, &a, out).await,
+        Command::SetConsumeMode(a) => group_config::set_consume_mode(admin, &a, out).await,
+        Command::CleanUnusedTopic(a) => housekeeping::clean_unused_topic(admin, &a, out).await,
+        Command::HaStatus(a) => ha::ha_status(admin, &a, out).await,
+        Command::GetBrokerEpoch(a) => ha::get_broker_epoch(admin, &a, out).await,
+        Command::ResetMasterFlushOffset(a) => ha::reset_master_flush_offset(admin, &a, out).await,
+        Command::QueryCq(a) => queue::query_cq(admin, &a, out).await,
+        Command::DecodeMessageId(a) => message::decode_message_id(admin, &a, out).await,
+        Command::SendMsgStatus(a) => send::send_msg_status(admin, &a, out).await,
+        Command::ExportMetadata(a) => export::export_metadata(admin, &a, out).await,
+        Command::ExportConfigs(a) => export::export_configs(admin, &a, out).await,
+        Command::ExportMetrics(a) => export::export_metrics(admin, &a, out).await,
+        Command::GetUser(a) => auth_copy::get_user(admin, &a, out).await,
+        Command::GetAcl(a) => auth_copy::get_acl(admin, &a, out).await,
+        Command::CopyUser(a) => auth_copy::copy_user(admin, &a, out).await,
+        Command::CopyAcl(a) => auth_copy::copy_acl(admin, &a, out).await,
+        Command::UpdateAclConfig(a) => plain_acl::update_acl_config(admin, &a, out).await,
+        Command::DeleteAclConfig(a) => plain_acl::delete_acl_config(admin, &a, out).await,
+        Command::UpdateGlobalWhiteAddr(a) => {
+            plain_acl::update_global_white_addr(admin, &a, out).await
+        }
+        Command::ClusterAclConfigVersion(a) => {
+            plain_acl::cluster_acl_config_version(admin, &a, out).await
+        }
     }
 }

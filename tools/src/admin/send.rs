@@ -1,4 +1,5 @@
 //! The verbs that send: `sendMessage` (one message, optionally to one queue),
+//! `sendMsgStatus` (sends to one broker's own topic, each with its result),
 //! `checkMsgSendRT` (round trips to each queue of a topic) and `clusterRT` (round trips
 //! to each broker of a cluster, through the broker-name topic), with a producer built
 //! from the admin client's name servers and credentials.
@@ -111,6 +112,25 @@ async fn producer(admin: &AdminClient, group: &str, trace: bool) -> Result<Produ
     Ok(producer)
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct SendMsgStatusArgs {
+    /// The broker name: the sends go to its own topic (every broker serves a topic
+    /// named after it).
+    #[arg(short = 'b', long = "brokerName", value_name = "NAME")]
+    pub broker_name: String,
+    /// Body size in bytes.
+    #[arg(
+        short = 's',
+        long = "messageSize",
+        value_name = "BYTES",
+        default_value_t = 128
+    )]
+    pub size: usize,
+    /// Number of sends.
+    #[arg(short = 'c', long = "count", default_value_t = 50)]
+    pub count: u32,
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Sent {
@@ -164,6 +184,82 @@ pub async fn send_message(
                 &s.send_status,
                 &s.msg_id,
             )
+    })
+}
+
+/// One send of `sendMsgStatus`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusSend {
+    rt_ms: u128,
+    #[serde(flatten)]
+    sent: Sent,
+}
+
+/// A send to warm the route up, then `-c` sends to the broker's own topic, each with
+/// its round trip and result (`rt=...ms, SendResult [...]`, as RocketMQ prints them).
+pub async fn send_msg_status(
+    admin: &AdminClient,
+    args: &SendMsgStatusArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let topic = args.broker_name.trim().to_owned();
+    let producer = producer(admin, "PID_SMSC", false).await?;
+    let body = |size: usize| -> Vec<u8> {
+        b"hello jodie"
+            .iter()
+            .copied()
+            .cycle()
+            .take(size.max(1))
+            .collect()
+    };
+    let mut sends = Vec::new();
+    let mut failure = None;
+    if let Err(e) = producer.send(Message::new(&topic, body(16))).await {
+        failure = Some(e);
+    }
+    for _ in 0..args.count {
+        if failure.is_some() {
+            break;
+        }
+        let started = Instant::now();
+        match producer.send(Message::new(&topic, body(args.size))).await {
+            Ok(r) => sends.push(StatusSend {
+                rt_ms: started.elapsed().as_millis(),
+                sent: Sent {
+                    broker_name: r.message_queue.broker_name.clone(),
+                    queue_id: r.message_queue.queue_id,
+                    send_status: r.send_status.name().to_owned(),
+                    msg_id: r.msg_id.clone(),
+                    offset_msg_id: r.offset_msg_id.clone(),
+                    queue_offset: r.queue_offset,
+                },
+            }),
+            Err(e) => failure = Some(e),
+        }
+    }
+    producer.shutdown().await;
+    if let Some(e) = failure {
+        return Err(AdminError::Invalid(format!(
+            "send to topic {topic} (the broker's own) failed: {e}"
+        )));
+    }
+    out.render(&sends, |sends| {
+        sends
+            .iter()
+            .map(|s| {
+                format!(
+                    "rt={}ms, SendResult [sendStatus={}, msgId={}, offsetMsgId={}, messageQueue=MessageQueue [topic={topic}, brokerName={}, queueId={}], queueOffset={}]\n",
+                    s.rt_ms,
+                    s.sent.send_status,
+                    s.sent.msg_id,
+                    s.sent.offset_msg_id,
+                    s.sent.broker_name,
+                    s.sent.queue_id,
+                    s.sent.queue_offset
+                )
+            })
+            .collect()
     })
 }
 
