@@ -12,7 +12,8 @@
 //! * [`resource`]: what a request needs ([`Access`], [`Need`], [`Resource`]), decided
 //!   by the server that knows its request codes; [`Denied`], the refusal's remark.
 //! * ACL 1.0: [`plain`] (the file format), [`plain_store`] (every file merged, hot
-//!   reload), [`plain_check`] (the decision), [`permission`] (DENY/PUB/SUB bits).
+//!   reload), [`plain_edit`] (changes at run time), [`plain_check`] (the decision),
+//!   [`permission`] (DENY/PUB/SUB bits).
 //! * ACL 2.0: [`v2`] (users and ACLs, their storage, the decision, the migration).
 //! * [`address`]: white-address patterns and CIDR blocks; [`error`]: [`AuthError`].
 //!
@@ -25,6 +26,7 @@ pub mod guard;
 pub mod permission;
 pub mod plain;
 pub mod plain_check;
+pub mod plain_edit;
 pub mod plain_store;
 pub mod proof;
 pub mod resource;

@@ -389,6 +389,7 @@ fn build_state(
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
         topics: TopicConfigManager::load(&config),
         subscriptions: SubscriptionGroupManager::load(&config),
+        request_modes: crate::state::request_mode::MessageRequestModeManager::load(&config),
         offsets: ConsumerOffsetManager::load(&config),
         delay_offsets: DelayOffsetTable::load(&config),
         timers: TimerTable::load(&config),
@@ -529,6 +530,7 @@ impl BrokerHandle {
         broker.offsets.persist(true);
         broker.topics.persist();
         broker.subscriptions.persist();
+        broker.request_modes.persist();
         broker.delay_offsets.persist();
         broker.timers.persist();
         broker.transactions.persist();

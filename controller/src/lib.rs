@@ -14,7 +14,8 @@
 //! * `processor`: the request processor, one function per request code.
 //! * `scan`: the leader's periodic look for dead masters.
 //! * `notify`: tells a group's brokers their new roles after an election.
-//! * [`config`], [`mod@error`], [`cli`].
+//! * [`config`], [`runtime_config`] (the keys UPDATE_CONTROLLER_CONFIG changes),
+//!   [`mod@error`], [`cli`].
 //!
 //! # Request flow
 //!
@@ -36,6 +37,7 @@ mod notify;
 mod processor;
 pub mod raft;
 pub mod replicas;
+pub mod runtime_config;
 mod scan;
 
 use std::collections::BTreeMap;
@@ -157,6 +159,7 @@ impl Controller {
         let (notifier, notices) = notify::RoleNotifier::new();
         let node = Arc::new(ControllerNode {
             metrics: raft.metrics(),
+            runtime: runtime_config::RuntimeConfig::new(&config),
             config,
             node_id,
             raft,

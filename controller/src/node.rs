@@ -20,6 +20,8 @@ use crate::replicas::{BrokerGroup, BrokerHeartbeats, Command, LiveInfo, Outcome}
 
 pub struct ControllerNode {
     pub config: ControllerConfig,
+    /// The keys that change at run time (UPDATE_CONTROLLER_CONFIG).
+    pub runtime: crate::runtime_config::RuntimeConfig,
     pub node_id: u64,
     pub raft: Raft,
     pub metrics: watch::Receiver<RaftMetrics<u64, openraft::BasicNode>>,

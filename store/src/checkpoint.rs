@@ -5,6 +5,9 @@
 //!             24 masterFlushedOffset  32 confirmPhyOffset (5.x; written as 0)
 //! ```
 //!
+//! `masterFlushedOffset` is what a slave was told of its master's flushed offset
+//! (RESET_MASTER_FLUSH_OFFSET); it is kept and reported, as Apache keeps it.
+//!
 //! Each timestamp is the store time of a record up to which the commitlog, the
 //! consume queues and the index (respectively) are known to be on disk. Abnormal
 //! recovery starts from the newest commitlog file whose first record is older than
@@ -29,8 +32,9 @@ pub(crate) struct Checkpoint {
     physic: AtomicI64,
     logics: AtomicI64,
     index: AtomicI64,
+    master_flushed: AtomicI64,
     /// What the file holds, to skip writes when nothing changed.
-    written: Mutex<[i64; 3]>,
+    written: Mutex<[i64; 4]>,
 }
 
 impl Checkpoint {
@@ -46,8 +50,8 @@ impl Checkpoint {
             .metadata()
             .map_err(|e| StoreError::io("stat", path, e))?
             .len();
-        let mut buf = [0u8; 24];
-        if len >= 24 {
+        let mut buf = [0u8; 32];
+        if len >= 32 {
             file.read_exact_at(&mut buf, 0)
                 .map_err(|e| StoreError::io("read", path, e))?;
         }
@@ -66,7 +70,8 @@ impl Checkpoint {
             physic: AtomicI64::new(long(0)),
             logics: AtomicI64::new(long(8)),
             index: AtomicI64::new(long(16)),
-            written: Mutex::new([long(0), long(8), long(16)]),
+            master_flushed: AtomicI64::new(long(24)),
+            written: Mutex::new([long(0), long(8), long(16), long(24)]),
         })
     }
 
@@ -88,6 +93,12 @@ impl Checkpoint {
     pub(crate) fn set_index_msg_timestamp(&self, ts: i64) {
         self.index.fetch_max(ts, Ordering::AcqRel);
     }
+    pub(crate) fn master_flushed_offset(&self) -> i64 {
+        self.master_flushed.load(Ordering::Acquire)
+    }
+    pub(crate) fn set_master_flushed_offset(&self, offset: i64) {
+        self.master_flushed.store(offset, Ordering::Release);
+    }
 
     /// Store time before which commitlog and consume queues are durable, minus a
     /// safety margin (RocketMQ `getMinTimestamp`).
@@ -100,12 +111,13 @@ impl Checkpoint {
         self.min_timestamp().min(self.index_msg_timestamp())
     }
 
-    /// Writes the three timestamps and syncs the file.
+    /// Writes the three timestamps and the master's flushed offset, and syncs the file.
     pub(crate) fn flush(&self) -> Result<()> {
         let values = [
             self.physic_msg_timestamp(),
             self.logics_msg_timestamp(),
             self.index_msg_timestamp(),
+            self.master_flushed_offset(),
         ];
         let mut written = self.written.locked();
         if *written == values {
@@ -138,13 +150,16 @@ mod tests {
         c.set_logics_msg_timestamp(9_000);
         c.set_index_msg_timestamp(5_000);
         c.set_logics_msg_timestamp(1); // never backwards
+        c.set_master_flushed_offset(4_096);
         c.flush().unwrap();
         let raw = std::fs::read(&path).unwrap();
         assert_eq!(raw.len(), 4096);
         assert_eq!(&raw[0..8], &10_000i64.to_be_bytes());
         assert_eq!(&raw[8..16], &9_000i64.to_be_bytes());
         assert_eq!(&raw[16..24], &5_000i64.to_be_bytes());
+        assert_eq!(&raw[24..32], &4_096i64.to_be_bytes());
         let again = Checkpoint::load(&path).unwrap();
+        assert_eq!(again.master_flushed_offset(), 4_096);
         assert_eq!(again.min_timestamp(), 6_000);
         assert_eq!(again.min_timestamp_index(), 5_000);
     }

@@ -19,6 +19,8 @@ mod put;
 mod query;
 mod truncate;
 
+pub use query::{QueueEntries, QueueEntry};
+
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;

@@ -166,6 +166,109 @@ async fn controller_verbs_show_and_change_the_master() {
     .await;
     assert!(ok, "{out}");
     assert!(out.contains("#MasterEpoch  : 2"), "{out}");
+
+    // getControllerConfig / updateControllerConfig: unclean elections switched on at
+    // run time let broker 3 (alive, out of the SyncStateSet) be elected.
+    let (ok, out) = mqadmin(&["getControllerConfig", "-a", &addr]).await;
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with(&format!("============{addr}============\n")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("enableElectUncleanMaster") && l.ends_with("=  false")),
+        "{out}"
+    );
+    let (ok, out) = mqadmin(&[
+        "updateControllerConfig",
+        "-a",
+        &addr,
+        "-k",
+        "enableElectUncleanMaster",
+        "-v",
+        "true",
+    ])
+    .await;
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with("update controller config success!"),
+        "{out}"
+    );
+    let (ok, out) = mqadmin(&["getControllerConfig", "-a", &addr, "--json"]).await;
+    assert!(ok, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(v[addr.as_str()]["enableElectUncleanMaster"], "true", "{v}");
+    let (ok, out) = mqadmin(&[
+        "updateControllerConfig",
+        "-a",
+        &addr,
+        "-k",
+        "controllerStorePath",
+        "-v",
+        "/tmp",
+    ])
+    .await;
+    assert!(!ok && out.contains("read at start only"), "{out}");
+    let (ok, out) = mqadmin(&[
+        "electMaster",
+        "-a",
+        &addr,
+        "-c",
+        "c",
+        "-b",
+        "broker-a",
+        "-i",
+        "3",
+        "--json",
+    ])
+    .await;
+    assert!(ok, "unclean elections are on now: {out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(v["masterBrokerId"], 3, "{v}");
+
+    // cleanBrokerMetadata: a living broker only with -l.
+    let clean = |living: bool| {
+        let mut args = vec![
+            "cleanBrokerMetadata",
+            "-a",
+            addr.as_str(),
+            "--brokerName",
+            "broker-a",
+            "-b",
+            "2",
+            "-c",
+            "c",
+        ];
+        if living {
+            args.push("-l");
+        }
+        args
+    };
+    let (ok, out) = mqadmin(&clean(false)).await;
+    assert!(!ok && out.contains("alive"), "{out}");
+    let (ok, out) = mqadmin(&clean(true)).await;
+    assert!(ok, "{out}");
+    assert_eq!(
+        out,
+        "clear broker broker-a metadata from controller success!\n"
+    );
+    let mut again = clean(true);
+    again.push("--json");
+    let (ok, out) = mqadmin(&again).await;
+    assert!(ok, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(v[0]["addr"], addr.as_str(), "{v}");
+    let (ok, out) = mqadmin(&["getSyncStateSet", "-a", &addr, "-b", "broker-a", "--json"]).await;
+    assert!(ok, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    let group = &v["replicasInfoTable"]["broker-a"];
+    let ids: Vec<i64> = ["inSyncReplicas", "notInSyncReplicas"]
+        .iter()
+        .flat_map(|k| group[k].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r["brokerId"].as_i64())
+        .collect();
+    assert!(!ids.contains(&2) && ids.contains(&3), "{v}");
     client.shutdown().await;
     controller.shutdown().await;
 }

@@ -112,6 +112,19 @@ async fn sdk_trace_records_are_read_back_by_msg_id() {
     )
     .await;
     assert_eq!(none.as_array().unwrap().len(), 0);
+    let stderr = common::fails(
+        &ns,
+        &[
+            "queryMsgTraceById",
+            "-i",
+            "0000000000000000000000000000FFFF",
+        ],
+    )
+    .await;
+    assert!(
+        stderr.contains("no trace recorded for this message"),
+        "{stderr}"
+    );
     assert_eq!(producer.trace_dispatcher().unwrap().dropped(), 0);
 
     consumer.shutdown().await;
@@ -165,6 +178,31 @@ async fn a_committed_transaction_leaves_pub_and_end_transaction_records() {
         records.iter().any(|r| r["traceType"] == "Pub"),
         "the half message's Pub: {records:?}"
     );
+    producer.shutdown().await;
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untraced_message_says_tracing_is_off_for_its_producer() {
+    // No trace topic anywhere: no producer of this cluster ever wrote a trace.
+    let (broker, _dir) = start_broker("trace-off", |c| c.trace_topic_enable = false).await;
+    let ns = broker.namesrv_addr();
+    let producer = Producer::new(ProducerConfig::new("UntracedPG", &ns));
+    producer.start().await.unwrap();
+    let sent = producer
+        .send(Message::new("UntracedTopic", "plain body"))
+        .await
+        .unwrap();
+    let id = sent.msg_id.as_str();
+    let stderr = common::fails(&ns, &["queryMsgTraceById", "-i", id]).await;
+    assert!(
+        stderr.contains("no trace recorded for this message (tracing is off for its producer"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("TOPIC_NOT_EXIST"), "{stderr}");
+    // A script asking for JSON gets no records, not an error.
+    let none = json(&ns, &["queryMsgTraceById", "-i", id]).await;
+    assert_eq!(none, serde_json::json!([]));
     producer.shutdown().await;
     broker.shutdown().await;
 }

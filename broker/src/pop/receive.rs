@@ -124,7 +124,7 @@ pub(crate) async fn pop(
 /// One pass over the queues, without holding.
 pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopResult, PopError> {
     let config = &broker.config;
-    if !config.is_readable() {
+    if !topic::perm::is_readable(broker.runtime.broker_permission()) {
         return Err(PopError::new(
             response_code::NO_PERMISSION,
             format!("the broker[{}] pop message is forbidden", config.broker_ip1),

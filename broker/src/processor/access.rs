@@ -24,7 +24,7 @@ use std::borrow::Cow;
 
 use vostok_auth::{Access, Need, Resource};
 use vostok_remoting::protocol::body::{
-    BatchAckMessageRequestBody, HeartbeatData, LockBatchRequestBody,
+    BatchAckMessageRequestBody, HeartbeatData, LockBatchRequestBody, QueryAssignmentRequestBody,
 };
 use vostok_remoting::protocol::request_code as code;
 use vostok_remoting::RemotingCommand;
@@ -201,6 +201,16 @@ fn by_fields(request: &RemotingCommand) -> Access<'_> {
                 Err(_) => unreadable("BatchAckMessageRequestBody"),
             }
         }
+        code::QUERY_ASSIGNMENT => match vostok_remoting::protocol::json::from_slice::<
+            QueryAssignmentRequestBody,
+        >("QueryAssignmentRequestBody", &request.body)
+        {
+            Ok(body) => sub([
+                Resource::topic(&body.topic).into_owned(),
+                Resource::group(&body.consumer_group).into_owned(),
+            ]),
+            Err(_) => unreadable("QueryAssignmentRequestBody"),
+        },
         // Client requests that read no message and name no resource of their own (offsets
         // and times of a queue, a topic's queue counts): a signature is enough.
         code::CHECK_CLIENT_CONFIG
@@ -258,6 +268,7 @@ mod tests {
             code::LOCK_BATCH_MQ,
             code::UNLOCK_BATCH_MQ,
             code::BATCH_ACK_MESSAGE,
+            code::QUERY_ASSIGNMENT,
         ] {
             let r = RemotingCommand::request(c).with_body(&b"{not json"[..]);
             assert!(
@@ -297,6 +308,19 @@ mod tests {
     }
 
     #[test]
+    fn a_broker_balanced_consumer_needs_its_topic_and_group() {
+        let body = br#"{"topic":"T","consumerGroup":"G","clientId":"c","strategyName":"AVG","messageModel":"CLUSTERING"}"#;
+        let r = RemotingCommand::request(code::QUERY_ASSIGNMENT).with_body(&body[..]);
+        assert_eq!(
+            by_fields(&r),
+            Access::Needs(vec![
+                Need::subscribe(Resource::topic("T")),
+                Need::subscribe(Resource::group("G"))
+            ])
+        );
+    }
+
+    #[test]
     fn sends_pulls_and_unknown_codes() {
         assert_eq!(
             by_fields(&with(code::SEND_MESSAGE_V2, &[("b", "T")])),
@@ -330,6 +354,19 @@ mod tests {
             code::DELETE_EXPIRED_COMMITLOG,
             code::GET_CONSUMER_RUNNING_INFO,
             code::QUERY_TOPIC_CONSUME_BY_WHO,
+            code::GET_BROKER_CONSUME_STATS,
+            code::GET_SUBSCRIPTIONGROUP_CONFIG,
+            code::QUERY_CONSUME_QUEUE,
+            code::GET_BROKER_HA_STATUS,
+            code::RESET_MASTER_FLUSH_OFFSET,
+            code::CLEAN_UNUSED_TOPIC,
+            code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+            code::SET_MESSAGE_REQUEST_MODE,
+            code::GET_ALL_MESSAGE_REQUEST_MODE,
+            code::UPDATE_AND_CREATE_ACL_CONFIG,
+            code::DELETE_ACL_CONFIG,
+            code::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+            code::GET_BROKER_CLUSTER_ACL_INFO,
             4242,
         ] {
             assert_eq!(by_fields(&with(admin, &[])), Access::Admin, "code {admin}");

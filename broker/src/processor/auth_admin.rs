@@ -4,7 +4,8 @@
 //! or delete a SUPER user. Changes are written to disk before the answer, off the
 //! runtime.
 //!
-//! **Vostok differs:** GET_USER and LIST_USER answer without passwords.
+//! **Vostok differs:** GET_USER and LIST_USER answer without passwords, unless a SUPER
+//! user asks `withPassword=true` (what `mqadmin copyUser` needs).
 
 use std::sync::Arc;
 
@@ -97,17 +98,26 @@ pub(crate) async fn process(broker: &Arc<Broker>, request: RemotingCommand) -> R
         }
         code::AUTH_GET_USER => {
             let header = decode_header!(request, UserRequestHeader);
+            let with_password = header.with_password == Some(true) && caller_is_super;
             match metadata.user(&header.username) {
+                Some(user) if with_password => json_body(&user),
                 Some(user) => json_body(&user.without_password()),
                 None => RemotingCommand::success(),
             }
         }
         code::AUTH_LIST_USER => {
             let header = decode_header!(request, ListUsersRequestHeader);
+            let with_password = header.with_password == Some(true) && caller_is_super;
             let users: Vec<UserInfo> = metadata
                 .list_users(header.filter.as_deref().filter(|f| !f.is_empty()))
                 .iter()
-                .map(UserInfo::without_password)
+                .map(|u| {
+                    if with_password {
+                        u.clone()
+                    } else {
+                        u.without_password()
+                    }
+                })
                 .collect();
             json_body(&users)
         }

@@ -223,8 +223,7 @@ fn format_uptime(ms: i64) -> String {
 }
 
 pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
-    let mut pairs = broker.config.to_properties();
-    broker.runtime.overlay(&mut pairs);
+    let pairs = broker.runtime.effective(&broker.config).to_properties();
     let text = vostok_remoting::support::properties::render(&pairs);
     let version = json::to_vec(&broker.topics.data_version());
     let mut response = RemotingCommand::success().with_body(text.into_bytes());

@@ -23,6 +23,9 @@ pub(crate) fn update_broker_config(broker: &Broker, request: RemotingCommand) ->
         return error(response_code::INVALID_PARAMETER, reason);
     }
     info!(changes = ?changes, "broker config updated at run time");
+    broker
+        .subscriptions
+        .set_auto_create(broker.runtime.auto_create_subscription_group());
     if broker.runtime.broker_permission() != before {
         broker.topics.bump_version();
     }

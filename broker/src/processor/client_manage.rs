@@ -105,8 +105,8 @@ pub(crate) async fn heart_beat(
         };
         // Filters are compiled only for a group the client limits admitted.
         let filtered = broker
-            .config
-            .enable_property_filter
+            .runtime
+            .enable_property_filter()
             .then(|| registration.subscriptions.clone());
         let registered = broker.register_consumer(info.clone(), registration);
         if let (Ok(_), Some(subscriptions)) = (&registered, filtered) {
@@ -185,7 +185,7 @@ pub(crate) fn check_client_config(broker: &Broker, request: RemotingCommand) -> 
     if is_tag_type(&sub.expression_type) {
         return RemotingCommand::success();
     }
-    if !broker.config.enable_property_filter {
+    if !broker.runtime.enable_property_filter() {
         return error(
             response_code::SYSTEM_ERROR,
             format!(

@@ -1,12 +1,18 @@
-//! Requests the broker passes on to one client of a consumer group and whose answer it
-//! returns as is (Apache's `AdminBrokerProcessor.callConsumer`): GET_CONSUMER_RUNNING_INFO
-//! (307, `mqadmin consumerStatus`), docs/commands.md#broker-to-client-requests.
+//! Requests the broker passes on to the clients of a consumer group: to one client,
+//! whose answer it returns as is (Apache's `AdminBrokerProcessor.callConsumer`),
+//! GET_CONSUMER_RUNNING_INFO (307, `mqadmin consumerStatus`); to each online client,
+//! whose answers it gathers (Apache's `Broker2Client.getConsumeStatus`),
+//! INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, `mqadmin getConsumerStatus`);
+//! docs/commands.md#broker-to-client-requests.
 
 use std::time::Duration;
 
 use tracing::debug;
-use vostok_remoting::protocol::header::GetConsumerRunningInfoRequestHeader;
-use vostok_remoting::protocol::response_code;
+use vostok_remoting::protocol::body::{ConsumerStatusTable, GetConsumerStatusBody};
+use vostok_remoting::protocol::header::{
+    GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader,
+};
+use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
 
 use super::{decode_header, error};
@@ -55,4 +61,73 @@ pub(crate) async fn get_consumer_running_info(
             )
         }
     }
+}
+
+/// INVOKE_BROKER_TO_GET_CONSUMER_STATUS: asks each online client of `group` (or only
+/// the one whose id is `clientAddr`) for its offsets of `topic`
+/// (GET_CONSUMER_STATUS_FROM_CLIENT) and answers them by client id. A client that
+/// fails to answer in time is left out; nobody online is SYSTEM_ERROR, as Apache
+/// answers.
+pub(crate) async fn get_consumer_status(
+    broker: &Broker,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let header = decode_header!(request, GetConsumerStatusRequestHeader);
+    let wanted = header
+        .client_addr
+        .as_deref()
+        .filter(|c| !c.trim().is_empty());
+    let clients: Vec<_> = broker
+        .clients
+        .consumer_group(&header.group)
+        .map(|g| g.channels.into_values().collect())
+        .unwrap_or_default();
+    if clients.is_empty() {
+        return error(
+            response_code::SYSTEM_ERROR,
+            format!(
+                "No Any Consumer online in the consumer group: [{}]",
+                header.group
+            ),
+        );
+    }
+    let ask = GetConsumerStatusRequestHeader {
+        topic: header.topic.clone(),
+        group: header.group.clone(),
+        client_addr: None,
+    };
+    let mut table = ConsumerStatusTable::default();
+    for client in clients {
+        if wanted.is_some_and(|w| w != client.client_id) {
+            continue;
+        }
+        let relay = RemotingCommand::request_with_header(
+            request_code::GET_CONSUMER_STATUS_FROM_CLIENT,
+            &ask,
+        );
+        match client.channel.invoke(relay, CLIENT_TIMEOUT).await {
+            Ok(answer) if answer.code == response_code::SUCCESS => {
+                match GetConsumerStatusBody::decode(&answer.body) {
+                    Ok(body) => {
+                        table
+                            .consumer_table
+                            .insert(client.client_id.clone(), body.message_queue_table);
+                    }
+                    Err(e) => {
+                        debug!(client = %client.client_id, error = %e, "consumer status not readable")
+                    }
+                }
+            }
+            Ok(answer) => {
+                debug!(client = %client.client_id, code = answer.code, "consumer status refused")
+            }
+            Err(e) => {
+                debug!(client = %client.client_id, error = %e, "consumer status not answered")
+            }
+        }
+        if wanted.is_some() {
+            break;
+        }
+    }
+    RemotingCommand::success().with_body(table.encode())
 }

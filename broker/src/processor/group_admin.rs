@@ -1,4 +1,4 @@
-//! Consumer-group administration: subscription groups, consume stats and the
+//! Consumer-group administration: subscription groups (all, or one), consume stats and the
 //! connection lists of consumer and producer groups.
 
 use std::collections::BTreeMap;
@@ -10,6 +10,7 @@ use vostok_remoting::protocol::body::{
 };
 use vostok_remoting::protocol::header::{
     GetConsumerConnectionListRequestHeader, GetProducerConnectionListRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
 };
 use vostok_remoting::protocol::topic::{self};
 use vostok_remoting::protocol::{json, response_code};
@@ -89,6 +90,22 @@ pub(crate) async fn update_and_create_subscription_group(
     broker.subscriptions.update(config);
     broker.persist_configs().await;
     RemotingCommand::success()
+}
+
+/// GET_SUBSCRIPTIONGROUP_CONFIG: one group's settings; a group this broker does not
+/// have is SUBSCRIPTION_GROUP_NOT_EXIST, as Apache answers.
+pub(crate) fn get_subscription_group_config(
+    broker: &Broker,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let header = decode_header!(request, GetSubscriptionGroupConfigRequestHeader);
+    match broker.subscriptions.get(&header.group) {
+        Some(config) => RemotingCommand::success().with_body(json::to_vec(&config)),
+        None => error(
+            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+            "No group in this broker",
+        ),
+    }
 }
 
 pub(crate) fn get_all_subscription_group_config(broker: &Broker) -> RemotingCommand {

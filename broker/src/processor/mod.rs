@@ -5,9 +5,11 @@
 
 mod access;
 mod ack;
+mod assignment;
 mod auth_admin;
 mod broker_admin;
 mod broker_config;
+mod broker_inspect;
 mod client_manage;
 mod client_relay;
 mod consumer_manage;
@@ -15,6 +17,7 @@ mod group_admin;
 mod notification;
 mod offset_reset;
 mod ops_admin;
+mod plain_acl_admin;
 mod pop;
 mod pull;
 mod put_response;
@@ -139,8 +142,31 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::INVOKE_BROKER_TO_RESET_OFFSET => {
                     offset_reset::invoke_broker_to_reset_offset(b, request)
                 }
-                request_code::CLEAN_EXPIRED_CONSUMEQUEUE => {
-                    store_admin::clean_expired_consume_queue(&self.broker).await
+                request_code::CLEAN_EXPIRED_CONSUMEQUEUE | request_code::CLEAN_UNUSED_TOPIC => {
+                    store_admin::clean_unused_topics(&self.broker).await
+                }
+                request_code::GET_BROKER_CONSUME_STATS => {
+                    broker_inspect::get_broker_consume_stats(b, request)
+                }
+                request_code::QUERY_CONSUME_QUEUE => {
+                    broker_inspect::query_consume_queue(b, request)
+                }
+                request_code::GET_BROKER_HA_STATUS => broker_inspect::get_broker_ha_status(b),
+                request_code::RESET_MASTER_FLUSH_OFFSET => {
+                    broker_inspect::reset_master_flush_offset(b, request).await
+                }
+                request_code::SET_MESSAGE_REQUEST_MODE => {
+                    assignment::set_message_request_mode(&self.broker, request).await
+                }
+                request_code::GET_ALL_MESSAGE_REQUEST_MODE => {
+                    assignment::get_all_message_request_mode(b)
+                }
+                request_code::QUERY_ASSIGNMENT => assignment::query_assignment(b, request).await,
+                request_code::GET_SUBSCRIPTIONGROUP_CONFIG => {
+                    group_admin::get_subscription_group_config(b, request)
+                }
+                request_code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS => {
+                    client_relay::get_consumer_status(b, request).await
                 }
                 request_code::DELETE_EXPIRED_COMMITLOG => store_admin::delete_expired_commit_log(b),
                 request_code::GET_TOPIC_STATS_INFO => topic_admin::get_topic_stats_info(b, request),
@@ -197,6 +223,12 @@ impl RequestProcessor for BrokerProcessor {
                 }
                 request_code::VOSTOK_GET_GROUP_LAG => ops_admin::group_lag(b, request),
                 request_code::VOSTOK_GET_CONNECTED_CLIENTS => ops_admin::connected_clients(b),
+                request_code::UPDATE_AND_CREATE_ACL_CONFIG
+                | request_code::DELETE_ACL_CONFIG
+                | request_code::GET_BROKER_CLUSTER_ACL_INFO
+                | request_code::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG => {
+                    plain_acl_admin::process(b, request).await
+                }
                 request_code::AUTH_CREATE_USER..=request_code::AUTH_LIST_ACL => {
                     auth_admin::process(&self.broker, request).await
                 }

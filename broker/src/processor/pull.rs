@@ -48,11 +48,11 @@ pub(crate) async fn pull_message(
     if !(first.not_found && suspend) {
         return first.response;
     }
-    let timeout = if broker.config.long_polling_enable {
+    let timeout = if broker.runtime.long_polling_enable() {
         std::time::Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
             .min(MAX_SUSPEND)
     } else {
-        broker.config.short_polling_time
+        broker.runtime.short_polling_time()
     };
     let store = broker.store.clone();
     let (topic, queue_id) = (header.topic.clone(), header.queue_id);
@@ -104,7 +104,7 @@ fn pull_inner(
     first: bool,
 ) -> Result<Pulled, RemotingCommand> {
     let config = &broker.config;
-    if !config.is_readable() {
+    if !perm::is_readable(broker.runtime.broker_permission()) {
         return Err(error(
             response_code::NO_PERMISSION,
             format!(
@@ -174,7 +174,7 @@ fn pull_inner(
 
     // RocketMQ: far behind (beyond the memory window) → the group's
     // `whichBrokerWhenConsumeSlowly`, else its `brokerId`; 0 without `slaveReadEnable`.
-    let suggest = if !config.slave_read_enable {
+    let suggest = if !broker.runtime.slave_read_enable() {
         0
     } else if result.suggest_pulling_from_slave {
         group_config.which_broker_when_consume_slowly
@@ -351,7 +351,7 @@ fn subscription_for(
 
 /// Property filters need `enablePropertyFilter=true` (Apache answers SYSTEM_ERROR).
 fn check_property_filter(broker: &Broker, expression_type: &str) -> Result<(), RemotingCommand> {
-    if broker.config.enable_property_filter {
+    if broker.runtime.enable_property_filter() {
         return Ok(());
     }
     Err(error(

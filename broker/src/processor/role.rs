@@ -20,7 +20,8 @@ pub(crate) fn slave_refusal(broker: &Broker, code: i32) -> Option<RemotingComman
         request_code::UPDATE_AND_CREATE_TOPIC
         | request_code::DELETE_TOPIC_IN_BROKER
         | request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
-        | request_code::DELETE_SUBSCRIPTIONGROUP => "admin writes",
+        | request_code::DELETE_SUBSCRIPTIONGROUP
+        | request_code::SET_MESSAGE_REQUEST_MODE => "admin writes",
         request_code::POP_MESSAGE
         | request_code::POP_MESSAGE_SHORT
         | request_code::ACK_MESSAGE

@@ -147,7 +147,7 @@ pub(crate) async fn send_message(
     }
     props.insert(property::CLUSTER, &broker.config.broker_cluster_name);
     if scan.prepared {
-        if broker.config.reject_transaction_message {
+        if broker.runtime.reject_transaction_message() {
             return error(
                 response_code::NO_PERMISSION,
                 format!(
@@ -250,7 +250,7 @@ pub(super) fn check_message(
                     Ok(broker
                         .topics
                         .get_or_create(&header.topic, 1, perm::READ | perm::WRITE, 0))
-                } else if broker.config.auto_create_topic_enable
+                } else if broker.runtime.auto_create_topic_enable()
                     || header.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
                 {
                     let sys_flag = if header.unit_mode.unwrap_or(false) {

@@ -1,6 +1,7 @@
 //! Store housekeeping on an operator's request: CLEAN_EXPIRED_CONSUMEQUEUE (306,
-//! `mqadmin cleanExpiredCQ`) and DELETE_EXPIRED_COMMITLOG (329,
-//! `mqadmin deleteExpiredCommitLog`), docs/commands.md#store-housekeeping.
+//! `mqadmin cleanExpiredCQ`), CLEAN_UNUSED_TOPIC (316, `mqadmin cleanUnusedTopic`) and
+//! DELETE_EXPIRED_COMMITLOG (329, `mqadmin deleteExpiredCommitLog`),
+//! docs/commands.md#store-housekeeping.
 
 use std::sync::Arc;
 
@@ -12,9 +13,10 @@ use super::error;
 use crate::state::Broker;
 
 /// Removes the consume queues of topics this broker no longer has (a topic deleted
-/// while the broker was down, or by hand), as Apache's `cleanExpiredConsumerQueue`
-/// does; system topics are kept. The file deletion runs off the async runtime.
-pub(crate) async fn clean_expired_consume_queue(broker: &Arc<Broker>) -> RemotingCommand {
+/// while the broker was down, or by hand), as Apache's `cleanUnusedTopic` does;
+/// system topics are kept. Both CLEAN_UNUSED_TOPIC and CLEAN_EXPIRED_CONSUMEQUEUE do
+/// this. The file deletion runs off the async runtime.
+pub(crate) async fn clean_unused_topics(broker: &Arc<Broker>) -> RemotingCommand {
     let orphans: Vec<String> = broker
         .store
         .topics()

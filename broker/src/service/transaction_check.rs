@@ -42,7 +42,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
     scope.spawn(async move {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(b.config.transaction_check_interval) => {}
+                _ = tokio::time::sleep(b.runtime.transaction_check_interval()) => {}
                 _ = stop.cancelled() => break,
             }
             check_round(&b, &stop).await;
@@ -61,7 +61,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
         .query(group, topic::TRANS_HALF_TOPIC, 0)
         .max(0);
     let now = now_millis();
-    let timeout = broker.config.transaction_timeout.as_millis() as i64;
+    let timeout = broker.runtime.transaction_timeout().as_millis() as i64;
 
     // Walk the half queue in order; `progress` is where the next round starts.
     let mut progress = half_start;
@@ -105,7 +105,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
                 .property(property::TRANSACTION_CHECK_TIMES)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
-            if checks >= broker.config.transaction_check_max {
+            if checks >= broker.runtime.transaction_check_max() {
                 discard(broker, &half).await;
                 broker
                     .transactions

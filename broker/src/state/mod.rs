@@ -27,6 +27,7 @@ pub(crate) mod rebalance_lock;
 pub(crate) mod removal;
 pub(crate) mod remove;
 pub(crate) mod replicas;
+pub(crate) mod request_mode;
 pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
@@ -79,6 +80,8 @@ pub struct Broker {
     pub(crate) store: Arc<MessageStore>,
     pub(crate) topics: TopicConfigManager,
     pub(crate) subscriptions: SubscriptionGroupManager,
+    /// Pull or POP per topic and group (QUERY_ASSIGNMENT).
+    pub(crate) request_modes: request_mode::MessageRequestModeManager,
     pub(crate) offsets: ConsumerOffsetManager,
     pub(crate) clients: ClientRegistry,
     /// Compiled SQL92 subscriptions.

@@ -2,6 +2,7 @@
 //! `config/subscriptionGroup.json`.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
@@ -47,7 +48,8 @@ const SYSTEM_GROUPS: &[&str] = &[
 
 pub struct SubscriptionGroupManager {
     file: ConfigFile,
-    auto_create: bool,
+    /// `autoCreateSubscriptionGroup`, changeable at run time.
+    auto_create: AtomicBool,
     /// `maxSubscriptionGroupNum`: no group is created on first use beyond it.
     max_groups: usize,
     state: RwLock<Persisted>,
@@ -84,11 +86,16 @@ impl SubscriptionGroupManager {
         }
         SubscriptionGroupManager {
             file,
-            auto_create: config.auto_create_subscription_group,
+            auto_create: AtomicBool::new(config.auto_create_subscription_group),
             max_groups,
             state: RwLock::new(state),
             unsaved: Notify::new(),
         }
+    }
+
+    /// Turns the creation of unknown groups on or off (UPDATE_BROKER_CONFIG).
+    pub fn set_auto_create(&self, on: bool) {
+        self.auto_create.store(on, Ordering::Release);
     }
 
     /// Every configured group's name (metrics, the console).
@@ -120,7 +127,7 @@ impl SubscriptionGroupManager {
         if let Some(found) = self.get(group) {
             return Ok((found, false));
         }
-        if !self.auto_create {
+        if !self.auto_create.load(Ordering::Acquire) {
             return Err(NotCreated::NotAllowed(
                 "autoCreateSubscriptionGroup is off".to_owned(),
             ));

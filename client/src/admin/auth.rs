@@ -17,6 +17,7 @@ use crate::error::Result;
 fn user_header(username: &str) -> UserRequestHeader {
     UserRequestHeader {
         username: username.to_owned(),
+        with_password: None,
     }
 }
 
@@ -79,6 +80,7 @@ impl AdminClient {
     ) -> Result<Vec<UserInfo>> {
         let header = ListUsersRequestHeader {
             filter: filter.map(str::to_owned),
+            with_password: None,
         };
         let request = RemotingCommand::request_with_header(request_code::AUTH_LIST_USER, &header);
         let response = self.call(broker_addr, request).await?;
@@ -153,5 +155,38 @@ impl AdminClient {
             return Ok(Vec::new());
         }
         Ok(json::from_slice("AclInfo list", &response.body)?)
+    }
+
+    /// AUTH_GET_USER with the password (`copyUser`): a Vostok broker answers it to a
+    /// SUPER user only, an Apache broker always. `None` when there is no such user.
+    pub async fn get_user_with_password(
+        &self,
+        broker_addr: &str,
+        username: &str,
+    ) -> Result<Option<UserInfo>> {
+        let header = UserRequestHeader {
+            username: username.to_owned(),
+            with_password: Some(true),
+        };
+        let request = RemotingCommand::request_with_header(request_code::AUTH_GET_USER, &header);
+        let response = self.call(broker_addr, request).await?;
+        if response.body.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(json::from_slice("UserInfo", &response.body)?))
+    }
+
+    /// AUTH_LIST_USER with the passwords, as [`Self::get_user_with_password`].
+    pub async fn list_users_with_password(&self, broker_addr: &str) -> Result<Vec<UserInfo>> {
+        let header = ListUsersRequestHeader {
+            filter: None,
+            with_password: Some(true),
+        };
+        let request = RemotingCommand::request_with_header(request_code::AUTH_LIST_USER, &header);
+        let response = self.call(broker_addr, request).await?;
+        if response.body.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(json::from_slice("UserInfo list", &response.body)?)
     }
 }

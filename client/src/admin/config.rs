@@ -3,10 +3,10 @@
 //! grant a broker name.
 
 use vostok_remoting::protocol::header::{
-    AddWritePermOfBrokerResponseHeader, BrokerPermRequestHeader, KvConfigRequestHeader,
-    PutKvConfigRequestHeader, WipeWritePermOfBrokerResponseHeader,
+    AddWritePermOfBrokerResponseHeader, BrokerPermRequestHeader, GetKvConfigResponseHeader,
+    KvConfigRequestHeader, PutKvConfigRequestHeader, WipeWritePermOfBrokerResponseHeader,
 };
-use vostok_remoting::protocol::request_code;
+use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::support::properties;
 use vostok_remoting::RemotingCommand;
 
@@ -75,6 +75,48 @@ impl AdminClient {
             self.call(addr, request).await?;
         }
         Ok(())
+    }
+
+    /// GET_KV_CONFIG (`getKVConfig`) from the first name server that answers: `None`
+    /// when the key is not there (QUERY_NOT_FOUND).
+    pub async fn get_kv_config(&self, namespace: &str, key: &str) -> Result<Option<String>> {
+        let header = KvConfigRequestHeader {
+            namespace: namespace.to_owned(),
+            key: key.to_owned(),
+        };
+        self.invoke_namesrv(|admin, addr| {
+            let request =
+                RemotingCommand::request_with_header(request_code::GET_KV_CONFIG, &header);
+            Box::pin(async move {
+                match admin.call(addr, request).await {
+                    Ok(response) => {
+                        let h: GetKvConfigResponseHeader = api::decode_header(addr, &response)?;
+                        Ok(h.value)
+                    }
+                    Err(e) if e.response_code() == Some(response_code::QUERY_NOT_FOUND) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+        })
+        .await
+    }
+
+    /// GET_CONTROLLER_CONFIG (`getControllerConfig`) of one controller.
+    pub async fn get_controller_config(&self, addr: &str) -> Result<Vec<(String, String)>> {
+        let request = RemotingCommand::request(request_code::GET_CONTROLLER_CONFIG);
+        let response = self.call(addr, request).await?;
+        Ok(pairs(&response.body))
+    }
+
+    /// UPDATE_CONTROLLER_CONFIG (`updateControllerConfig`) of one controller.
+    pub async fn update_controller_config(
+        &self,
+        addr: &str,
+        changes: &[(String, String)],
+    ) -> Result<()> {
+        let request = RemotingCommand::request(request_code::UPDATE_CONTROLLER_CONFIG)
+            .with_body(properties::render(changes).into_bytes());
+        self.call(addr, request).await.map(drop)
     }
 
     /// DELETE_KV_CONFIG (`deleteKvConfig`) on every name server, in order.

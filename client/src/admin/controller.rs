@@ -1,10 +1,12 @@
 //! Controller requests (RocketMQ `MQAdminExt.getControllerMetaData`,
-//! `getInSyncStateData`, `electMaster`): asked of one controller address; reads and
-//! elections go to the Raft leader, which any controller names.
+//! `getInSyncStateData`, `electMaster`, `cleanControllerBrokerData`): asked of one
+//! controller address; reads and changes go to the Raft leader, which any controller
+//! names. A controller's own config is in [`super::config`].
 
 use vostok_remoting::protocol::body::{BrokerReplicasInfo, ElectMasterResponseBody};
 use vostok_remoting::protocol::header::{
-    ElectMasterRequestHeader, ElectMasterResponseHeader, GetMetaDataResponseHeader,
+    CleanControllerBrokerDataRequestHeader, ElectMasterRequestHeader, ElectMasterResponseHeader,
+    GetMetaDataResponseHeader,
 };
 use vostok_remoting::protocol::{json, request_code};
 use vostok_remoting::RemotingCommand;
@@ -68,5 +70,29 @@ impl AdminClient {
             api::decode_header(&leader, &response)?,
             json::from_slice("ElectMasterResponseBody", &response.body)?,
         ))
+    }
+
+    /// CLEAN_BROKER_DATA (`cleanControllerBrokerData`): forgets the given broker ids of
+    /// a group (all of them when `ids` is `None`, `1;2;3` otherwise); living brokers
+    /// only with `clean_living`.
+    pub async fn clean_controller_broker_data(
+        &self,
+        addr: &str,
+        cluster: Option<&str>,
+        broker_name: &str,
+        ids: Option<&str>,
+        clean_living: bool,
+    ) -> Result<()> {
+        let leader = self.controller_leader(addr).await?;
+        let header = CleanControllerBrokerDataRequestHeader {
+            cluster_name: cluster.map(str::to_owned),
+            broker_name: broker_name.to_owned(),
+            broker_controller_ids_to_clean: ids.map(str::to_owned),
+            is_clean_living_broker: Some(clean_living),
+            invoke_time: Some(vostok_remoting::support::time::now_millis()),
+        };
+        let request =
+            RemotingCommand::request_with_header(request_code::CLEAN_BROKER_DATA, &header);
+        self.call(&leader, request).await.map(drop)
     }
 }

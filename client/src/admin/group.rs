@@ -62,4 +62,18 @@ impl AdminClient {
         let response = self.call(broker_addr, request).await?;
         Ok(json::from_slice("ProducerConnection", &response.body)?)
     }
+
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (`getAllSubscriptionGroup`): the broker's
+    /// subscription groups, as in its `config/subscriptionGroup.json`.
+    pub async fn get_all_subscription_group(
+        &self,
+        broker_addr: &str,
+    ) -> Result<vostok_remoting::protocol::body::SubscriptionGroupWrapper> {
+        let request = RemotingCommand::request(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG);
+        let response = self.call(broker_addr, request).await?;
+        Ok(json::from_slice(
+            "SubscriptionGroupWrapper",
+            &response.body,
+        )?)
+    }
 }

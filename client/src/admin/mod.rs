@@ -13,8 +13,9 @@
 //! * [`group`]: `createAndUpdateSubscriptionGroupConfig`, `deleteSubscriptionGroup`,
 //!   `examineProducerConnectionInfo`.
 //! * [`config`]: `getBrokerConfig`, `updateBrokerConfig`, `getNameServerConfig`,
-//!   `updateNameServerConfig`, `createAndUpdateKvConfig`, `deleteKvConfig`,
-//!   `wipeWritePermOfBroker`, `addWritePermOfBroker`.
+//!   `updateNameServerConfig`, `getKVConfig`, `createAndUpdateKvConfig`,
+//!   `deleteKvConfig`, `wipeWritePermOfBroker`, `addWritePermOfBroker`,
+//!   `getControllerConfig`, `updateControllerConfig`.
 //! * [`broker_ops`]: `resetOffsetByTimestamp`, `cleanExpiredConsumerQueue`,
 //!   `deleteExpiredCommitLog`.
 //! * [`stats`]: `queryTopicConsumeByWho`, `viewBrokerStatsData`.
@@ -22,6 +23,11 @@
 //! * [`controller`]: controller mode: `getControllerMetaData`, `getInSyncStateData`,
 //!   `electMaster`.
 //! * [`auth`]: ACL 2.0 users and ACLs (`createUser` … `listAcl`, codes 3001–3010).
+//! * [`plain_acl`]: ACL 1.0 accounts and white addresses (codes 50–53).
+//! * [`inspect`]: a broker's own state: `fetchConsumeStatsInBroker`,
+//!   `examineSubscriptionGroupConfig`, `examineTopicConfig`, `queryConsumeQueue`,
+//!   `getBrokerHAStatus`, `getBrokerEpochCache`, `resetMasterFlushOffset`,
+//!   `cleanUnusedTopicByAddr`, `setMessageRequestMode`, `getConsumeStatus`.
 //!
 //! Calls the producers and consumers also make (routes, offsets) go through the same
 //! `api` functions they use; records are decoded by the one record codec of
@@ -41,8 +47,10 @@ pub mod config;
 pub mod consumer;
 pub mod controller;
 pub mod group;
+pub mod inspect;
 pub mod message;
 pub mod ops;
+pub mod plain_acl;
 pub mod pull;
 pub mod stats;
 pub mod topic;

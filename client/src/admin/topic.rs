@@ -135,4 +135,18 @@ impl AdminClient {
     pub async fn min_offset(&self, broker_addr: &str, mq: &MessageQueue) -> Result<i64> {
         api::get_min_offset(&self.remoting, broker_addr, mq, self.timeout).await
     }
+
+    /// GET_ALL_TOPIC_CONFIG (`getAllTopicConfig`): the broker's topic table, as in its
+    /// `config/topics.json`.
+    pub async fn get_all_topic_config(
+        &self,
+        broker_addr: &str,
+    ) -> Result<vostok_remoting::protocol::body::TopicConfigSerializeWrapper> {
+        let request = RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG);
+        let response = self.call(broker_addr, request).await?;
+        Ok(json::from_slice(
+            "TopicConfigSerializeWrapper",
+            &response.body,
+        )?)
+    }
 }

@@ -25,7 +25,7 @@ pub async fn elect_for(
     let new_master = elect_policy::elect(
         group,
         &alive,
-        node.config.enable_elect_unclean_master,
+        node.runtime.enable_elect_unclean_master(),
         designated,
     );
     let out = node
@@ -35,7 +35,7 @@ pub async fn elect_for(
             expected_epoch: group.master_epoch,
         })
         .await?;
-    if out.code == response_code::SUCCESS && node.config.notify_broker_role_changed {
+    if out.code == response_code::SUCCESS && node.runtime.notify_broker_role_changed() {
         if let Some(elected) = &out.group {
             node.notifier.notify(elected);
         }

@@ -1,11 +1,12 @@
 //! The controller's request processor (docs/controller.md#requests): one `match` on
-//! the request code. Heartbeats, GET_METADATA_INFO and the Raft messages are served
-//! by every controller; everything else only by the Raft leader, others answer
+//! the request code. Heartbeats, GET_METADATA_INFO, the controller's own config and
+//! the Raft messages are served by every controller; everything else only by the Raft leader, others answer
 //! CONTROLLER_NOT_LEADER (brokers then ask GET_METADATA_INFO who leads). With
 //! `aclEnable` every request passes `access` first.
 
 mod access;
 mod broker;
+mod config;
 mod elect;
 mod query;
 mod raft;
@@ -47,6 +48,8 @@ async fn dispatch(node: &ControllerNode, request: RemotingCommand) -> RemotingCo
     match code {
         request_code::BROKER_HEARTBEAT => return broker::heartbeat(node, &request),
         request_code::CONTROLLER_GET_METADATA_INFO => return query::metadata(node),
+        request_code::GET_CONTROLLER_CONFIG => return config::get_config(node),
+        request_code::UPDATE_CONTROLLER_CONFIG => return config::update_config(node, &request),
         request_code::RAFT_VOTE
         | request_code::RAFT_APPEND_ENTRIES
         | request_code::RAFT_INSTALL_SNAPSHOT => return raft::serve(node, &request).await,

@@ -212,6 +212,7 @@ where
                 writer.write_all(&encode_report(end)).await.map_err(io)?;
                 reported = end;
                 last_report = Instant::now();
+                ha.client_last_write_ms.store(now_millis(), Ordering::Relaxed);
             }
             tokio::select! {
                 n = reader.read_buf(&mut buf) => {
@@ -236,6 +237,7 @@ where
                         bytes += frame.body.len();
                         frames.push(frame);
                     }
+                    ha.client_rate.add(bytes as i64, now_millis());
                     if !frames.is_empty() {
                         applier.submit(frames, bytes).await?;
                     }
@@ -244,6 +246,7 @@ where
                 _ = tokio::time::sleep_until(report_at) => {
                     writer.write_all(&encode_report(reported)).await.map_err(io)?;
                     last_report = Instant::now();
+                    ha.client_last_write_ms.store(now_millis(), Ordering::Relaxed);
                 }
                 _ = tokio::time::sleep_until(silent_at) => {
                     return Err(StoreError::HaProtocol {

@@ -191,6 +191,7 @@ async fn transfer<W: AsyncWrite + Unpin>(
     };
     let mut next = start_offset(store, requested, peer)?;
     link.sent.store(next, Ordering::Release);
+    link.transfer_from.store(next, Ordering::Release);
     info!(slave = %peer, from = next, "transfer to slave starts");
     let config = &store.config().ha;
     let heartbeat = config.send_heartbeat_interval;
@@ -225,6 +226,7 @@ async fn transfer<W: AsyncWrite + Unpin>(
                 .await
                 .map_err(|e| io_error(peer, e))?;
             ha.send_block.record(started.elapsed().as_millis() as i64);
+            link.rate.add(out.len() as i64, now_millis());
             if end >= store.max_phy_offset() && newest > 0 {
                 ha.send_delay.record(now_millis() - newest);
             }

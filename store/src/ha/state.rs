@@ -36,6 +36,43 @@ pub(crate) struct SlaveLink {
     pub(crate) caught_up_ms: AtomicI64,
     /// The master's end when the previous report arrived.
     pub(crate) max_at_last_report: AtomicI64,
+    /// Where the transfer to this slave started (-1 before it starts).
+    pub(crate) transfer_from: AtomicI64,
+    /// Bytes sent to this slave per second.
+    pub(crate) rate: ByteRate,
+}
+
+/// Bytes moved in the last whole second (Apache's `FlowMonitor`): a counter for the
+/// current second and the total of the one before.
+#[derive(Debug, Default)]
+pub(crate) struct ByteRate {
+    /// (the current second since the epoch, bytes in it, bytes in the second before)
+    seconds: Mutex<(i64, i64, i64)>,
+}
+
+impl ByteRate {
+    pub(crate) fn add(&self, bytes: i64, now_ms: i64) {
+        let second = now_ms / 1000;
+        let mut s = self.seconds.locked();
+        if s.0 != second {
+            let previous = if s.0 + 1 == second { s.1 } else { 0 };
+            *s = (second, 0, previous);
+        }
+        s.1 += bytes;
+    }
+
+    /// Bytes in the last whole second before `now_ms`.
+    pub(crate) fn per_second(&self, now_ms: i64) -> i64 {
+        let second = now_ms / 1000;
+        let s = self.seconds.locked();
+        if s.0 == second {
+            s.2
+        } else if s.0 + 1 == second {
+            s.1
+        } else {
+            0
+        }
+    }
 }
 
 impl SlaveLink {
@@ -49,6 +86,8 @@ impl SlaveLink {
             slave_id: AtomicI64::new(-1),
             caught_up_ms: AtomicI64::new(0),
             max_at_last_report: AtomicI64::new(i64::MAX),
+            transfer_from: AtomicI64::new(-1),
+            rate: ByteRate::default(),
         }
     }
 
@@ -78,6 +117,10 @@ pub struct SlaveInfo {
     pub slave_id: i64,
     /// Controller mode: when it last had everything this master had (0 = never).
     pub caught_up_ms: i64,
+    /// Where the transfer to it started (-1 before it starts).
+    pub transfer_from: i64,
+    /// Bytes sent to it in the last whole second.
+    pub bytes_per_sec: i64,
 }
 
 /// This slave's connection to its master.
@@ -90,6 +133,10 @@ pub struct MasterLinkInfo {
     pub last_read_ms: i64,
     /// The last error that closed the connection.
     pub last_error: Option<String>,
+    /// When the last offset report went to the master (ms since the epoch; 0 = never).
+    pub last_write_ms: i64,
+    /// Bytes received from the master in the last whole second.
+    pub bytes_per_sec: i64,
 }
 
 #[derive(Default)]
@@ -102,6 +149,8 @@ pub(crate) struct HaState {
     /// Slave side.
     pub(crate) client_connected: AtomicBool,
     pub(crate) client_last_read_ms: AtomicI64,
+    pub(crate) client_last_write_ms: AtomicI64,
+    pub(crate) client_rate: ByteRate,
     pub(crate) client_master: RwLock<Option<String>>,
     pub(crate) client_error: RwLock<Option<String>>,
     /// The role, changeable at run time in controller mode (set from the config at open).
@@ -178,6 +227,8 @@ impl HaState {
                     last_report_ms: l.last_report_ms.load(Ordering::Relaxed),
                     slave_id: l.slave_id.load(Ordering::Acquire),
                     caught_up_ms: l.caught_up_ms.load(Ordering::Acquire),
+                    transfer_from: l.transfer_from.load(Ordering::Acquire),
+                    bytes_per_sec: l.rate.per_second(now_millis()),
                 }
             })
             .collect()
@@ -226,6 +277,26 @@ impl HaState {
             connected: self.client_connected.load(Ordering::Acquire),
             last_read_ms: self.client_last_read_ms.load(Ordering::Relaxed),
             last_error: self.client_error.read_locked().clone(),
+            last_write_ms: self.client_last_write_ms.load(Ordering::Relaxed),
+            bytes_per_sec: self.client_rate.per_second(now_millis()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_rate_is_the_last_whole_second() {
+        let r = ByteRate::default();
+        r.add(100, 5_000);
+        r.add(50, 5_900);
+        assert_eq!(r.per_second(5_950), 0, "the current second is not over");
+        assert_eq!(r.per_second(6_100), 150);
+        r.add(10, 6_200);
+        assert_eq!(r.per_second(6_300), 150);
+        assert_eq!(r.per_second(7_000), 10);
+        assert_eq!(r.per_second(9_000), 0, "nothing moved lately");
     }
 }

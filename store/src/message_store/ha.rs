@@ -133,6 +133,19 @@ impl MessageStore {
         self.ha_state().master_link()
     }
 
+    /// What a slave was told of its master's flushed offset (RESET_MASTER_FLUSH_OFFSET),
+    /// kept in the checkpoint file; 0 when never told.
+    pub fn master_flushed_offset(&self) -> i64 {
+        self.inner().checkpoint.master_flushed_offset()
+    }
+
+    /// Records the master's flushed offset and writes the checkpoint file.
+    pub fn set_master_flushed_offset(&self, offset: i64) -> crate::error::Result<()> {
+        let i = self.inner();
+        i.checkpoint.set_master_flushed_offset(offset);
+        i.checkpoint.flush()
+    }
+
     /// Store timestamp of the newest complete record: on a slave, the master's time
     /// of the newest record replicated, so that the two give the lag in time.
     pub fn last_store_timestamp(&self) -> i64 {

@@ -1,4 +1,4 @@
-//! Lookups: by commitlog offset, by key, by time.
+//! Lookups: by commitlog offset, by key, by time; a consume queue's entries.
 
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::property::{self, KEY_SEPARATOR};
@@ -7,6 +7,24 @@ use vostok_remoting::protocol::message::MessageExt;
 
 use super::MessageStore;
 use crate::result::QueryMessageResult;
+
+/// One consume-queue entry (`CqUnit`): where its message is and its tag hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueEntry {
+    /// The entry's queue offset.
+    pub queue_offset: i64,
+    pub phy_offset: i64,
+    pub size: i32,
+    pub tags_code: i64,
+}
+
+/// A consume queue's bounds and some of its entries ([`MessageStore::queue_entries`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueEntries {
+    pub min_offset: i64,
+    pub max_offset: i64,
+    pub entries: Vec<QueueEntry>,
+}
 
 impl MessageStore {
     /// The decoded record at `commit_log_offset` (which must be a record start).
@@ -73,6 +91,38 @@ impl MessageStore {
             }
         }
         out
+    }
+
+    /// Up to `count` entries of a consume queue from queue offset `from` (holes a
+    /// truncation left are skipped), with the queue's bounds; `None` when the queue
+    /// does not exist (Apache's `ConsumeQueue.iterateFrom`).
+    pub fn queue_entries(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        from: i64,
+        count: usize,
+    ) -> Option<QueueEntries> {
+        let cq = self.inner().queues.find(topic, queue_id)?;
+        let (min_offset, max_offset) = (cq.min_offset(), cq.max_offset());
+        let start = from.max(min_offset);
+        let entries = (start..max_offset)
+            .take(count)
+            .filter_map(|offset| {
+                let e = cq.entry(offset)?;
+                (!e.is_blank()).then_some(QueueEntry {
+                    queue_offset: offset,
+                    phy_offset: e.phy,
+                    size: e.size,
+                    tags_code: e.tags_code,
+                })
+            })
+            .collect();
+        Some(QueueEntries {
+            min_offset,
+            max_offset,
+            entries,
+        })
     }
 
     /// Store time of the record at a queue offset.

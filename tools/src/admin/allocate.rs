@@ -22,8 +22,6 @@ pub struct AllocateMqArgs {
     /// Consumer ids (addresses), comma-separated.
     #[arg(short = 'i', long = "ipList", value_name = "IDS")]
     pub ip_list: String,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// Java `RebalanceResult`.
@@ -32,7 +30,11 @@ struct RebalanceResult {
     result: BTreeMap<String, Vec<MessageQueue>>,
 }
 
-pub async fn allocate_mq(admin: &AdminClient, args: &AllocateMqArgs) -> Result<String, AdminError> {
+pub async fn allocate_mq(
+    admin: &AdminClient,
+    args: &AllocateMqArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
     let topic = args.topic.trim();
     let route = route(admin, topic).await?;
     let mut queues = subscribe_queues(topic, &route);
@@ -61,5 +63,5 @@ pub async fn allocate_mq(admin: &AdminClient, args: &AllocateMqArgs) -> Result<S
     // RocketMQ prints the JSON either way.
     let compact = serde_json::to_string(&rebalance)
         .map_err(|e| AdminError::Invalid(format!("cannot print JSON: {e}")))?;
-    args.output.render(&rebalance, |_| format!("{compact}\n"))
+    out.render(&rebalance, |_| format!("{compact}\n"))
 }

@@ -34,6 +34,9 @@ pub struct Cli {
     /// ACL credentials and TLS.
     #[command(flatten)]
     pub security: crate::security::SecurityArgs,
+    /// `--json`, taken by every sub-command.
+    #[command(flatten)]
+    pub output: super::output::JsonFlag,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -160,6 +163,67 @@ pub enum Command {
     /// Controller mode: make a broker of a group its master (it must be alive and,
     /// unless the controllers allow unclean elections, in the SyncStateSet).
     ElectMaster(super::controller::ElectMasterArgs),
+    /// Controller mode: each controller's effective configuration.
+    GetControllerConfig(super::controller::GetControllerConfigArgs),
+    /// Controller mode: change a key each controller reads at every election.
+    UpdateControllerConfig(super::controller::UpdateControllerConfigArgs),
+    /// Controller mode: make the controllers forget brokers of a group.
+    CleanBrokerMetadata(super::controller::CleanBrokerMetadataArgs),
+    /// Every subscription group's backlog on one broker, queue by queue.
+    BrokerConsumeStats(super::broker_stats::BrokerConsumeStatsArgs),
+    /// Change a topic's permission on its brokers (its queues stay as they are).
+    UpdateTopicPerm(super::topic_admin::UpdateTopicPermArgs),
+    /// Get, put or delete an ordered topic's queue layout in the name servers.
+    UpdateOrderConf(super::topic_admin::UpdateOrderConfArgs),
+    /// The clusters whose brokers serve a topic.
+    TopicClusterList(super::topic_admin::TopicClusterListArgs),
+    /// Copy one group's committed offsets of a topic to another group.
+    CloneGroupOffset(super::group_offset::CloneGroupOffsetArgs),
+    /// The offsets each online consumer of a group holds for a topic.
+    GetConsumerStatus(super::group_offset::GetConsumerStatusArgs),
+    /// A subscription group's settings on each broker that has it.
+    GetConsumerConfig(super::group_config::GetConsumerConfigArgs),
+    /// How a group's consumers get a topic's messages: PULL or POP.
+    SetConsumeMode(super::group_config::SetConsumeModeArgs),
+    /// Remove the consume queues of topics a broker no longer has.
+    CleanUnusedTopic(super::housekeeping::HousekeepingArgs),
+    /// Replication status: a master's slaves, or a slave's link to its master.
+    HaStatus(super::ha::HaStatusArgs),
+    /// Controller mode: each broker's epoch entries.
+    GetBrokerEpoch(super::ha::GetBrokerEpochArgs),
+    /// Record on a slave its master's flushed offset.
+    ResetMasterFlushOffset(super::ha::ResetMasterFlushOffsetArgs),
+    /// The entries of one consume queue.
+    #[command(name = "queryCq")]
+    QueryCq(super::queue::QueryCqArgs),
+    /// What a unique message id tells: the sender's address and process, and when.
+    #[command(alias = "DecodeMessageId")]
+    DecodeMessageId(super::message::DecodeMessageIdArgs),
+    /// Send messages to a broker's own topic and show each round trip.
+    SendMsgStatus(super::send::SendMsgStatusArgs),
+    /// Write a cluster's (or a broker's) topics and subscription groups to a JSON file.
+    ExportMetadata(super::export::ExportMetadataArgs),
+    /// Write a cluster's brokers' main settings and its size to a JSON file.
+    ExportConfigs(super::export::ExportClusterArgs),
+    /// Write a summary of a cluster's load to a JSON file.
+    ExportMetrics(super::export::ExportClusterArgs),
+    /// ACL 2.0: one user (without its password).
+    GetUser(super::auth_copy::GetUserArgs),
+    /// ACL 2.0: one subject's ACL.
+    GetAcl(super::auth_copy::GetAclArgs),
+    /// ACL 2.0: copy users from one broker to another.
+    CopyUser(super::auth_copy::CopyUserArgs),
+    /// ACL 2.0: copy ACLs from one broker to another.
+    CopyAcl(super::auth_copy::CopyAclArgs),
+    /// ACL 1.0: create an account of plain_acl.yml, or change the fields given.
+    UpdateAclConfig(super::plain_acl::UpdateAclConfigArgs),
+    /// ACL 1.0: delete an account.
+    #[command(alias = "deleteAccessConfig")]
+    DeleteAclConfig(super::plain_acl::DeleteAclConfigArgs),
+    /// ACL 1.0: replace the global white addresses of an ACL file.
+    UpdateGlobalWhiteAddr(super::plain_acl::UpdateGlobalWhiteAddrArgs),
+    /// ACL 1.0: the version of each ACL file of each broker.
+    ClusterAclConfigVersion(super::plain_acl::ClusterAclConfigVersionArgs),
 }
 
 #[cfg(test)]
@@ -170,6 +234,40 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn no_verb_hides_a_global_flag() {
+        // A verb's argument with the id of a global one (`access_key`, `json`, ...)
+        // would take its place on that verb's command line.
+        let cli = Cli::command();
+        let global: Vec<&str> = cli
+            .get_arguments()
+            .filter(|a| a.is_global_set())
+            .map(|a| a.get_id().as_str())
+            .collect();
+        for verb in cli.get_subcommands() {
+            for arg in verb.get_arguments() {
+                assert!(
+                    !global.contains(&arg.get_id().as_str()) || arg.is_global_set(),
+                    "{} has its own {}",
+                    verb.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+        let cli = Cli::try_parse_from([
+            "mqadmin",
+            "updateAclConfig",
+            "-b",
+            "1.2.3.4:10911",
+            "-a",
+            "account01",
+            "--access-key",
+            "admin",
+        ])
+        .unwrap();
+        assert_eq!(cli.security.access_key.as_deref(), Some("admin"));
     }
 
     #[test]

@@ -7,7 +7,10 @@ use vostok_client::AdminClient;
 use vostok_remoting::protocol::body::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
 use vostok_remoting::protocol::request_code as code;
 
+use serde::Serialize;
+
 use super::error::{during, AdminError};
+use super::output::{render_applied, Applied, JsonFlag};
 use super::table::Table;
 use super::target::{masters as brokers, Target};
 
@@ -101,9 +104,10 @@ pub async fn create_user(
     admin: &AdminClient,
     args: &UserArgs,
     update: bool,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let user = user_of(args);
-    let mut out = String::new();
+    let mut applied = Vec::new();
     for addr in brokers(admin, &args.target).await? {
         if update {
             admin
@@ -117,46 +121,64 @@ pub async fn create_user(
                 .map_err(during(code::AUTH_CREATE_USER))?;
         }
         let verb = if update { "updated" } else { "created" };
-        out.push_str(&format!("user {} {verb} on {addr}\n", args.username));
+        let line = format!("user {} {verb} on {addr}", args.username);
+        applied.push(Applied::new(addr, line));
     }
-    Ok(out)
+    render_applied(out, &applied)
 }
 
-pub async fn delete_user(admin: &AdminClient, args: &DeleteUserArgs) -> Result<String, AdminError> {
-    let mut out = String::new();
+pub async fn delete_user(
+    admin: &AdminClient,
+    args: &DeleteUserArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let mut applied = Vec::new();
     for addr in brokers(admin, &args.target).await? {
         admin
             .delete_user(&addr, &args.username)
             .await
             .map_err(during(code::AUTH_DELETE_USER))?;
-        out.push_str(&format!("user {} deleted on {addr}\n", args.username));
+        let line = format!("user {} deleted on {addr}", args.username);
+        applied.push(Applied::new(addr, line));
     }
-    Ok(out)
+    render_applied(out, &applied)
 }
 
-pub async fn list_users(admin: &AdminClient, args: &ListUserArgs) -> Result<String, AdminError> {
-    let mut table = Table::new(&["#Broker", "#Username", "#UserType", "#UserStatus"]);
+pub async fn list_users(
+    admin: &AdminClient,
+    args: &ListUserArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let mut rows = Vec::new();
     for addr in brokers(admin, &args.target).await? {
         let users = admin
             .list_users(&addr, args.filter.as_deref())
             .await
             .map_err(during(code::AUTH_LIST_USER))?;
-        for u in users {
+        rows.extend(users.into_iter().map(|user| UserRow {
+            broker_addr: addr.clone(),
+            user,
+        }));
+    }
+    out.render(&rows, |rows| {
+        let mut table = Table::new(&["#Broker", "#Username", "#UserType", "#UserStatus"]);
+        for r in rows {
             table.row(vec![
-                addr.clone(),
-                u.username.unwrap_or_default(),
-                u.user_type.unwrap_or_default(),
-                u.user_status.unwrap_or_default(),
+                r.broker_addr.clone(),
+                r.user.username.clone().unwrap_or_default(),
+                r.user.user_type.clone().unwrap_or_default(),
+                r.user.user_status.clone().unwrap_or_default(),
             ]);
         }
-    }
-    Ok(table.render())
+        table.render()
+    })
 }
 
 pub async fn create_acl(
     admin: &AdminClient,
     args: &AclArgs,
     update: bool,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     if args.resources.is_empty() || args.actions.is_empty() {
         return Err(AdminError::Invalid(
@@ -184,7 +206,7 @@ pub async fn create_acl(
             entries,
         }],
     };
-    let mut out = String::new();
+    let mut applied = Vec::new();
     for addr in brokers(admin, &args.target).await? {
         if update {
             admin
@@ -197,56 +219,117 @@ pub async fn create_acl(
                 .await
                 .map_err(during(code::AUTH_CREATE_ACL))?;
         }
-        out.push_str(&format!("acl of {} saved on {addr}\n", args.subject));
+        let line = format!("acl of {} saved on {addr}", args.subject);
+        applied.push(Applied::new(addr, line));
     }
-    Ok(out)
+    render_applied(out, &applied)
 }
 
-pub async fn delete_acl(admin: &AdminClient, args: &DeleteAclArgs) -> Result<String, AdminError> {
-    let mut out = String::new();
+pub async fn delete_acl(
+    admin: &AdminClient,
+    args: &DeleteAclArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let mut applied = Vec::new();
     for addr in brokers(admin, &args.target).await? {
         admin
             .delete_acl(&addr, &args.subject, None, args.resource.as_deref())
             .await
             .map_err(during(code::AUTH_DELETE_ACL))?;
-        out.push_str(&format!("acl of {} deleted on {addr}\n", args.subject));
+        let line = format!("acl of {} deleted on {addr}", args.subject);
+        applied.push(Applied::new(addr, line));
     }
-    Ok(out)
+    render_applied(out, &applied)
 }
 
-pub async fn list_acls(admin: &AdminClient, args: &ListAclArgs) -> Result<String, AdminError> {
-    let mut table = Table::new(&[
-        "#Broker",
-        "#Subject",
-        "#PolicyType",
-        "#Resource",
-        "#Actions",
-        "#SourceIps",
-        "#Decision",
-    ]);
+pub async fn list_acls(
+    admin: &AdminClient,
+    args: &ListAclArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let mut rows = Vec::new();
     for addr in brokers(admin, &args.target).await? {
         let acls = admin
             .list_acls(&addr, args.subject.as_deref(), args.resource.as_deref())
             .await
             .map_err(during(code::AUTH_LIST_ACL))?;
-        for acl in acls {
-            for policy in &acl.policies {
-                for e in &policy.entries {
-                    table.row(vec![
-                        addr.clone(),
-                        acl.subject.clone().unwrap_or_default(),
-                        policy
-                            .policy_type
-                            .clone()
-                            .unwrap_or_else(|| "Custom".into()),
-                        e.resource.clone(),
-                        e.actions.join(","),
-                        e.source_ips.join(","),
-                        e.decision.clone(),
-                    ]);
-                }
+        rows.extend(acl_rows(&addr, &acls));
+    }
+    out.render(&rows, |rows| acl_table(rows, true))
+}
+
+/// A user and the broker it was read from.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UserRow {
+    pub(crate) broker_addr: String,
+    #[serde(flatten)]
+    pub(crate) user: UserInfo,
+}
+
+/// One policy entry of an ACL, as `listAcl` and `getAcl` print them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AclRow {
+    broker_addr: String,
+    subject: String,
+    policy_type: String,
+    resource: String,
+    actions: Vec<String>,
+    source_ips: Vec<String>,
+    decision: String,
+}
+
+pub(crate) fn acl_rows(addr: &str, acls: &[AclInfo]) -> Vec<AclRow> {
+    let mut rows = Vec::new();
+    for acl in acls {
+        for policy in &acl.policies {
+            for e in &policy.entries {
+                rows.push(AclRow {
+                    broker_addr: addr.to_owned(),
+                    subject: acl.subject.clone().unwrap_or_default(),
+                    policy_type: policy
+                        .policy_type
+                        .clone()
+                        .unwrap_or_else(|| "Custom".into()),
+                    resource: e.resource.clone(),
+                    actions: e.actions.clone(),
+                    source_ips: e.source_ips.clone(),
+                    decision: e.decision.clone(),
+                });
             }
         }
     }
-    Ok(table.render())
+    rows
+}
+
+/// The rows as a table, with the broker column when `with_broker`.
+pub(crate) fn acl_table(rows: &[AclRow], with_broker: bool) -> String {
+    let mut header = vec![
+        "#Subject",
+        "#PolicyType",
+        "#Resource",
+        "#Actions",
+        "#SourceIp",
+        "#Decision",
+    ];
+    if with_broker {
+        header.insert(0, "#Broker");
+    }
+    let mut table = Table::new(&header);
+    for r in rows {
+        let mut cells = vec![
+            r.subject.clone(),
+            r.policy_type.clone(),
+            r.resource.clone(),
+            r.actions.join(","),
+            r.source_ips.join(","),
+            r.decision.clone(),
+        ];
+        if with_broker {
+            cells.insert(0, r.broker_addr.clone());
+        }
+        table.row(cells);
+    }
+    table.render()
 }

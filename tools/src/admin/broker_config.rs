@@ -21,8 +21,6 @@ pub struct GetBrokerConfigArgs {
     /// Every broker of this cluster, masters and slaves.
     #[arg(short = 'c', long = "clusterName", value_name = "CLUSTER")]
     pub cluster_name: Option<String>,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -47,8 +45,6 @@ pub struct UpdateBrokerConfigArgs {
     /// Its new value.
     #[arg(short = 'v', long = "value")]
     pub value: String,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// `(title, address)` of each broker to show: `-b`'s, or the cluster's masters, each
@@ -88,6 +84,7 @@ async fn brokers_of(
 pub async fn get_broker_config(
     admin: &AdminClient,
     args: &GetBrokerConfigArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let brokers = brokers_of(admin, &args.broker_addr, &args.cluster_name, true).await?;
     let mut text = String::new();
@@ -107,12 +104,13 @@ pub async fn get_broker_config(
         text.push('\n');
         all.insert(addr.clone(), config.into_iter().collect());
     }
-    args.output.render(&all, |_| text)
+    out.render(&all, |_| text)
 }
 
 pub async fn update_broker_config(
     admin: &AdminClient,
     args: &UpdateBrokerConfigArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let key = args.key.trim();
     if key.is_empty() {
@@ -136,5 +134,5 @@ pub async fn update_broker_config(
         text.push_str(&format!("update broker config success, {addr}\n"));
         updated.push(addr);
     }
-    args.output.render(&updated, |_| text)
+    out.render(&updated, |_| text)
 }

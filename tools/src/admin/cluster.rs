@@ -1,6 +1,7 @@
 //! `clusterList` and `brokerStatus`, and the cluster lookups other sub-commands share.
 
 use clap::{ArgGroup, Args};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 use vostok_client::AdminClient;
@@ -9,6 +10,7 @@ use vostok_remoting::protocol::route::ClusterInfo;
 use vostok_remoting::protocol::topic::MASTER_ID;
 
 use super::error::{during, AdminError};
+use super::output::JsonFlag;
 use super::table::Table;
 
 #[derive(Args, Debug, Clone)]
@@ -68,7 +70,7 @@ pub fn cluster_masters(
 }
 
 /// `(broker name, broker id, address)` of every broker of `cluster`.
-fn cluster_brokers(info: &ClusterInfo, cluster: &str) -> Vec<(String, i64, String)> {
+pub(crate) fn cluster_brokers(info: &ClusterInfo, cluster: &str) -> Vec<(String, i64, String)> {
     let mut out = Vec::new();
     for name in info.cluster_addr_table.get(cluster).into_iter().flatten() {
         if let Some(data) = info.broker_addr_table.get(name) {
@@ -120,23 +122,29 @@ pub fn replication_lag(
     Some((bytes, ms.max(0) as f64 / 1000.0))
 }
 
+/// One broker as `clusterList` shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterRow {
+    pub cluster_name: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    pub addr: String,
+    pub version: Option<String>,
+    pub in_tps: Option<f64>,
+    pub out_tps: Option<f64>,
+    pub role: Option<String>,
+    /// A slave's lag behind its master: bytes of commitlog and seconds.
+    pub lag_bytes: Option<i64>,
+    pub lag_secs: Option<f64>,
+}
+
 /// GET_BROKER_CLUSTER_INFO, then GET_BROKER_RUNTIME_INFO of each broker for its
 /// version, rates and role, and for each slave its lag behind the group's master
 /// (`-` for a broker that does not answer).
-pub async fn cluster_list(admin: &AdminClient) -> Result<String, AdminError> {
+pub async fn cluster_list(admin: &AdminClient, out: JsonFlag) -> Result<String, AdminError> {
     let info = cluster_info(admin).await?;
-    let mut table = Table::new(&[
-        "#Cluster Name",
-        "#Broker Name",
-        "#BID",
-        "#Addr",
-        "#Version",
-        "#InTPS",
-        "#OutTPS",
-        "#Role",
-        "#LagBytes",
-        "#LagSec",
-    ]);
+    let mut rows = Vec::new();
     for cluster in info.cluster_addr_table.keys() {
         let brokers = cluster_brokers(&info, cluster);
         let mut runtimes = Vec::with_capacity(brokers.len());
@@ -153,61 +161,95 @@ pub async fn cluster_list(admin: &AdminClient) -> Result<String, AdminError> {
                 Some(m) if *id != MASTER_ID => replication_lag(m, runtime),
                 _ => None,
             };
-            let (lag_bytes, lag_secs) = match lag {
-                Some((b, s)) => (b.to_string(), format!("{s:.3}")),
-                None => ("-".to_owned(), "-".to_owned()),
-            };
-            table.row(vec![
-                cluster.clone(),
-                name.clone(),
-                id.to_string(),
-                addr.clone(),
-                runtime
-                    .get("brokerVersionDesc")
-                    .cloned()
-                    .unwrap_or_default(),
-                first_figure(runtime, "putTps"),
-                first_figure(runtime, "getTransferedTps"),
-                runtime
-                    .get("brokerRole")
-                    .cloned()
-                    .unwrap_or_else(|| "-".to_owned()),
-                lag_bytes,
-                lag_secs,
-            ]);
+            let rate = |key: &str| first_figure(runtime, key).parse::<f64>().ok();
+            rows.push(ClusterRow {
+                cluster_name: cluster.clone(),
+                broker_name: name.clone(),
+                broker_id: *id,
+                addr: addr.clone(),
+                version: runtime.get("brokerVersionDesc").cloned(),
+                in_tps: rate("putTps"),
+                out_tps: rate("getTransferedTps"),
+                role: runtime.get("brokerRole").cloned(),
+                lag_bytes: lag.map(|(b, _)| b),
+                lag_secs: lag.map(|(_, s)| s),
+            });
         }
     }
-    Ok(table.render())
+    out.render(&rows, |rows| {
+        let mut table = Table::new(&[
+            "#Cluster Name",
+            "#Broker Name",
+            "#BID",
+            "#Addr",
+            "#Version",
+            "#InTPS",
+            "#OutTPS",
+            "#Role",
+            "#LagBytes",
+            "#LagSec",
+        ]);
+        let figure = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();
+        for r in rows {
+            table.row(vec![
+                r.cluster_name.clone(),
+                r.broker_name.clone(),
+                r.broker_id.to_string(),
+                r.addr.clone(),
+                r.version.clone().unwrap_or_default(),
+                figure(r.in_tps),
+                figure(r.out_tps),
+                r.role.clone().unwrap_or_else(|| "-".to_owned()),
+                r.lag_bytes.map_or("-".to_owned(), |b| b.to_string()),
+                r.lag_secs.map_or("-".to_owned(), |s| format!("{s:.3}")),
+            ]);
+        }
+        table.render()
+    })
 }
 
 /// GET_BROKER_RUNTIME_INFO of one broker (`key: value` lines, sorted) or of every
-/// broker of a cluster (the address in front of each line).
+/// broker of a cluster (the address in front of each line); `--json` is an object of
+/// each broker's figures by address.
 pub async fn broker_status(
     admin: &AdminClient,
     args: &BrokerStatusArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
-    let mut out = String::new();
-    if let Some(addr) = &args.broker_addr {
-        for (key, value) in runtime_info(admin, addr).await? {
-            out.push_str(&format!("{key:<32}: {value}\n"));
+    let addrs = match &args.broker_addr {
+        Some(addr) => vec![addr.clone()],
+        None => {
+            let cluster = args.cluster_name.as_deref().unwrap_or_default();
+            let info = cluster_info(admin).await?;
+            let brokers = cluster_brokers(&info, cluster);
+            if brokers.is_empty() {
+                return Err(AdminError::NotFound(format!(
+                    "cluster {cluster} has no broker (known clusters: {})",
+                    known(info.cluster_addr_table.keys())
+                )));
+            }
+            brokers.into_iter().map(|(_, _, addr)| addr).collect()
         }
-        return Ok(out);
+    };
+    let mut all = BTreeMap::new();
+    for addr in addrs {
+        let figures = runtime_info(admin, &addr).await?;
+        all.insert(addr, figures);
     }
-    let cluster = args.cluster_name.as_deref().unwrap_or_default();
-    let info = cluster_info(admin).await?;
-    let brokers = cluster_brokers(&info, cluster);
-    if brokers.is_empty() {
-        return Err(AdminError::NotFound(format!(
-            "cluster {cluster} has no broker (known clusters: {})",
-            known(info.cluster_addr_table.keys())
-        )));
-    }
-    for (_, _, addr) in brokers {
-        for (key, value) in runtime_info(admin, &addr).await? {
-            out.push_str(&format!("{addr:<24} {key:<32}: {value}\n"));
+    let one = args.broker_addr.is_some();
+    out.render(&all, |all| {
+        let mut text = String::new();
+        for (addr, figures) in all {
+            for (key, value) in figures {
+                if one {
+                    text.push_str(&format!("{key:<32}: {value}\n"));
+                } else {
+                    text.push_str(&format!("{addr:<24} {key:<32}: {value}\n"));
+                }
+            }
         }
-    }
-    Ok(out)
+        text
+    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use vostok_remoting::protocol::topic;
 
 use super::cluster::cluster_info;
 use super::error::{during, unless_answered, AdminError};
+use super::output::JsonFlag;
 use super::table::Table;
 
 #[derive(Args, Debug, Clone)]
@@ -18,8 +19,6 @@ pub struct ConsumerConnectionArgs {
     /// Consumer group.
     #[arg(short = 'g', long = "consumerGroup", value_name = "GROUP")]
     pub group: String,
-    #[command(flatten)]
-    pub output: super::output::JsonFlag,
 }
 
 /// GET_CONSUMER_CONNECTION_LIST on every master, merged: the clients, then the
@@ -28,6 +27,7 @@ pub struct ConsumerConnectionArgs {
 pub async fn consumer_connection(
     admin: &AdminClient,
     args: &ConsumerConnectionArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     topic::validate_group(&args.group).map_err(AdminError::Invalid)?;
     let info = cluster_info(admin).await?;
@@ -74,7 +74,7 @@ pub async fn consumer_connection(
             args.group
         )));
     }
-    if args.output.json {
+    if out.json {
         let (consume_type, model, from) = match kind {
             Some((t, m, f)) => (Some(t.name()), m.map(|m| m.name()), f.map(|f| f.name())),
             None => (None, None, None),
@@ -86,7 +86,7 @@ pub async fn consumer_connection(
             "messageModel": model,
             "consumeFromWhere": from,
         });
-        return args.output.render(&doc, |_| String::new());
+        return out.render(&doc, |_| String::new());
     }
     let mut out = clients.render();
     out.push_str("\nBelow is subscription:\n");

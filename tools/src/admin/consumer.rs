@@ -3,6 +3,7 @@
 //! message has waited (`#LagTime`), the group's retry queues and its DLQ count.
 
 use clap::Args;
+use serde::Serialize;
 use std::collections::BTreeSet;
 
 use vostok_client::{AdminClient, MessageQueue};
@@ -14,6 +15,7 @@ use vostok_remoting::protocol::topic;
 
 use super::cluster::cluster_info;
 use super::error::{during, unless_answered, AdminError};
+use super::output::JsonFlag;
 use super::table::Table;
 use super::topic::{broker_queues, max_offset, route};
 
@@ -34,22 +36,14 @@ pub struct ConsumerProgressArgs {
 pub async fn consumer_progress(
     admin: &AdminClient,
     args: &ConsumerProgressArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     topic::validate_group(&args.group).map_err(AdminError::Invalid)?;
     let topics = match &args.topic {
         Some(t) => [t.clone()].into(),
         None => group_topics(admin, &args.group).await?,
     };
-    let mut table = Table::new(&[
-        "#Topic",
-        "#Broker Name",
-        "#QID",
-        "#Broker Offset",
-        "#Consumer Offset",
-        "#Diff",
-        "#LagTime",
-    ]);
-    let mut diff_total = 0i64;
+    let mut rows: Vec<ProgressRow> = Vec::new();
     let mut dlq_total = 0i64;
     let mut retry_rows = Vec::new();
     for topic in &topics {
@@ -60,28 +54,23 @@ pub async fn consumer_progress(
                 &[REQUEST_CODE_NOT_SUPPORTED],
             )
             .map_err(during(VOSTOK_GET_GROUP_LAG))?;
-            let lag_time = |t: &str, q: i32| {
+            let lag_secs = |t: &str, q: i32| {
                 lag.as_ref()
                     .and_then(|l| l.queues.iter().find(|e| e.topic == t && e.queue_id == q))
-                    .map(|e| format!("{:.1}s", e.latency_ms as f64 / 1000.0))
-                    .unwrap_or_default()
+                    .map(|e| e.latency_ms as f64 / 1000.0)
             };
             if let Some(l) = &lag {
                 dlq_total = dlq_total.max(l.dlq_messages);
                 for e in l.queues.iter().filter(|e| topic::is_retry_topic(&e.topic)) {
-                    retry_rows.push(vec![
-                        e.topic.clone(),
-                        broker_name.clone(),
-                        e.queue_id.to_string(),
-                        e.broker_offset.to_string(),
-                        if e.consumer_offset >= 0 {
-                            e.consumer_offset.to_string()
-                        } else {
-                            String::new()
-                        },
-                        e.lag.to_string(),
-                        lag_time(&e.topic, e.queue_id),
-                    ]);
+                    retry_rows.push(ProgressRow {
+                        topic: e.topic.clone(),
+                        broker_name: broker_name.clone(),
+                        queue_id: e.queue_id,
+                        broker_offset: e.broker_offset,
+                        consumer_offset: (e.consumer_offset >= 0).then_some(e.consumer_offset),
+                        diff: e.lag,
+                        lag_secs: lag_secs(&e.topic, e.queue_id),
+                    });
                 }
             }
             for queue_id in 0..queues {
@@ -94,32 +83,85 @@ pub async fn consumer_progress(
                 // A queue the group never committed counts from 0, as RocketMQ's
                 // consume stats do.
                 let diff = broker_offset - consumer_offset.unwrap_or(0).max(0);
-                diff_total += diff;
-                table.row(vec![
-                    topic.clone(),
-                    broker_name.clone(),
-                    queue_id.to_string(),
-                    broker_offset.to_string(),
-                    consumer_offset.map(|o| o.to_string()).unwrap_or_default(),
-                    diff.to_string(),
-                    lag_time(topic, queue_id),
-                ]);
+                rows.push(ProgressRow {
+                    topic: topic.clone(),
+                    broker_name: broker_name.clone(),
+                    queue_id,
+                    broker_offset,
+                    consumer_offset,
+                    diff,
+                    lag_secs: lag_secs(topic, queue_id),
+                });
             }
         }
     }
+    let diff_total = rows.iter().map(|r| r.diff).sum();
     retry_rows.dedup();
-    for row in retry_rows {
-        table.row(row);
+    rows.extend(retry_rows);
+    let progress = Progress {
+        group: args.group.clone(),
+        queues: rows,
+        diff_total,
+        dlq_messages: dlq_total,
+    };
+    out.render(&progress, progress_text)
+}
+
+/// A group's progress on one queue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressRow {
+    pub topic: String,
+    pub broker_name: String,
+    pub queue_id: i32,
+    pub broker_offset: i64,
+    /// `None`: the group never committed an offset on this queue.
+    pub consumer_offset: Option<i64>,
+    pub diff: i64,
+    /// How long the oldest unconsumed message has waited (a Vostok broker only).
+    pub lag_secs: Option<f64>,
+}
+
+/// `consumerProgress` as `--json` prints it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub group: String,
+    pub queues: Vec<ProgressRow>,
+    pub diff_total: i64,
+    pub dlq_messages: i64,
+}
+
+fn progress_text(p: &Progress) -> String {
+    let mut table = Table::new(&[
+        "#Topic",
+        "#Broker Name",
+        "#QID",
+        "#Broker Offset",
+        "#Consumer Offset",
+        "#Diff",
+        "#LagTime",
+    ]);
+    for r in &p.queues {
+        table.row(vec![
+            r.topic.clone(),
+            r.broker_name.clone(),
+            r.queue_id.to_string(),
+            r.broker_offset.to_string(),
+            r.consumer_offset.map(|o| o.to_string()).unwrap_or_default(),
+            r.diff.to_string(),
+            r.lag_secs.map(|s| format!("{s:.1}s")).unwrap_or_default(),
+        ]);
     }
     let mut out = table.render();
-    out.push_str(&format!("\nDiff Total: {diff_total}\n"));
-    if dlq_total > 0 {
+    out.push_str(&format!("\nDiff Total: {}\n", p.diff_total));
+    if p.dlq_messages > 0 {
         out.push_str(&format!(
-            "DLQ: {dlq_total} messages in %DLQ%{}\n",
-            args.group
+            "DLQ: {} messages in %DLQ%{}\n",
+            p.dlq_messages, p.group
         ));
     }
-    Ok(out)
+    out
 }
 
 /// The non-retry topics of `group`, as the master brokers know them.

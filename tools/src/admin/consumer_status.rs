@@ -34,8 +34,6 @@ pub struct ConsumerStatusArgs {
     /// Ask for thread stacks (Java clients; others ignore it).
     #[arg(short = 's', long = "jstack", default_value_t = false)]
     pub jstack: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// `client id → (version, broker it is connected to)`.
@@ -162,6 +160,7 @@ fn rebalance_ok(infos: &BTreeMap<String, Value>) -> bool {
 pub async fn consumer_status(
     admin: &AdminClient,
     args: &ConsumerStatusArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let group = args.group.trim();
     let online = clients(admin, args).await?;
@@ -179,7 +178,7 @@ pub async fn consumer_status(
             .get_consumer_running_info(broker, group, id, args.jstack)
             .await
             .map_err(during(GET_CONSUMER_RUNNING_INFO))?;
-        return args.output.render(&info, format_info);
+        return out.render(&info, format_info);
     }
     let mut infos = BTreeMap::new();
     let mut text = format!(
@@ -204,5 +203,5 @@ pub async fn consumer_status(
     } else {
         text.push_str("\n\nWARN: Different subscription in the same group of consumer!!!\n");
     }
-    args.output.render(&infos, |_| text)
+    out.render(&infos, |_| text)
 }

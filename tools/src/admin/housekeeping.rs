@@ -1,12 +1,13 @@
-//! `cleanExpiredCQ` and `deleteExpiredCommitLog`: store housekeeping on request, on one
-//! broker (`-b`), the masters of a cluster (`-c`) or of every cluster. Prints
-//! `success`, or `false` when a broker refused, as RocketMQ's commands do.
+//! `cleanExpiredCQ`, `cleanUnusedTopic` and `deleteExpiredCommitLog`: store
+//! housekeeping on request, on one broker (`-b`), the masters of a cluster (`-c`) or
+//! of every cluster. Prints `success`, or `false` when a broker refused, as RocketMQ's
+//! commands do.
 
 use clap::Args;
 use serde::Serialize;
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::request_code::{
-    CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG,
+    CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG,
 };
 
 use super::cluster::{cluster_info, cluster_masters};
@@ -26,8 +27,6 @@ pub struct HousekeepingArgs {
     /// The masters of this cluster (neither flag: of every cluster).
     #[arg(short = 'c', long = "cluster", value_name = "CLUSTER")]
     pub cluster: Option<String>,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Serialize)]
@@ -54,23 +53,35 @@ async fn brokers(admin: &AdminClient, args: &HousekeepingArgs) -> Result<Vec<Str
     Ok(out)
 }
 
+/// What a housekeeping verb asks of each broker.
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    CleanExpiredCq,
+    CleanUnusedTopic,
+    DeleteExpiredCommitLog,
+}
+
 async fn run(
     admin: &AdminClient,
     args: &HousekeepingArgs,
-    clean_cq: bool,
+    task: Task,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut outcomes = Vec::new();
     for addr in brokers(admin, args).await? {
-        let answer = if clean_cq {
-            admin
+        let answer = match task {
+            Task::CleanExpiredCq => admin
                 .clean_expired_consume_queue(&addr)
                 .await
-                .map_err(during(CLEAN_EXPIRED_CONSUMEQUEUE))
-        } else {
-            admin
+                .map_err(during(CLEAN_EXPIRED_CONSUMEQUEUE)),
+            Task::CleanUnusedTopic => admin
+                .clean_unused_topic(&addr)
+                .await
+                .map_err(during(CLEAN_UNUSED_TOPIC)),
+            Task::DeleteExpiredCommitLog => admin
                 .delete_expired_commit_log(&addr)
                 .await
-                .map_err(during(DELETE_EXPIRED_COMMITLOG))
+                .map_err(during(DELETE_EXPIRED_COMMITLOG)),
         };
         outcomes.push(Outcome {
             broker: addr,
@@ -79,7 +90,7 @@ async fn run(
         });
     }
     let all_ok = outcomes.iter().all(|o| o.ok);
-    args.output.render(&outcomes, |_| {
+    out.render(&outcomes, |_| {
         if all_ok { "success\n" } else { "false\n" }.to_owned()
     })
 }
@@ -87,13 +98,23 @@ async fn run(
 pub async fn clean_expired_cq(
     admin: &AdminClient,
     args: &HousekeepingArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
-    run(admin, args, true).await
+    run(admin, args, Task::CleanExpiredCq, out).await
+}
+
+pub async fn clean_unused_topic(
+    admin: &AdminClient,
+    args: &HousekeepingArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    run(admin, args, Task::CleanUnusedTopic, out).await
 }
 
 pub async fn delete_expired_commit_log(
     admin: &AdminClient,
     args: &HousekeepingArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
-    run(admin, args, false).await
+    run(admin, args, Task::DeleteExpiredCommitLog, out).await
 }

@@ -1,16 +1,19 @@
 //! `queryMsgByKey` and `queryMsgById`: messages found through a broker's index or by
-//! commitlog offset, through the SDK's admin layer.
+//! commitlog offset, through the SDK's admin layer; `decodeMessageId`: what a unique
+//! message id tells without asking anyone.
 
 use clap::Args;
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
-use vostok_remoting::protocol::message::id::decode_offset_msg_id;
+use vostok_remoting::protocol::message::id::{decode_offset_msg_id, decode_uniq_id};
 use vostok_remoting::protocol::message::property::{KEYS, KEY_SEPARATOR};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::request_code::{QUERY_MESSAGE, VIEW_MESSAGE_BY_ID};
 
 use super::error::{during, AdminError};
+use super::output::JsonFlag;
+use super::read::MessageJson;
 use super::table::format_millis;
 use super::topic::route;
 
@@ -48,6 +51,40 @@ pub struct QueryMsgByIdArgs {
     pub topic: Option<String>,
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct DecodeMessageIdArgs {
+    /// Unique message id (the msgId a send returns).
+    #[arg(short = 'i', long = "messageId", value_name = "ID")]
+    pub msg_id: String,
+}
+
+/// The client address, process id and time a unique id holds (Apache's
+/// `DecodeMessageId` prints the first and the last).
+pub async fn decode_message_id(
+    _admin: &AdminClient,
+    args: &DecodeMessageIdArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let id = args.msg_id.trim();
+    let info = decode_uniq_id(id, vostok_remoting::support::time::now_millis())
+        .map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let doc = serde_json::json!({
+        "msgId": id,
+        "ip": info.ip.to_string(),
+        "pid": info.pid,
+        "timestamp": info.nearly_time_ms,
+        "date": format_millis(info.nearly_time_ms),
+    });
+    out.render(&doc, |_| {
+        format!(
+            "ip={}\npid={}\ndate={}\n",
+            info.ip,
+            info.pid,
+            format_millis(info.nearly_time_ms)
+        )
+    })
+}
+
 /// Answers from several brokers arrive in broker order; show them by store time, then
 /// commitlog offset.
 fn sort(messages: &mut [MessageExt]) {
@@ -59,6 +96,7 @@ fn sort(messages: &mut [MessageExt]) {
 pub async fn query_msg_by_key(
     admin: &AdminClient,
     args: &QueryMsgByKeyArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let header = QueryMessageRequestHeader {
         topic: args.topic.clone(),
@@ -80,7 +118,7 @@ pub async fn query_msg_by_key(
         )));
     }
     sort(&mut found);
-    Ok(describe_all(&found))
+    render_messages(out, &found)
 }
 
 /// VIEW_MESSAGE_BY_ID to the store host of each offset message id. Unique keys have
@@ -90,6 +128,7 @@ pub async fn query_msg_by_key(
 pub async fn query_msg_by_id(
     admin: &AdminClient,
     args: &QueryMsgByIdArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut found = Vec::new();
     for id in args
@@ -138,7 +177,13 @@ pub async fn query_msg_by_id(
     if found.is_empty() {
         return Err(AdminError::Invalid("-i holds no message id".into()));
     }
-    Ok(describe_all(&found))
+    render_messages(out, &found)
+}
+
+/// The messages as RocketMQ's `Name: value` records, or a JSON array.
+fn render_messages(out: JsonFlag, messages: &[MessageExt]) -> Result<String, AdminError> {
+    let json: Vec<MessageJson> = messages.iter().map(MessageJson::from).collect();
+    out.render(&json, |_| describe_all(messages))
 }
 
 /// QUERY_MESSAGE by unique key (`UNIQ_KEY`) to the brokers of `topic`.

@@ -16,10 +16,7 @@ use super::error::{during, AdminError};
 use super::output::JsonFlag;
 
 #[derive(Args, Debug, Clone)]
-pub struct GetNamesrvConfigArgs {
-    #[command(flatten)]
-    pub output: JsonFlag,
-}
+pub struct GetNamesrvConfigArgs {}
 
 #[derive(Args, Debug, Clone)]
 pub struct UpdateNamesrvConfigArgs {
@@ -29,8 +26,6 @@ pub struct UpdateNamesrvConfigArgs {
     /// Its new value.
     #[arg(short = 'v', long = "value")]
     pub value: String,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -44,8 +39,6 @@ pub struct UpdateKvConfigArgs {
     /// Value.
     #[arg(short = 'v', long = "value")]
     pub value: String,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -56,8 +49,6 @@ pub struct DeleteKvConfigArgs {
     /// Key.
     #[arg(short = 'k', long = "key")]
     pub key: String,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -65,8 +56,6 @@ pub struct WritePermArgs {
     /// Broker name (all its brokers, master and slaves).
     #[arg(short = 'b', long = "brokerName", value_name = "NAME")]
     pub broker_name: String,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// What a verb did on one name server.
@@ -83,7 +72,8 @@ struct Outcome {
 
 pub async fn get_namesrv_config(
     admin: &AdminClient,
-    args: &GetNamesrvConfigArgs,
+    _args: &GetNamesrvConfigArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut text = String::new();
     let mut all: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
@@ -98,12 +88,13 @@ pub async fn get_namesrv_config(
         }
         all.insert(addr.clone(), config.into_iter().collect());
     }
-    args.output.render(&all, |_| text)
+    out.render(&all, |_| text)
 }
 
 pub async fn update_namesrv_config(
     admin: &AdminClient,
     args: &UpdateNamesrvConfigArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let key = args.key.trim();
     let value = args.value.trim();
@@ -122,7 +113,7 @@ pub async fn update_namesrv_config(
         "update name server config success!{}\n{key} : {value}\n",
         java_list(&servers)
     );
-    args.output.render(&servers, |_| text)
+    out.render(&servers, |_| text)
 }
 
 /// Java's `List.toString`: `[a, b]`.
@@ -133,13 +124,14 @@ fn java_list(items: &[String]) -> String {
 pub async fn update_kv_config(
     admin: &AdminClient,
     args: &UpdateKvConfigArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     admin
         .create_and_update_kv_config(args.namespace.trim(), args.key.trim(), args.value.trim())
         .await
         .map_err(during(PUT_KV_CONFIG))?;
     let servers = admin.namesrv_addrs().to_vec();
-    args.output.render(&servers, |_| {
+    out.render(&servers, |_| {
         "create or update kv config to namespace success.\n".to_owned()
     })
 }
@@ -147,13 +139,14 @@ pub async fn update_kv_config(
 pub async fn delete_kv_config(
     admin: &AdminClient,
     args: &DeleteKvConfigArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     admin
         .delete_kv_config(args.namespace.trim(), args.key.trim())
         .await
         .map_err(during(DELETE_KV_CONFIG))?;
     let servers = admin.namesrv_addrs().to_vec();
-    args.output.render(&servers, |_| {
+    out.render(&servers, |_| {
         "delete kv config from namespace success.\n".to_owned()
     })
 }
@@ -165,6 +158,7 @@ pub async fn write_perm(
     admin: &AdminClient,
     args: &WritePermArgs,
     add: bool,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let name = args.broker_name.trim();
     let (verb, code) = if add {
@@ -213,5 +207,5 @@ pub async fn write_perm(
             .join("; ");
         return Err(AdminError::NotFound(why));
     }
-    args.output.render(&outcomes, |_| text)
+    out.render(&outcomes, |_| text)
 }

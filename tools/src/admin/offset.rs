@@ -33,8 +33,6 @@ pub struct ResetOffsetByTimeArgs {
     /// Also move offsets forward (else only back).
     #[arg(short = 'f', long = "force", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub force: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -48,8 +46,6 @@ pub struct SkipAccumulatedMessageArgs {
     /// Also move offsets forward (else only back).
     #[arg(short = 'f', long = "force", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub force: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// One queue after the reset.
@@ -163,6 +159,7 @@ fn table(rows: &[QueueReset]) -> String {
 pub async fn reset_offset_by_time(
     admin: &AdminClient,
     args: &ResetOffsetByTimeArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let raw = args.timestamp.trim();
     let timestamp = if raw == "now" {
@@ -172,7 +169,7 @@ pub async fn reset_offset_by_time(
     };
     let (group, topic) = (args.group.trim(), args.topic.trim());
     let rows = reset(admin, group, topic, timestamp, args.force).await?;
-    args.output.render(&rows, |rows| {
+    out.render(&rows, |rows| {
         format!(
             "start reset consumer offset by specified, group[{group}], topic[{topic}], force[{}], \
              timestamp(string)[{raw}], timestamp(long)[{timestamp}]\n{}",
@@ -185,7 +182,8 @@ pub async fn reset_offset_by_time(
 pub async fn skip_accumulated_message(
     admin: &AdminClient,
     args: &SkipAccumulatedMessageArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let rows = reset(admin, args.group.trim(), args.topic.trim(), -1, args.force).await?;
-    args.output.render(&rows, |rows| table(rows))
+    out.render(&rows, |rows| table(rows))
 }

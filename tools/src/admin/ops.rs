@@ -14,6 +14,7 @@ use vostok_remoting::protocol::request_code::{
 
 use super::cluster::cluster_info;
 use super::error::{during, AdminError};
+use super::output::JsonFlag;
 use super::table::{format_millis, Table};
 use super::topic::route;
 
@@ -32,9 +33,6 @@ pub struct MessageStatusArgs {
     /// One of the message's keys.
     #[arg(short = 'k', long = "msgKey", value_name = "KEY")]
     pub key: Option<String>,
-    /// Print the brokers' answers as JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -50,8 +48,6 @@ pub struct BrowseMessageArgs {
     /// Most messages per broker.
     #[arg(short = 'c', long = "count", default_value_t = 32)]
     pub count: i32,
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -78,10 +74,7 @@ pub struct ResendDlqMessageArgs {
 }
 
 #[derive(Args, Debug, Clone)]
-pub struct ConnectedClientsArgs {
-    #[arg(long)]
-    pub json: bool,
-}
+pub struct ConnectedClientsArgs {}
 
 /// `(broker name, master address)` of the brokers hosting `topic`.
 async fn topic_masters(
@@ -106,14 +99,11 @@ async fn all_masters(admin: &AdminClient) -> Result<Vec<(String, String)>, Admin
         .collect())
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
-}
-
 /// `messageStatus`.
 pub async fn message_status(
     admin: &AdminClient,
     a: &MessageStatusArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut answers = Vec::new();
     for (_, addr) in topic_masters(admin, &a.topic).await? {
@@ -123,15 +113,15 @@ pub async fn message_status(
             .map_err(during(VOSTOK_MESSAGE_STATUS))?;
         answers.push(body);
     }
-    if a.json {
-        return Ok(to_json(&answers));
+    if out.json {
+        return out.render(&answers, |_| String::new());
     }
-    let mut out = String::new();
+    let mut text = String::new();
     let mut found = 0;
     for answer in &answers {
         for m in &answer.messages {
             found += 1;
-            out.push_str(&status_text(&answer.broker_name, m));
+            text.push_str(&status_text(&answer.broker_name, m));
         }
     }
     if found == 0 {
@@ -142,12 +132,12 @@ pub async fn message_status(
         )));
     }
     if let Some(answer) = answers.first() {
-        out.push_str("\nWhat the broker cannot know:\n");
+        text.push_str("\nWhat the broker cannot know:\n");
         for u in &answer.unknowable {
-            out.push_str(&format!("  - {u}\n"));
+            text.push_str(&format!("  - {u}\n"));
         }
     }
-    Ok(out)
+    Ok(text)
 }
 
 fn status_text(broker: &str, m: &MessageStatus) -> String {
@@ -200,6 +190,7 @@ fn status_text(broker: &str, m: &MessageStatus) -> String {
 pub async fn browse_message(
     admin: &AdminClient,
     a: &BrowseMessageArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut all: Vec<(String, BrowsedMessage)> = Vec::new();
     for (name, addr) in topic_masters(admin, &a.topic).await? {
@@ -215,9 +206,9 @@ pub async fn browse_message(
             .map_err(during(VOSTOK_BROWSE_MESSAGES))?;
         all.extend(body.messages.into_iter().map(|m| (name.clone(), m)));
     }
-    if a.json {
+    if out.json {
         let list: Vec<&BrowsedMessage> = all.iter().map(|(_, m)| m).collect();
-        return Ok(to_json(&list));
+        return out.render(&list, |_| String::new());
     }
     let mut t = Table::new(&[
         "#Broker",
@@ -248,6 +239,7 @@ pub async fn browse_message(
 pub async fn remove_message(
     admin: &AdminClient,
     a: &RemoveMessageArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let masters = topic_masters(admin, &a.topic).await?;
     let target = match &a.broker_name {
@@ -267,25 +259,28 @@ pub async fn remove_message(
         .remove_message(addr, &a.topic, a.queue_id, a.offset)
         .await
         .map_err(during(VOSTOK_REMOVE_MESSAGE))?;
-    Ok(format!(
+    let text = format!(
         "removed {} from {name}: topic {}, queue {}, offset {}\n",
         r.msg_id, r.topic, r.queue_id, r.queue_offset
-    ))
+    );
+    out.render(&r, |_| text)
 }
 
 /// `resendDlqMessage`: tries each master until one holds the message.
 pub async fn resend_dlq_message(
     admin: &AdminClient,
     a: &ResendDlqMessageArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut last = None;
     for (name, addr) in all_masters(admin).await? {
         match admin.resend_dlq_message(&addr, &a.group, &a.msg_id).await {
             Ok(r) => {
-                return Ok(format!(
+                let text = format!(
                     "resent from {name}: now {} in topic {}, queue {}, offset {}\n",
                     r.msg_id, r.topic, r.queue_id, r.queue_offset
-                ))
+                );
+                return out.render(&r, |_| text);
             }
             Err(e) => last = Some(e),
         }
@@ -299,7 +294,8 @@ pub async fn resend_dlq_message(
 /// `connectedClients`: every application connected to a master.
 pub async fn connected_clients(
     admin: &AdminClient,
-    a: &ConnectedClientsArgs,
+    _args: &ConnectedClientsArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut t = Table::new(&[
         "#Broker",
@@ -333,8 +329,5 @@ pub async fn connected_clients(
             all.push(c);
         }
     }
-    if a.json {
-        return Ok(to_json(&all));
-    }
-    Ok(t.render())
+    out.render(&all, |_| t.render())
 }

@@ -6,11 +6,12 @@ use serde::Serialize;
 
 use super::error::AdminError;
 
-/// `--json`: print one JSON document instead of text.
+/// `--json`: print one JSON document instead of text. Global: every sub-command takes
+/// it, before or after its name.
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub struct JsonFlag {
     /// Print one JSON document instead of text.
-    #[arg(long = "json")]
+    #[arg(long = "json", global = true)]
     pub json: bool,
 }
 
@@ -30,6 +31,30 @@ impl JsonFlag {
             Ok(text(value))
         }
     }
+}
+
+/// What a verb that changes something did on one server: its address and the line
+/// the text output prints for it. `--json` of such verbs is an array of these.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    pub addr: String,
+    pub result: String,
+}
+
+impl Applied {
+    pub fn new(addr: impl Into<String>, result: impl Into<String>) -> Self {
+        Applied {
+            addr: addr.into(),
+            result: result.into(),
+        }
+    }
+}
+
+/// `applied` as JSON with `--json`, else each result on its line.
+pub fn render_applied(out: JsonFlag, applied: &[Applied]) -> Result<String, AdminError> {
+    out.render(&applied, |applied| {
+        applied.iter().map(|a| format!("{}\n", a.result)).collect()
+    })
 }
 
 /// Milliseconds since the epoch as `yyyy-MM-dd HH:mm:ss` (UTC), the layout of

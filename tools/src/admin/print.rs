@@ -72,8 +72,6 @@ pub struct PrintMsgArgs {
         value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set
     )]
     pub print_body: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// Reads `[min, max)` of a queue 32 at a time, RocketMQ's loop: the messages, and the
@@ -105,7 +103,11 @@ async fn read_queue(
     Ok(out)
 }
 
-pub async fn print_msg(admin: &AdminClient, args: &PrintMsgArgs) -> Result<String, AdminError> {
+pub async fn print_msg(
+    admin: &AdminClient,
+    args: &PrintMsgArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
     let topic = args.topic.trim();
     let route = route(admin, topic).await?;
     let mut text = String::new();
@@ -157,7 +159,7 @@ pub async fn print_msg(admin: &AdminClient, args: &PrintMsgArgs) -> Result<Strin
             all.extend(msgs.iter().map(MessageJson::from));
         }
     }
-    args.output.render(&all, |_| text)
+    out.render(&all, |_| text)
 }
 
 #[derive(Args, Debug, Clone)]
@@ -201,8 +203,6 @@ pub struct PrintMsgByQueueArgs {
         value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set
     )]
     pub calculate: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Serialize)]
@@ -215,6 +215,7 @@ struct QueueContents {
 pub async fn print_msg_by_queue(
     admin: &AdminClient,
     args: &PrintMsgByQueueArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let topic = args.topic.trim();
     let broker = args.broker_name.trim();
@@ -259,7 +260,7 @@ pub async fn print_msg_by_queue(
         messages: msgs.iter().map(MessageJson::from).collect(),
         tags,
     };
-    args.output.render(&contents, |_| text)
+    out.render(&contents, |_| text)
 }
 
 #[derive(Args, Debug, Clone)]
@@ -298,13 +299,12 @@ pub struct ConsumeMessageArgs {
         default_value_t = 128
     )]
     pub count: i64,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 pub async fn consume_message(
     admin: &AdminClient,
     args: &ConsumeMessageArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     if args.count <= 0 {
         return Err(AdminError::Invalid("-c must be positive".into()));
@@ -373,5 +373,5 @@ pub async fn consume_message(
         }
         all.extend(msgs.iter().map(MessageJson::from));
     }
-    args.output.render(&all, |_| text)
+    out.render(&all, |_| text)
 }

@@ -22,13 +22,12 @@ pub struct ProducerConnectionArgs {
     /// A topic the group sends to (its route names the brokers to ask).
     #[arg(short = 't', long = "topic")]
     pub topic: String,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 pub async fn producer_connection(
     admin: &AdminClient,
     args: &ProducerConnectionArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let route = route(admin, args.topic.trim()).await?;
     let mut clients: BTreeMap<String, Connection> = BTreeMap::new();
@@ -55,7 +54,7 @@ pub async fn producer_connection(
         )));
     }
     let clients: Vec<Connection> = clients.into_values().collect();
-    args.output.render(&clients, |clients| {
+    out.render(&clients, |clients| {
         clients
             .iter()
             .enumerate()

@@ -196,13 +196,12 @@ pub struct QueryMsgByOffsetArgs {
     /// Queue offset.
     #[arg(short = 'o', long = "offset")]
     pub offset: i64,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 pub async fn query_msg_by_offset(
     admin: &AdminClient,
     args: &QueryMsgByOffsetArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let topic = args.topic.trim();
     let addr = broker_addr(admin, topic, args.broker_name.trim()).await?;
@@ -216,7 +215,7 @@ pub async fn query_msg_by_offset(
             status_name(result.status)
         )));
     };
-    args.output.render(&MessageJson::from(m), |_| describe(m))
+    out.render(&MessageJson::from(m), |_| describe(m))
 }
 
 #[derive(Args, Debug, Clone)]
@@ -231,13 +230,12 @@ pub struct QueryMsgByUniqueKeyArgs {
     /// first.
     #[arg(short = 'a', long = "showAll", default_value_t = false)]
     pub show_all: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 pub async fn query_msg_by_unique_key(
     admin: &AdminClient,
     args: &QueryMsgByUniqueKeyArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut found = query_unique_key(admin, args.topic.trim(), args.msg_id.trim()).await?;
     found.sort_by_key(|m| (m.store_timestamp, m.commit_log_offset));
@@ -251,7 +249,7 @@ pub async fn query_msg_by_unique_key(
         found.truncate(1);
     }
     let json: Vec<MessageJson> = found.iter().map(MessageJson::from).collect();
-    args.output.render(&json, |_| {
+    out.render(&json, |_| {
         found.iter().map(describe).collect::<Vec<_>>().join("\n")
     })
 }

@@ -1,4 +1,5 @@
 //! The verbs that send: `sendMessage` (one message, optionally to one queue),
+//! `sendMsgStatus` (sends to one broker's own topic, each with its result),
 //! `checkMsgSendRT` (round trips to each queue of a topic) and `clusterRT` (round trips
 //! to each broker of a cluster, through the broker-name topic), with a producer built
 //! from the admin client's name servers and credentials.
@@ -45,8 +46,6 @@ pub struct SendMessageArgs {
         value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set
     )]
     pub msg_trace_enable: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -60,8 +59,6 @@ pub struct CheckMsgSendRtArgs {
     /// Body size in bytes.
     #[arg(short = 's', long = "size", default_value_t = 128)]
     pub size: usize,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -92,8 +89,6 @@ pub struct ClusterRtArgs {
     /// with --json).
     #[arg(long = "rounds", default_value_t = 0)]
     pub rounds: u64,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// A producer in `group` on the admin client's name servers and credentials.
@@ -117,6 +112,25 @@ async fn producer(admin: &AdminClient, group: &str, trace: bool) -> Result<Produ
     Ok(producer)
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct SendMsgStatusArgs {
+    /// The broker name: the sends go to its own topic (every broker serves a topic
+    /// named after it).
+    #[arg(short = 'b', long = "brokerName", value_name = "NAME")]
+    pub broker_name: String,
+    /// Body size in bytes.
+    #[arg(
+        short = 's',
+        long = "messageSize",
+        value_name = "BYTES",
+        default_value_t = 128
+    )]
+    pub size: usize,
+    /// Number of sends.
+    #[arg(short = 'c', long = "count", default_value_t = 50)]
+    pub count: u32,
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Sent {
@@ -135,6 +149,7 @@ fn row4(a: &str, b: &str, c: &str, d: &str) -> String {
 pub async fn send_message(
     admin: &AdminClient,
     args: &SendMessageArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let mut msg = Message::new(args.topic.trim(), args.body.trim().as_bytes().to_vec());
     if let Some(tags) = &args.tags {
@@ -161,7 +176,7 @@ pub async fn send_message(
         offset_msg_id: result.offset_msg_id.clone(),
         queue_offset: result.queue_offset,
     };
-    args.output.render(&sent, |s| {
+    out.render(&sent, |s| {
         row4("#Broker Name", "#QID", "#Send Result", "#MsgId")
             + &row4(
                 &s.broker_name,
@@ -169,6 +184,82 @@ pub async fn send_message(
                 &s.send_status,
                 &s.msg_id,
             )
+    })
+}
+
+/// One send of `sendMsgStatus`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusSend {
+    rt_ms: u128,
+    #[serde(flatten)]
+    sent: Sent,
+}
+
+/// A send to warm the route up, then `-c` sends to the broker's own topic, each with
+/// its round trip and result (`rt=...ms, SendResult [...]`, as RocketMQ prints them).
+pub async fn send_msg_status(
+    admin: &AdminClient,
+    args: &SendMsgStatusArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let topic = args.broker_name.trim().to_owned();
+    let producer = producer(admin, "PID_SMSC", false).await?;
+    let body = |size: usize| -> Vec<u8> {
+        b"hello jodie"
+            .iter()
+            .copied()
+            .cycle()
+            .take(size.max(1))
+            .collect()
+    };
+    let mut sends = Vec::new();
+    let mut failure = None;
+    if let Err(e) = producer.send(Message::new(&topic, body(16))).await {
+        failure = Some(e);
+    }
+    for _ in 0..args.count {
+        if failure.is_some() {
+            break;
+        }
+        let started = Instant::now();
+        match producer.send(Message::new(&topic, body(args.size))).await {
+            Ok(r) => sends.push(StatusSend {
+                rt_ms: started.elapsed().as_millis(),
+                sent: Sent {
+                    broker_name: r.message_queue.broker_name.clone(),
+                    queue_id: r.message_queue.queue_id,
+                    send_status: r.send_status.name().to_owned(),
+                    msg_id: r.msg_id.clone(),
+                    offset_msg_id: r.offset_msg_id.clone(),
+                    queue_offset: r.queue_offset,
+                },
+            }),
+            Err(e) => failure = Some(e),
+        }
+    }
+    producer.shutdown().await;
+    if let Some(e) = failure {
+        return Err(AdminError::Invalid(format!(
+            "send to topic {topic} (the broker's own) failed: {e}"
+        )));
+    }
+    out.render(&sends, |sends| {
+        sends
+            .iter()
+            .map(|s| {
+                format!(
+                    "rt={}ms, SendResult [sendStatus={}, msgId={}, offsetMsgId={}, messageQueue=MessageQueue [topic={topic}, brokerName={}, queueId={}], queueOffset={}]\n",
+                    s.rt_ms,
+                    s.sent.send_status,
+                    s.sent.msg_id,
+                    s.sent.offset_msg_id,
+                    s.sent.broker_name,
+                    s.sent.queue_id,
+                    s.sent.queue_offset
+                )
+            })
+            .collect()
     })
 }
 
@@ -200,6 +291,7 @@ fn avg_after_first(rts: &[u128]) -> f64 {
 pub async fn check_msg_send_rt(
     admin: &AdminClient,
     args: &CheckMsgSendRtArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let topic = args.topic.trim();
     let group = format!("CheckMsgSendRT_{}", std::process::id());
@@ -235,7 +327,7 @@ pub async fn check_msg_send_rt(
         avg_rt_ms: avg_after_first(&rts),
         sends,
     };
-    args.output.render(&report, |r| {
+    out.render(&report, |r| {
         let mut out = row4("#Broker Name", "#QID", "#Send Result", "#RT");
         for s in &r.sends {
             out.push_str(&row4(
@@ -260,7 +352,11 @@ struct BrokerRt {
     fail_count: u32,
 }
 
-pub async fn cluster_rt(admin: &AdminClient, args: &ClusterRtArgs) -> Result<String, AdminError> {
+pub async fn cluster_rt(
+    admin: &AdminClient,
+    args: &ClusterRtArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
     let info = cluster_info(admin).await?;
     let clusters: Vec<(String, Vec<String>)> = match &args.cluster {
         Some(c) => {
@@ -326,15 +422,15 @@ pub async fn cluster_rt(admin: &AdminClient, args: &ClusterRtArgs) -> Result<Str
             }
         }
         // With --json an unbounded run would never print: it runs one round.
-        if (args.rounds != 0 && round >= args.rounds) || (args.rounds == 0 && args.output.json) {
+        if (args.rounds != 0 && round >= args.rounds) || (args.rounds == 0 && out.json) {
             break;
         }
-        if !args.output.json {
+        if !out.json {
             // Unbounded runs print each round as it ends.
             print!("{}", std::mem::take(&mut text));
         }
         tokio::time::sleep(std::time::Duration::from_secs(args.interval)).await;
     }
     producer.shutdown().await;
-    args.output.render(&rows, |_| text)
+    out.render(&rows, |_| text)
 }

@@ -30,8 +30,6 @@ pub struct StatsAllArgs {
     /// Only this topic.
     #[arg(short = 't', long = "topic")]
     pub topic: Option<String>,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// One row: a topic and one of its groups (or none).
@@ -173,7 +171,11 @@ fn text(rows: &[StatsRow]) -> String {
     out
 }
 
-pub async fn stats_all(admin: &AdminClient, args: &StatsAllArgs) -> Result<String, AdminError> {
+pub async fn stats_all(
+    admin: &AdminClient,
+    args: &StatsAllArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
     let topics = admin
         .fetch_all_topic_list()
         .await
@@ -198,5 +200,5 @@ pub async fn stats_all(admin: &AdminClient, args: &StatsAllArgs) -> Result<Strin
     if args.active_topic {
         rows.retain(active);
     }
-    args.output.render(&rows, |rows| text(rows))
+    out.render(&rows, |rows| text(rows))
 }

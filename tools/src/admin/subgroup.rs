@@ -53,8 +53,6 @@ pub struct UpdateSubGroupArgs {
     /// Group attributes, `+key=value,+key2=value2`.
     #[arg(long = "attributes", value_name = "ATTRS")]
     pub attributes: Option<String>,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -71,8 +69,6 @@ pub struct DeleteSubGroupArgs {
         value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set
     )]
     pub remove_offset: bool,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 #[derive(Serialize)]
@@ -137,6 +133,7 @@ fn config_of(args: &UpdateSubGroupArgs) -> Result<SubscriptionGroupConfig, Admin
 pub async fn update_sub_group(
     admin: &AdminClient,
     args: &UpdateSubGroupArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     topic::validate_group(args.group.trim()).map_err(AdminError::Invalid)?;
     let config = config_of(args)?;
@@ -150,7 +147,7 @@ pub async fn update_sub_group(
         text.push_str(&format!("create subscription group to {addr} success.\n"));
     }
     text.push_str(&format!("{config}\n"));
-    args.output.render(
+    out.render(
         &Updated {
             brokers: &brokers,
             config: &config,
@@ -162,6 +159,7 @@ pub async fn update_sub_group(
 pub async fn delete_sub_group(
     admin: &AdminClient,
     args: &DeleteSubGroupArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let group = args.group.trim();
     let brokers = masters(admin, &args.target).await?;
@@ -189,5 +187,5 @@ pub async fn delete_sub_group(
             let _ = admin.delete_topic_in_namesrv(&t, Some(cluster)).await;
         }
     }
-    args.output.render(&brokers, |_| text)
+    out.render(&brokers, |_| text)
 }

@@ -13,7 +13,10 @@ use vostok_remoting::protocol::route::TopicRouteData;
 use vostok_remoting::protocol::topic::{self, perm};
 
 use super::cluster::{cluster_info, cluster_masters};
+use serde::Serialize;
+
 use super::error::{during, unless_answered, AdminError};
+use super::output::{render_applied, Applied, JsonFlag};
 use super::table::{format_millis, Table};
 
 #[derive(Args, Debug, Clone)]
@@ -92,26 +95,31 @@ pub async fn max_offset(
 }
 
 /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER: one topic a line, sorted.
-pub async fn topic_list(admin: &AdminClient) -> Result<String, AdminError> {
+pub async fn topic_list(admin: &AdminClient, out: JsonFlag) -> Result<String, AdminError> {
     let list = admin
         .fetch_all_topic_list()
         .await
         .map_err(during(GET_ALL_TOPIC_LIST_FROM_NAMESERVER))?;
-    Ok(list.topic_list.iter().map(|t| format!("{t}\n")).collect())
+    out.render(&list, |list| {
+        list.topic_list.iter().map(|t| format!("{t}\n")).collect()
+    })
 }
 
-/// GET_ROUTEINFO_BY_TOPIC as pretty JSON.
-pub async fn topic_route(admin: &AdminClient, topic: &str) -> Result<String, AdminError> {
+/// GET_ROUTEINFO_BY_TOPIC as pretty JSON, with or without `--json`.
+pub async fn topic_route(
+    admin: &AdminClient,
+    topic: &str,
+    _out: JsonFlag,
+) -> Result<String, AdminError> {
     let route = route(admin, topic).await?;
-    // Plain data with string and integer map keys always serialises.
-    let text = serde_json::to_string_pretty(&route).expect("a route serialises");
-    Ok(text + "\n")
+    JsonFlag { json: true }.render(&route, |_| String::new())
 }
 
 /// UPDATE_AND_CREATE_TOPIC to one broker (`-b`) or every master of a cluster (`-c`).
 pub async fn update_topic(
     admin: &AdminClient,
     args: &UpdateTopicArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     topic::validate_topic(&args.topic).map_err(AdminError::Invalid)?;
     for (flag, n) in [("-r", args.read_queue_nums), ("-w", args.write_queue_nums)] {
@@ -165,15 +173,21 @@ pub async fn update_topic(
         attributes,
         ..TopicConfig::new(args.topic.clone(), 1)
     };
-    let mut out = String::new();
+    let mut applied = Vec::new();
     for addr in targets {
         admin
             .create_and_update_topic_config(&addr, &config)
             .await
             .map_err(during(UPDATE_AND_CREATE_TOPIC))?;
-        out.push_str(&format!("create topic to {addr} success.\n"));
+        let line = format!("create topic to {addr} success.");
+        applied.push(Applied::new(addr, line));
     }
-    out.push_str(&format!(
+    if out.json {
+        let doc = serde_json::json!({ "topicConfig": config, "brokers": applied });
+        return out.render(&doc, |_| String::new());
+    }
+    let mut text: String = applied.iter().map(|a| format!("{}\n", a.result)).collect();
+    text.push_str(&format!(
         "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicFilterType={}]\n",
         config.topic_name,
         config.read_queue_nums,
@@ -181,7 +195,7 @@ pub async fn update_topic(
         perm::to_text(config.perm),
         config.topic_filter_type
     ));
-    Ok(out)
+    Ok(text)
 }
 
 /// DELETE_TOPIC_IN_BROKER on every master of the cluster, then DELETE_TOPIC_IN_NAMESRV
@@ -189,6 +203,7 @@ pub async fn update_topic(
 pub async fn delete_topic(
     admin: &AdminClient,
     args: &DeleteTopicArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let info = cluster_info(admin).await?;
     let masters = cluster_masters(&info, &args.cluster_name)?;
@@ -198,32 +213,45 @@ pub async fn delete_topic(
             .await
             .map_err(during(DELETE_TOPIC_IN_BROKER))?;
     }
-    let mut out = format!(
-        "delete topic [{}] from cluster [{}] success.\n",
-        args.topic, args.cluster_name
-    );
+    let mut applied: Vec<Applied> = masters
+        .iter()
+        .map(|(_, addr)| {
+            let line = format!(
+                "delete topic [{}] from broker {addr} of cluster [{}] success.",
+                args.topic, args.cluster_name
+            );
+            Applied::new(addr.clone(), line)
+        })
+        .collect();
     admin
         .delete_topic_in_namesrv(&args.topic, Some(&args.cluster_name))
         .await
         .map_err(during(DELETE_TOPIC_IN_NAMESRV))?;
-    out.push_str(&format!(
-        "delete topic [{}] from NameServer success.\n",
-        args.topic
-    ));
-    Ok(out)
+    for ns in admin.namesrv_addrs() {
+        let line = format!(
+            "delete topic [{}] from NameServer {ns} success.",
+            args.topic
+        );
+        applied.push(Applied::new(ns.clone(), line));
+    }
+    if out.json {
+        return render_applied(out, &applied);
+    }
+    Ok(format!(
+        "delete topic [{}] from cluster [{}] success.\ndelete topic [{}] from NameServer success.\n",
+        args.topic, args.cluster_name, args.topic
+    ))
 }
 
 /// Offsets of each queue of the topic's route: GET_TOPIC_STATS_INFO where the broker
 /// serves it, else GET_MIN_OFFSET and GET_MAX_OFFSET per queue (no last-updated time).
-pub async fn topic_status(admin: &AdminClient, topic: &str) -> Result<String, AdminError> {
+pub async fn topic_status(
+    admin: &AdminClient,
+    topic: &str,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
     let route = route(admin, topic).await?;
-    let mut table = Table::new(&[
-        "#Broker Name",
-        "#QID",
-        "#Min Offset",
-        "#Max Offset",
-        "#Last Updated",
-    ]);
+    let mut rows = Vec::new();
     for (broker_name, addr, queues) in broker_queues(&route) {
         let stats = unless_answered(
             admin.examine_topic_stats(&addr, topic).await,
@@ -233,13 +261,13 @@ pub async fn topic_status(admin: &AdminClient, topic: &str) -> Result<String, Ad
         match stats {
             Some(stats) => {
                 for (mq, offset) in &stats.offset_table {
-                    table.row(vec![
-                        mq.broker_name.clone(),
-                        mq.queue_id.to_string(),
-                        offset.min_offset.to_string(),
-                        offset.max_offset.to_string(),
-                        format_millis(offset.last_update_timestamp),
-                    ]);
+                    rows.push(QueueStatus {
+                        broker_name: mq.broker_name.clone(),
+                        queue_id: mq.queue_id,
+                        min_offset: offset.min_offset,
+                        max_offset: offset.max_offset,
+                        last_update_timestamp: Some(offset.last_update_timestamp),
+                    });
                 }
             }
             None => {
@@ -250,18 +278,50 @@ pub async fn topic_status(admin: &AdminClient, topic: &str) -> Result<String, Ad
                         .await
                         .map_err(during(GET_MIN_OFFSET))?;
                     let max = max_offset(admin, &addr, &mq).await?;
-                    table.row(vec![
-                        broker_name.clone(),
-                        queue_id.to_string(),
-                        min.to_string(),
-                        max.to_string(),
-                        String::new(),
-                    ]);
+                    rows.push(QueueStatus {
+                        broker_name: broker_name.clone(),
+                        queue_id,
+                        min_offset: min,
+                        max_offset: max,
+                        last_update_timestamp: None,
+                    });
                 }
             }
         }
     }
-    Ok(table.render())
+    out.render(&rows, |rows| {
+        let mut table = Table::new(&[
+            "#Broker Name",
+            "#QID",
+            "#Min Offset",
+            "#Max Offset",
+            "#Last Updated",
+        ]);
+        for r in rows {
+            table.row(vec![
+                r.broker_name.clone(),
+                r.queue_id.to_string(),
+                r.min_offset.to_string(),
+                r.max_offset.to_string(),
+                r.last_update_timestamp
+                    .map(format_millis)
+                    .unwrap_or_default(),
+            ]);
+        }
+        table.render()
+    })
+}
+
+/// One queue of `topicStatus`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueStatus {
+    pub broker_name: String,
+    pub queue_id: i32,
+    pub min_offset: i64,
+    pub max_offset: i64,
+    /// Store time of the newest message (a broker that serves GET_TOPIC_STATS_INFO).
+    pub last_update_timestamp: Option<i64>,
 }
 
 /// `(broker name, address, queue count)` of each broker in the route that has an

@@ -1,7 +1,9 @@
 //! `queryMsgTraceById`: a message's trace records (docs/trace.md), found through the
 //! index of the trace topic's brokers by the message's id, and printed as RocketMQ's
 //! tool prints them: the Pub records, then each consumer group's SubAfter records.
-//! `--json` prints every record, SubBefore and EndTransaction included.
+//! `--json` prints every record, SubBefore and EndTransaction included. A message
+//! without records (its producer does not trace, or no broker has the trace topic) is
+//! reported as such, not as the trace topic's missing route.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +13,7 @@ use vostok_client::trace::data::{decode, TraceType};
 use vostok_client::AdminClient;
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
 use vostok_remoting::protocol::message::property::{KEYS, KEY_SEPARATOR};
+use vostok_remoting::protocol::response_code::TOPIC_NOT_EXIST;
 use vostok_remoting::protocol::topic::TRACE_TOPIC;
 
 use super::error::AdminError;
@@ -39,8 +42,6 @@ pub struct QueryMsgTraceByIdArgs {
     /// Latest store time of the trace messages, in ms since the epoch.
     #[arg(short = 'e', long = "endTimestamp", value_name = "MS", default_value_t = i64::MAX)]
     pub end_timestamp: i64,
-    #[command(flatten)]
-    pub output: JsonFlag,
 }
 
 /// One record about the message (Java `TraceView`).
@@ -68,6 +69,7 @@ pub struct TraceView {
 pub async fn query_msg_trace_by_id(
     admin: &AdminClient,
     args: &QueryMsgTraceByIdArgs,
+    out: JsonFlag,
 ) -> Result<String, AdminError> {
     let msg_id = args.msg_id.trim();
     let header = QueryMessageRequestHeader {
@@ -78,7 +80,16 @@ pub async fn query_msg_trace_by_id(
         end_timestamp: args.end_timestamp,
         unique_key_query: None,
     };
-    let mut messages = query_route(admin, &header).await?;
+    let mut messages = match query_route(admin, &header).await {
+        Ok(messages) => messages,
+        // No broker has the trace topic: no producer of this cluster traces.
+        Err(AdminError::Request { source, .. })
+            if source.response_code() == Some(TOPIC_NOT_EXIST) =>
+        {
+            Vec::new()
+        }
+        Err(e) => return Err(e),
+    };
     messages.retain(|m| {
         m.property(KEYS)
             .is_some_and(|keys| keys.split(KEY_SEPARATOR).any(|k| k == msg_id))
@@ -113,7 +124,14 @@ pub async fn query_msg_trace_by_id(
             });
         }
     }
-    args.output.render(&views, |views| print_trace(views))
+    if views.is_empty() && !out.json {
+        return Err(AdminError::NotFound(format!(
+            "no trace recorded for this message (tracing is off for its producer, \
+             or its records are not written yet): {msg_id} in {}",
+            args.trace_topic
+        )));
+    }
+    out.render(&views, |views| print_trace(views))
 }
 
 fn line(cells: [&str; 6]) -> String {

@@ -97,17 +97,21 @@ impl ConsumeState {
         let shard = first.queue_id.unsigned_abs() as usize % SHARDS;
         let now_us = now_micros();
         let measuring = self.measuring.load(Ordering::Relaxed);
-        let mut bytes = 0u64;
+        let (mut n, mut bytes) = (0u64, 0u64);
         let mut hist = measuring.then(|| self.latency[shard].locked());
         let trace = latency_trace::enabled();
         for m in msgs.iter().map(Borrow::borrow) {
-            bytes += m.body.len() as u64;
             let stamp = Stamp::read(&m.body);
+            let seen = self.tracker.as_ref().map(|t| t.observe(stamp.as_ref()));
+            if seen == Some(Seen::Probe) {
+                continue;
+            }
+            n += 1;
+            bytes += m.body.len() as u64;
             if let (true, Some(s)) = (trace, stamp.as_ref()) {
                 latency_trace::stamp_at(Stage::Sent, m.commit_log_offset, s.sent_at_us);
                 latency_trace::stamp_at(Stage::Consumed, m.commit_log_offset, now_us);
             }
-            let seen = self.tracker.as_ref().map(|t| t.observe(stamp.as_ref()));
             let Some(h) = hist.as_mut() else {
                 continue;
             };
@@ -123,8 +127,10 @@ impl ConsumeState {
             }
         }
         drop(hist);
-        self.meter.add(shard, msgs.len() as u64, bytes);
-        let n = msgs.len() as u64;
+        if n == 0 {
+            return;
+        }
+        self.meter.add(shard, n, bytes);
         let before = self.delivered.fetch_add(n, Ordering::Relaxed);
         if let (Some(count), true, Some(base)) = (self.count, measuring, self.baseline.get()) {
             if before + n >= base.msgs + count && self.count_reached.get().is_none() {
@@ -364,6 +370,7 @@ impl Consumer {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sequence::PROBE_TASK;
     use super::*;
     use bytes::Bytes;
 
@@ -403,7 +410,17 @@ mod tests {
     #[test]
     fn deliveries_are_counted_checked_and_timed() {
         let state = ConsumeState::new(Some(SeqTracker::new(9, 1)), Some(3));
-        // Before measuring: counted, not timed, not towards -c.
+        // Before measuring: counted, not timed, not towards -c. The run's own topic
+        // probe is not counted at all.
+        let mut probe = vec![0u8; 64];
+        Stamp {
+            run_id: 9,
+            task: PROBE_TASK,
+            seq: 0,
+            sent_at_us: now_micros(),
+        }
+        .write(&mut probe);
+        state.on_messages(&[msg(0, probe.into())]);
         state.on_messages(&[msg(0, stamped(9, 0))]);
         let base = state.start_measuring(false);
         assert_eq!(base.msgs, 1);

@@ -22,7 +22,7 @@ use super::monitor::Monitor;
 use super::produce::{self, ProducerSide, TaskResult};
 use super::progress::{self, Delta};
 use super::report::Summary;
-use super::sequence::{AckedSet, SeqTracker, STAMP_LEN};
+use super::sequence::{now_micros, AckedSet, SeqTracker, Stamp, PROBE_TASK, STAMP_LEN};
 use super::BenchError;
 
 const POLL: Duration = Duration::from_millis(20);
@@ -207,7 +207,22 @@ async fn start_producers(
     }
     let body = produce::make_body(common.size);
     let producer = produce::start_producer(common, args, group).await?;
-    produce::ensure_topic(&producer, &common.topic, body.clone()).await?;
+    // e2e stamps the probe as its own, so that the consumer does not count it.
+    let probe = match stamp_run {
+        None => body.clone(),
+        Some(run_id) => {
+            let mut b = bytes::BytesMut::from(&body[..]);
+            Stamp {
+                run_id,
+                task: PROBE_TASK,
+                seq: 0,
+                sent_at_us: now_micros(),
+            }
+            .write(&mut b);
+            b.freeze()
+        }
+    };
+    produce::ensure_topic(&producer, &common.topic, probe).await?;
     let meter = Arc::new(Meter::new(args.tasks.max(1)));
     let state = Arc::new(RunState::new(common.count));
     let side = Arc::new(ProducerSide {

@@ -11,6 +11,10 @@
 //!     12     8  sequence number within the task (u64), dense from 0
 //!     20     8  send time, µs since the Unix epoch (u64)
 //! ```
+//!
+//! The run's first send, which makes sure the topic exists before the consumer
+//! starts, carries task [`PROBE_TASK`]: a new group on a fresh topic receives it (the
+//! broker starts such a group at offset 0), and it is no part of any figure.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -18,6 +22,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Bytes a stamp takes at the start of a body.
 pub const STAMP_LEN: usize = 28;
+/// The task of the run's first send (the topic probe), not a producer task.
+pub const PROBE_TASK: u32 = u32::MAX;
 const MAGIC: &[u8; 4] = b"MQBS";
 
 /// What `e2e` writes at the start of every body.
@@ -187,6 +193,8 @@ pub enum Seen {
     Duplicate,
     /// Not stamped by this run (another run, another producer).
     Foreign,
+    /// This run's first send, the topic probe: not counted.
+    Probe,
 }
 
 /// The receiving side: one [`SeqSet`] per producer task of this run.
@@ -215,6 +223,9 @@ impl SeqTracker {
 
     /// Marks the stamp of a received body.
     pub fn observe(&self, stamp: Option<&Stamp>) -> Seen {
+        if stamp.is_some_and(|s| s.run_id == self.run_id && s.task == PROBE_TASK) {
+            return Seen::Probe;
+        }
         let set = stamp
             .filter(|s| s.run_id == self.run_id)
             .and_then(|s| self.tasks.get(s.task as usize).map(|set| (set, s.seq)));
@@ -388,11 +399,20 @@ mod tests {
         assert_eq!(tracker.observe(Some(&stamp(41, 0, 3))), Seen::Foreign);
         assert_eq!(tracker.observe(Some(&stamp(42, 9, 3))), Seen::Foreign);
         assert_eq!(tracker.observe(None), Seen::Foreign);
+        // This run's probe is neither foreign nor one of its messages.
+        assert_eq!(
+            tracker.observe(Some(&stamp(42, PROBE_TASK, 0))),
+            Seen::Probe
+        );
+        assert_eq!(
+            tracker.observe(Some(&stamp(41, PROBE_TASK, 0))),
+            Seen::Foreign
+        );
 
         assert_eq!(tracker.lost(&acked), 2);
         assert_eq!(tracker.received(), 13);
         assert_eq!(tracker.duplicates(), 3);
-        assert_eq!(tracker.foreign(), 3);
+        assert_eq!(tracker.foreign(), 4);
         let check = tracker.check(&acked);
         assert_eq!(
             check,
@@ -401,11 +421,11 @@ mod tests {
                 received: 13,
                 lost: 2,
                 duplicates: 3,
-                foreign: 3,
+                foreign: 4,
             }
         );
         assert_eq!(check.received_unacknowledged(), 0);
-        assert_eq!(check.deliveries(), 13 + 3 + 3);
+        assert_eq!(check.deliveries(), 13 + 3 + 4);
     }
 
     #[test]

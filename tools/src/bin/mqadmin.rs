@@ -26,9 +26,10 @@ fn main() -> ExitCode {
         }
     };
     let timeout = cli.timeout();
+    let output = cli.output;
     let result = runtime.block_on(async move {
         let admin = vostok_tools::admin::connect(&cli.namesrv, timeout, &cli.security)?;
-        let result = vostok_tools::admin::run(&admin, cli.command).await;
+        let result = vostok_tools::admin::run(&admin, cli.command, output).await;
         admin.shutdown().await;
         result
     });

@@ -53,7 +53,10 @@ impl<V> RawQueueTable<V> {
 
 /// A `MessageQueue` key: its JSON object text, or Java's `toString` form
 /// (`MessageQueue [topic=T, brokerName=b, queueId=0]`) that some writers use.
-fn parse_message_queue(what: &'static str, key: &str) -> Result<MessageQueue, DecodeError> {
+pub(super) fn parse_message_queue(
+    what: &'static str,
+    key: &str,
+) -> Result<MessageQueue, DecodeError> {
     if let Ok(mq) = serde_json::from_str::<MessageQueue>(key) {
         return Ok(mq);
     }

@@ -87,6 +87,17 @@ impl std::fmt::Display for SubscriptionGroupConfig {
     }
 }
 
+/// GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (`SubscriptionGroupWrapper`), the content of
+/// `config/subscriptionGroup.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionGroupWrapper {
+    #[serde(default)]
+    pub subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+    #[serde(default)]
+    pub data_version: super::DataVersion,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

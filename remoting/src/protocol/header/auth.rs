@@ -5,15 +5,19 @@ use crate::command_header;
 
 command_header! {
     /// AUTH_CREATE_USER, AUTH_UPDATE_USER, AUTH_DELETE_USER, AUTH_GET_USER.
+    /// `withPassword` (Vostok): a SUPER user's GET_USER also gets the password, as
+    /// `copyUser` needs; Apache brokers ignore it (and always answer with it).
     pub struct UserRequestHeader {
         username: String = "username",
+        with_password: Option<bool> = "withPassword",
     }
 }
 
 command_header! {
-    /// AUTH_LIST_USER.
+    /// AUTH_LIST_USER; `withPassword` as for GET_USER.
     pub struct ListUsersRequestHeader {
         filter: Option<String> = "filter",
+        with_password: Option<bool> = "withPassword",
     }
 }
 

@@ -78,6 +78,60 @@ pub fn decode_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), DecodeError> 
     Ok((SocketAddr::new(ip, port as u16), i64::from_be_bytes(offset)))
 }
 
+/// What a unique id (`UNIQ_KEY`) tells: the client's address and process id, and
+/// about when it was made (Java's `MessageClientIDSetter.getIPStrFromID`,
+/// `getNearlyTimeFromID`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UniqIdInfo {
+    pub ip: IpAddr,
+    /// The low 16 bits of the producer's process id.
+    pub pid: u16,
+    /// Milliseconds since the epoch. The id holds the time since the start of a month,
+    /// taken as this month's unless that is in the future, then as last month's.
+    pub nearly_time_ms: i64,
+}
+
+/// Decodes a unique id (32 hex digits for an IPv4 client, 56 for IPv6), its time
+/// read relative to `now_ms`.
+pub fn decode_uniq_id(id: &str, now_ms: i64) -> Result<UniqIdInfo, DecodeError> {
+    let bad = |reason: &str| DecodeError::Invalid {
+        what: "unique message id",
+        reason: format!("{id:?}: {reason}"),
+    };
+    let bytes = parse_hex(id.trim()).ok_or_else(|| bad("not hexadecimal"))?;
+    let ip_len = match bytes.len() {
+        16 => 4,
+        28 => 16,
+        _ => return Err(bad("not 32 or 56 hex digits")),
+    };
+    let ip = if ip_len == 4 {
+        let mut o = [0u8; 4];
+        o.copy_from_slice(&bytes[..4]);
+        IpAddr::V4(Ipv4Addr::from(o))
+    } else {
+        let mut o = [0u8; 16];
+        o.copy_from_slice(&bytes[..16]);
+        IpAddr::V6(Ipv6Addr::from(o))
+    };
+    let pid = u16::from_be_bytes([bytes[ip_len], bytes[ip_len + 1]]);
+    let at = ip_len + 6;
+    let span = i64::from(u32::from_be_bytes([
+        bytes[at],
+        bytes[at + 1],
+        bytes[at + 2],
+        bytes[at + 3],
+    ]));
+    let (mut start, _) = month_bounds(now_ms);
+    if start + span >= now_ms {
+        start = month_bounds(start - 1).0;
+    }
+    Ok(UniqIdInfo {
+        ip,
+        pid,
+        nearly_time_ms: start + span,
+    })
+}
+
 /// Generates `UNIQ_KEY` values in `MessageClientIDSetter`'s layout.
 pub struct UniqIdGenerator {
     prefix: String,
@@ -127,6 +181,22 @@ impl UniqIdGenerator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unique_ids_tell_their_client_and_time() {
+        let generator = UniqIdGenerator::new("10.1.2.3".parse().unwrap());
+        let now = now_millis();
+        let id = generator.next_id();
+        let info = decode_uniq_id(&id, now + 1000).unwrap();
+        assert_eq!(info.ip, "10.1.2.3".parse::<IpAddr>().unwrap());
+        assert_eq!(info.pid, std::process::id() as u16);
+        assert!(
+            (info.nearly_time_ms - now).abs() < 5_000,
+            "{info:?} vs {now}"
+        );
+        assert!(decode_uniq_id("XYZ", now).is_err());
+        assert!(decode_uniq_id("0A01020300", now).is_err());
+    }
 
     #[test]
     fn offset_id_matches_the_documented_example() {
