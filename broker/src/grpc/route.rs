@@ -187,7 +187,9 @@ pub(crate) async fn route_of(
     }
     let local = match broker.topics.get(topic_name) {
         Some(config) => Ok(config),
-        None if broker.runtime.auto_create_topic_enable() && !topic::is_system_topic(topic_name) => {
+        None if broker.runtime.auto_create_topic_enable()
+            && !topic::is_system_topic(topic_name) =>
+        {
             broker.create_topic_in_send(
                 client,
                 topic_name,

@@ -110,7 +110,9 @@ pub(crate) async fn heart_beat(
             .then(|| registration.subscriptions.clone());
         let registered = broker.register_consumer(info.clone(), registration);
         if let (Ok(_), Some(subscriptions)) = (&registered, filtered) {
-            broker.filters.register(&consumer.group_name, &subscriptions);
+            broker
+                .filters
+                .register(&consumer.group_name, &subscriptions);
         }
         match registered {
             Ok(true) => {
