@@ -448,9 +448,11 @@ impl MappedFile {
             }
             self.with_file(|f| f.sync_data())
                 .map_err(|e| StoreError::io("fdatasync", &self.path, e))?;
-            if self.reserved.load(Ordering::Relaxed) > page_end
-                && matches!(self.prealloc, Prealloc::Chunked(_))
-            {
+            // The tail's blocks may be gone (a punched hole, or a file system that
+            // drops zeroed ranges): whatever the file's reservation mode, they are
+            // reserved again before the next write there, so that a full disk
+            // refuses that write instead of a page fault on it raising SIGBUS.
+            if self.reserved.load(Ordering::Relaxed) > page_end {
                 self.reserved.store(page_end, Ordering::Relaxed);
             }
         }

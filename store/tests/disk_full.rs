@@ -247,3 +247,70 @@ async fn a_real_tmpfs_fills_up_and_takes_puts_again_when_it_grows() {
     assert_all_present(&store, &acked);
     store.shutdown();
 }
+
+/// Controller mode cuts a replica's commitlog to its new master's log. Where the file
+/// system cannot zero a range in place (tmpfs), the cut punches a hole, which frees the
+/// blocks the file had reserved at creation; the next writes into that range must
+/// reserve them again, so that a disk filled meanwhile refuses them rather than a page
+/// fault killing the broker with SIGBUS (as the randomized fault schedule saw).
+#[tokio::test]
+async fn a_cut_commitlog_on_a_full_disk_refuses_puts_instead_of_crashing() {
+    let fs = match Tmpfs::mount("2m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!(
+                "SKIPPED a_cut_commitlog_on_a_full_disk_refuses_puts_instead_of_crashing: {why}"
+            );
+            return;
+        }
+    };
+    let store_dir = fs.path().join("store");
+    let config = StoreConfig {
+        message_index_enable: false,
+        ..small_config(&store_dir, 512 * 1024)
+    };
+    // Free space as the store reads it stays plentiful: only the file system's own
+    // answer to a write can tell that the disk is full.
+    let store = MessageStore::open_with_probe(config, DiskProbe::simulated(roomy())).unwrap();
+    let mut acked = Vec::new();
+    for i in 0..20 {
+        let r = store
+            .put_message(message("Full", 0, body(i), String::new()))
+            .await;
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+        acked.push((r.append.unwrap().wrote_offset, i));
+    }
+    settle(&store);
+    let cut = acked[3].0;
+    store.set_role(true, false);
+    store.truncate_to(cut).unwrap();
+    acked.truncate(3);
+
+    // Fill the file system to the last byte.
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(fs.path().join("filler")).unwrap();
+        let chunk = vec![0u8; 4096];
+        while filler.write_all(&chunk).is_ok() {}
+    }
+
+    // Promoted again, the store appends after the cut: into blocks it no longer has.
+    store.set_role(false, false);
+    let mut refused = None;
+    for i in 3..200 {
+        let r = store
+            .put_message(message("Full", 0, body(i), String::new()))
+            .await;
+        match (r.status, r.append) {
+            (PutMessageStatus::PutOk, Some(a)) => acked.push((a.wrote_offset, i)),
+            (status, append) => {
+                assert!(append.is_none(), "a refused put wrote nothing");
+                refused = Some(status);
+                break;
+            }
+        }
+    }
+    assert_eq!(refused, Some(PutMessageStatus::DiskFull));
+    assert_all_present(&store, &acked);
+    store.shutdown();
+}
