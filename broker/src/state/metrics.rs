@@ -25,9 +25,12 @@ use vostok_observe::prometheus_client::metrics::counter::Counter;
 use vostok_observe::prometheus_client::metrics::family::Family;
 use vostok_observe::prometheus_client::registry::Registry;
 use vostok_observe::{AtomicHistogram, Buckets, RpcMetrics};
+use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_store::PutMessageResult;
+
+use super::event_metrics::EventMetrics;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -37,6 +40,7 @@ pub(crate) enum MessageKind {
     Normal = 0,
     Delay = 1,
     Transaction = 2,
+    Fifo = 3,
 }
 
 impl MessageKind {
@@ -45,7 +49,20 @@ impl MessageKind {
             MessageKind::Normal => "normal",
             MessageKind::Delay => "delay",
             MessageKind::Transaction => "transaction",
+            MessageKind::Fifo => "fifo",
         }
+    }
+
+    /// A topic created as FIFO: `message.type=FIFO` (Apache 5's topic attribute), or an
+    /// ordered topic (4.x `order`).
+    pub(crate) fn is_fifo_topic(config: &TopicConfig) -> bool {
+        config.order
+            || ["message.type", "+message.type"].iter().any(|key| {
+                config
+                    .attributes
+                    .get(*key)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("fifo"))
+            })
     }
 }
 
@@ -78,7 +95,7 @@ impl InMeter {
 /// The handles of one topic, by message type.
 #[derive(Default)]
 pub(crate) struct TopicIn {
-    kinds: [OnceLock<InMeter>; 3],
+    kinds: [OnceLock<InMeter>; 4],
 }
 
 impl TopicIn {
@@ -126,6 +143,8 @@ pub(crate) struct BrokerMetrics {
     /// This instance's key in the per-thread topic caches.
     id: u64,
     pub(crate) rpc: RpcMetrics,
+    /// DLQ moves, transactions, creates, timers (`event_metrics`).
+    pub(crate) events: EventMetrics,
     messages_in: Family<Labels, Counter>,
     throughput_in: Family<Labels, Counter>,
     message_size: Family<Labels, AtomicHistogram, fn() -> AtomicHistogram>,
@@ -150,6 +169,7 @@ impl BrokerMetrics {
             enabled,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             rpc: RpcMetrics::default(),
+            events: EventMetrics::new(enabled),
             messages_in: Family::default(),
             throughput_in: Family::default(),
             message_size: Family::new_with_constructor(size_histogram),
@@ -167,6 +187,7 @@ impl BrokerMetrics {
     /// Adds the request families to `registry`.
     pub(crate) fn register(&self, registry: &mut Registry) {
         self.rpc.register(registry);
+        self.events.register(registry);
         registry.register(
             "rocketmq_messages_in",
             "Total number of incoming messages",
