@@ -190,6 +190,13 @@ impl EventMetrics {
         }
     }
 
+    /// A half message of `topic` was given up after its last check.
+    pub(crate) fn half_dropped(&self, topic_name: &str) {
+        if self.enabled {
+            self.half_ended(topic_name);
+        }
+    }
+
     fn half_ended(&self, topic_name: &str) {
         let mut half = self.half.locked();
         if let Some(n) = half.get_mut(topic_name) {
@@ -313,6 +320,8 @@ mod tests {
         m.dlq_moved("G", "T");
         m.half_stored("T");
         m.half_stored("T");
+        m.half_stored("U");
+        m.half_dropped("U");
         m.committed("T", 0, 7_000);
         m.rolled_back("T");
         m.topic_created("T", true, 12);
