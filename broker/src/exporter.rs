@@ -169,7 +169,6 @@ impl ScrapeCollector {
         let committed = q.consumer_offset.unwrap_or(0);
         let next = b
             .metrics
-            .events
             .next_pull(&q.topic, group, q.queue_id)
             .map_or(committed, |n| n.max(committed));
         if q.lag == 0 || next >= q.broker_offset {

@@ -88,12 +88,16 @@ impl MessageArrivingListener for ArrivalBridge {
                 .unwrap_or(0);
             let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
             broker.timers.on_arrival(max_offset - 1, at, real);
-            (broker.metrics.events).timer_parked(real, at - store_timestamp, true);
+            // A rolled copy waits no longer than its original did.
+            let rolled = property::find(properties, crate::reroute::TIMER_ROLL_FROM).is_some();
+            let delay = (!rolled).then_some(at - store_timestamp);
+            (broker.metrics.events).timer_parked(real, delay, true);
         } else if topic == SCHEDULE_TOPIC {
             broker.delay_offsets.on_arrival(queue_id);
             if let Some(delay) = broker.delay_offsets.level_delay(queue_id + 1) {
                 let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
-                (broker.metrics.events).timer_parked(real, delay.as_millis() as i64, false);
+                let delay = Some(delay.as_millis() as i64);
+                (broker.metrics.events).timer_parked(real, delay, false);
             }
         } else if topic == REMOVED_MESSAGE_TOPIC {
             // A slave learns removals as their records arrive from the master.

@@ -341,7 +341,10 @@ async fn every_series_the_dashboard_queries_is_exported_with_apaches_types_and_l
     let lag = [("topic", "Orders"), ("consumer_group", "Billing")];
     let (t, queued) = typed(&s, "rocketmq_consumer_queueing_latency", &lag);
     assert_eq!(t, "gauge");
-    assert!(queued >= 0.0);
+    // From the next offset pulled (2), younger than the oldest unconsumed one (1).
+    let (_, behind) = typed(&s, "rocketmq_consumer_lag_latency", &lag);
+    assert!((0.0..=behind).contains(&queued), "{queued} > {behind}");
+    assert_eq!(typed(&s, "rocketmq_consumer_lag_messages", &lag).1, 2.0);
     let disk = [("storage_type", "local"), ("storage_medium", "disk")];
     for store_series in [
         "rocketmq_storage_size",

@@ -135,7 +135,6 @@ async fn pull(
     );
     broker
         .metrics
-        .events
         .pulled_to(&topic, &group, queue.id, result.next_begin_offset);
     let found = !result.messages.is_empty();
     let mut out = vec![PullMessageResponse {

@@ -339,7 +339,6 @@ impl Pass<'_> {
         );
         broker
             .metrics
-            .events
             .pulled_to(topic, &req.group, queue_id, got.next_begin_offset);
         let retry = RetryFlag::of_topic(topic);
         pop::push_start_offset_info(&mut self.result.start_offset_info, retry, queue_id, offset);

@@ -240,7 +240,7 @@ fn pull_inner(
             result.messages.len() as u64,
             result.buffer_total_size as u64,
         );
-        broker.metrics.events.pulled_to(
+        broker.metrics.pulled_to(
             &header.topic,
             &header.consumer_group,
             header.queue_id,

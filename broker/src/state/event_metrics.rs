@@ -13,8 +13,7 @@
 //! * `rocketmq_timer_enqueue_total`, `rocketmq_timer_dequeue_total` {topic}: timer
 //!   messages parked and delivered; `rocketmq_delay_message_latency` {topic}: seconds
 //!   a timer or delay-level message is set to wait;
-//! * the half messages per topic and the next offset each group pulls, read by the
-//!   scrape-time gauges (`exporter`).
+//! * the half messages per topic, read by the scrape-time gauges (`exporter`).
 //!
 //! Each event takes a read lock and a hash of its label set: these are per message
 //! only for DLQ moves, transactions and timers, never on the plain send or pull path.
@@ -99,8 +98,6 @@ pub(crate) struct EventMetrics {
     delay_latency: HistogramFamily,
     /// Half messages stored and not ended yet, per real topic, since start.
     half: Mutex<HashMap<String, i64>>,
-    /// (topic, group, queue) → the next offset the group pulls or pops there.
-    pulled: Mutex<HashMap<(String, String, i32), i64>>,
 }
 
 impl EventMetrics {
@@ -117,7 +114,6 @@ impl EventMetrics {
             timer_dequeue: Family::default(),
             delay_latency: Family::new_with_constructor(delay_histogram),
             half: Mutex::default(),
-            pulled: Mutex::default(),
         }
     }
 
@@ -262,9 +258,10 @@ impl EventMetrics {
         }
     }
 
-    /// A timer or delay-level message of `topic` was parked, to wait `delay_ms`;
-    /// `timer`: it waits in the timer wheel (counted as an enqueue).
-    pub(crate) fn timer_parked(&self, topic_name: &str, delay_ms: i64, timer: bool) {
+    /// A timer or delay-level message of `topic` was parked, to wait `delay_ms` (`None`
+    /// for a timer rolled forward, counted when first parked); `timer`: it waits in
+    /// the timer wheel (counted as an enqueue).
+    pub(crate) fn timer_parked(&self, topic_name: &str, delay_ms: Option<i64>, timer: bool) {
         if !self.enabled {
             return;
         }
@@ -272,9 +269,11 @@ impl EventMetrics {
         if timer {
             self.timer_enqueue.get_or_create(&labels).inc();
         }
-        self.delay_latency
-            .get_or_create(&labels)
-            .observe((delay_ms.max(0) / 1000) as u64);
+        if let Some(ms) = delay_ms {
+            self.delay_latency
+                .get_or_create(&labels)
+                .observe((ms.max(0) / 1000) as u64);
+        }
     }
 
     /// A timer message of `topic` was delivered.
@@ -283,23 +282,6 @@ impl EventMetrics {
             let labels: Labels = vec![("topic", topic_name.to_owned())];
             self.timer_dequeue.get_or_create(&labels).inc();
         }
-    }
-
-    /// `group` pulled or popped `topic`'s queue up to `next_offset`.
-    pub(crate) fn pulled_to(&self, topic_name: &str, group: &str, queue_id: i32, next: i64) {
-        if !self.enabled {
-            return;
-        }
-        let mut pulled = self.pulled.locked();
-        let key = (topic_name.to_owned(), group.to_owned(), queue_id);
-        let e = pulled.entry(key).or_insert(next);
-        *e = (*e).max(next);
-    }
-
-    /// The next offset `group` pulls on `topic`'s queue, when it pulled there since start.
-    pub(crate) fn next_pull(&self, topic_name: &str, group: &str, queue_id: i32) -> Option<i64> {
-        let key = (topic_name.to_owned(), group.to_owned(), queue_id);
-        self.pulled.locked().get(&key).copied()
     }
 }
 
@@ -326,7 +308,8 @@ mod tests {
         m.rolled_back("T");
         m.topic_created("T", true, 12);
         m.group_created(false, 4);
-        m.timer_parked("T", 90_000, true);
+        m.timer_parked("T", Some(90_000), true);
+        m.timer_parked("T", None, true);
         m.timer_delivered("T");
         let text = render(&m);
         for expected in [
@@ -338,7 +321,7 @@ mod tests {
             "rocketmq_finish_message_latency_bucket{topic=\"T\",le=\"5\"} 0",
             "rocketmq_topic_create_execution_time_bucket{invocation_status=\"success\",is_system=\"false\",le=\"100\"} 1",
             "rocketmq_consumer_group_create_execution_time_count{invocation_status=\"failure\"} 1",
-            "rocketmq_timer_enqueue_total{topic=\"T\"} 1",
+            "rocketmq_timer_enqueue_total{topic=\"T\"} 2",
             "rocketmq_timer_dequeue_total{topic=\"T\"} 1",
             "rocketmq_delay_message_latency_bucket{topic=\"T\",le=\"600\"} 1",
         ] {
@@ -352,10 +335,8 @@ mod tests {
         let m = EventMetrics::new(false);
         m.dlq_moved("G", "T");
         m.half_stored("T");
-        m.pulled_to("T", "G", 0, 5);
         assert!(!render(&m).contains("rocketmq_send_to_dlq_messages_total{"));
         assert!(m.half_messages().is_empty());
-        assert_eq!(m.next_pull("T", "G", 0), None);
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use vostok_observe::prometheus_client::metrics::counter::Counter;
 use vostok_observe::prometheus_client::metrics::family::Family;
@@ -27,7 +27,7 @@ use vostok_observe::prometheus_client::registry::Registry;
 use vostok_observe::{AtomicHistogram, Buckets, RpcMetrics};
 use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::topic;
-use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_store::PutMessageResult;
 
 use super::event_metrics::EventMetrics;
@@ -128,6 +128,9 @@ thread_local! {
 pub(crate) struct OutMeter {
     messages: Counter,
     bytes: Counter,
+    /// Queue → the next offset the group pulls or pops there
+    /// (`rocketmq_consumer_queueing_latency`).
+    next: Mutex<HashMap<i32, i64>>,
 }
 
 impl OutMeter {
@@ -303,6 +306,7 @@ impl BrokerMetrics {
                 let meter = Arc::new(OutMeter {
                     messages: self.messages_out.get_or_create_owned(&labels),
                     bytes: self.throughput_out.get_or_create_owned(&labels),
+                    next: Mutex::default(),
                 });
                 self.outbound
                     .write_locked()
@@ -315,6 +319,29 @@ impl BrokerMetrics {
         };
         meter.messages.inc_by(count);
         meter.bytes.inc_by(bytes);
+    }
+
+    /// A pull or pop by `group` that took messages from `topic`'s queue moved on to
+    /// `next`: a map lookup under the read lock and a small lock of the group's own.
+    pub(crate) fn pulled_to(&self, topic: &str, group: &str, queue_id: i32, next: i64) {
+        if !self.enabled {
+            return;
+        }
+        let out = self.outbound.read_locked();
+        if let Some(m) = out.get(topic).and_then(|g| g.get(group)) {
+            let mut offsets = m.next.locked();
+            let e = offsets.entry(queue_id).or_insert(next);
+            *e = (*e).max(next);
+        }
+    }
+
+    /// The next offset `group` pulls on `topic`'s queue, when it took messages there
+    /// since start.
+    pub(crate) fn next_pull(&self, topic: &str, group: &str, queue_id: i32) -> Option<i64> {
+        let out = self.outbound.read_locked();
+        let m = out.get(topic).and_then(|g| g.get(group))?;
+        let next = m.next.locked().get(&queue_id).copied();
+        next
     }
 
     /// Messages stored per topic since start (console rates).
@@ -371,6 +398,12 @@ mod tests {
         m.add_put("T", MessageKind::Delay, 1, 50);
         m.record_get("T", "G", 2, 200);
         m.record_get("T", "G", 1, 100);
+        m.pulled_to("T", "G", 1, 7);
+        m.pulled_to("T", "G", 1, 5);
+        m.pulled_to("T", "other", 1, 5);
+        assert_eq!(m.next_pull("T", "G", 1), Some(7), "the furthest pull");
+        assert_eq!(m.next_pull("T", "G", 0), None);
+        assert_eq!(m.next_pull("T", "other", 1), None, "took nothing: not kept");
         assert_eq!(m.topic_in_totals(), [("T".to_owned(), 4)]);
         assert_eq!(m.group_out_totals(), [("T".into(), "G".into(), 3)]);
         let mut registry = Registry::default();
