@@ -57,7 +57,7 @@ pub(crate) fn registry(broker: &Arc<Broker>) -> Registry {
 type Labels = Vec<(&'static str, String)>;
 
 /// One gauge family: name, help, samples.
-pub(crate) struct GaugeFamily {
+struct GaugeFamily {
     name: &'static str,
     help: &'static str,
     samples: Vec<(Labels, i64)>,
@@ -149,7 +149,8 @@ impl ScrapeCollector {
                 queueing.samples.push((labels.clone(), queued_ms));
                 ready.samples.push((labels, (messages - popped).max(0)));
             }
-            if group_lag.dlq_messages > 0 {
+            // Kept at 0 once the group has a DLQ, so an emptied DLQ reads 0, not nothing.
+            if group_lag.dlq_messages > 0 || b.topics.get(&topic::dlq_topic(&group)).is_some() {
                 dlq.samples
                     .push((vec![("consumer_group", group)], group_lag.dlq_messages));
             }
