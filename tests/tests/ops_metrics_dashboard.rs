@@ -179,6 +179,13 @@ async fn every_series_the_dashboard_queries_is_exported_with_apaches_types_and_l
     assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
     let r = c.heartbeat_consumer(addr, "Billing", "Orders", "*").await;
     assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    // A group whose DLQ exists and is empty.
+    let r = c.heartbeat_consumer(addr, "Audit", "Orders", "*").await;
+    assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    assert_eq!(
+        c.create_topic(addr, "%DLQ%Audit", 1).await.code,
+        response_code::SUCCESS
+    );
     // Plain sends, one of them moved to the DLQ by send-back.
     let mut sent = Vec::new();
     for i in 0..3 {
@@ -283,6 +290,11 @@ async fn every_series_the_dashboard_queries_is_exported_with_apaches_types_and_l
         ),
         ("gauge", 1.0)
     );
+    assert_eq!(
+        typed(&s, "rocketmq_dlq_messages", &[("consumer_group", "Audit")]),
+        ("gauge", 0.0),
+        "an empty DLQ reads 0"
+    );
     let fifo = [("topic", "Fifo"), ("message_type", "fifo")];
     assert_eq!(
         typed(&s, "rocketmq_messages_in_total", &fifo),
@@ -304,7 +316,7 @@ async fn every_series_the_dashboard_queries_is_exported_with_apaches_types_and_l
     );
     let created = [("invocation_status", "success"), ("is_system", "false")];
     let (t, n) = typed(&s, "rocketmq_topic_create_execution_time", &created);
-    assert_eq!((t, n), ("histogram", 4.0));
+    assert_eq!((t, n), ("histogram", 5.0), "the five topics created");
     let (t, n) = typed(
         &s,
         "rocketmq_consumer_group_create_execution_time",
