@@ -7,16 +7,17 @@
 //! |---|---|---|
 //! | `rocketmq_consumer_lag_messages` | topic, consumer_group, is_retry, is_system | messages behind the committed offset, removed ones excluded |
 //! | `rocketmq_consumer_lag_latency` | same | ms since the oldest unconsumed message was stored |
+//! | `rocketmq_consumer_queueing_latency` | same | ms since the oldest message not pulled yet was stored |
 //! | `rocketmq_consumer_inflight_messages` | same | popped, not acked |
 //! | `rocketmq_consumer_ready_messages` | same | lag minus inflight |
-//! | `rocketmq_send_to_dlq_messages` | consumer_group | messages in the group's DLQ (Vostok: a gauge) |
+//! | `rocketmq_dlq_messages` (Vostok) | consumer_group | messages in the group's DLQ now |
 //! | `rocketmq_producer_connections` | language, version | |
 //! | `rocketmq_consumer_connections` | consumer_group, language, version, consume_mode | |
 //! | `rocketmq_processor_watermark` | processor | sends in progress |
+//! | `rocketmq_broker_permission` | | `brokerPermission` |
 //! | `rocketmq_topic_number`, `rocketmq_consumer_group_number` | | |
-//! | `rocketmq_storage_size` | storage_type | bytes of commitlog kept |
-//! | `rocketmq_storage_flush_behind_bytes`, `rocketmq_storage_dispatch_behind_bytes` | storage_type | |
-//! | `rocketmq_ha_slave_behind_bytes` (Vostok) | slave | a master's slaves, bytes behind |
+//! | store, timer and transaction gauges | | [`store`] |
+//! | `process_*` | | `vostok_observe::process` |
 //!
 //! Every metric carries `cluster`, `node_type` (`broker`), `node_id` (the broker name
 //! and id) and `metricsLabel`'s pairs.
@@ -32,7 +33,11 @@ use vostok_remoting::protocol::body::ConsumeType;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::time::now_millis;
 
+use crate::state::event_metrics;
+use crate::state::lag::QueueLag;
 use crate::state::Broker;
+
+mod store;
 
 /// The registry `/metrics` serves for `broker`.
 pub(crate) fn registry(broker: &Arc<Broker>) -> Registry {
@@ -45,6 +50,7 @@ pub(crate) fn registry(broker: &Arc<Broker>) -> Registry {
     ]);
     broker.metrics.register(&mut registry);
     registry.register_collector(Box::new(ScrapeCollector(broker.clone())));
+    registry.register_collector(Box::new(vostok_observe::ProcessCollector));
     registry
 }
 
@@ -112,40 +118,69 @@ impl ScrapeCollector {
             "rocketmq_consumer_ready_messages",
             "Consumer ready messages",
         );
+        let mut queueing = GaugeFamily::new(
+            "rocketmq_consumer_queueing_latency",
+            "Consumer queueing time, milliseconds",
+        );
         let mut dlq = GaugeFamily::new(
-            "rocketmq_send_to_dlq_messages",
+            "rocketmq_dlq_messages",
             "Messages in the consumer group's dead letter queue",
         );
         for group in b.known_groups() {
             let group_lag = b.group_lag(&group, None);
-            let mut per_topic: BTreeMap<&str, (i64, i64, i64)> = BTreeMap::new();
+            let mut per_topic: BTreeMap<&str, [i64; 4]> = BTreeMap::new();
             for q in &group_lag.queues {
                 let e = per_topic.entry(&q.topic).or_default();
-                e.0 += q.lag;
-                e.1 = e.1.max(q.latency_ms(now));
-                e.2 += q.inflight;
+                e[0] += q.lag;
+                e[1] = e[1].max(q.latency_ms(now));
+                e[2] += q.inflight;
+                e[3] = e[3].max(self.queueing_ms(&group, q, now));
             }
-            for (t, (messages, ms, popped)) in per_topic {
+            for (t, [messages, ms, popped, queued_ms]) in per_topic {
                 let labels: Labels = vec![
                     ("topic", t.to_owned()),
                     ("consumer_group", group.clone()),
                     ("is_retry", flag(topic::is_retry_topic(t))),
-                    ("is_system", flag(topic::is_system_topic(t))),
+                    ("is_system", flag(event_metrics::is_system(t, &group))),
                 ];
                 lag.samples.push((labels.clone(), messages));
                 latency.samples.push((labels.clone(), ms));
                 inflight.samples.push((labels.clone(), popped));
+                queueing.samples.push((labels.clone(), queued_ms));
                 ready.samples.push((labels, (messages - popped).max(0)));
             }
-            if group_lag.dlq_messages > 0 {
+            // Kept at 0 once the group has a DLQ, so an emptied DLQ reads 0, not nothing.
+            if group_lag.dlq_messages > 0 || b.topics.get(&topic::dlq_topic(&group)).is_some() {
                 dlq.samples
                     .push((vec![("consumer_group", group)], group_lag.dlq_messages));
             }
         }
-        let mut families = vec![lag, latency, inflight, ready, dlq];
+        let mut families = vec![lag, latency, queueing, inflight, ready, dlq];
         families.extend(self.connections());
-        families.extend(self.storage());
+        families.extend(store::storage(b));
+        families.extend(store::timers(b));
+        families.extend(store::transactions(b));
         families
+    }
+
+    /// Ms since the first message `group` has not pulled from `q` yet was stored: from
+    /// the next offset it pulls (its committed offset before any pull since start).
+    fn queueing_ms(&self, group: &str, q: &QueueLag, now: i64) -> i64 {
+        let b = &*self.0;
+        let committed = q.consumer_offset.unwrap_or(0);
+        let next = b
+            .metrics
+            .next_pull(&q.topic, group, q.queue_id)
+            .map_or(committed, |n| n.max(committed));
+        if q.lag == 0 || next >= q.broker_offset {
+            return 0;
+        }
+        if next <= committed {
+            return q.latency_ms(now);
+        }
+        b.store
+            .message_store_timestamp(&q.topic, q.queue_id, next)
+            .map_or(0, |t| (now - t).max(0))
     }
 
     fn connections(&self) -> Vec<GaugeFamily> {
@@ -211,40 +246,11 @@ impl ScrapeCollector {
         groups
             .samples
             .push((Vec::new(), b.subscriptions.group_names().len() as i64));
-        vec![p, c, watermark, topics, groups]
-    }
-
-    fn storage(&self) -> Vec<GaugeFamily> {
-        let store = &self.0.store;
-        let local = || vec![("storage_type", "local".to_owned())];
-        let max = store.max_phy_offset();
-        let mut size = GaugeFamily::new("rocketmq_storage_size", "Broker storage size, bytes");
-        size.samples
-            .push((local(), (max - store.min_phy_offset()).max(0)));
-        let mut flush = GaugeFamily::new(
-            "rocketmq_storage_flush_behind_bytes",
-            "Broker flush behind bytes",
-        );
-        flush
+        let mut permission = GaugeFamily::new("rocketmq_broker_permission", "Broker permission");
+        permission
             .samples
-            .push((local(), (max - store.flushed_phy_offset()).max(0)));
-        let mut dispatch = GaugeFamily::new(
-            "rocketmq_storage_dispatch_behind_bytes",
-            "Broker dispatch behind bytes",
-        );
-        dispatch
-            .samples
-            .push((local(), (max - store.dispatched_phy_offset()).max(0)));
-        let mut ha = GaugeFamily::new(
-            "rocketmq_ha_slave_behind_bytes",
-            "Bytes each slave of this master is behind",
-        );
-        ha.samples = store
-            .ha_slaves()
-            .into_iter()
-            .map(|s| (vec![("slave", s.addr.to_string())], s.behind_bytes))
-            .collect();
-        vec![size, flush, dispatch, ha]
+            .push((Vec::new(), i64::from(b.runtime.broker_permission())));
+        vec![p, c, watermark, permission, topics, groups]
     }
 }
 

@@ -74,7 +74,7 @@ impl MessageArrivingListener for ArrivalBridge {
         queue_id: i32,
         max_offset: i64,
         tags_code: i64,
-        _store_timestamp: i64,
+        store_timestamp: i64,
         properties: &str,
     ) {
         let broker = &self.0;
@@ -86,9 +86,19 @@ impl MessageArrivingListener for ArrivalBridge {
             let at = property::find(properties, property::TIMER_OUT_MS)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
-            broker.timers.on_arrival(max_offset - 1, at);
+            let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
+            broker.timers.on_arrival(max_offset - 1, at, real);
+            // A rolled copy waits no longer than its original did.
+            let rolled = property::find(properties, crate::reroute::TIMER_ROLL_FROM).is_some();
+            let delay = (!rolled).then_some(at - store_timestamp);
+            (broker.metrics.events).timer_parked(real, delay, true);
         } else if topic == SCHEDULE_TOPIC {
             broker.delay_offsets.on_arrival(queue_id);
+            if let Some(delay) = broker.delay_offsets.level_delay(queue_id + 1) {
+                let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
+                let delay = Some(delay.as_millis() as i64);
+                (broker.metrics.events).timer_parked(real, delay, false);
+            }
         } else if topic == REMOVED_MESSAGE_TOPIC {
             // A slave learns removals as their records arrive from the master.
             if let Some((t, q, o)) = crate::state::remove::from_properties(properties) {

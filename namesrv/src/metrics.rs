@@ -1,7 +1,8 @@
 //! The name server's Prometheus endpoint (`metricsExporterType=PROM`): RocketMQ 5's
 //! `rocketmq_rpc_latency` of every request, and the route table's size
 //! (`rocketmq_namesrv_brokers`, `rocketmq_namesrv_topics`, Vostok names), each with
-//! `cluster` (empty), `node_type` (`nameserver`) and `node_id` (the listen address).
+//! `cluster` (empty), `node_type` (`nameserver`) and `node_id` (the listen address);
+//! and the `process_*` metrics (CPU, memory, file descriptors, threads).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -76,6 +77,7 @@ pub(crate) async fn start(
     ]);
     rpc.register(&mut registry);
     registry.register_collector(Box::new(RouteCollector(route)));
+    registry.register_collector(Box::new(vostok_observe::ProcessCollector));
     let endpoint =
         MetricsEndpoint::new(Arc::new(registry)).with_bearer_token(m.bearer_token.clone());
     Ok(Some(HttpServer::start(
@@ -144,6 +146,20 @@ mod tests {
         assert_eq!(n, 2.0, "{body}");
         assert_eq!(count.labels.get("node_type"), Some("nameserver"));
         assert!(body.contains("rocketmq_namesrv_brokers{"), "{body}");
+        // The process metrics every exporter has.
+        #[cfg(target_os = "linux")]
+        for name in [
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "process_open_fds",
+            "process_threads",
+        ] {
+            let sample = scrape.samples.iter().find(|s| s.metric == name);
+            assert!(
+                sample.is_some_and(|s| s.labels.get("node_type") == Some("nameserver")),
+                "{name}: {body}"
+            );
+        }
         client.shutdown().await;
         ns.shutdown().await;
     }

@@ -11,6 +11,8 @@
 //! * [`histogram`]: a fixed-bucket histogram of atomic counters, encoded at scrape
 //!   time as `prometheus_client`'s own.
 //! * [`rpc`]: `rocketmq_rpc_latency`, the remoting request histogram both servers keep.
+//! * [`process`]: the `process_*` metrics of every Prometheus client library (CPU,
+//!   memory, file descriptors, threads), read from `/proc/self` at scrape time.
 //!
 //! Metric names, labels and buckets are RocketMQ 5's (docs/operations.md#metrics), so
 //! that the Grafana boards written for Apache RocketMQ read Vostok unchanged. Recording
@@ -20,11 +22,13 @@
 pub mod exporter;
 pub mod histogram;
 pub mod http;
+pub mod process;
 pub mod rpc;
 
 pub use exporter::{BearerToken, ExporterType, MetricsConfig};
 pub use histogram::{AtomicHistogram, Buckets};
 pub use http::{HttpHandler, HttpRequest, HttpResponse, HttpServer};
+pub use process::ProcessCollector;
 pub use prometheus_client;
 pub use rpc::RpcMetrics;
 

@@ -133,6 +133,9 @@ async fn pull(
         result.messages.len() as u64,
         result.buffer_total_size as u64,
     );
+    broker
+        .metrics
+        .pulled_to(&topic, &group, queue.id, result.next_begin_offset);
     let found = !result.messages.is_empty();
     let mut out = vec![PullMessageResponse {
         content: Some(Content::Status(if found {

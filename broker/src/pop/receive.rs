@@ -337,6 +337,9 @@ impl Pass<'_> {
             got.messages.len() as u64,
             got.messages.iter().map(|m| m.len() as u64).sum(),
         );
+        broker
+            .metrics
+            .pulled_to(topic, &req.group, queue_id, got.next_begin_offset);
         let retry = RetryFlag::of_topic(topic);
         pop::push_start_offset_info(&mut self.result.start_offset_info, retry, queue_id, offset);
         pop::push_msg_offset_info(&mut self.result.msg_offset_info, retry, queue_id, &offsets);

@@ -120,7 +120,16 @@ impl RequestProcessor for BrokerProcessor {
                     transaction::end_transaction(b, channel, request).await
                 }
                 request_code::UPDATE_AND_CREATE_TOPIC => {
-                    topic_admin::update_and_create_topic(&self.broker, request).await
+                    let started = std::time::Instant::now();
+                    let name = request.ext_fields.get("topic").unwrap_or("").to_owned();
+                    let response =
+                        topic_admin::update_and_create_topic(&self.broker, request).await;
+                    b.metrics.events.topic_created(
+                        &name,
+                        response.code == response_code::SUCCESS,
+                        started.elapsed().as_millis() as u64,
+                    );
+                    response
                 }
                 request_code::DELETE_TOPIC_IN_BROKER => {
                     topic_admin::delete_topic(&self.broker, request).await
@@ -172,7 +181,15 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::GET_TOPIC_STATS_INFO => topic_admin::get_topic_stats_info(b, request),
                 request_code::GET_CONSUME_STATS => group_admin::get_consume_stats(b, request),
                 request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-                    group_admin::update_and_create_subscription_group(&self.broker, request).await
+                    let started = std::time::Instant::now();
+                    let response =
+                        group_admin::update_and_create_subscription_group(&self.broker, request)
+                            .await;
+                    b.metrics.events.group_created(
+                        response.code == response_code::SUCCESS,
+                        started.elapsed().as_millis() as u64,
+                    );
+                    response
                 }
                 request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
                     group_admin::get_all_subscription_group_config(b)

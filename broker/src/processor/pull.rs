@@ -240,6 +240,12 @@ fn pull_inner(
             result.messages.len() as u64,
             result.buffer_total_size as u64,
         );
+        broker.metrics.pulled_to(
+            &header.topic,
+            &header.consumer_group,
+            header.queue_id,
+            result.next_begin_offset,
+        );
         RemotingCommand::response(code, None)
             .with_header(&response_header)
             .with_body(body.freeze())

@@ -173,16 +173,32 @@ pub(crate) async fn send_message(
     }
     let kind = if scan.prepared {
         MessageKind::Transaction
+    } else if scan.fifo || MessageKind::is_fifo_topic(&topic_config) {
+        MessageKind::Fifo
     } else if scan.delay_level > 0 || scan.timer {
         MessageKind::Delay
     } else {
         MessageKind::Normal
     };
+    let dead_letter_group = scan.dead_letter.then(|| {
+        msg.topic
+            .trim_start_matches(topic::DLQ_GROUP_TOPIC_PREFIX)
+            .to_owned()
+    });
     let result = broker.store.put_message(msg).await;
     broker.count_put(1);
     broker
         .metrics
         .record_put(&topic_config.topic_name, kind, &result);
+    if result.is_ok() {
+        let events = &broker.metrics.events;
+        if let Some(group) = dead_letter_group {
+            events.dlq_moved(&group, &topic_config.topic_name);
+        }
+        if scan.prepared {
+            events.half_stored(&topic_config.topic_name);
+        }
+    }
     stamp_append(received, &result);
     if let Some(claim) = claim {
         send_dedupe::record(claim, &result, queue_id);
@@ -364,6 +380,8 @@ struct SendProperties {
     timer: bool,
     /// The message goes to a DLQ (its retries are exhausted).
     dead_letter: bool,
+    /// `__SHARDINGKEY` is set: a FIFO message (a gRPC client's message group).
+    fifo: bool,
 }
 
 impl SendProperties {
@@ -375,6 +393,7 @@ impl SendProperties {
             property::TIMER_DELIVER_MS | property::TIMER_DELAY_SEC | property::TIMER_DELAY_MS => {
                 self.timer = true
             }
+            property::SHARDING_KEY => self.fifo = true,
             _ => {}
         }
     }

@@ -63,9 +63,8 @@ pub(crate) async fn consumer_send_msg_back(
             max_reconsume = max;
         }
     }
-    let (target, queue_id, delay) = if original.reconsume_times >= max_reconsume
-        || header.delay_level < 0
-    {
+    let dead_letter = original.reconsume_times >= max_reconsume || header.delay_level < 0;
+    let (target, queue_id, delay) = if dead_letter {
         let dlq = topic::dlq_topic(&header.group);
         broker
             .topics
@@ -107,6 +106,10 @@ pub(crate) async fn consumer_send_msg_back(
         super::put_response::put_response(broker, result.clone(), queue_id, None).code,
     ) {
         broker.count_put(1);
+        if dead_letter {
+            let origin = header.origin_topic.as_deref().unwrap_or(&original.topic);
+            broker.metrics.events.dlq_moved(&header.group, origin);
+        }
         RemotingCommand::success()
     } else {
         error(response_code::SYSTEM_ERROR, format!("{:?}", result.status))

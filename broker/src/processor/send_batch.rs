@@ -111,6 +111,11 @@ pub(super) async fn send_batch(
             prepared_transaction_offset: 0,
         });
     }
+    let kind = if MessageKind::is_fifo_topic(topic_config) {
+        MessageKind::Fifo
+    } else {
+        MessageKind::Normal
+    };
     // Each message on its own: duplicates are answered, the others stored.
     let keys: Vec<&str> = uniq_keys.iter().map(String::as_str).collect();
     let claim = send_dedupe::claim(broker, topic_config, &header.topic, &keys).await;
@@ -119,9 +124,7 @@ pub(super) async fn send_batch(
         let result = broker.store.put_messages(msgs).await;
         stamp_append(received, &result);
         broker.count_put(n);
-        broker
-            .metrics
-            .record_put(&header.topic, MessageKind::Normal, &result);
+        broker.metrics.record_put(&header.topic, kind, &result);
         return put_response(broker, result, queue_id, None);
     };
     if claim.all_duplicates() {
@@ -137,9 +140,7 @@ pub(super) async fn send_batch(
     let result = broker.store.put_messages(msgs).await;
     stamp_append(received, &result);
     broker.count_put(n);
-    broker
-        .metrics
-        .record_put(&header.topic, MessageKind::Normal, &result);
+    broker.metrics.record_put(&header.topic, kind, &result);
     let originals = claim.originals();
     send_dedupe::record(claim, &result, queue_id);
     let response = put_response(broker, result, queue_id, None);

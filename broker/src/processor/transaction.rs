@@ -69,8 +69,16 @@ pub(crate) async fn end_transaction(
             return response;
         }
         broker.count_put(1);
+        let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
+        broker.metrics.events.committed(
+            real_topic,
+            half.born_timestamp,
+            vostok_remoting::support::time::now_millis(),
+        );
         info!(root, msg_id = %header.msg_id, "transaction committed");
     } else {
+        let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
+        broker.metrics.events.rolled_back(real_topic);
         info!(root, msg_id = %header.msg_id, "transaction rolled back");
     }
     claim.finish();

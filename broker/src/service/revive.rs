@@ -188,7 +188,8 @@ async fn revive_one(
     if original.reconsume_times == 0 || !props.contains(property::FIRST_POP_TIME) {
         props.insert(property::FIRST_POP_TIME, ck.key.pop_time.to_string());
     }
-    if original.reconsume_times >= max_reconsume {
+    let dead_letter = original.reconsume_times >= max_reconsume;
+    if dead_letter {
         let dlq = topic::dlq_topic(group);
         broker
             .topics
@@ -220,6 +221,9 @@ async fn revive_one(
     let stored = broker.store.put_message(msg).await.status.is_stored();
     if stored {
         broker.count_put(1);
+        if dead_letter {
+            broker.metrics.events.dlq_moved(group, normal);
+        }
     }
     Some(stored)
 }

@@ -55,7 +55,11 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
 /// delivered; their copies are found in the index and marked delivered here).
 async fn rebuild(broker: &Broker) {
     let timers = &broker.timers;
-    timers.lock().heap.clear();
+    {
+        let mut p = timers.lock();
+        p.heap.clear();
+        p.clear_tracking();
+    }
     let now = now_millis();
     let mut offset = timers.lock().watermark;
     let mut restored = 0usize;
@@ -95,19 +99,24 @@ async fn rebuild(broker: &Broker) {
             let at = due_at(&parked);
             // Only a message already due could have been delivered before a crash.
             let delivered = at <= now && reroute::already_restored(&broker.store, &parked);
-            candidates.push((at, q, delivered));
+            let real_topic = parked
+                .property(property::REAL_TOPIC)
+                .unwrap_or_default()
+                .to_owned();
+            candidates.push((at, q, delivered, real_topic));
         }
         if result.messages.is_empty() {
             break;
         }
     }
     let mut p = timers.lock();
-    for (at, q, delivered) in candidates {
+    for (at, q, delivered, real_topic) in candidates {
         if delivered || replaced.contains(&q) {
             p.mark_delivered(q);
             skipped += 1;
         } else {
             p.heap.push(Reverse((at, q)));
+            p.track(&real_topic);
             restored += 1;
         }
     }
@@ -192,7 +201,12 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
     let status = broker.store.put_message(msg).await.status;
     if status.is_stored() {
         debug!(offset, topic, "timer message delivered");
-        broker.timers.lock().mark_delivered(offset);
+        {
+            let mut p = broker.timers.lock();
+            p.mark_delivered(offset);
+            p.untrack(&topic);
+        }
+        broker.metrics.events.timer_delivered(&topic);
         true
     } else {
         warn!(offset, ?status, "timer delivery failed; will retry");
@@ -238,7 +252,10 @@ async fn roll(broker: &Broker, parked: &MessageExt, offset: i64) -> bool {
     let status = broker.store.put_message(copy).await.status;
     if status.is_stored() {
         debug!(offset, "timer rolled forward");
-        broker.timers.lock().mark_delivered(offset);
+        let mut p = broker.timers.lock();
+        p.mark_delivered(offset);
+        // The copy is counted as it arrives.
+        p.untrack(parked.property(property::REAL_TOPIC).unwrap_or_default());
         true
     } else {
         warn!(offset, ?status, "cannot roll a timer forward; will retry");

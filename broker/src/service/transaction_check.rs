@@ -264,4 +264,6 @@ async fn discard(broker: &Broker, half: &MessageExt) {
     msg.queue_id = 0;
     msg.tags_code = 0;
     let _ = broker.store.put_message(msg).await;
+    let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
+    broker.metrics.events.half_dropped(real_topic);
 }

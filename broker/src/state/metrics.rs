@@ -19,15 +19,18 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use vostok_observe::prometheus_client::metrics::counter::Counter;
 use vostok_observe::prometheus_client::metrics::family::Family;
 use vostok_observe::prometheus_client::registry::Registry;
 use vostok_observe::{AtomicHistogram, Buckets, RpcMetrics};
+use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::topic;
-use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_store::PutMessageResult;
+
+use super::event_metrics::EventMetrics;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -37,6 +40,7 @@ pub(crate) enum MessageKind {
     Normal = 0,
     Delay = 1,
     Transaction = 2,
+    Fifo = 3,
 }
 
 impl MessageKind {
@@ -45,7 +49,20 @@ impl MessageKind {
             MessageKind::Normal => "normal",
             MessageKind::Delay => "delay",
             MessageKind::Transaction => "transaction",
+            MessageKind::Fifo => "fifo",
         }
+    }
+
+    /// A topic created as FIFO: `message.type=FIFO` (Apache 5's topic attribute), or an
+    /// ordered topic (4.x `order`).
+    pub(crate) fn is_fifo_topic(config: &TopicConfig) -> bool {
+        config.order
+            || ["message.type", "+message.type"].iter().any(|key| {
+                config
+                    .attributes
+                    .get(*key)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("fifo"))
+            })
     }
 }
 
@@ -78,7 +95,7 @@ impl InMeter {
 /// The handles of one topic, by message type.
 #[derive(Default)]
 pub(crate) struct TopicIn {
-    kinds: [OnceLock<InMeter>; 3],
+    kinds: [OnceLock<InMeter>; 4],
 }
 
 impl TopicIn {
@@ -111,6 +128,9 @@ thread_local! {
 pub(crate) struct OutMeter {
     messages: Counter,
     bytes: Counter,
+    /// Queue → the next offset the group pulls or pops there
+    /// (`rocketmq_consumer_queueing_latency`).
+    next: Mutex<HashMap<i32, i64>>,
 }
 
 impl OutMeter {
@@ -126,6 +146,8 @@ pub(crate) struct BrokerMetrics {
     /// This instance's key in the per-thread topic caches.
     id: u64,
     pub(crate) rpc: RpcMetrics,
+    /// DLQ moves, transactions, creates, timers (`event_metrics`).
+    pub(crate) events: EventMetrics,
     messages_in: Family<Labels, Counter>,
     throughput_in: Family<Labels, Counter>,
     message_size: Family<Labels, AtomicHistogram, fn() -> AtomicHistogram>,
@@ -150,6 +172,7 @@ impl BrokerMetrics {
             enabled,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             rpc: RpcMetrics::default(),
+            events: EventMetrics::new(enabled),
             messages_in: Family::default(),
             throughput_in: Family::default(),
             message_size: Family::new_with_constructor(size_histogram),
@@ -167,6 +190,7 @@ impl BrokerMetrics {
     /// Adds the request families to `registry`.
     pub(crate) fn register(&self, registry: &mut Registry) {
         self.rpc.register(registry);
+        self.events.register(registry);
         registry.register(
             "rocketmq_messages_in",
             "Total number of incoming messages",
@@ -282,6 +306,7 @@ impl BrokerMetrics {
                 let meter = Arc::new(OutMeter {
                     messages: self.messages_out.get_or_create_owned(&labels),
                     bytes: self.throughput_out.get_or_create_owned(&labels),
+                    next: Mutex::default(),
                 });
                 self.outbound
                     .write_locked()
@@ -294,6 +319,29 @@ impl BrokerMetrics {
         };
         meter.messages.inc_by(count);
         meter.bytes.inc_by(bytes);
+    }
+
+    /// A pull or pop by `group` that took messages from `topic`'s queue moved on to
+    /// `next`: a map lookup under the read lock and a small lock of the group's own.
+    pub(crate) fn pulled_to(&self, topic: &str, group: &str, queue_id: i32, next: i64) {
+        if !self.enabled {
+            return;
+        }
+        let out = self.outbound.read_locked();
+        if let Some(m) = out.get(topic).and_then(|g| g.get(group)) {
+            let mut offsets = m.next.locked();
+            let e = offsets.entry(queue_id).or_insert(next);
+            *e = (*e).max(next);
+        }
+    }
+
+    /// The next offset `group` pulls on `topic`'s queue, when it took messages there
+    /// since start.
+    pub(crate) fn next_pull(&self, topic: &str, group: &str, queue_id: i32) -> Option<i64> {
+        let out = self.outbound.read_locked();
+        let m = out.get(topic).and_then(|g| g.get(group))?;
+        let next = m.next.locked().get(&queue_id).copied();
+        next
     }
 
     /// Messages stored per topic since start (console rates).
@@ -350,6 +398,12 @@ mod tests {
         m.add_put("T", MessageKind::Delay, 1, 50);
         m.record_get("T", "G", 2, 200);
         m.record_get("T", "G", 1, 100);
+        m.pulled_to("T", "G", 1, 7);
+        m.pulled_to("T", "G", 1, 5);
+        m.pulled_to("T", "other", 1, 5);
+        assert_eq!(m.next_pull("T", "G", 1), Some(7), "the furthest pull");
+        assert_eq!(m.next_pull("T", "G", 0), None);
+        assert_eq!(m.next_pull("T", "other", 1), None, "took nothing: not kept");
         assert_eq!(m.topic_in_totals(), [("T".to_owned(), 4)]);
         assert_eq!(m.group_out_totals(), [("T".into(), "G".into(), 3)]);
         let mut registry = Registry::default();

@@ -15,6 +15,7 @@ pub(crate) mod browse;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
+pub(crate) mod event_metrics;
 pub(crate) mod lag;
 pub(crate) mod long_polling;
 pub(crate) mod master_services;

@@ -30,6 +30,8 @@ pub(crate) struct DelayOffsetTable {
     offsets: Mutex<BTreeMap<i32, i64>>,
     /// Index `level - 1`: signalled when a message arrives at that level.
     arrivals: Vec<Notify>,
+    /// Index `level - 1`: how long that level waits (`messageDelayLevel`).
+    delays: Vec<std::time::Duration>,
 }
 
 impl DelayOffsetTable {
@@ -40,12 +42,21 @@ impl DelayOffsetTable {
                 vostok_remoting::protocol::json::from_slice("delayOffset.json", bytes).ok()
             })
             .unwrap_or_default();
-        let levels = config.store.delay_levels().map(|l| l.len()).unwrap_or(0);
+        let delays = config.store.delay_levels().unwrap_or_default();
         DelayOffsetTable {
             file,
             offsets: Mutex::new(stored.offset_table),
-            arrivals: (0..levels).map(|_| Notify::new()).collect(),
+            arrivals: (0..delays.len()).map(|_| Notify::new()).collect(),
+            delays,
         }
+    }
+
+    /// How long `level` waits.
+    pub(crate) fn level_delay(&self, level: i32) -> Option<std::time::Duration> {
+        usize::try_from(level - 1)
+            .ok()
+            .and_then(|i| self.delays.get(i))
+            .copied()
     }
 
     pub(crate) fn get(&self, level: i32) -> i64 {

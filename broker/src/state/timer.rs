@@ -10,7 +10,7 @@
 //! loop itself is `service::timer`.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +36,8 @@ pub(crate) struct Progress {
     pub(crate) delivered: BTreeSet<i64>,
     /// Pending timers: Reverse((deliver at, queue offset)).
     pub(crate) heap: BinaryHeap<Reverse<(i64, i64)>>,
+    /// Pending timers per real topic (`rocketmq_timing_messages`).
+    timing: HashMap<String, i64>,
     dirty: bool,
 }
 
@@ -59,6 +61,43 @@ impl Progress {
     pub(crate) fn head(&self) -> Option<i64> {
         self.heap.peek().map(|Reverse((at, _))| *at)
     }
+
+    /// One more pending timer of `topic`.
+    pub(crate) fn track(&mut self, topic: &str) {
+        *self.timing.entry(topic.to_owned()).or_default() += 1;
+    }
+
+    /// A pending timer of `topic` was delivered or rolled away.
+    pub(crate) fn untrack(&mut self, topic: &str) {
+        if let Some(n) = self.timing.get_mut(topic) {
+            *n -= 1;
+            if *n <= 0 {
+                self.timing.remove(topic);
+            }
+        }
+    }
+
+    /// Forgets the per-topic counts (the heap is being rebuilt).
+    pub(crate) fn clear_tracking(&mut self) {
+        self.timing.clear();
+    }
+}
+
+/// Apache's `timer_bound_s` bounds of `rocketmq_timer_message_snapshot`, seconds.
+pub(crate) const TIMER_BOUNDS_S: [i64; 8] = [5, 60, 300, 900, 3600, 14_400, 28_800, 86_400];
+
+/// The pending timers as a scrape sees them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct TimerSnapshot {
+    /// Due and not delivered yet.
+    pub(crate) due: i64,
+    /// Ms since the earliest due, undelivered timer was due (0 when none is).
+    pub(crate) behind_ms: i64,
+    /// Per real topic, pending.
+    pub(crate) per_topic: Vec<(String, i64)>,
+    /// Per bound of [`TIMER_BOUNDS_S`]: timers due within (previous bound, bound]
+    /// seconds from now.
+    pub(crate) distribution: [i64; 8],
 }
 
 /// The pending timers and the checkpoint file.
@@ -90,14 +129,15 @@ impl TimerTable {
         self.progress.locked()
     }
 
-    /// A timer message was dispatched at `offset`, due at `deliver_at`.
-    pub(crate) fn on_arrival(&self, offset: i64, deliver_at: i64) {
+    /// A timer message of `topic` was dispatched at `offset`, due at `deliver_at`.
+    pub(crate) fn on_arrival(&self, offset: i64, deliver_at: i64, topic: &str) {
         let mut p = self.lock();
         if p.is_delivered(offset) {
             return;
         }
         let earlier = p.head().is_none_or(|head| deliver_at < head);
         p.heap.push(Reverse((deliver_at, offset)));
+        p.track(topic);
         drop(p);
         if earlier {
             self.wake.notify_one();
@@ -107,6 +147,31 @@ impl TimerTable {
     /// Number of timers waiting.
     pub(crate) fn pending(&self) -> usize {
         self.lock().heap.len()
+    }
+
+    /// Reads the pending timers at `now` (one pass over the heap, at scrape time).
+    pub(crate) fn snapshot(&self, now: i64) -> TimerSnapshot {
+        let p = self.lock();
+        let mut out = TimerSnapshot::default();
+        let mut earliest_due: Option<i64> = None;
+        for Reverse((at, offset)) in p.heap.iter() {
+            if p.is_delivered(*offset) {
+                continue;
+            }
+            if *at <= now {
+                out.due += 1;
+                earliest_due = Some(earliest_due.map_or(*at, |e| e.min(*at)));
+                continue;
+            }
+            let seconds = (at - now + 999) / 1000;
+            if let Some(i) = TIMER_BOUNDS_S.iter().position(|b| seconds <= *b) {
+                out.distribution[i] += 1;
+            }
+        }
+        out.behind_ms = earliest_due.map_or(0, |at| now - at);
+        out.per_topic = p.timing.iter().map(|(t, n)| (t.clone(), *n)).collect();
+        out.per_topic.sort();
+        out
     }
 
     pub(crate) fn persist(&self) {
@@ -146,13 +211,34 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_counts_due_pending_and_per_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = BrokerConfig::default();
+        c.store.store_path_root_dir = dir.path().to_path_buf();
+        let table = TimerTable::load(&c);
+        let now = 1_000_000;
+        table.on_arrival(0, now - 3_000, "A");
+        table.on_arrival(1, now - 1_000, "A");
+        table.on_arrival(2, now + 4_000, "B");
+        table.on_arrival(3, now + 61_000, "B");
+        table.on_arrival(4, now + 10_000, "B");
+        table.lock().mark_delivered(1);
+        table.lock().untrack("A");
+        let s = table.snapshot(now);
+        assert_eq!(s.due, 1);
+        assert_eq!(s.behind_ms, 3_000);
+        assert_eq!(s.per_topic, [("A".to_owned(), 1), ("B".to_owned(), 3)]);
+        assert_eq!(s.distribution, [1, 1, 1, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
     fn progress_survives_a_reload() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = BrokerConfig::default();
         c.store.store_path_root_dir = dir.path().to_path_buf();
         let table = TimerTable::load(&c);
-        table.on_arrival(0, 10);
-        table.on_arrival(1, 5);
+        table.on_arrival(0, 10, "T");
+        table.on_arrival(1, 5, "T");
         assert_eq!((table.pending(), table.lock().head()), (2, Some(5)));
         table.lock().mark_delivered(0);
         table.lock().mark_delivered(2);
