@@ -109,6 +109,8 @@ impl Summary {
             "errors": self.errors,
             "received_in_window": self.in_window().map(|t| t.msgs),
             "received": self.receipts.map(|r| r.whole_run.msgs),
+            "from_broker_msgs": self.receipts.map(|r| r.from_broker.msgs),
+            "from_broker_bytes": self.receipts.map(|r| r.from_broker.bytes),
             "acknowledged": seq_field(|s| s.acknowledged),
             "received_unacknowledged": seq_field(SequenceCheck::received_unacknowledged),
             "lost": seq_field(|s| s.lost),
@@ -203,6 +205,11 @@ fn whole_run_lines(r: &Receipts) -> Vec<String> {
         return vec![
             "whole run (warm-up and window, until the consumer stopped):".into(),
             format!("  received:      {} msgs", thousands(r.whole_run.msgs)),
+            format!(
+                "  from broker:   {} msgs, {} bytes (every record the broker sent, matching or not)",
+                thousands(r.from_broker.msgs),
+                thousands(r.from_broker.bytes)
+            ),
         ];
     };
     vec![
