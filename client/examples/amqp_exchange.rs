@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use vostok_client::consumer::BindingKey;
 use vostok_client::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
-    Message, MessageExt, MessageListener, MessageSelector, Producer, ProducerConfig,
-    PushConsumer,
+    Message, MessageExt, MessageListener, MessageSelector, Producer, ProducerConfig, PushConsumer,
 };
 
 /// The routing keys published, in order.
@@ -30,7 +29,10 @@ const KEYS: [&str; 5] = [
 /// binds to everything (a fanout queue).
 fn queues(kind: &str) -> Option<Vec<(&'static str, Option<&'static str>)>> {
     Some(match kind {
-        "topic" => vec![("eu-orders", Some("orders.*.eu")), ("all-orders", Some("orders.#"))],
+        "topic" => vec![
+            ("eu-orders", Some("orders.*.eu")),
+            ("all-orders", Some("orders.#")),
+        ],
         "direct" => vec![
             ("paid-eu", Some("orders.paid.eu")),
             ("created-us", Some("orders.created.us")),
@@ -73,7 +75,9 @@ async fn main() -> vostok_client::Result<()> {
                 for m in msgs {
                     let body = String::from_utf8_lossy(&m.body);
                     if let Some(key) = body.strip_prefix(&prefix) {
-                        sink.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_owned());
+                        sink.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(key.to_owned());
                     }
                 }
                 ConsumeConcurrentlyStatus::ConsumeSuccess

@@ -197,3 +197,41 @@ pub(crate) async fn notify_client_termination(
         status: Some(status),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grpc::proto::FilterExpression;
+    use vostok_store::MessageFilter;
+
+    fn routing(expression: &str) -> FilterExpression {
+        FilterExpression {
+            r#type: FILTER_TYPE_ROUTING,
+            expression: expression.to_owned(),
+        }
+    }
+
+    #[test]
+    fn routing_filters_are_served_and_bad_binding_keys_refused() {
+        let filter = filter_of("T", Some(&routing("orders.*.eu"))).expect("a valid binding key");
+        assert_eq!(filter.subscription().expression_type, "ROUTING");
+        assert!(filter.is_matched_by_commit_log("ROUTING_KEY\u{1}orders.new.eu\u{2}"));
+        assert!(filter.is_matched_by_commit_log("TAGS\u{1}orders.paid.eu\u{2}"));
+        assert!(!filter.is_matched_by_commit_log("TAGS\u{1}orders.paid.us\u{2}"));
+        let sub = subscription_of("T", Some(&routing("orders.#"))).expect("valid");
+        assert_eq!(
+            (sub.expression_type.as_str(), sub.sub_string.as_str()),
+            ("ROUTING", "orders.#")
+        );
+        for bad in ["orders.#.#", "ord*.eu", ""] {
+            let refused = filter_of("T", Some(&routing(bad))).expect_err(bad);
+            assert!(
+                refused.message.contains("binding key"),
+                "{bad}: {}",
+                refused.message
+            );
+        }
+        let tags = filter_of("T", None).expect("tags");
+        assert!(tags.is_matched_by_commit_log("TAGS\u{1}anything\u{2}"));
+    }
+}

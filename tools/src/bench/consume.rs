@@ -490,6 +490,29 @@ mod tests {
     }
 
     #[test]
+    fn routing_on_the_client_counts_what_the_broker_sent_apart() {
+        let state = ConsumeState::new(None, None);
+        state.match_on_client("orders.*.eu").unwrap();
+        let keyed = |key: &str| {
+            let mut m = msg(0, Bytes::from_static(b"body"));
+            m.properties.insert("TAGS", key);
+            m.store_size = 100;
+            m
+        };
+        state.on_messages(&[
+            keyed("orders.created.eu"),
+            keyed("orders.created.us"),
+            keyed("orders.eu"),
+        ]);
+        let r = state.receipts(Totals::default(), &[]);
+        assert_eq!((r.whole_run.msgs, r.whole_run.bytes), (1, 4));
+        assert_eq!((r.from_broker.msgs, r.from_broker.bytes), (3, 300));
+        assert!(ConsumeState::new(None, None)
+            .match_on_client("a..b")
+            .is_err());
+    }
+
+    #[test]
     fn plain_bodies_are_timed_from_their_born_time() {
         let state = ConsumeState::new(None, None);
         state.start_measuring(true);

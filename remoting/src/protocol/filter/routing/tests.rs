@@ -144,7 +144,7 @@ fn invalid_routing_keys_match_nothing() {
 #[test]
 fn the_routing_key_is_the_property_else_the_tag() {
     let key = BindingKey::parse("orders.*.eu").unwrap();
-    assert!(key.is_exact() == false && BindingKey::parse("a.b").unwrap().is_exact());
+    assert!(!key.is_exact() && BindingKey::parse("a.b").unwrap().is_exact());
     let props = "TAGS\u{1}orders.paid.eu\u{2}";
     assert!(key.matches_properties(props));
     let both = "TAGS\u{1}x\u{2}ROUTING_KEY\u{1}orders.new.eu\u{2}";
