@@ -3,7 +3,9 @@
 //! messages, and the broker sends them nothing else (its outbound message and byte
 //! counters, and the bytes of raw pull and POP responses); invalid binding keys are
 //! refused with SUBSCRIPTION_PARSE_FAILED by PULL, POP and CHECK_CLIENT_CONFIG, and by
-//! the SDK before anything is sent; routing keys need no `enablePropertyFilter`.
+//! the SDK before anything is sent; routing keys need no `enablePropertyFilter`; and
+//! against a broker that refuses routing keys (a front answering as Apache RocketMQ
+//! does) the push and simple consumers filter on the client and get the same messages.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -384,4 +386,174 @@ async fn responses_carry_only_matching_records_and_bad_binding_keys_are_refused(
         Message::new(TOPIC, "x").with_routing_key("orders.e-u"),
         Err(ClientError::InvalidArgument(_))
     ));
+}
+
+/// Answers like Apache RocketMQ to routing keys, in front of a Vostok broker: a
+/// CHECK_CLIENT_CONFIG, PULL_MESSAGE or POP_MESSAGE naming the `ROUTING` type gets
+/// SYSTEM_ERROR; everything else is forwarded. Counts the refusals.
+async fn apache_like_front(
+    listener: tokio::net::TcpListener,
+    upstream: String,
+    refused: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_util::codec::{FramedRead, FramedWrite};
+    use vostok_remoting::RemotingCodec;
+
+    while let Ok((client, _)) = listener.accept().await {
+        let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+            continue;
+        };
+        let refused = refused.clone();
+        tokio::spawn(async move {
+            let (client_read, client_write) = client.into_split();
+            let (server_read, server_write) = server.into_split();
+            let (to_client, mut outbox) = tokio::sync::mpsc::channel::<RemotingCommand>(256);
+            tokio::spawn(async move {
+                let mut out = FramedWrite::new(client_write, RemotingCodec::default());
+                while let Some(cmd) = outbox.recv().await {
+                    if out.send(cmd).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            let answers = to_client.clone();
+            tokio::spawn(async move {
+                let mut from_server = FramedRead::new(server_read, RemotingCodec::default());
+                while let Some(Ok(cmd)) = from_server.next().await {
+                    if answers.send(cmd).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            let mut from_client = FramedRead::new(client_read, RemotingCodec::default());
+            let mut to_server = FramedWrite::new(server_write, RemotingCodec::default());
+            while let Some(Ok(cmd)) = from_client.next().await {
+                let routing = match cmd.code {
+                    request_code::CHECK_CLIENT_CONFIG => {
+                        String::from_utf8_lossy(&cmd.body).contains("\"ROUTING\"")
+                    }
+                    request_code::PULL_MESSAGE => {
+                        cmd.ext_fields.get("expressionType") == Some("ROUTING")
+                    }
+                    request_code::POP_MESSAGE => cmd.ext_fields.get("expType") == Some("ROUTING"),
+                    _ => false,
+                };
+                if routing {
+                    refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let mut answer = RemotingCommand::response(
+                        response_code::SYSTEM_ERROR,
+                        "The broker does not support consumer to filter message by ROUTING"
+                            .to_owned(),
+                    );
+                    answer.opaque = cmd.opaque;
+                    if to_client.send(answer).await.is_err() {
+                        return;
+                    }
+                } else if to_server.send(cmd).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_a_broker_without_routing_keys_consumers_filter_on_the_client() {
+    // The broker listens on 127.0.0.1 and announces 127.0.0.2, where the front stands.
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set("bindAddress", "127.0.0.1")
+            .set("brokerIP1", "127.0.0.2")
+            .set("metricsExporterType", "PROM")
+            .set("metricsPromExporterPort", 0),
+    );
+    let metrics = broker.metrics_addr.clone().expect("metrics address");
+    let port = broker.addr.rsplit(':').next().expect("a port").to_owned();
+    assert!(broker.addr.starts_with("127.0.0.2:"), "{}", broker.addr);
+    let front = tokio::net::TcpListener::bind(&broker.addr)
+        .await
+        .expect("127.0.0.2 is a loopback address");
+    let refused = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn(apache_like_front(
+        front,
+        format!("127.0.0.1:{port}"),
+        refused.clone(),
+    ));
+    let ns = broker.namesrv.clone();
+    create_topic(&broker).await;
+    send_all(&ns).await;
+    let admin = TestClient::default();
+    admin.wait_dispatched(&broker.addr).await;
+
+    let seen: Arc<Mutex<Vec<MessageExt>>> = Arc::default();
+    let consumer = PushConsumer::new(ConsumerConfig {
+        common: CommonConsumerConfig {
+            client: client(&ns, "push"),
+            consumer_group: "eu-orders".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::push_defaults()
+        },
+        ..Default::default()
+    });
+    consumer
+        .subscribe_with_selector(TOPIC, MessageSelector::by_routing_key(BINDING))
+        .unwrap();
+    let s = seen.clone();
+    consumer.register_message_listener(MessageListener::concurrently(
+        move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            s.lock().unwrap().extend(msgs.iter().cloned());
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        },
+    ));
+    consumer
+        .start()
+        .await
+        .expect("a refused binding does not fail the start");
+    eventually("every message was pulled", || async {
+        sent_to(&metrics, "eu-orders").await.0 == N as f64
+    })
+    .await;
+    eventually("the matching messages were consumed", || async {
+        seen.lock().unwrap().len() >= expected().len()
+    })
+    .await;
+    assert_eq!(sorted_bodies(&seen.lock().unwrap()), expected());
+    assert!(refused.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    consumer.shutdown().await;
+
+    // The simple consumer: its first POP is refused, the next ones take everything and
+    // ack what does not match.
+    let simple = SimpleConsumer::new(SimpleConsumerConfig {
+        client: client(&ns, "simple"),
+        consumer_group: "eu-orders-pop".into(),
+        await_duration: Duration::from_millis(200),
+        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        ..Default::default()
+    });
+    simple
+        .subscribe_with_selector(TOPIC, MessageSelector::by_routing_key(BINDING))
+        .unwrap();
+    simple.start().await.unwrap();
+    let before = refused.load(std::sync::atomic::Ordering::SeqCst);
+    let mut popped = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while popped.len() < expected().len() && tokio::time::Instant::now() < deadline {
+        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
+        for v in &views {
+            simple.ack(v).await.unwrap();
+        }
+        popped.extend(views.into_iter().map(|v| v.into_message()));
+    }
+    for _ in 0..4 {
+        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
+        popped.extend(views.into_iter().map(|v| v.into_message()));
+    }
+    assert_eq!(sorted_bodies(&popped), expected());
+    assert_eq!(
+        refused.load(std::sync::atomic::Ordering::SeqCst),
+        before + 1,
+        "one refusal, then client-side filtering"
+    );
+    simple.shutdown().await;
 }

@@ -126,28 +126,33 @@ impl SimpleConsumer {
             attempt_id: None,
             broker_name: Some(broker_name.clone()),
         };
-        let response = api::pop_message(
+        let answer = api::pop_message(
             instance.remoting(),
             &addr,
             &header,
             config.await_duration + config.request_timeout,
         )
-        .await?;
-        if response.code != response_code::SUCCESS {
-            if sub.is_routing()
-                && matches!(
-                    response.code,
-                    response_code::SUBSCRIPTION_PARSE_FAILED | response_code::SYSTEM_ERROR
-                )
+        .await;
+        let response = match answer {
+            Err(ClientError::Broker { code, remark, .. })
+                if sub.is_routing()
+                    && matches!(
+                        code,
+                        response_code::SUBSCRIPTION_PARSE_FAILED | response_code::SYSTEM_ERROR
+                    ) =>
             {
                 // A broker without routing keys: receive everything, filter here.
-                tracing::warn!(topic = %topic, broker = %addr, binding_key = %sub.data.sub_string,
+                tracing::warn!(topic = %topic, broker = %addr, binding_key = %sub.data.sub_string, code, remark = %remark,
                     "the broker does not filter by routing key; filtering on the client");
                 self.shared
                     .subscriptions
                     .write_locked()
                     .insert(topic.clone(), sub.client_side());
+                return Ok(Vec::new());
             }
+            other => other?,
+        };
+        if response.code != response_code::SUCCESS {
             if response.code == response_code::POLLING_FULL {
                 // The broker holds too many receives: back off a little.
                 tokio::time::sleep(Duration::from_millis(100)).await;
