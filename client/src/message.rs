@@ -6,6 +6,7 @@
 use std::io::{Read, Write};
 
 use bytes::Bytes;
+use vostok_remoting::protocol::filter::routing::{validate_routing_key, ROUTING_KEY};
 use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::message::sysflag::{self, Compression};
 pub use vostok_remoting::protocol::message::MessageExt;
@@ -88,6 +89,29 @@ impl Message {
         self.properties
             .insert(property::WAIT_STORE_MSG_OK, wait.to_string());
         self
+    }
+
+    /// The routing key consumers bind to with
+    /// [`MessageSelector::by_routing_key`](crate::consumer::MessageSelector::by_routing_key)
+    /// (the `ROUTING_KEY` property, docs/amqp.md): dot-separated parts of letters,
+    /// digits and `_`. An invalid key is refused here, since no binding key would
+    /// match it.
+    pub fn with_routing_key(mut self, key: impl AsRef<str>) -> Result<Self> {
+        self.set_routing_key(key)?;
+        Ok(self)
+    }
+
+    /// See [`Message::with_routing_key`].
+    pub fn set_routing_key(&mut self, key: impl AsRef<str>) -> Result<()> {
+        let key = key.as_ref();
+        validate_routing_key(key).map_err(|e| ClientError::InvalidArgument(e.to_string()))?;
+        self.properties.insert(ROUTING_KEY, key);
+        Ok(())
+    }
+
+    /// The routing key set with [`Message::with_routing_key`].
+    pub fn routing_key(&self) -> Option<&str> {
+        self.properties.get(ROUTING_KEY)
     }
 
     pub fn set_tags(&mut self, tags: impl AsRef<str>) {

@@ -152,6 +152,10 @@ impl Workdir {
             ),
             ("lite_pull", env!("CARGO_BIN_EXE_vostok-example-lite_pull")),
             (
+                "amqp_exchange",
+                env!("CARGO_BIN_EXE_vostok-example-amqp_exchange"),
+            ),
+            (
                 "transaction",
                 env!("CARGO_BIN_EXE_vostok-example-transaction"),
             ),
@@ -208,7 +212,7 @@ exec walk-background "boot success" {real} "$@"
             "#!/usr/bin/env bash\nexec walk-background \"cluster up\" \"$(dirname \"$0\")/.local-cluster.sh\" \"$@\"\n"
                 .to_owned(),
         );
-        let examples: String = ["producer", "lite_pull", "transaction"]
+        let examples: String = ["producer", "lite_pull", "transaction", "amqp_exchange"]
             .iter()
             .map(|e| format!("    {e}) exec {} \"$@\";;\n", programs[e]))
             .collect();

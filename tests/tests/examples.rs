@@ -67,3 +67,41 @@ fn the_transaction_example_says_what_it_waits_for_and_ends_at_the_check_back() {
         .unwrap_or_else(|| panic!("no check-back: {lines:#?}"));
     assert!(waiting < checked, "{lines:#?}");
 }
+
+#[test]
+fn the_amqp_exchange_example_routes_each_kind_to_its_queues() {
+    let broker = Broker::start(BrokerOptions::default());
+    for (kind, topic, queues) in [
+        (
+            "topic",
+            "ExampleTopicExchange",
+            [
+                "queue eu-orders (bound with orders.*.eu): orders.created.eu, orders.paid.eu",
+                "queue all-orders (bound with orders.#): orders.created.eu, orders.created.eu.late, orders.created.us, orders.paid.eu",
+            ],
+        ),
+        (
+            "direct",
+            "ExampleDirectExchange",
+            [
+                "queue paid-eu (bound with orders.paid.eu): orders.paid.eu",
+                "queue created-us (bound with orders.created.us): orders.created.us",
+            ],
+        ),
+        (
+            "fanout",
+            "ExampleFanoutExchange",
+            [
+                "queue audit (bound with everything): invoices.created.eu, orders.created.eu, orders.created.eu.late, orders.created.us, orders.paid.eu",
+                "queue search (bound with everything): invoices.created.eu, orders.created.eu, orders.created.eu.late, orders.created.us, orders.paid.eu",
+            ],
+        ),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_vostok-example-amqp_exchange"));
+        command.args([broker.namesrv.as_str(), kind, topic]);
+        let lines = run_to_end(command, Duration::from_secs(60));
+        for queue in queues {
+            assert!(lines.iter().any(|l| l == queue), "{queue:?} in {lines:#?}");
+        }
+    }
+}

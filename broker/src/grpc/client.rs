@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use vostok_remoting::protocol::body::{
-    ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData,
+    ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData, EXPRESSION_TYPE_ROUTING,
 };
 use vostok_remoting::protocol::filter::build_subscription;
 use vostok_remoting::protocol::topic;
@@ -26,6 +26,7 @@ use super::proto::{
 use super::session::Session;
 use super::status::{ok, status};
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration, OverLimit};
+use crate::state::consumer_filter::ExpressionMessageFilter;
 use crate::state::Broker;
 
 /// A topic name the broker accepts, or ILLEGAL_TOPIC.
@@ -38,7 +39,12 @@ pub(crate) fn valid_group(name: &str) -> Result<(), Status> {
     topic::validate_group(name).map_err(|reason| status(Code::IllegalConsumerGroup, reason))
 }
 
-/// A tag subscription; SQL92 filters are refused as on the remoting protocol.
+/// The filter type of a routing-key subscription (docs/amqp.md): a value the Apache
+/// protocol leaves free, next to TAG (1) and SQL (2).
+pub(crate) const FILTER_TYPE_ROUTING: i32 = 3;
+
+/// A tag or routing-key subscription; SQL92 filters are refused, and an invalid
+/// binding key is ILLEGAL_FILTER_EXPRESSION.
 pub(crate) fn subscription_of(
     topic: &str,
     filter: Option<&super::proto::FilterExpression>,
@@ -52,12 +58,30 @@ pub(crate) fn subscription_of(
             "SQL92 filtering is not supported by this broker",
         ));
     }
+    if kind == FILTER_TYPE_ROUTING {
+        return ExpressionMessageFilter::routing(topic, expression)
+            .map(|f| f.subscription().clone())
+            .map_err(|e| status(Code::IllegalFilterExpression, e.to_string()));
+    }
     let expression = if expression.trim().is_empty() {
         "*"
     } else {
         expression
     };
     Ok(build_subscription(topic, expression, now_millis()))
+}
+
+/// The filter a pull or a receive applies for `filter` (see [`subscription_of`]).
+pub(crate) fn filter_of(
+    topic: &str,
+    filter: Option<&super::proto::FilterExpression>,
+) -> Result<ExpressionMessageFilter, Status> {
+    let sub = subscription_of(topic, filter)?;
+    if sub.expression_type == EXPRESSION_TYPE_ROUTING {
+        return ExpressionMessageFilter::routing(topic, &sub.sub_string)
+            .map_err(|e| status(Code::IllegalFilterExpression, e.to_string()));
+    }
+    Ok(ExpressionMessageFilter::new(sub, None))
 }
 
 /// A registration refused by a bound of docs/limits.md#groups-and-topics.
@@ -171,5 +195,43 @@ pub(crate) async fn notify_client_termination(
     };
     NotifyClientTerminationResponse {
         status: Some(status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grpc::proto::FilterExpression;
+    use vostok_store::MessageFilter;
+
+    fn routing(expression: &str) -> FilterExpression {
+        FilterExpression {
+            r#type: FILTER_TYPE_ROUTING,
+            expression: expression.to_owned(),
+        }
+    }
+
+    #[test]
+    fn routing_filters_are_served_and_bad_binding_keys_refused() {
+        let filter = filter_of("T", Some(&routing("orders.*.eu"))).expect("a valid binding key");
+        assert_eq!(filter.subscription().expression_type, "ROUTING");
+        assert!(filter.is_matched_by_commit_log("ROUTING_KEY\u{1}orders.new.eu\u{2}"));
+        assert!(filter.is_matched_by_commit_log("TAGS\u{1}orders.paid.eu\u{2}"));
+        assert!(!filter.is_matched_by_commit_log("TAGS\u{1}orders.paid.us\u{2}"));
+        let sub = subscription_of("T", Some(&routing("orders.#"))).expect("valid");
+        assert_eq!(
+            (sub.expression_type.as_str(), sub.sub_string.as_str()),
+            ("ROUTING", "orders.#")
+        );
+        for bad in ["orders.#.#", "ord*.eu", ""] {
+            let refused = filter_of("T", Some(&routing(bad))).expect_err(bad);
+            assert!(
+                refused.message.contains("binding key"),
+                "{bad}: {}",
+                refused.message
+            );
+        }
+        let tags = filter_of("T", None).expect("tags");
+        assert!(tags.is_matched_by_commit_log("TAGS\u{1}anything\u{2}"));
     }
 }

@@ -15,11 +15,10 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use vostok_remoting::protocol::body::{SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL};
-use vostok_remoting::protocol::filter::matches_tags_code;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_store::{GetMessageStatus, MessageFilter};
 
-use super::client::{subscription_of, valid_group, valid_topic};
+use super::client::{filter_of, valid_group, valid_topic};
 use super::context::RequestContext;
 use super::convert::{millis_of, millis_of_duration, to_proto, Delivery};
 use super::endpoint::GrpcService;
@@ -38,14 +37,6 @@ pub(crate) type PullStream =
 
 /// Most bytes one pull reads.
 const MAX_PULL_BYTES: i32 = 4 * 1024 * 1024;
-
-struct TagFilter(SubscriptionData);
-
-impl MessageFilter for TagFilter {
-    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
-        matches_tags_code(&self.0, tags_code)
-    }
-}
 
 fn items(list: Vec<PullMessageResponse>) -> PullStream {
     Box::pin(futures_util::stream::iter(list.into_iter().map(Ok)))
@@ -81,7 +72,7 @@ async fn pull(
     if request.offset < 0 {
         return Err(status(Code::IllegalOffset, "offset cannot be negative"));
     }
-    let filter = TagFilter(subscription_of(&topic, request.filter_expression.as_ref())?);
+    let filter = filter_of(&topic, request.filter_expression.as_ref())?;
     let batch = request.batch_size.clamp(1, 32);
     let read = || {
         broker.get_for_consumer(
@@ -118,7 +109,7 @@ async fn pull(
                     &topic,
                     queue.id,
                     result.next_begin_offset.max(request.offset),
-                    tag_codes(&filter.0),
+                    tag_codes(filter.subscription()),
                     Duration::from_millis(timeout as u64),
                     move || store.max_offset_in_queue(&t, q),
                 )

@@ -25,7 +25,7 @@ use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::support::time::now_millis;
 
-use super::client::{subscription_of, valid_group, valid_topic};
+use super::client::{filter_of, valid_group, valid_topic};
 use super::context::RequestContext;
 use super::convert::{millis_of_duration, timestamp, to_proto, Delivery};
 use super::endpoint::GrpcService;
@@ -134,7 +134,7 @@ async fn receive(
             .subscriptions
             .get(&group)
             .is_some_and(|g| g.consume_message_orderly);
-    let filter = subscription_of(&topic, request.filter_expression.as_ref())?;
+    let filter = filter_of(&topic, request.filter_expression.as_ref())?;
     let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
     readable_topic(broker, &topic).map_err(map_err)?;
     let client = svc.session_channel(ctx);

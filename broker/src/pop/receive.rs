@@ -13,8 +13,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
-use vostok_remoting::protocol::body::SubscriptionData;
-use vostok_remoting::protocol::filter::matches_tags_code;
 use vostok_remoting::protocol::header::INIT_MODE_MIN;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::message::{property, MessageExt};
@@ -28,6 +26,7 @@ use vostok_remoting::Channel;
 use vostok_store::{GetMessageStatus, MessageFilter};
 
 use super::{consuming_group, readable_topic, PopError};
+use crate::state::consumer_filter::ExpressionMessageFilter;
 use crate::state::pop::checkpoint::{Checkpoint, CkKey};
 use crate::state::pop::journal;
 use crate::state::Broker;
@@ -46,7 +45,8 @@ pub(crate) struct PopRequest {
     /// `INIT_MODE_MIN` or `INIT_MODE_MAX`.
     pub(crate) init_mode: i32,
     /// Tag filter; `None` takes every message.
-    pub(crate) filter: Option<SubscriptionData>,
+    /// A tag or routing-key filter (docs/amqp.md); `None` takes everything.
+    pub(crate) filter: Option<ExpressionMessageFilter>,
     pub(crate) order: bool,
     pub(crate) attempt_id: Option<String>,
     /// The client's connection, when it has one of its own: a group created on first
@@ -79,14 +79,6 @@ pub(crate) struct PopResult {
     pub(crate) msg_offset_info: String,
     pub(crate) order_count_info: String,
     pub(crate) messages: Vec<PoppedMessage>,
-}
-
-struct TagFilter<'a>(&'a SubscriptionData);
-
-impl MessageFilter for TagFilter<'_> {
-    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
-        matches_tags_code(self.0, tags_code)
-    }
 }
 
 /// Pops, holding the request up to its poll time while nothing is found. Returns the
@@ -271,10 +263,7 @@ impl Pass<'_> {
                 from,
                 room as i32,
                 i32::MAX,
-                filter
-                    .map(TagFilter)
-                    .as_ref()
-                    .map(|f| f as &dyn MessageFilter),
+                filter.map(|f| f as &dyn MessageFilter),
             )
         };
         let mut got = get(offset);

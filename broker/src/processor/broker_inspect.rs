@@ -157,7 +157,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
                     .is_some_and(|m| filter.matches(|k| m.property(k))),
                 None if is_tag_type(&sub.expression_type) => matches_tags_code(sub, e.tags_code),
                 None => {
-                    data.msg = Some("the group's SQL92 expression does not compile".into());
+                    data.msg = Some("the group's expression does not compile".into());
                     false
                 }
             };

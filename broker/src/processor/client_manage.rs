@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use serde::Deserialize;
-use vostok_remoting::protocol::body::{HeartbeatData, SubscriptionData, EXPRESSION_TYPE_SQL92};
-use vostok_remoting::protocol::filter::sql92::Sql92Filter;
+use vostok_remoting::protocol::body::{HeartbeatData, SubscriptionData};
+use vostok_remoting::protocol::filter::{needs_property_filter_switch, PropertyFilter};
 use vostok_remoting::protocol::header::UnregisterClientRequestHeader;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::{self, perm};
@@ -103,16 +103,18 @@ pub(crate) async fn heart_beat(
             consume_from_where: consumer.consume_from_where,
             subscriptions: consumer.subscription_data_set,
         };
-        // Filters are compiled only for a group the client limits admitted.
-        let filtered = broker
-            .runtime
-            .enable_property_filter()
-            .then(|| registration.subscriptions.clone());
+        // Filters are compiled only for a group the client limits admitted; SQL92 ones
+        // only when property filters are on, routing keys always.
+        let sql_on = broker.runtime.enable_property_filter();
+        let filtered: Vec<SubscriptionData> = registration
+            .subscriptions
+            .iter()
+            .filter(|s| sql_on || !needs_property_filter_switch(&s.expression_type))
+            .cloned()
+            .collect();
         let registered = broker.register_consumer(info.clone(), registration);
-        if let (Ok(_), Some(subscriptions)) = (&registered, filtered) {
-            broker
-                .filters
-                .register(&consumer.group_name, &subscriptions);
+        if registered.is_ok() {
+            broker.filters.register(&consumer.group_name, &filtered);
         }
         match registered {
             Ok(true) => {
@@ -177,8 +179,9 @@ struct CheckClientRequestBody {
     subscription_data: Option<SubscriptionData>,
 }
 
-/// Java consumers with SQL92 subscriptions ask before starting: the broker must
-/// enable property filters and the expression must compile.
+/// Java consumers with SQL92 subscriptions ask before starting, and the SDK asks for
+/// its ROUTING ones: SQL92 needs property filters enabled, and the expression must
+/// compile (a binding key must be valid).
 pub(crate) fn check_client_config(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let body = decode_body!(request, CheckClientRequestBody, "CheckClientRequestBody");
     let Some(sub) = body.subscription_data else {
@@ -187,7 +190,9 @@ pub(crate) fn check_client_config(broker: &Broker, request: RemotingCommand) -> 
     if is_tag_type(&sub.expression_type) {
         return RemotingCommand::success();
     }
-    if !broker.runtime.enable_property_filter() {
+    if !broker.runtime.enable_property_filter()
+        && needs_property_filter_switch(&sub.expression_type)
+    {
         return error(
             response_code::SYSTEM_ERROR,
             format!(
@@ -196,13 +201,7 @@ pub(crate) fn check_client_config(broker: &Broker, request: RemotingCommand) -> 
             ),
         );
     }
-    if sub.expression_type != EXPRESSION_TYPE_SQL92 {
-        return error(
-            response_code::SUBSCRIPTION_PARSE_FAILED,
-            format!("unknown expression type {:?}", sub.expression_type),
-        );
-    }
-    match Sql92Filter::compile(&sub.sub_string) {
+    match PropertyFilter::compile(&sub.expression_type, &sub.sub_string) {
         Ok(_) => RemotingCommand::success(),
         Err(e) => {
             tracing::warn!(topic = %sub.topic, expression = %sub.sub_string, error = %e, "client filter does not compile");

@@ -7,7 +7,7 @@
 //! when it could not be held.
 
 use bytes::BytesMut;
-use vostok_remoting::protocol::body::EXPRESSION_TYPE_TAG;
+use vostok_remoting::protocol::body::{EXPRESSION_TYPE_ROUTING, EXPRESSION_TYPE_TAG};
 use vostok_remoting::protocol::filter::build_subscription;
 use vostok_remoting::protocol::header::{
     PeekMessageRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader, INIT_MODE_MIN,
@@ -19,6 +19,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 use super::{decode_header, error};
 use crate::pop::receive::{self, PopRequest, PopResult};
 use crate::pop::{consuming_group, readable_topic};
+use crate::state::consumer_filter::ExpressionMessageFilter;
 use crate::state::Broker;
 
 /// Longest hold, whatever the request asks (clients ask 15–20 s).
@@ -45,14 +46,29 @@ pub(crate) async fn pop_message(
     let filter = match header.exp.as_deref().filter(|e| !e.is_empty()) {
         None => None,
         Some(exp) => {
-            let kind = header.exp_type.as_deref().unwrap_or(EXPRESSION_TYPE_TAG);
-            if kind != EXPRESSION_TYPE_TAG {
+            let kind = header
+                .exp_type
+                .as_deref()
+                .filter(|t| !t.is_empty())
+                .unwrap_or(EXPRESSION_TYPE_TAG);
+            if kind == EXPRESSION_TYPE_ROUTING {
+                match ExpressionMessageFilter::routing(&header.topic, exp) {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        return error(response_code::SUBSCRIPTION_PARSE_FAILED, e.to_string())
+                    }
+                }
+            } else if kind != EXPRESSION_TYPE_TAG {
                 return error(
                     response_code::SUBSCRIPTION_PARSE_FAILED,
                     format!("The broker does not support consumer to filter message by {kind}"),
                 );
+            } else {
+                Some(ExpressionMessageFilter::new(
+                    build_subscription(&header.topic, exp, 0),
+                    None,
+                ))
             }
-            Some(build_subscription(&header.topic, exp, 0))
         }
     };
     let poll = (born + header.poll_time - now).max(0) as u64;

@@ -13,7 +13,7 @@ use vostok_remoting::protocol::body::{
     MessageModel, SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL,
 };
 use vostok_remoting::protocol::filter::build_subscription;
-use vostok_remoting::protocol::filter::sql92::Sql92Filter;
+use vostok_remoting::protocol::filter::{needs_property_filter_switch, PropertyFilter};
 use vostok_remoting::protocol::header::{
     PullMessageRequestHeader, PullMessageResponseHeader, PULL_FLAG_COMMIT_OFFSET,
     PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
@@ -266,11 +266,11 @@ fn pull_inner(
 }
 
 /// The subscription a pull filters by: its own (sysFlag bit 2) or the heartbeat's,
-/// with the compiled expression of a SQL92 subscription.
+/// with the compiled expression of a SQL92 or ROUTING subscription.
 fn subscription_for(
     broker: &Broker,
     header: &PullMessageRequestHeader,
-) -> Result<(SubscriptionData, Option<Arc<Sql92Filter>>), RemotingCommand> {
+) -> Result<(SubscriptionData, Option<Arc<PropertyFilter>>), RemotingCommand> {
     let expression_type = header
         .expression_type
         .as_deref()
@@ -355,9 +355,10 @@ fn subscription_for(
     }
 }
 
-/// Property filters need `enablePropertyFilter=true` (Apache answers SYSTEM_ERROR).
+/// SQL92 filters need `enablePropertyFilter=true` (Apache answers SYSTEM_ERROR); routing
+/// keys are always served.
 fn check_property_filter(broker: &Broker, expression_type: &str) -> Result<(), RemotingCommand> {
-    if broker.runtime.enable_property_filter() {
+    if broker.runtime.enable_property_filter() || !needs_property_filter_switch(expression_type) {
         return Ok(());
     }
     Err(error(

@@ -1,7 +1,8 @@
-//! Compiled SQL92 subscriptions (`ConsumerFilterManager`, docs/semantics.md#sql92) and
-//! the pull filter built from a subscription (`ExpressionMessageFilter`).
+//! Compiled SQL92 and routing-key subscriptions (`ConsumerFilterManager`,
+//! docs/semantics.md#sql92, docs/amqp.md) and the pull filter built from a subscription
+//! (`ExpressionMessageFilter`).
 //!
-//! A consumer's SQL92 expression is compiled once per (topic, group, subscription
+//! A consumer's SQL92 or binding-key expression is compiled once per (topic, group, subscription
 //! version): when its heartbeat registers it, or when a pull or a POP request carries
 //! it. Pulls then evaluate the compiled tree against each record's property string.
 //! A compile error is kept too, so that the consumer's pulls say where its expression
@@ -12,10 +13,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use tracing::{info, warn};
-use vostok_remoting::protocol::body::SubscriptionData;
+use vostok_remoting::protocol::body::{SubscriptionData, EXPRESSION_TYPE_ROUTING};
 pub(crate) use vostok_remoting::protocol::filter::is_tag_type;
 use vostok_remoting::protocol::filter::matches_tags_code;
-use vostok_remoting::protocol::filter::sql92::{Sql92Error, Sql92Filter};
+use vostok_remoting::protocol::filter::{FilterError, PropertyFilter};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_store::MessageFilter;
 
@@ -26,7 +27,7 @@ pub(crate) struct ConsumerFilterData {
     pub expression_type: String,
     /// The subscription version it was compiled for.
     pub client_version: i64,
-    pub compiled: Result<Arc<Sql92Filter>, Sql92Error>,
+    pub compiled: Result<Arc<PropertyFilter>, FilterError>,
 }
 
 /// (topic, group) → compiled expression.
@@ -106,17 +107,9 @@ impl ConsumerFilterManager {
     }
 }
 
-/// Compiles `sub` (SQL92 is the only expression type besides tags).
+/// Compiles `sub` (SQL92 or ROUTING; other types keep an error).
 fn build(sub: &SubscriptionData) -> ConsumerFilterData {
-    let compiled = if sub.expression_type == vostok_remoting::protocol::body::EXPRESSION_TYPE_SQL92
-    {
-        Sql92Filter::compile(&sub.sub_string).map(Arc::new)
-    } else {
-        Err(Sql92Error {
-            position: 0,
-            reason: format!("unknown expression type {:?}", sub.expression_type),
-        })
-    };
+    let compiled = PropertyFilter::compile(&sub.expression_type, &sub.sub_string).map(Arc::new);
     ConsumerFilterData {
         expression: sub.sub_string.clone(),
         expression_type: sub.expression_type.clone(),
@@ -126,16 +119,27 @@ fn build(sub: &SubscriptionData) -> ConsumerFilterData {
 }
 
 /// What a pull (or a POP) filters by: tag codes on the consume queue for a tag
-/// subscription, the compiled expression on each record's properties for SQL92
-/// (Java `ExpressionMessageFilter`).
+/// subscription, the compiled expression on each record's properties for SQL92 and
+/// ROUTING (Java `ExpressionMessageFilter`).
+#[derive(Debug, Clone)]
 pub(crate) struct ExpressionMessageFilter {
     subscription: SubscriptionData,
-    sql: Option<Arc<Sql92Filter>>,
+    sql: Option<Arc<PropertyFilter>>,
 }
 
 impl ExpressionMessageFilter {
-    /// A tag filter for a tag subscription; `sql` must be given for SQL92 ones.
-    pub fn new(subscription: SubscriptionData, sql: Option<Arc<Sql92Filter>>) -> Self {
+    /// The filter of a one-off routing-key subscription (a POP or a gRPC receive names
+    /// its binding key with each request): compiled here, not kept in the table.
+    pub fn routing(topic: &str, binding_key: &str) -> Result<Self, FilterError> {
+        let mut sub = vostok_remoting::protocol::filter::build_subscription(topic, "*", 0);
+        sub.expression_type = EXPRESSION_TYPE_ROUTING.to_owned();
+        sub.sub_string = binding_key.to_owned();
+        let compiled = PropertyFilter::compile(EXPRESSION_TYPE_ROUTING, binding_key)?;
+        Ok(ExpressionMessageFilter::new(sub, Some(Arc::new(compiled))))
+    }
+
+    /// A tag filter for a tag subscription; `sql` must be given for the others.
+    pub fn new(subscription: SubscriptionData, sql: Option<Arc<PropertyFilter>>) -> Self {
         ExpressionMessageFilter { subscription, sql }
     }
 
@@ -195,7 +199,10 @@ mod tests {
         // A bad expression is kept with its error.
         m.register("g", &[sql("T", "a >", 3)]);
         let bad = m.get("T", "g").unwrap();
-        assert_eq!(bad.compiled.as_ref().unwrap_err().position, 3);
+        assert!(matches!(
+            bad.compiled.as_ref().unwrap_err(),
+            FilterError::Sql92(e) if e.position == 3
+        ));
         m.register("g", &[]);
         assert!(m.get("T", "g").is_none(), "unsubscribed topics are dropped");
         m.register("g", &[sql("T", "a > 1", 4)]);
@@ -211,10 +218,34 @@ mod tests {
         )));
         assert!(!tags.is_matched_by_consume_queue(1));
         assert!(tags.is_matched_by_commit_log("x"));
-        let compiled = Arc::new(Sql92Filter::compile("a = 'x'").unwrap());
+        let compiled = Arc::new(PropertyFilter::compile("SQL92", "a = 'x'").unwrap());
         let sql = ExpressionMessageFilter::new(sql("T", "a = 'x'", 1), Some(compiled));
         assert!(sql.is_matched_by_consume_queue(1));
         assert!(sql.is_matched_by_commit_log("a\u{1}x\u{2}"));
         assert!(!sql.is_matched_by_commit_log("a\u{1}y\u{2}"));
+    }
+
+    #[test]
+    fn routing_subscriptions_filter_by_routing_key() {
+        let m = ConsumerFilterManager::default();
+        let mut sub = build_subscription("T", "*", 1);
+        sub.expression_type = "ROUTING".to_owned();
+        sub.sub_string = "orders.*.eu".to_owned();
+        m.register("g", std::slice::from_ref(&sub));
+        let data = m.get("T", "g").expect("registered");
+        let compiled = data.compiled.clone().expect("a valid binding key");
+        let filter = ExpressionMessageFilter::new(sub.clone(), Some(compiled));
+        assert!(filter.is_matched_by_consume_queue(0));
+        assert!(filter.is_matched_by_commit_log("ROUTING_KEY\u{1}orders.new.eu\u{2}"));
+        assert!(filter.is_matched_by_commit_log("TAGS\u{1}orders.new.eu\u{2}"));
+        assert!(!filter.is_matched_by_commit_log("ROUTING_KEY\u{1}orders.new.us\u{2}"));
+        assert!(!filter.is_matched_by_commit_log("ROUTING_KEY\u{1}orders.eu\u{2}"));
+        sub.sub_string = "orders.#.#".to_owned();
+        sub.sub_version = 2;
+        m.register("g", &[sub]);
+        assert!(matches!(
+            m.get("T", "g").unwrap().compiled.as_ref().unwrap_err(),
+            FilterError::Routing(_)
+        ));
     }
 }

@@ -3,6 +3,10 @@
 //! broker refuses (SUBSCRIPTION_PARSE_FAILED, with where it fails) or a broker without
 //! property filters (SYSTEM_ERROR) fails `start()` instead of every later pull.
 //!
+//! A routing-key subscription is asked about the same way; a broker that refuses it
+//! (Apache RocketMQ, which knows no `ROUTING` expression type) turns it into
+//! client-side filtering instead of failing the start.
+//!
 //! One broker per topic is asked, as in Java: brokers of a cluster share their
 //! configuration. A broker that cannot be reached is logged and skipped; its pulls
 //! report the problem if there is one.
@@ -28,7 +32,8 @@ struct CheckClientRequestBody<'a> {
     subscription_data: &'a SubscriptionData,
 }
 
-/// Asks a broker of each SQL92-subscribed topic whether it accepts the expression.
+/// Asks a broker of each SQL92- or routing-subscribed topic whether it accepts the
+/// expression.
 pub(crate) async fn check_client_in_broker(
     instance: &ClientInstance,
     core: &ConsumerCore,
@@ -57,12 +62,18 @@ pub(crate) async fn check_client_in_broker(
         };
         let request = RemotingCommand::request(request_code::CHECK_CLIENT_CONFIG)
             .with_body(serde_json::to_vec(&body).unwrap_or_default());
-        match api::invoke(instance.remoting(), &addr, request, instance.api_timeout()).await {
-            Ok(response) => {
-                api::expect_success(&addr, response)?;
-            }
+        let answer = api::invoke(instance.remoting(), &addr, request, instance.api_timeout())
+            .await
+            .and_then(|response| api::expect_success(&addr, response));
+        match answer {
+            Ok(_) => {}
             Err(ClientError::Broker { code, remark, addr }) => {
-                return Err(ClientError::Broker { code, remark, addr })
+                if sub.is_routing() {
+                    tracing::debug!(topic = %topic, broker = %addr, code, remark = %remark, "routing keys refused");
+                    core.filter_routing_on_client(&topic);
+                    continue;
+                }
+                return Err(ClientError::Broker { code, remark, addr });
             }
             Err(e) => {
                 warn!(topic = %topic, broker = %addr, error = %e, "cannot check the subscription with the broker")

@@ -209,6 +209,20 @@ impl ConsumerCore {
         self.subscriptions.write_locked().insert(topic, sub);
     }
 
+    /// Turns a routing-key subscription of `topic` into client-side filtering (a
+    /// broker refused the `ROUTING` expression type). True when it changed.
+    pub fn filter_routing_on_client(&self, topic: &str) -> bool {
+        let mut subs = self.subscriptions.write_locked();
+        let Some(sub) = subs.get(topic).filter(|s| s.is_routing()) else {
+            return false;
+        };
+        let fallback = Arc::new(sub.client_side());
+        tracing::warn!(group = %self.group, topic, binding_key = %sub.data.sub_string,
+            "the broker does not filter by routing key; filtering on the client");
+        subs.insert(topic.to_owned(), fallback);
+        true
+    }
+
     pub fn subscription(&self, topic: &str) -> Option<Arc<Subscription>> {
         self.subscriptions.read_locked().get(topic).cloned()
     }

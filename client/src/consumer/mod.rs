@@ -21,7 +21,7 @@
 //! * `running_info`: GET_CONSUMER_RUNNING_INFO.
 //! * [`push`] and [`lite_pull`]: the two consumer kinds.
 //! * [`simple`]: the simple (POP) consumer: receive, ack, change invisible duration.
-//! * [`wildcard`]: AMQP-style routing-key patterns on tags.
+//! * [`wildcard`]: AMQP-style routing keys and binding keys.
 
 pub mod allocate;
 mod check_client;
@@ -55,4 +55,4 @@ pub use lite_pull::LitePullConsumer;
 pub use push::PushConsumer;
 pub use simple::{MessageView, SimpleConsumer, SimpleConsumerConfig};
 pub use subscription::MessageSelector;
-pub use wildcard::RoutingPattern;
+pub use wildcard::{BindingKey, RoutingKeyError};

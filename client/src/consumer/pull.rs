@@ -185,6 +185,15 @@ async fn run(
                 pause(&core, FLOW_CONTROL_DELAY).await;
                 continue;
             }
+            Err(ClientError::Broker { code, .. }) if sub.is_routing() && refuses_routing(code) => {
+                // A broker without routing keys (subscribed after the start check, or
+                // a broker added since): filter on the client from now on.
+                if core.filter_routing_on_client(&mq.topic) {
+                    let instance = core.instance.clone();
+                    tokio::spawn(async move { instance.send_heartbeat_to_all_brokers().await });
+                }
+                continue;
+            }
             Err(e) => {
                 core.log_pull_error(&mq, &e);
                 pause(&core, core.pull.exception_delay).await;
@@ -196,4 +205,16 @@ async fn run(
         }
     }
     debug!(group = %core.group, %mq, "pull task stopped");
+}
+
+/// The answers of a broker that does not serve the `ROUTING` expression type: Apache
+/// RocketMQ answers SYSTEM_ERROR without property filters, SUBSCRIPTION_PARSE_FAILED
+/// or FILTER_DATA_NOT_EXIST with them.
+fn refuses_routing(code: i32) -> bool {
+    matches!(
+        code,
+        response_code::SYSTEM_ERROR
+            | response_code::SUBSCRIPTION_PARSE_FAILED
+            | response_code::FILTER_DATA_NOT_EXIST
+    )
 }

@@ -193,16 +193,31 @@ pub struct ConsumerArgs {
     #[arg(long, value_name = "N")]
     pub consume_threads: Option<usize>,
     /// Subscribe with this tag expression (default `*`).
-    #[arg(long, value_name = "EXPR", conflicts_with = "sql")]
+    #[arg(long, value_name = "EXPR", conflicts_with_all = ["sql", "routing_key"])]
     pub tag: Option<String>,
     /// Subscribe with this SQL92 expression (the broker needs enablePropertyFilter=true).
-    #[arg(long, value_name = "EXPR")]
+    #[arg(long, value_name = "EXPR", conflicts_with = "routing_key")]
     pub sql: Option<String>,
+    /// Bind with this routing key (`orders.*.eu`, docs/amqp.md), filtered by the broker;
+    /// a message's routing key is its tag (`--tags`).
+    #[arg(long, value_name = "BINDING")]
+    pub routing_key: Option<String>,
+    /// With `--routing-key`: subscribe to everything and match here, as against a
+    /// broker without routing keys, to compare the bytes received.
+    #[arg(long, requires = "routing_key")]
+    pub routing_on_client: bool,
 }
 
 impl ConsumerArgs {
     /// What the consumer subscribes with.
     pub fn selector(&self) -> vostok_client::MessageSelector {
+        if let Some(key) = &self.routing_key {
+            return if self.routing_on_client {
+                vostok_client::MessageSelector::by_tag("*")
+            } else {
+                vostok_client::MessageSelector::by_routing_key(key.clone())
+            };
+        }
         match (&self.sql, &self.tag) {
             (Some(sql), _) => vostok_client::MessageSelector::by_sql(sql.clone()),
             (None, Some(tag)) => vostok_client::MessageSelector::by_tag(tag.clone()),
@@ -321,6 +336,10 @@ mod tests {
         assert_eq!(
             e.consumer.selector(),
             vostok_client::MessageSelector::by_sql("k < 1")
+        );
+        assert!(
+            Cli::try_parse_from(["mqbench", "consume", "--routing-on-client"]).is_err(),
+            "--routing-on-client needs a binding"
         );
         assert!(
             Cli::try_parse_from(["mqbench", "consume", "--tag", "A", "--sql", "k < 1"]).is_err()

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use vostok_client::consumer::wildcard::ROUTING_KEY;
+use vostok_client::consumer::BindingKey;
 use vostok_client::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
     LitePullConsumer, LitePullConsumerConfig, MessageExt, MessageListener, PushConsumer,
@@ -35,6 +37,9 @@ pub struct Receipts {
     pub whole_run: Totals,
     /// `e2e`: the sequence check over the same deliveries as `whole_run`.
     pub sequence: Option<SequenceCheck>,
+    /// Every message the broker handed over (before `--routing-on-client` drops the
+    /// ones that do not match), in record bytes as on the wire.
+    pub from_broker: Totals,
 }
 
 /// Everything the consumer side records.
@@ -53,6 +58,11 @@ pub struct ConsumeState {
     baseline: OnceLock<Totals>,
     /// Deliveries so far, for the `-c` check (one shared counter, not a sum of shards).
     delivered: AtomicU64,
+    /// `--routing-on-client`: the binding deliveries are matched against.
+    client_routing: OnceLock<BindingKey>,
+    /// Everything the broker handed over, matching or not (messages, record bytes).
+    wire_msgs: AtomicU64,
+    wire_bytes: AtomicU64,
 }
 
 impl ConsumeState {
@@ -67,6 +77,9 @@ impl ConsumeState {
             count_reached: OnceLock::new(),
             baseline: OnceLock::new(),
             delivered: AtomicU64::new(0),
+            client_routing: OnceLock::new(),
+            wire_msgs: AtomicU64::new(0),
+            wire_bytes: AtomicU64::new(0),
         }
     }
 
@@ -87,9 +100,38 @@ impl ConsumeState {
         base
     }
 
+    /// `--routing-on-client`: deliveries are matched against `binding` here.
+    pub fn match_on_client(&self, binding: &str) -> Result<(), BenchError> {
+        let key = BindingKey::parse(binding).map_err(|e| BenchError::Args(e.to_string()))?;
+        let _ = self.client_routing.set(key);
+        Ok(())
+    }
+
     /// Records a delivery: counts, latency (stamp's send time, else the born time),
     /// sequence check.
     pub fn on_messages<M: Borrow<MessageExt>>(&self, msgs: &[M]) {
+        let wire: u64 = msgs
+            .iter()
+            .map(|m| m.borrow().store_size.max(0) as u64)
+            .sum();
+        self.wire_msgs
+            .fetch_add(msgs.len() as u64, Ordering::Relaxed);
+        self.wire_bytes.fetch_add(wire, Ordering::Relaxed);
+        if let Some(key) = self.client_routing.get() {
+            let kept: Vec<&MessageExt> = msgs
+                .iter()
+                .map(Borrow::borrow)
+                .filter(|m| {
+                    let routing_key = m.properties.get(ROUTING_KEY).or_else(|| m.tags());
+                    key.matches(routing_key.unwrap_or(""))
+                })
+                .collect();
+            return self.record(&kept);
+        }
+        self.record(msgs)
+    }
+
+    fn record<M: Borrow<MessageExt>>(&self, msgs: &[M]) {
         let Some(first) = msgs.first().map(Borrow::borrow) else {
             return;
         };
@@ -149,6 +191,11 @@ impl ConsumeState {
             in_window,
             whole_run: self.meter.totals(),
             sequence: self.tracker.as_ref().map(|t| t.check(acked)),
+            from_broker: Totals {
+                msgs: self.wire_msgs.load(Ordering::Relaxed),
+                bytes: self.wire_bytes.load(Ordering::Relaxed),
+                errors: 0,
+            },
         }
     }
 
@@ -194,6 +241,9 @@ pub async fn start(
     state: Arc<ConsumeState>,
 ) -> Result<Consumer, BenchError> {
     let client_err = |what| move |source| BenchError::Client { what, source };
+    if let (true, Some(binding)) = (args.routing_on_client, &args.routing_key) {
+        state.match_on_client(binding)?;
+    }
     if args.pop {
         return start_pop(common, args, group, from, state).await;
     }
@@ -437,6 +487,29 @@ mod tests {
         let h = state.latency();
         assert_eq!(h.len(), 1);
         assert!(h.max() >= 2000);
+    }
+
+    #[test]
+    fn routing_on_the_client_counts_what_the_broker_sent_apart() {
+        let state = ConsumeState::new(None, None);
+        state.match_on_client("orders.*.eu").unwrap();
+        let keyed = |key: &str| {
+            let mut m = msg(0, Bytes::from_static(b"body"));
+            m.properties.insert("TAGS", key);
+            m.store_size = 100;
+            m
+        };
+        state.on_messages(&[
+            keyed("orders.created.eu"),
+            keyed("orders.created.us"),
+            keyed("orders.eu"),
+        ]);
+        let r = state.receipts(Totals::default(), &[]);
+        assert_eq!((r.whole_run.msgs, r.whole_run.bytes), (1, 4));
+        assert_eq!((r.from_broker.msgs, r.from_broker.bytes), (3, 300));
+        assert!(ConsumeState::new(None, None)
+            .match_on_client("a..b")
+            .is_err());
     }
 
     #[test]

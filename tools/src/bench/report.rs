@@ -109,6 +109,8 @@ impl Summary {
             "errors": self.errors,
             "received_in_window": self.in_window().map(|t| t.msgs),
             "received": self.receipts.map(|r| r.whole_run.msgs),
+            "from_broker_msgs": self.receipts.map(|r| r.from_broker.msgs),
+            "from_broker_bytes": self.receipts.map(|r| r.from_broker.bytes),
             "acknowledged": seq_field(|s| s.acknowledged),
             "received_unacknowledged": seq_field(SequenceCheck::received_unacknowledged),
             "lost": seq_field(|s| s.lost),
@@ -203,6 +205,11 @@ fn whole_run_lines(r: &Receipts) -> Vec<String> {
         return vec![
             "whole run (warm-up and window, until the consumer stopped):".into(),
             format!("  received:      {} msgs", thousands(r.whole_run.msgs)),
+            format!(
+                "  from broker:   {} msgs, {} bytes (every record the broker sent, matching or not)",
+                thousands(r.from_broker.msgs),
+                thousands(r.from_broker.bytes)
+            ),
         ];
     };
     vec![
@@ -278,6 +285,7 @@ mod tests {
                     duplicates: 2,
                     foreign: 1,
                 }),
+                from_broker: totals(250_003),
             }),
             send_latency: Some(latency()),
             e2e_latency: Some(latency()),
@@ -421,6 +429,7 @@ mod tests {
                 in_window: totals(1_000_000),
                 whole_run: totals(1_200_000),
                 sequence: None,
+                from_broker: totals(12_000_000),
             }),
             e2e_latency: Some(latency()),
             ..Default::default()
@@ -432,6 +441,8 @@ mod tests {
         assert_eq!(v["acknowledged"], Value::Null);
         assert_eq!(v["received"], 1_200_000);
         assert_eq!(v["received_in_window"], 1_000_000);
+        assert_eq!(v["from_broker_msgs"], 12_000_000);
+        assert!(s.text().contains("  from broker:   12,000,000 msgs"));
         assert_eq!(v["msgs_per_sec"], 250_000.0);
         // The headline latency of consume is born-to-consume.
         assert_eq!(v["latency_ms"], v["e2e_latency_ms"]);
@@ -441,7 +452,10 @@ mod tests {
             text.contains("  received:      1,000,000 msgs, 250,000 msg/s"),
             "{text}"
         );
-        assert!(text.ends_with("  received:      1,200,000 msgs"), "{text}");
+        assert!(
+            text.contains("  received:      1,200,000 msgs\n  from broker:   12,000,000 msgs"),
+            "{text}"
+        );
     }
 
     #[test]

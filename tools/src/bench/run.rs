@@ -163,6 +163,10 @@ fn consumer_settings(s: &mut Map<String, Value>, c: &super::args::ConsumerArgs, 
     s.insert("group".into(), json!(group));
     s.insert("pull_batch".into(), json!(c.pull_batch));
     s.insert("consume_batch".into(), json!(c.consume_batch));
+    s.insert("routing_key".into(), json!(c.routing_key));
+    if c.routing_on_client {
+        s.insert("routing_on_client".into(), json!(true));
+    }
 }
 
 /// Producer tasks running under a coordinator.

@@ -106,10 +106,10 @@ impl PopState {
         queue_id: i32,
     ) -> Option<QueueGuard<'_>> {
         let key = (topic.to_owned(), group.to_owned(), queue_id);
-        self.busy
-            .locked()
-            .insert(key.clone())
-            .then_some(QueueGuard { state: self, key })
+        // The table's lock is released before a guard exists: a guard dropped under it
+        // would lock it again (and free the queue another pop holds).
+        let free = self.busy.locked().insert(key.clone());
+        free.then(|| QueueGuard { state: self, key })
     }
 
     /// The revive queue of the next checkpoint (round robin).
@@ -139,5 +139,35 @@ impl PopState {
                 .first_live_record(qid)
                 .map_or(end, |first| first.min(end)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_queue_is_refused_and_stays_held() {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let state = PopState::new(&BrokerConfig::default());
+            let first = state.try_lock_queue("T", "g", 0);
+            assert!(first.is_some());
+            assert!(
+                state.try_lock_queue("T", "g", 0).is_none(),
+                "held by the first"
+            );
+            assert!(
+                state.try_lock_queue("T", "g", 0).is_none(),
+                "a refusal does not free the first pop's hold"
+            );
+            assert!(state.try_lock_queue("T", "g", 1).is_some());
+            drop(first);
+            assert!(state.try_lock_queue("T", "g", 0).is_some());
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a second pop of a busy queue returns at once");
     }
 }

@@ -66,8 +66,11 @@ impl LitePullConsumer {
         self.subscribe_with_selector(topic, MessageSelector::by_tag(expression))
     }
 
+    /// Subscribes with a tag, SQL92 or routing-key selector; an invalid binding key is
+    /// refused here.
     pub fn subscribe_with_selector(&self, topic: &str, selector: MessageSelector) -> Result<()> {
         topic::validate_topic(topic).map_err(ClientError::InvalidArgument)?;
+        selector.validate()?;
         match self.shared.core.get() {
             Some(core) => core.subscribe(topic, &selector),
             None => self

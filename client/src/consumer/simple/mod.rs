@@ -105,8 +105,21 @@ impl SimpleConsumer {
     /// Subscribes to a topic with a tag expression (`*`, `TagA || TagB`); before or
     /// after `start`. A second subscription of a topic replaces the first.
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
+        self.subscribe_with_selector(topic, MessageSelector::by_tag(expression))
+    }
+
+    /// Subscribes with a tag or a routing-key selector (docs/amqp.md). A routing key
+    /// is filtered by the broker; a broker that refuses it (Apache RocketMQ) is asked
+    /// for everything, and what does not match is acked here. SQL92 is refused.
+    pub fn subscribe_with_selector(&self, topic: &str, selector: MessageSelector) -> Result<()> {
         topic::validate_topic(topic).map_err(ClientError::InvalidArgument)?;
-        let sub = Subscription::new(topic, &MessageSelector::by_tag(expression));
+        selector.validate()?;
+        if matches!(selector, MessageSelector::Sql92(_)) {
+            return Err(ClientError::InvalidArgument(
+                "the simple consumer selects by tag or by routing key".to_owned(),
+            ));
+        }
+        let sub = Subscription::new(topic, &selector);
         self.shared
             .subscriptions
             .write_locked()

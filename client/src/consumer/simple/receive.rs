@@ -105,12 +105,9 @@ impl SimpleConsumer {
         }
         let (topic, broker_name, addr) = self.next_broker().await?;
         let config = &self.shared.config;
-        let expression = self
-            .shared
-            .subscriptions
-            .read_locked()
-            .get(&topic)
-            .map(|s| s.data.sub_string.clone());
+        let Some(sub) = self.shared.subscriptions.read_locked().get(&topic).cloned() else {
+            return Ok(Vec::new());
+        };
         let header = PopMessageRequestHeader {
             consumer_group: config.consumer_group.clone(),
             topic: topic.clone(),
@@ -123,19 +120,38 @@ impl SimpleConsumer {
                 ConsumeFromWhere::ConsumeFromFirstOffset => INIT_MODE_MIN,
                 _ => INIT_MODE_MAX,
             }),
-            exp_type: Some("TAG".to_owned()),
-            exp: expression,
+            exp_type: Some(sub.data.expression_type.clone()),
+            exp: Some(sub.data.sub_string.clone()),
             order: Some(config.fifo),
             attempt_id: None,
             broker_name: Some(broker_name.clone()),
         };
-        let response = api::pop_message(
+        let answer = api::pop_message(
             instance.remoting(),
             &addr,
             &header,
             config.await_duration + config.request_timeout,
         )
-        .await?;
+        .await;
+        let response = match answer {
+            Err(ClientError::Broker { code, remark, .. })
+                if sub.is_routing()
+                    && matches!(
+                        code,
+                        response_code::SUBSCRIPTION_PARSE_FAILED | response_code::SYSTEM_ERROR
+                    ) =>
+            {
+                // A broker without routing keys: receive everything, filter here.
+                tracing::warn!(topic = %topic, broker = %addr, binding_key = %sub.data.sub_string, code, remark = %remark,
+                    "the broker does not filter by routing key; filtering on the client");
+                self.shared
+                    .subscriptions
+                    .write_locked()
+                    .insert(topic.clone(), sub.client_side());
+                return Ok(Vec::new());
+            }
+            other => other?,
+        };
         if response.code != response_code::SUCCESS {
             if response.code == response_code::POLLING_FULL {
                 // The broker holds too many receives: back off a little.
@@ -144,12 +160,24 @@ impl SimpleConsumer {
             return Ok(Vec::new());
         }
         let reply: PopMessageResponseHeader = api::decode_header(&addr, &response)?;
-        views(
+        let all = views(
             &topic,
             &broker_name,
             &reply,
             MessageExt::decode_all(&response.body),
-        )
+        )?;
+        if sub.pattern.is_none() || sub.is_routing() {
+            return Ok(all);
+        }
+        // Filtered on the client: what does not match is acked at once, never shown.
+        let (kept, dropped): (Vec<_>, Vec<_>) =
+            all.into_iter().partition(|v| sub.accepts(v.message()));
+        if !dropped.is_empty() {
+            if let Err(e) = self.ack_all(&dropped).await {
+                tracing::warn!(topic = %topic, error = %e, "cannot ack messages filtered out");
+            }
+        }
+        Ok(kept)
     }
 
     /// The next (topic, broker name, address) to receive from, round robin over the

@@ -86,6 +86,9 @@ fn default_message_model() -> MessageModel {
 /// Expression type of a subscription.
 pub const EXPRESSION_TYPE_TAG: &str = "TAG";
 pub const EXPRESSION_TYPE_SQL92: &str = "SQL92";
+/// AMQP-style binding keys over the message's routing key (docs/amqp.md); a Vostok
+/// expression type that Apache RocketMQ brokers refuse.
+pub const EXPRESSION_TYPE_ROUTING: &str = "ROUTING";
 /// The subscription expression that matches every message.
 pub const SUB_ALL: &str = "*";
 
