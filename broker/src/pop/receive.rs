@@ -44,7 +44,6 @@ pub(crate) struct PopRequest {
     pub(crate) poll_time: Duration,
     /// `INIT_MODE_MIN` or `INIT_MODE_MAX`.
     pub(crate) init_mode: i32,
-    /// Tag filter; `None` takes every message.
     /// A tag or routing-key filter (docs/amqp.md); `None` takes everything.
     pub(crate) filter: Option<ExpressionMessageFilter>,
     pub(crate) order: bool,
