@@ -7,6 +7,28 @@ use std::sync::Arc;
 use vostok_remoting::protocol::body::MessageQueue;
 use vostok_remoting::protocol::route::TopicRouteData;
 
+/// When `route` lists queues but none is writable, the brokers that serve them
+/// (`broker-a, broker-b`): the topic is read-only there, not missing.
+pub fn read_only_brokers(route: &TopicRouteData) -> Option<String> {
+    use vostok_remoting::protocol::topic::perm;
+    if route.queue_datas.is_empty()
+        || route
+            .queue_datas
+            .iter()
+            .any(|qd| perm::is_writeable(qd.perm))
+    {
+        return None;
+    }
+    let mut names: Vec<&str> = route
+        .queue_datas
+        .iter()
+        .map(|qd| qd.broker_name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Some(names.join(", "))
+}
+
 /// Publish view of a topic (Java `TopicPublishInfo`): the writable queues of brokers
 /// with a master, and a round-robin cursor shared by every send to the topic.
 #[derive(Debug)]
