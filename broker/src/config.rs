@@ -532,6 +532,47 @@ mod tests {
     }
 
     #[test]
+    fn a_host_name_always_gives_a_valid_broker_name() {
+        for (host, name) in [
+            ("dev-laptop.local", "dev-laptop"),
+            ("ip-10-0-0-1.ec2.internal", "ip-10-0-0-1"),
+            ("büro", "b-ro"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(broker_name_from_host(host), name);
+            let c = BrokerConfig {
+                broker_name: broker_name_from_host(host),
+                ..Default::default()
+            };
+            c.validate().unwrap();
+        }
+        assert_eq!(broker_name_from_host(".local"), "");
+        assert_eq!(broker_name_from_host(&"x".repeat(300)).len(), 127);
+        BrokerConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn port_offset_moves_every_port_once() {
+        let mut c = BrokerConfig::default();
+        c.apply_property("portOffset", "100").unwrap();
+        c.apply_property("metricsExporterType", "PROM").unwrap();
+        c.apply_property("grpcServerPort", "0").unwrap();
+        c.apply_port_offset().unwrap();
+        c.apply_port_offset().unwrap();
+        assert_eq!(c.listen_port, 11011);
+        assert_eq!(c.ha_listen_port(), 11012);
+        assert_eq!(c.embedded_namesrv_port, 9976);
+        assert_eq!(c.grpc.grpc_server_port, 0, "any free port stays so");
+        assert_eq!(c.ops.console_port, 8182);
+        assert_eq!(c.ops.metrics.prom_port, 5657);
+        let mut c = BrokerConfig::default();
+        c.apply_property("haListenPort", "30000").unwrap();
+        c.apply_property("portOffset", "40000").unwrap();
+        let e = c.apply_port_offset().unwrap_err().to_string();
+        assert!(e.contains("haListenPort 30000 + 40000"), "{e}");
+    }
+
+    #[test]
     fn validation_catches_inconsistent_roles() {
         let mut c = BrokerConfig {
             broker_name: "b".into(),

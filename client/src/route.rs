@@ -206,3 +206,25 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod read_only_tests {
+    use vostok_remoting::protocol::route::{QueueData, TopicRouteData};
+
+    #[test]
+    fn a_route_without_writable_queues_names_its_brokers() {
+        let queue = |broker: &str, perm: i32| QueueData {
+            broker_name: broker.to_owned(),
+            read_queue_nums: 4,
+            write_queue_nums: 4,
+            perm,
+            ..Default::default()
+        };
+        let mut route = TopicRouteData::default();
+        assert_eq!(super::read_only_brokers(&route), None, "no route at all");
+        route.queue_datas = vec![queue("b", 4), queue("a", 4)];
+        assert_eq!(super::read_only_brokers(&route).as_deref(), Some("a, b"));
+        route.queue_datas.push(queue("c", 6));
+        assert_eq!(super::read_only_brokers(&route), None, "c takes writes");
+    }
+}
