@@ -75,13 +75,6 @@ pub async fn bind(config: &ControllerConfig) -> Result<tokio::net::TcpListener, 
 }
 
 async fn serve(config: ControllerConfig) -> Result<(), ControllerError> {
-    let owned = |props: Vec<(&'static str, String)>| -> Vec<(String, String)> {
-        props.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
-    };
-    process::log_configuration(
-        &owned(config.to_properties()),
-        &owned(ControllerConfig::default().to_properties()),
-    );
     let listener = bind(&config).await?;
     let controller = Controller::start(config, listener).await?;
     process::announce([format!(

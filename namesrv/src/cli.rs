@@ -88,10 +88,6 @@ async fn serve(config: NamesrvConfig) -> Result<(), NamesrvError> {
                 key: "listenPort",
                 source,
             })?;
-    process::log_configuration(
-        &config.to_properties(),
-        &NamesrvConfig::default().to_properties(),
-    );
     let namesrv = NameServer::start(config, listener).await?;
     let metrics = namesrv
         .metrics_addr()

@@ -398,4 +398,12 @@ fn logs_in_a_file_are_plain_and_list_only_changed_keys() {
         !log.contains('\u{1b}'),
         "colour codes in a log file:\n{log}"
     );
+    assert!(
+        log.contains("changed=") && log.contains(" listenPort=0"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("brokerChannelExpiredTime"),
+        "every key at INFO: {log}"
+    );
 }
