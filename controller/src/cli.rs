@@ -69,7 +69,7 @@ pub async fn bind(config: &ControllerConfig) -> Result<tokio::net::TcpListener, 
         .await
         .map_err(|source| ControllerError::Bind {
             addr: bind,
-            key: "controllerDLegerSelfId (its entry in controllerDLegerPeers)",
+            key: "controllerDLegerPeers",
             source,
         })
 }
