@@ -4,6 +4,7 @@
 //! Without a name server address (no `-n`, no `namesrvAddr`, no `NAMESRV_ADDR`) the
 //! broker runs standalone with an embedded name server on `embeddedNamesrvPort` (9876).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,9 +25,14 @@ use crate::Broker;
 )]
 struct Args {
     /// Broker config file (RocketMQ broker.conf keys).
-    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    #[arg(
+        short = 'c',
+        long = "configFile",
+        visible_alias = "config",
+        value_name = "FILE"
+    )]
     config_file: Option<PathBuf>,
-    /// Name server address list, `host:port;host:port`.
+    /// Name server address list, `host:port;host:port` (`,` also separates).
     #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDRS")]
     namesrv_addr: Option<String>,
     /// Print the effective configuration and exit.
@@ -36,7 +42,12 @@ struct Args {
     #[arg(short = 'm', long = "printImportantConfig")]
     print_important: bool,
     /// Set any config key, e.g. `-o listenPort=10921` (repeatable; overrides the file).
-    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+    #[arg(
+        short = 'o',
+        long = "option",
+        visible_alias = "set",
+        value_name = "KEY=VALUE"
+    )]
     options: Vec<String>,
 }
 
@@ -53,8 +64,49 @@ const IMPORTANT: &[&str] = &[
     "autoCreateTopicEnable",
 ];
 
+/// Where each key set away from its default came from, for error messages.
+#[derive(Default)]
+struct Origins(HashMap<String, String>);
+
+impl Origins {
+    fn set(&mut self, key: &str, origin: String) {
+        self.0.insert(key.to_owned(), origin);
+    }
+
+    /// `reason` with where the key's value came from and, for `brokerName`, a value
+    /// to pass instead.
+    fn explain(&self, error: BrokerError, config: &BrokerConfig) -> BrokerError {
+        let BrokerError::Config { key, reason } = error else {
+            return error;
+        };
+        let origin = match self.0.get(&key) {
+            Some(origin) => origin.clone(),
+            None if key == "brokerName" => format!(
+                "the default, derived from the host name {:?}",
+                crate::config::host_name().unwrap_or_default()
+            ),
+            None if key == "namesrvAddr" => "the NAMESRV_ADDR environment variable".to_owned(),
+            None => "the default".to_owned(),
+        };
+        let mut reason = format!("{reason} (set by {origin})");
+        if key == "brokerName" {
+            let fixed = crate::config::broker_name_from_host(&config.broker_name.replace('.', "-"));
+            let fixed = if fixed.is_empty() {
+                "broker-a".to_owned()
+            } else {
+                fixed
+            };
+            reason.push_str(&format!(
+                "; pass a valid name instead, e.g. -o brokerName={fixed}"
+            ));
+        }
+        BrokerError::Config { key, reason }
+    }
+}
+
 fn load_config(args: &Args) -> Result<BrokerConfig, BrokerError> {
     let mut config = BrokerConfig::default();
+    let mut origins = Origins::default();
     if let Some(path) = &args.config_file {
         let pairs = vostok_remoting::support::properties::load(path).map_err(|source| {
             BrokerError::ConfigFile {
@@ -63,7 +115,10 @@ fn load_config(args: &Args) -> Result<BrokerConfig, BrokerError> {
             }
         })?;
         for (k, v) in pairs {
-            config.apply_property(&k, &v)?;
+            origins.set(&k, format!("the config file {}", path.display()));
+            config
+                .apply_property(&k, &v)
+                .map_err(|e| origins.explain(e, &config))?;
         }
     }
     for option in &args.options {
@@ -71,13 +126,21 @@ fn load_config(args: &Args) -> Result<BrokerConfig, BrokerError> {
             key: option.clone(),
             reason: "expected KEY=VALUE".to_owned(),
         })?;
-        config.apply_property(k.trim(), v)?;
+        let k = k.trim();
+        origins.set(k, format!("-o {k}={v}"));
+        config
+            .apply_property(k, v)
+            .map_err(|e| origins.explain(e, &config))?;
     }
     if let Some(addr) = &args.namesrv_addr {
+        origins.set("namesrvAddr", format!("-n {addr}"));
         config.apply_property("namesrvAddr", addr)?;
     }
+    config
+        .apply_port_offset()
+        .map_err(|e| origins.explain(e, &config))?;
     config.resolve_addresses();
-    config.validate()?;
+    config.validate().map_err(|e| origins.explain(e, &config))?;
     Ok(config)
 }
 
@@ -96,16 +159,20 @@ pub fn main() -> ExitCode {
         config.ops.console_enable = Some(config.is_standalone());
     }
     if args.print_config || args.print_important {
+        let mut text = String::new();
         for (k, v) in config.to_properties() {
             if args.print_config || IMPORTANT.contains(&k.as_str()) {
-                println!("{k}={v}");
+                text.push_str(&format!("{k}={v}\n"));
             }
         }
-        return ExitCode::SUCCESS;
+        return process::print_stdout("mqbroker", &text);
     }
     process::init_logging();
     process::run("mqbroker", async move {
-        tracing::info!(config = ?config.to_properties(), "effective configuration");
+        process::log_configuration(
+            &config.to_properties(),
+            &BrokerConfig::default().to_properties(),
+        );
         let handle = Broker::start(config)
             .await
             .inspect_err(|e| tracing::error!(error = %e, "broker failed to start"))?;

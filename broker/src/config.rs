@@ -83,6 +83,11 @@ pub struct BrokerConfig {
     pub listen_port: u16,
     /// Replication port; `None` means `listenPort + 1`, as RocketMQ derives it.
     pub ha_listen_port: Option<u16>,
+    /// `portOffset` (**Vostok**): added to every port the broker binds (`listenPort`,
+    /// `haListenPort`, `embeddedNamesrvPort`, `grpcServerPort`, `consolePort`,
+    /// `metricsPromExporterPort`; a port of 0 stays 0), so that a second broker on
+    /// one host is one setting. Applied once by [`BrokerConfig::apply_port_offset`].
+    pub port_offset: u16,
     /// Also listen on `listenPort - 2`, where Java clients up to 4.4 send (the "VIP" channel).
     pub fast_listen_enable: bool,
     /// `;`-separated name server list. `None`: run an embedded name server.
@@ -182,6 +187,7 @@ impl Default for BrokerConfig {
             bind_address: String::new(),
             listen_port: 10911,
             ha_listen_port: None,
+            port_offset: 0,
             fast_listen_enable: true,
             namesrv_addr: std::env::var("NAMESRV_ADDR")
                 .ok()
@@ -235,19 +241,47 @@ impl Default for BrokerConfig {
     }
 }
 
+/// The default `brokerName`: derived from the host name, always valid.
 fn default_broker_name() -> String {
+    host_name()
+        .map(|h| broker_name_from_host(&h))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "broker-a".to_owned())
+}
+
+/// This host's name, if it has one.
+pub fn host_name() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc == 0 {
-        let len = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        if let Ok(name) = std::str::from_utf8(&buf[..len]) {
-            if !name.is_empty() {
-                return name.to_owned();
-            }
-        }
+    if rc != 0 {
+        return None;
     }
-    "broker-a".to_owned()
+    let len = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    std::str::from_utf8(&buf[..len])
+        .ok()
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+}
+
+/// A valid `brokerName` (`^[%|a-zA-Z0-9_-]+$`, at most 127 bytes) made from a host
+/// name: the part before the first dot, any other character replaced by `-`
+/// (`dev-laptop.local` → `dev-laptop`). Empty when nothing is left.
+pub fn broker_name_from_host(host: &str) -> String {
+    host.trim()
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(vostok_remoting::protocol::topic::TOPIC_MAX_LENGTH)
+        .collect()
 }
 
 /// The address other hosts reach us on: the source address of a route to a public
@@ -277,8 +311,16 @@ impl BrokerConfig {
         if vostok_remoting::protocol::topic::validate_topic(&self.broker_name).is_err() {
             return bad(
                 "brokerName",
-                "must match ^[%|a-zA-Z0-9_-]+$ (it is also a topic name)",
+                &format!(
+                    "{:?} must match ^[%|a-zA-Z0-9_-]+$ (it is also a topic name)",
+                    self.broker_name
+                ),
             );
+        }
+        if let Some(list) = &self.namesrv_addr {
+            if let Err(e) = vostok_remoting::support::namesrv_addr::parse(list) {
+                return bad("namesrvAddr", &e.to_string());
+            }
         }
         self.controller.validate()?;
         if self.controller.enable {
@@ -383,16 +425,45 @@ impl BrokerConfig {
         SocketAddr::new(ip, bound_port)
     }
 
-    /// Name servers to register with.
+    /// Name servers to register with (`;` or `,` separated; [`BrokerConfig::validate`]
+    /// refuses a malformed list).
     pub fn namesrv_list(&self) -> Vec<String> {
         self.namesrv_addr
             .as_deref()
             .unwrap_or("")
-            .split(';')
+            .split([';', ','])
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect()
+    }
+
+    /// Adds `portOffset` to every port the broker binds, once (it is 0 afterwards, so
+    /// a second call changes nothing). A port of 0 (any free port) stays 0.
+    pub fn apply_port_offset(&mut self) -> Result<(), BrokerError> {
+        let offset = self.port_offset;
+        if offset == 0 {
+            return Ok(());
+        }
+        let shift = |key: &str, port: u16| -> Result<u16, BrokerError> {
+            if port == 0 {
+                return Ok(0);
+            }
+            port.checked_add(offset).ok_or_else(|| BrokerError::Config {
+                key: "portOffset".to_owned(),
+                reason: format!("{key} {port} + {offset} is beyond port 65535"),
+            })
+        };
+        self.listen_port = shift("listenPort", self.listen_port)?;
+        if let Some(p) = self.ha_listen_port {
+            self.ha_listen_port = Some(shift("haListenPort", p)?);
+        }
+        self.embedded_namesrv_port = shift("embeddedNamesrvPort", self.embedded_namesrv_port)?;
+        self.grpc.grpc_server_port = shift("grpcServerPort", self.grpc.grpc_server_port)?;
+        self.ops.console_port = shift("consolePort", self.ops.console_port)?;
+        self.ops.metrics.prom_port = shift("metricsPromExporterPort", self.ops.metrics.prom_port)?;
+        self.port_offset = 0;
+        Ok(())
     }
 
     /// Config of the embedded name server of standalone mode; its KV file lives in the store.
@@ -458,6 +529,47 @@ mod tests {
         assert!(props
             .iter()
             .any(|(k, v)| k == "flushDiskType" && v == "SYNC_FLUSH"));
+    }
+
+    #[test]
+    fn a_host_name_always_gives_a_valid_broker_name() {
+        for (host, name) in [
+            ("dev-laptop.local", "dev-laptop"),
+            ("ip-10-0-0-1.ec2.internal", "ip-10-0-0-1"),
+            ("büro", "b-ro"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(broker_name_from_host(host), name);
+            let c = BrokerConfig {
+                broker_name: broker_name_from_host(host),
+                ..Default::default()
+            };
+            c.validate().unwrap();
+        }
+        assert_eq!(broker_name_from_host(".local"), "");
+        assert_eq!(broker_name_from_host(&"x".repeat(300)).len(), 127);
+        BrokerConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn port_offset_moves_every_port_once() {
+        let mut c = BrokerConfig::default();
+        c.apply_property("portOffset", "100").unwrap();
+        c.apply_property("metricsExporterType", "PROM").unwrap();
+        c.apply_property("grpcServerPort", "0").unwrap();
+        c.apply_port_offset().unwrap();
+        c.apply_port_offset().unwrap();
+        assert_eq!(c.listen_port, 11011);
+        assert_eq!(c.ha_listen_port(), 11012);
+        assert_eq!(c.embedded_namesrv_port, 9976);
+        assert_eq!(c.grpc.grpc_server_port, 0, "any free port stays so");
+        assert_eq!(c.ops.console_port, 8182);
+        assert_eq!(c.ops.metrics.prom_port, 5657);
+        let mut c = BrokerConfig::default();
+        c.apply_property("haListenPort", "30000").unwrap();
+        c.apply_property("portOffset", "40000").unwrap();
+        let e = c.apply_port_offset().unwrap_err().to_string();
+        assert!(e.contains("haListenPort 30000 + 40000"), "{e}");
     }
 
     #[test]

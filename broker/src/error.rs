@@ -13,9 +13,11 @@ pub enum BrokerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot bind {addr}: {source}")]
+    /// A listener could not bind; `key` is the config key that sets its port.
+    #[error("cannot bind {addr} (the port is set by `{key}`): {source}{hint}", hint = crate::error::bind_hint(source))]
     Bind {
         addr: String,
+        key: &'static str,
         #[source]
         source: std::io::Error,
     },
@@ -31,4 +33,13 @@ pub enum BrokerError {
     Namesrv(#[from] vostok_namesrv::NamesrvError),
     #[error(transparent)]
     Remoting(#[from] vostok_remoting::RemotingError),
+}
+
+/// What to do about a port in use: another broker on this host is the usual cause.
+pub(crate) fn bind_hint(source: &std::io::Error) -> &'static str {
+    if source.kind() == std::io::ErrorKind::AddrInUse {
+        "; to run another broker on this host, move all of its ports with -o portOffset=N"
+    } else {
+        ""
+    }
 }

@@ -122,11 +122,13 @@ impl ConsumedOffsets for ConsumedBridge {
     }
 }
 
-async fn bind(addr: SocketAddr) -> Result<TcpListener, BrokerError> {
+/// Binds `addr`; `key` is the config key that sets its port, named in the error.
+async fn bind(addr: SocketAddr, key: &'static str) -> Result<TcpListener, BrokerError> {
     TcpListener::bind(addr)
         .await
         .map_err(|source| BrokerError::Bind {
             addr: addr.to_string(),
+            key,
             source,
         })
 }
@@ -134,6 +136,7 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, BrokerError> {
 impl Broker {
     /// Starts a broker with `config`.
     pub async fn start(mut config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
+        config.apply_port_offset()?;
         config.resolve_addresses();
         config.validate()?;
         let (mut config, security) = tokio::task::spawn_blocking(move || {
@@ -161,7 +164,7 @@ impl Broker {
             })??;
 
         let configured_port = config.listen_port;
-        let listener = bind(config.bind_addr(config.listen_port)).await?;
+        let listener = bind(config.bind_addr(config.listen_port), "listenPort").await?;
         let bound_port = listener
             .local_addr()
             .map(|a| a.port())
@@ -169,7 +172,13 @@ impl Broker {
         config.listen_port = bound_port;
         // Bound before anything starts, so a taken port fails the start-up.
         let grpc_listener = if config.grpc.grpc_server_enable {
-            Some(bind(config.bind_addr(config.grpc.grpc_server_port)).await?)
+            Some(
+                bind(
+                    config.bind_addr(config.grpc.grpc_server_port),
+                    "grpcServerPort",
+                )
+                .await?,
+            )
         } else {
             None
         };
@@ -201,11 +210,16 @@ impl Broker {
                 .credentials
                 .clone()
                 .map(|c| (config.broker_name.clone(), c));
-            let ns_listener = bind(config.bind_addr(ns_config.listen_port)).await?;
+            let ns_listener = bind(
+                config.bind_addr(ns_config.listen_port),
+                "embeddedNamesrvPort",
+            )
+            .await?;
             let ns_addr = ns_listener
                 .local_addr()
                 .map_err(|source| BrokerError::Bind {
                     addr: config.bind_addr(ns_config.listen_port).to_string(),
+                    key: "embeddedNamesrvPort",
                     source,
                 })?;
             // On a runtime of its own, sharing the broker's memory account: route
@@ -321,7 +335,12 @@ async fn bind_ha(
         None if configured_port == 0 => 0,
         None => config.listen_port.wrapping_add(1),
     };
-    match bind(config.bind_addr(port)).await {
+    let key = if explicit {
+        "haListenPort"
+    } else {
+        "haListenPort (by default listenPort + 1)"
+    };
+    match bind(config.bind_addr(port), key).await {
         Ok(l) => {
             if let Ok(a) = l.local_addr() {
                 config.ha_listen_port = Some(a.port());
@@ -475,7 +494,7 @@ async fn serve(
                 Vec::new(),
             )),
             Err(e) => {
-                warn!(addr = %fast, error = %e, "fast listen port unavailable; serving on listenPort only")
+                warn!(addr = %fast, error = %e, "fast listen port (listenPort - 2) unavailable; serving on listenPort only (fastListenEnable=false turns it off)")
             }
         }
     }

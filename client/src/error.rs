@@ -15,6 +15,10 @@ pub enum ClientError {
     /// The name servers know no route for the topic (and auto-creation did not help).
     #[error("no route info of topic {topic}")]
     NoRoute { topic: String },
+    /// The topic has a route, but every broker in it takes no writes: the broker was
+    /// started or set read-only (`brokerPermission=4`), or the topic's `perm` is.
+    #[error("topic {topic} is read-only: its route lists no broker that takes writes ({brokers} registered it without write permission: the broker's brokerPermission or the topic's perm allows reads only)")]
+    ReadOnly { topic: String, brokers: String },
     /// A queue or broker named by the caller is not in the route.
     #[error("broker {broker_name} of topic {topic} is not in the route")]
     NoBroker { topic: String, broker_name: String },

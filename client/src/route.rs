@@ -7,6 +7,28 @@ use std::sync::Arc;
 use vostok_remoting::protocol::body::MessageQueue;
 use vostok_remoting::protocol::route::TopicRouteData;
 
+/// When `route` lists queues but none is writable, the brokers that serve them
+/// (`broker-a, broker-b`): the topic is read-only there, not missing.
+pub fn read_only_brokers(route: &TopicRouteData) -> Option<String> {
+    use vostok_remoting::protocol::topic::perm;
+    if route.queue_datas.is_empty()
+        || route
+            .queue_datas
+            .iter()
+            .any(|qd| perm::is_writeable(qd.perm))
+    {
+        return None;
+    }
+    let mut names: Vec<&str> = route
+        .queue_datas
+        .iter()
+        .map(|qd| qd.broker_name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Some(names.join(", "))
+}
+
 /// Publish view of a topic (Java `TopicPublishInfo`): the writable queues of brokers
 /// with a master, and a round-robin cursor shared by every send to the topic.
 #[derive(Debug)]
@@ -182,5 +204,27 @@ mod tests {
                 .collect::<Vec<_>>(),
             [("a", 0), ("b", 0), ("b", 1)]
         );
+    }
+}
+
+#[cfg(test)]
+mod read_only_tests {
+    use vostok_remoting::protocol::route::{QueueData, TopicRouteData};
+
+    #[test]
+    fn a_route_without_writable_queues_names_its_brokers() {
+        let queue = |broker: &str, perm: i32| QueueData {
+            broker_name: broker.to_owned(),
+            read_queue_nums: 4,
+            write_queue_nums: 4,
+            perm,
+            ..Default::default()
+        };
+        let mut route = TopicRouteData::default();
+        assert_eq!(super::read_only_brokers(&route), None, "no route at all");
+        route.queue_datas = vec![queue("b", 4), queue("a", 4)];
+        assert_eq!(super::read_only_brokers(&route).as_deref(), Some("a, b"));
+        route.queue_datas.push(queue("c", 6));
+        assert_eq!(super::read_only_brokers(&route), None, "c takes writes");
     }
 }

@@ -21,13 +21,27 @@ use crate::{Controller, ControllerConfig, ControllerError};
 )]
 struct Args {
     /// Controller config properties file.
-    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    #[arg(
+        short = 'c',
+        long = "configFile",
+        visible_alias = "config",
+        value_name = "FILE"
+    )]
     config_file: Option<PathBuf>,
     /// Print all config items and exit.
     #[arg(short = 'p', long = "printConfigItem")]
     print_config: bool,
-    /// Any config key, as in the properties file; repeatable.
-    #[arg(short = 'o', long = "set", value_name = "KEY=VALUE")]
+    /// Accepted for compatibility with RocketMQ's launcher; a controller needs no
+    /// name server address.
+    #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDR", hide = true)]
+    namesrv_addr: Option<String>,
+    /// Set any config key, e.g. `-o controllerDLegerSelfId=n0` (repeatable; overrides the file).
+    #[arg(
+        short = 'o',
+        long = "option",
+        visible_alias = "set",
+        value_name = "KEY=VALUE"
+    )]
     set: Vec<String>,
 }
 
@@ -53,7 +67,11 @@ pub async fn bind(config: &ControllerConfig) -> Result<tokio::net::TcpListener, 
     let bind = format!("{}:{port}", config.bind_address);
     tokio::net::TcpListener::bind(&bind)
         .await
-        .map_err(|source| ControllerError::Bind { addr: bind, source })
+        .map_err(|source| ControllerError::Bind {
+            addr: bind,
+            key: "controllerDLegerPeers",
+            source,
+        })
 }
 
 async fn serve(config: ControllerConfig) -> Result<(), ControllerError> {
@@ -80,10 +98,12 @@ pub fn main() -> ExitCode {
         }
     };
     if args.print_config {
-        for (k, v) in config.to_properties() {
-            println!("{k}={v}");
-        }
-        return ExitCode::SUCCESS;
+        let text: String = config
+            .to_properties()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        return process::print_stdout("mqcontroller", &text);
     }
     process::run("mqcontroller", serve(config))
 }

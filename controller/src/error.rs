@@ -19,9 +19,11 @@ pub enum ControllerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot bind {addr}: {source}")]
+    /// A listener could not bind; `key` is the config key that sets its port.
+    #[error("cannot bind {addr} (the port is set by `{key}`): {source}")]
     Bind {
         addr: String,
+        key: &'static str,
         #[source]
         source: std::io::Error,
     },

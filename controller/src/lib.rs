@@ -155,7 +155,14 @@ impl Controller {
         }
         let heartbeats =
             BrokerHeartbeats::new(config.heartbeat_timeout.as_millis() as i64, now_millis());
-        info!(config = ?config.to_properties(), node = node_id, "controller starting");
+        info!(node = node_id, "controller starting");
+        let owned = |props: Vec<(&'static str, String)>| -> Vec<(String, String)> {
+            props.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+        };
+        vostok_remoting::support::process::log_configuration(
+            &owned(config.to_properties()),
+            &owned(ControllerConfig::default().to_properties()),
+        );
         let (notifier, notices) = notify::RoleNotifier::new();
         let node = Arc::new(ControllerNode {
             metrics: raft.metrics(),

@@ -22,7 +22,12 @@ use crate::{NameServer, NamesrvConfig, NamesrvError};
 )]
 struct Args {
     /// Name server config properties file.
-    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    #[arg(
+        short = 'c',
+        long = "configFile",
+        visible_alias = "config",
+        value_name = "FILE"
+    )]
     config_file: Option<PathBuf>,
     /// Print all config items and exit.
     #[arg(short = 'p', long = "printConfigItem")]
@@ -31,17 +36,22 @@ struct Args {
     /// name server address.
     #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDR", hide = true)]
     namesrv_addr: Option<String>,
-    /// Port to listen on (`listenPort`); 0 picks a free one.
-    #[arg(long = "listen-port", value_name = "PORT")]
+    /// Port to listen on (same as `-o listenPort=PORT`); 0 picks a free one.
+    #[arg(long = "listen-port", value_name = "PORT", hide = true)]
     listen_port: Option<u16>,
-    /// Address to bind (`bindAddress`).
-    #[arg(long = "bind-address", value_name = "ADDR")]
+    /// Address to bind (same as `-o bindAddress=ADDR`).
+    #[arg(long = "bind-address", value_name = "ADDR", hide = true)]
     bind_address: Option<String>,
-    /// Where the KV store lives (`kvConfigPath`).
-    #[arg(long = "kv-config-path", value_name = "FILE")]
+    /// Where the KV store lives (same as `-o kvConfigPath=FILE`).
+    #[arg(long = "kv-config-path", value_name = "FILE", hide = true)]
     kv_config_path: Option<PathBuf>,
-    /// Any config key, as in the properties file; repeatable.
-    #[arg(short = 'o', long = "set", value_name = "KEY=VALUE")]
+    /// Set any config key, e.g. `-o listenPort=9877` (repeatable; overrides the file).
+    #[arg(
+        short = 'o',
+        long = "option",
+        visible_alias = "set",
+        value_name = "KEY=VALUE"
+    )]
     set: Vec<String>,
 }
 
@@ -75,6 +85,7 @@ async fn serve(config: NamesrvConfig) -> Result<(), NamesrvError> {
             .await
             .map_err(|source| NamesrvError::Bind {
                 addr: format!("{}:{}", config.bind_address, config.listen_port),
+                key: "listenPort",
                 source,
             })?;
     let namesrv = NameServer::start(config, listener).await?;
@@ -102,8 +113,7 @@ pub fn main() -> ExitCode {
         }
     };
     if args.print_config {
-        print!("{}", config.to_properties_text());
-        return ExitCode::SUCCESS;
+        return process::print_stdout("mqnamesrv", &config.to_properties_text());
     }
     process::run("mqnamesrv", serve(config))
 }

@@ -37,9 +37,11 @@ pub enum NamesrvError {
     /// The embedded controller (`enableControllerInNamesrv`) did not start.
     #[error("controller: {0}")]
     Controller(#[from] vostok_controller::ControllerError),
-    #[error("cannot bind {addr}: {source}")]
+    /// A listener could not bind; `key` is the config key that sets its port.
+    #[error("cannot bind {addr} (the port is set by `{key}`): {source}")]
     Bind {
         addr: String,
+        key: &'static str,
         #[source]
         source: std::io::Error,
     },

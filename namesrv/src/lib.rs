@@ -135,10 +135,10 @@ impl NameServer {
         let scan_interval = config.scan_not_active_broker_interval;
         let rpc = vostok_observe::RpcMetrics::default();
         let metrics = metrics::start(&config, local_addr, &rpc, route.clone()).await?;
-        info!(
-            addr = %local_addr,
-            config = ?config.to_properties(),
-            "name server starting"
+        info!(addr = %local_addr, "name server starting");
+        vostok_remoting::support::process::log_configuration(
+            &config.to_properties(),
+            &NamesrvConfig::default().to_properties(),
         );
         let shared = Arc::new(Shared {
             live: std::sync::RwLock::new(config.clone()),

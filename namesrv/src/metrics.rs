@@ -67,6 +67,7 @@ pub(crate) async fn start(
         .await
         .map_err(|source| NamesrvError::Bind {
             addr: at.to_string(),
+            key: "metricsPromExporterPort",
             source,
         })?;
     let node_id = local_addr.to_string();

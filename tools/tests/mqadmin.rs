@@ -346,6 +346,8 @@ async fn acl_2_verbs_manage_users_and_policies() {
     };
     config.store.store_path_root_dir = dir.path().join("store");
     config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
+    // Any free port: 8081 may be another broker's on this host.
+    config.grpc.grpc_server_port = 0;
     for (k, v) in [
         ("authenticationEnabled", "true"),
         ("authorizationEnabled", "true"),

@@ -43,6 +43,7 @@ impl BrokerConfig {
             "bindAddress" => self.bind_address = v.trim().to_owned(),
             "listenPort" => self.listen_port = parse(key, v)?,
             "haListenPort" => self.ha_listen_port = Some(parse(key, v)?),
+            "portOffset" => self.port_offset = parse(key, v)?,
             "fastListenEnable" => self.fast_listen_enable = parse_bool(key, v)?,
             "namesrvAddr" => {
                 self.namesrv_addr = Some(v.to_owned()).filter(|s| !s.is_empty());
@@ -141,6 +142,7 @@ impl BrokerConfig {
             ("bindAddress".into(), self.bind_address.clone()),
             ("listenPort".into(), self.listen_port.to_string()),
             ("haListenPort".into(), self.ha_listen_port().to_string()),
+            ("portOffset".into(), self.port_offset.to_string()),
             (
                 "fastListenEnable".into(),
                 self.fast_listen_enable.to_string(),

@@ -58,7 +58,11 @@ impl GrpcServer {
         tls: Option<(TlsMode, Arc<ServerConfig>)>,
     ) -> Result<GrpcServer, BrokerError> {
         let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
-            addr: "grpcServerPort".into(),
+            addr: broker
+                .config
+                .bind_addr(broker.config.grpc.grpc_server_port)
+                .to_string(),
+            key: "grpcServerPort",
             source,
         })?;
         let (acceptor, plaintext) = match tls {

@@ -236,8 +236,9 @@ pub(super) fn check_message(
         return Err(error(
             response_code::NO_PERMISSION,
             format!(
-                "the broker[{}] sending message is forbidden",
-                broker.config.broker_ip1
+                "the broker[{}] sending message is forbidden: the broker is read-only (brokerPermission={})",
+                broker.config.broker_ip1,
+                broker.runtime.broker_permission()
             ),
         ));
     }

@@ -47,13 +47,13 @@ pub(super) async fn bind_ops(config: &BrokerConfig) -> Result<OpsListeners, Brok
     let ops = &config.ops;
     let metrics = if ops.metrics.is_prom() {
         let at = addr(config, &ops.metrics.prom_host, ops.metrics.prom_port)?;
-        Some(bind(at).await?)
+        Some(bind(at, "metricsPromExporterPort").await?)
     } else {
         None
     };
     let console = if ops.console_on() {
         let at = addr(config, &ops.console_host, ops.console_port)?;
-        Some(bind(at).await?)
+        Some(bind(at, "consolePort").await?)
     } else {
         None
     };

@@ -81,9 +81,9 @@ impl std::fmt::Debug for ClientConfig {
     }
 }
 
-/// Splits `host:port;host:port` (Java's `namesrvAddr` syntax).
+/// Splits `host:port;host:port` (Java's `namesrvAddr` syntax; `,` also separates).
 pub fn parse_namesrv_addr(s: &str) -> Vec<String> {
-    s.split(';')
+    s.split([';', ','])
         .map(str::trim)
         .filter(|a| !a.is_empty())
         .map(str::to_owned)

@@ -349,6 +349,15 @@ impl ProducerShared {
                 return Ok(Arc::new(info));
             }
         }
+        if let Some(brokers) = instance
+            .cached_route(topic)
+            .and_then(|route| crate::route::read_only_brokers(&route))
+        {
+            return Err(ClientError::ReadOnly {
+                topic: topic::unwrap_namespace(self.namespace(), topic),
+                brokers,
+            });
+        }
         Err(ClientError::NoRoute {
             topic: topic.to_owned(),
         })

@@ -8,6 +8,7 @@
 //!   never turns every later lock of the same table into a second panic.
 //! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
 //! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
+//! * [`namesrv_addr`]: name server address lists, parsed strictly at start.
 //! * [`log_limit`]: at most one log line a second for events a flood repeats.
 //! * [`latency_trace`]: opt-in per-message timestamps along the produce → consume path.
 //! * [`sched`]: scheduling hints: housekeeping threads yield to the ones serving
@@ -18,6 +19,7 @@
 pub mod config_file;
 pub mod latency_trace;
 pub mod log_limit;
+pub mod namesrv_addr;
 pub mod process;
 pub mod properties;
 pub mod sched;

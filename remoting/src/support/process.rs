@@ -4,19 +4,84 @@
 
 use std::fmt::Display;
 use std::future::Future;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).
 pub fn init_logging() {
+    init_logging_at("info");
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `level`), coloured only when
+/// stderr is a terminal: a log file or a pipe gets plain text.
+pub fn init_logging_at(level: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level)),
         )
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// Writes `text` to stdout for a command that prints and exits (`-p`). A reader that
+/// went away (`mqbroker -p | head`) ends the output quietly with success; another
+/// write error is reported as `program: error` with exit code 1.
+pub fn print_stdout(program: &str, text: &str) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{program}: cannot write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// For command-line tools (`mqadmin`, `mqbench`) that print as they go: a closed
+/// stdout ends the process quietly, as it does a Unix filter, instead of a panic in
+/// `println!`. Sockets are unaffected: Rust writes to them with `MSG_NOSIGNAL`.
+pub fn quiet_on_closed_stdout() {
+    #[cfg(unix)]
+    // SAFETY: restores the default disposition of SIGPIPE, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// The settings of `current` whose value differs from `defaults` (or that `defaults`
+/// lacks), in `current`'s order: what the start-up log prints at INFO.
+pub fn changed_settings(
+    current: &[(String, String)],
+    defaults: &[(String, String)],
+) -> Vec<(String, String)> {
+    let defaults: std::collections::HashMap<&str, &str> = defaults
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    current
+        .iter()
+        .filter(|(k, v)| defaults.get(k.as_str()) != Some(&v.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// Logs the effective configuration: at INFO the keys that differ from their
+/// defaults, at DEBUG every key.
+pub fn log_configuration(current: &[(String, String)], defaults: &[(String, String)]) {
+    let changed = changed_settings(current, defaults)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    tracing::info!(changed = %changed, "configuration (keys that differ from the defaults; RUST_LOG=debug lists every key)");
+    tracing::debug!(config = ?current, "effective configuration");
 }
 
 /// Runs `serve` to its end on a multi-thread runtime whose threads are named after
@@ -117,6 +182,17 @@ pub fn apply_settings<E: Display>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_settings_keeps_only_what_differs() {
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let defaults = [pair("a", "1"), pair("b", "2")];
+        let current = [pair("a", "1"), pair("b", "3"), pair("c", "")];
+        assert_eq!(
+            changed_settings(&current, &defaults),
+            [pair("b", "3"), pair("c", "")]
+        );
+    }
 
     #[test]
     fn settings_apply_in_order_and_unknown_keys_are_errors() {

@@ -20,6 +20,7 @@ pub struct Cli {
         value_name = "ADDR",
         env = "NAMESRV_ADDR",
         default_value = "127.0.0.1:9876",
+        value_parser = vostok_remoting::support::namesrv_addr::parse_arg,
         global = true
     )]
     pub namesrv: String,

@@ -37,7 +37,8 @@ pub struct CommonArgs {
         long = "namesrv",
         value_name = "ADDR",
         env = "NAMESRV_ADDR",
-        default_value = "127.0.0.1:9876"
+        default_value = "127.0.0.1:9876",
+        value_parser = vostok_remoting::support::namesrv_addr::parse_arg
     )]
     pub namesrv: String,
     /// ACL credentials and TLS.

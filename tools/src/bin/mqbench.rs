@@ -14,13 +14,8 @@ use vostok_tools::bench::{run, BenchError};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    vostok_remoting::support::process::quiet_on_closed_stdout();
+    vostok_remoting::support::process::init_logging_at("warn");
     let common = match &cli.command {
         Command::Produce(c) => &c.common,
         Command::Consume(c) => &c.common,
