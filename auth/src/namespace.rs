@@ -1,0 +1,154 @@
+//! Namespaces that isolate (docs/security.md#namespaces).
+//!
+//! RocketMQ's namespace is a name prefix: topic `ns1%orders`, group `ns1%g`, the
+//! group's retry topic `%RETRY%ns1%g` and its dead-letter topic `%DLQ%ns1%g`. With
+//! ACL 2.0, an ACL entry whose resource is `Namespace:ns1` and whose decision is
+//! Allow grants its actions on every topic and group of `ns1` and **confines** the
+//! user: every topic or group a request of that user names must then be inside one of
+//! the namespaces its ACL allows, whatever its other entries say, and what the servers
+//! list for it (console pages, /metrics) shows only those namespaces. SUPER users are
+//! never confined.
+//!
+//! This module holds every namespace rule; the guard applies them
+//! ([`crate::Guard::check`]), so remoting, gRPC and the console refuse alike.
+
+use crate::resource::{Access, Denied, Resource, RETRY_PREFIX};
+use crate::v2::store::CompiledAcl;
+
+/// Topic name prefix of a consumer group's dead-letter topic.
+pub const DLQ_PREFIX: &str = "%DLQ%";
+
+/// What separates a namespace from the name inside it.
+pub const SEPARATOR: char = '%';
+
+/// The namespace `name` (a topic or group, or a retry or dead-letter topic) is in, if
+/// it has one: `ns1` for `ns1%orders`, `%RETRY%ns1%g` and `%DLQ%ns1%g`.
+pub fn namespace_of(name: &str) -> Option<&str> {
+    let bare = name
+        .strip_prefix(RETRY_PREFIX)
+        .or_else(|| name.strip_prefix(DLQ_PREFIX))
+        .unwrap_or(name);
+    bare.split_once(SEPARATOR)
+        .map(|(ns, _)| ns)
+        .filter(|ns| !ns.is_empty())
+}
+
+/// Whether `name` is a topic or group of namespace `ns`.
+pub fn is_in(ns: &str, name: &str) -> bool {
+    namespace_of(name) == Some(ns)
+}
+
+/// The namespaces a user is confined to: it may name nothing outside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confinement {
+    namespaces: Vec<String>,
+}
+
+impl Confinement {
+    /// The confinement of a user whose ACL is `acl`: the names of its Allow entries on
+    /// `Namespace:<name>` resources, `None` when it has none.
+    pub fn of(acl: Option<&CompiledAcl>) -> Option<Confinement> {
+        let acl = acl?;
+        let mut namespaces: Vec<String> = acl
+            .custom
+            .iter()
+            .chain(&acl.default)
+            .filter(|e| e.allow)
+            .filter_map(|e| e.resource.namespace().map(str::to_owned))
+            .collect();
+        namespaces.sort();
+        namespaces.dedup();
+        (!namespaces.is_empty()).then_some(Confinement { namespaces })
+    }
+
+    /// The namespaces, sorted.
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
+    /// Whether topic or group `name` is inside the confinement.
+    pub fn admits(&self, name: &str) -> bool {
+        namespace_of(name).is_some_and(|ns| self.namespaces.iter().any(|n| n == ns))
+    }
+
+    /// Refuses a request of `user` (request `code`) needing `access` when it names a
+    /// topic or group outside the confinement.
+    pub fn check(&self, user: &str, code: i32, access: &Access<'_>) -> Result<(), Denied> {
+        let Access::Needs(needs) = access else {
+            return Ok(());
+        };
+        match needs.iter().find(|n| !self.admits_resource(&n.resource)) {
+            None => Ok(()),
+            Some(outside) => Err(Denied::new(format!(
+                "access denied: User:{user} is confined to namespace {} and {} is outside it (request {})",
+                self.namespaces.join(", "),
+                outside.resource,
+                vostok_remoting::protocol::request_code::name(code)
+            ))),
+        }
+    }
+
+    fn admits_resource(&self, resource: &Resource<'_>) -> bool {
+        self.admits(resource.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Need;
+    use crate::v2::model::{Entry, PolicyEntryInfo};
+
+    fn entry(resource: &str, decision: &str) -> Entry {
+        Entry::compile(&PolicyEntryInfo {
+            resource: resource.into(),
+            actions: vec!["Pub".into(), "Sub".into()],
+            source_ips: vec![],
+            decision: decision.into(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn names_carry_their_namespace_in_every_form() {
+        assert_eq!(namespace_of("ns1%orders"), Some("ns1"));
+        assert_eq!(namespace_of("%RETRY%ns1%g"), Some("ns1"));
+        assert_eq!(namespace_of("%DLQ%ns1%g"), Some("ns1"));
+        assert_eq!(namespace_of("orders"), None);
+        assert_eq!(namespace_of("%RETRY%g"), None);
+        assert_eq!(namespace_of("%orders"), None);
+        assert!(is_in("ns1", "ns1%a%b"));
+        assert!(!is_in("ns1", "ns10%a"));
+    }
+
+    #[test]
+    fn an_allowed_namespace_entry_confines_and_a_denied_one_does_not() {
+        let acl = CompiledAcl {
+            custom: vec![entry("Namespace:ns1", "Allow"), entry("Topic:*", "Allow")],
+            default: vec![entry("Namespace:ns2", "Deny")],
+        };
+        let c = Confinement::of(Some(&acl)).unwrap();
+        assert_eq!(c.namespaces(), ["ns1"]);
+        assert!(c.admits("ns1%orders") && c.admits("%DLQ%ns1%g"));
+        assert!(!c.admits("ns2%orders") && !c.admits("orders"));
+        let plain = CompiledAcl {
+            custom: vec![entry("Topic:*", "Allow")],
+            default: vec![],
+        };
+        assert_eq!(Confinement::of(Some(&plain)), None);
+        assert_eq!(Confinement::of(None), None);
+
+        let needs = |names: &[&'static str]| {
+            Access::Needs(
+                names
+                    .iter()
+                    .map(|n| Need::publish(Resource::topic(n)))
+                    .collect(),
+            )
+        };
+        assert!(c.check("a", 10, &needs(&["ns1%x", "%RETRY%ns1%g"])).is_ok());
+        let refused = c.check("a", 10, &needs(&["ns1%x", "ns2%y"])).unwrap_err();
+        assert!(refused.reason.contains("topic ns2%y"), "{}", refused.reason);
+        assert!(c.check("a", 10, &Access::Open).is_ok());
+    }
+}
