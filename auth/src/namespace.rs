@@ -74,15 +74,20 @@ impl Confinement {
     /// Refuses a request of `user` (request `code`) needing `access` when it names a
     /// topic or group outside the confinement.
     pub fn check(&self, user: &str, code: i32, access: &Access<'_>) -> Result<(), Denied> {
-        let Access::Needs(needs) = access else {
-            return Ok(());
+        let outside = match access {
+            Access::Needs(needs) => needs
+                .iter()
+                .map(|n| &n.resource)
+                .find(|r| !self.admits_resource(r)),
+            Access::Names(names) => names.iter().find(|r| !self.admits_resource(r)),
+            Access::Open | Access::Admin | Access::Unresolved(_) => None,
         };
-        match needs.iter().find(|n| !self.admits_resource(&n.resource)) {
+        match outside {
             None => Ok(()),
             Some(outside) => Err(Denied::new(format!(
                 "access denied: User:{user} is confined to namespace {} and {} is outside it (request {})",
                 self.namespaces.join(", "),
-                outside.resource,
+                outside,
                 vostok_remoting::protocol::request_code::name(code)
             ))),
         }
@@ -150,5 +155,8 @@ mod tests {
         let refused = c.check("a", 10, &needs(&["ns1%x", "ns2%y"])).unwrap_err();
         assert!(refused.reason.contains("topic ns2%y"), "{}", refused.reason);
         assert!(c.check("a", 10, &Access::Open).is_ok());
+        let named = |n: &'static str| Access::Names(vec![Resource::topic(n)]);
+        assert!(c.check("a", 10, &named("ns1%x")).is_ok());
+        assert!(c.check("a", 10, &named("ns2%x")).is_err());
     }
 }

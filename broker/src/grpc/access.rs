@@ -46,8 +46,9 @@ fn publish(resources: impl IntoIterator<Item = Resource<'static>>) -> Access<'st
 }
 
 impl Needs for QueryRouteRequest {
-    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
-        (code::GET_ROUTEINFO_BY_TOPIC, Access::Open)
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
+        let named = vec![topic(ctx, self.topic.as_ref())];
+        (code::GET_ROUTEINFO_BY_TOPIC, Access::Names(named))
     }
 }
 

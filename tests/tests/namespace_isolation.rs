@@ -1,0 +1,191 @@
+//! Namespaces that isolate (docs/security.md#namespaces), against a real broker and
+//! name server: two ACL 2.0 users, each confined to its own namespace by a
+//! `Namespace:` entry, and each also holding a broad `Topic:*`/`Group:*` grant that
+//! the confinement overrides. Each works in its own namespace and can neither use nor
+//! see the other's through remoting requests, console pages or /metrics.
+
+use vostok_client::{AdminClient, SessionCredentials};
+use vostok_remoting::protocol::body::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
+use vostok_remoting::protocol::{request_code as code, response_code};
+use vostok_tests::acl::{call, request, send_v2, signed_client};
+use vostok_tests::client::TestClient;
+use vostok_tests::sdk::client;
+use vostok_tests::{http, Broker, BrokerOptions};
+
+const SUPER: (&str, &str) = ("root-user", "root-password");
+
+fn entry(resource: &str, actions: &[&str]) -> PolicyEntryInfo {
+    PolicyEntryInfo {
+        resource: resource.into(),
+        actions: actions.iter().map(|a| a.to_string()).collect(),
+        source_ips: vec![],
+        decision: "Allow".into(),
+    }
+}
+
+/// A user confined to `ns`, who also holds Pub and Sub on every topic and group.
+async fn confined_user(admin: &AdminClient, broker: &str, name: &str, ns: &str) {
+    let user = UserInfo {
+        username: Some(name.into()),
+        password: Some(format!("{name}-password")),
+        user_type: Some("Normal".into()),
+        user_status: None,
+    };
+    admin.create_user(broker, &user).await.unwrap();
+    let acl = AclInfo {
+        subject: Some(format!("User:{name}")),
+        policies: vec![PolicyInfo {
+            policy_type: None,
+            entries: vec![
+                entry(&format!("Namespace:{ns}"), &["Pub", "Sub"]),
+                entry("Topic:*", &["Pub", "Sub"]),
+                entry("Group:*", &["Sub"]),
+            ],
+        }],
+    };
+    admin
+        .create_acl(broker, &format!("User:{name}"), &acl)
+        .await
+        .unwrap();
+}
+
+fn as_user(name: &str) -> TestClient {
+    TestClient {
+        remoting: signed_client(name, &format!("{name}-password")),
+        client_id: format!("127.0.0.1@{name}"),
+    }
+}
+
+fn form_token(page: &str) -> String {
+    let marker = "name=\"csrf\" value=\"";
+    let at = page.find(marker).expect("a form with its token") + marker.len();
+    page[at..].split('"').next().unwrap_or_default().to_owned()
+}
+
+/// Signs `name` in to the console; the session cookie.
+async fn console_session(console: &str, name: &str) -> String {
+    let token = form_token(&http::get(console, "/login").await.body);
+    let answer = http::request(
+        console,
+        "POST",
+        "/login",
+        &[("content-type", "application/x-www-form-urlencoded")],
+        &format!("csrf={token}&accessKey={name}&secretKey={name}-password&next=%2Ftopics"),
+    )
+    .await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    let cookie = answer.header("set-cookie").expect("a session cookie");
+    cookie.split(';').next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_confined_to_two_namespaces_cannot_reach_each_other() {
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set("authenticationEnabled", true)
+            .set("authorizationEnabled", true)
+            .set(
+                "initAuthenticationUser",
+                format!(r#"{{"username":"{}","password":"{}"}}"#, SUPER.0, SUPER.1),
+            )
+            .set("metricsExporterType", "PROM")
+            .set("metricsPromExporterPort", 0),
+    );
+    let addr = broker.addr.clone();
+    let admin = AdminClient::new(&vostok_client::ClientConfig {
+        credentials: Some(SessionCredentials::new(SUPER.0, SUPER.1)),
+        ..client(&broker.namesrv, "ns-admin")
+    })
+    .unwrap();
+    let root = TestClient {
+        remoting: signed_client(SUPER.0, SUPER.1),
+        client_id: "127.0.0.1@root".into(),
+    };
+    for topic in ["ns1%orders", "ns2%orders"] {
+        let r = root.create_topic(&addr, topic, 1).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    }
+    confined_user(&admin, &addr, "alice", "ns1").await;
+    confined_user(&admin, &addr, "bob", "ns2").await;
+    let (alice, bob) = (as_user("alice"), as_user("bob"));
+
+    // Each produces and consumes in its own namespace.
+    for (user, ns) in [(&alice, "ns1"), (&bob, "ns2")] {
+        let topic = format!("{ns}%orders");
+        let sent = call(&user.remoting, &addr, send_v2(&topic)).await;
+        assert_eq!(sent.code, response_code::SUCCESS, "{}", sent.remark());
+        let group = format!("{ns}%g");
+        let r = user.heartbeat_consumer(&addr, &group, &topic, "*").await;
+        assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+        let pulled = user
+            .pull(&addr, &group, &topic, 0, 0, 8, Some(T), "*")
+            .await;
+        assert_eq!(pulled.code, response_code::SUCCESS, "{ns}: {pulled:?}");
+        assert_eq!(pulled.messages.len(), 1, "{ns}");
+    }
+
+    // Alice cannot send to, pull from, subscribe to or look up bob's namespace.
+    let r = call(&alice.remoting, &addr, send_v2("ns2%orders")).await;
+    assert_eq!(r.code, response_code::NO_PERMISSION, "{}", r.remark());
+    assert!(
+        r.remark().contains("User:alice is confined to namespace ns1"),
+        "{}",
+        r.remark()
+    );
+    for topic in ["orders", "%DLQ%ns2%g", "%RETRY%ns2%g"] {
+        let r = call(&alice.remoting, &addr, send_v2(topic)).await;
+        assert_eq!(r.code, response_code::NO_PERMISSION, "{topic}: {}", r.remark());
+    }
+    let pulled = alice
+        .pull(&addr, "ns2%g", "ns2%orders", 0, 0, 8, None, "*")
+        .await;
+    assert_eq!(pulled.code, response_code::NO_PERMISSION);
+    let pulled = alice
+        .pull(&addr, "ns1%g", "ns2%orders", 0, 0, 8, None, "*")
+        .await;
+    assert_eq!(pulled.code, response_code::NO_PERMISSION, "own group, other topic");
+    let r = alice
+        .heartbeat_consumer(&addr, "ns2%g", "ns2%orders", "*")
+        .await;
+    assert_eq!(r.code, response_code::NO_PERMISSION, "{}", r.remark());
+    for c in [code::GET_TOPIC_CONFIG, code::GET_MAX_OFFSET] {
+        let fields = [("topic", "ns2%orders"), ("queueId", "0")];
+        let r = call(&alice.remoting, &addr, request(c, &fields)).await;
+        assert_eq!(r.code, response_code::NO_PERMISSION, "{}", code::name(c));
+        let fields = [("topic", "ns1%orders"), ("queueId", "0")];
+        let r = call(&alice.remoting, &addr, request(c, &fields)).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    }
+    // Creating, deleting and listing are administration: refused as well.
+    for (c, fields) in [
+        (
+            code::UPDATE_AND_CREATE_TOPIC,
+            vec![("topic", "ns2%new"), ("readQueueNums", "1")],
+        ),
+        (code::DELETE_TOPIC_IN_BROKER, vec![("topic", "ns2%orders")]),
+        (code::GET_ALL_TOPIC_CONFIG, vec![]),
+    ] {
+        let r = call(&alice.remoting, &addr, request(c, &fields)).await;
+        assert_eq!(r.code, response_code::NO_PERMISSION, "{}", code::name(c));
+    }
+
+    // The console lists only alice's namespace and refuses bob's topic page.
+    let console = broker.console_addr.clone().expect("console address");
+    let cookie = console_session(&console, "alice").await;
+    let get = |path: &'static str| {
+        let (console, cookie) = (console.clone(), cookie.clone());
+        async move { http::request(&console, "GET", path, &[("cookie", &cookie)], "").await }
+    };
+    let topics = get("/topics").await;
+    assert_eq!(topics.status, 200, "{}", topics.body);
+    assert!(topics.body.contains("ns1%orders"), "{}", topics.body);
+    assert!(!topics.body.contains("ns2%"), "{}", topics.body);
+    let groups = get("/groups").await;
+    assert!(!groups.body.contains("ns2%"), "{}", groups.body);
+    let page = get("/topic?name=ns2%25orders").await;
+    assert_eq!(page.status, 403, "{}", page.body);
+
+    admin.shutdown().await;
+}
+
+const T: std::time::Duration = std::time::Duration::from_secs(5);
