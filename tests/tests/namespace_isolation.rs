@@ -78,8 +78,10 @@ async fn console_session(console: &str, name: &str) -> String {
     cookie.split(';').next().unwrap_or_default().to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn users_confined_to_two_namespaces_cannot_reach_each_other() {
+/// A broker with ACL 2.0 and /metrics on, topics `ns1%orders` and `ns2%orders`, users
+/// alice (confined to ns1) and bob (ns2), each having sent one message to its topic
+/// and pulled it with its group.
+async fn two_namespaces() -> (Broker, AdminClient, TestClient) {
     let broker = Broker::start(
         BrokerOptions::default()
             .set("authenticationEnabled", true)
@@ -107,10 +109,10 @@ async fn users_confined_to_two_namespaces_cannot_reach_each_other() {
     }
     confined_user(&admin, &addr, "alice", "ns1").await;
     confined_user(&admin, &addr, "bob", "ns2").await;
-    let (alice, bob) = (as_user("alice"), as_user("bob"));
 
     // Each produces and consumes in its own namespace.
-    for (user, ns) in [(&alice, "ns1"), (&bob, "ns2")] {
+    for (name, ns) in [("alice", "ns1"), ("bob", "ns2")] {
+        let user = as_user(name);
         let topic = format!("{ns}%orders");
         let sent = call(&user.remoting, &addr, send_v2(&topic)).await;
         assert_eq!(sent.code, response_code::SUCCESS, "{}", sent.remark());
@@ -122,8 +124,19 @@ async fn users_confined_to_two_namespaces_cannot_reach_each_other() {
             .await;
         assert_eq!(pulled.code, response_code::SUCCESS, "{ns}: {pulled:?}");
         assert_eq!(pulled.messages.len(), 1, "{ns}");
+        let r = user.update_offset(&addr, &group, &topic, 0, 1).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
     }
+    (broker, admin, root)
+}
 
+/// Alice cannot send to, pull from, subscribe to, look up, create or delete anything of
+/// bob's namespace (or outside any namespace) by remoting requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confined_user_cannot_use_another_namespace_by_remoting() {
+    let (broker, admin, _root) = two_namespaces().await;
+    let addr = broker.addr.clone();
+    let alice = as_user("alice");
     // Alice cannot send to, pull from, subscribe to or look up bob's namespace.
     let r = call(&alice.remoting, &addr, send_v2("ns2%orders")).await;
     assert_eq!(r.code, response_code::NO_PERMISSION, "{}", r.remark());
@@ -169,6 +182,13 @@ async fn users_confined_to_two_namespaces_cannot_reach_each_other() {
         assert_eq!(r.code, response_code::NO_PERMISSION, "{}", code::name(c));
     }
 
+    admin.shutdown().await;
+}
+
+/// The console and /metrics, signed in as alice, show ns1 and nothing of ns2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confined_user_sees_only_its_namespace_on_the_console_and_metrics() {
+    let (broker, admin, _root) = two_namespaces().await;
     // The console lists only alice's namespace and refuses bob's topic page.
     let console = broker.console_addr.clone().expect("console address");
     let cookie = console_session(&console, "alice").await;
@@ -184,6 +204,21 @@ async fn users_confined_to_two_namespaces_cannot_reach_each_other() {
     assert!(!groups.body.contains("ns2%"), "{}", groups.body);
     let page = get("/topic?name=ns2%25orders").await;
     assert_eq!(page.status, 403, "{}", page.body);
+
+
+    // /metrics: a scrape signed in as alice (HTTP Basic) names no ns2 topic or group;
+    // one without credentials (no bearer token is set here) names both.
+    let metrics = broker.metrics_addr.clone().expect("metrics address");
+    let everything = http::get(&metrics, "/metrics").await;
+    assert!(everything.body.contains("topic=\"ns2%orders\""), "{}", everything.body);
+    let alice_basic = ("authorization", "Basic YWxpY2U6YWxpY2UtcGFzc3dvcmQ=");
+    let scoped = http::request(&metrics, "GET", "/metrics", &[alice_basic], "").await;
+    assert_eq!(scoped.status, 200, "{}", scoped.body);
+    assert!(scoped.body.contains("topic=\"ns1%orders\""), "{}", scoped.body);
+    assert!(!scoped.body.contains("ns2%"), "{}", scoped.body);
+    let wrong = ("authorization", "Basic YWxpY2U6d3Jvbmc=");
+    let refused = http::request(&metrics, "GET", "/metrics", &[wrong], "").await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
 
     admin.shutdown().await;
 }
