@@ -12,26 +12,13 @@
 //! This module holds every namespace rule; the guard applies them
 //! ([`crate::Guard::check`]), so remoting, gRPC and the console refuse alike.
 
-use crate::resource::{Access, Denied, Resource, RETRY_PREFIX};
+use crate::resource::{Access, Denied, Resource};
 use crate::v2::store::CompiledAcl;
 
-/// Topic name prefix of a consumer group's dead-letter topic.
-pub const DLQ_PREFIX: &str = "%DLQ%";
-
-/// What separates a namespace from the name inside it.
-pub const SEPARATOR: char = '%';
-
 /// The namespace `name` (a topic or group, or a retry or dead-letter topic) is in, if
-/// it has one: `ns1` for `ns1%orders`, `%RETRY%ns1%g` and `%DLQ%ns1%g`.
-pub fn namespace_of(name: &str) -> Option<&str> {
-    let bare = name
-        .strip_prefix(RETRY_PREFIX)
-        .or_else(|| name.strip_prefix(DLQ_PREFIX))
-        .unwrap_or(name);
-    bare.split_once(SEPARATOR)
-        .map(|(ns, _)| ns)
-        .filter(|ns| !ns.is_empty())
-}
+/// it has one: `ns1` for `ns1%orders`, `%RETRY%ns1%g` and `%DLQ%ns1%g` (the clients'
+/// naming rule, `vostok_remoting::protocol::topic::wrap_namespace`).
+pub use vostok_remoting::protocol::topic::namespace_of;
 
 /// Whether `name` is a topic or group of namespace `ns`.
 pub fn is_in(ns: &str, name: &str) -> bool {
