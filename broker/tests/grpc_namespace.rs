@@ -61,8 +61,12 @@ async fn start() -> (
         embedded_namesrv_port: 0,
         ..BrokerConfig::default()
     };
-    config.apply_property("authenticationEnabled", "true").unwrap();
-    config.apply_property("authorizationEnabled", "true").unwrap();
+    config
+        .apply_property("authenticationEnabled", "true")
+        .unwrap();
+    config
+        .apply_property("authorizationEnabled", "true")
+        .unwrap();
     config.grpc.grpc_server_port = 0;
     config.store.store_path_root_dir = store;
     config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
@@ -145,7 +149,12 @@ async fn a_confined_user_reaches_only_its_namespace_over_grpc() {
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(code(&r.status), Code::Forbidden, "{topic:?}: {:?}", r.status);
+        assert_eq!(
+            code(&r.status),
+            Code::Forbidden,
+            "{topic:?}: {:?}",
+            r.status
+        );
         let remark = r.status.map(|s| s.message).unwrap_or_default();
         assert!(remark.contains("confined to namespace ns1"), "{remark}");
     }

@@ -141,13 +141,19 @@ async fn a_confined_user_cannot_use_another_namespace_by_remoting() {
     let r = call(&alice.remoting, &addr, send_v2("ns2%orders")).await;
     assert_eq!(r.code, response_code::NO_PERMISSION, "{}", r.remark());
     assert!(
-        r.remark().contains("User:alice is confined to namespace ns1"),
+        r.remark()
+            .contains("User:alice is confined to namespace ns1"),
         "{}",
         r.remark()
     );
     for topic in ["orders", "%DLQ%ns2%g", "%RETRY%ns2%g"] {
         let r = call(&alice.remoting, &addr, send_v2(topic)).await;
-        assert_eq!(r.code, response_code::NO_PERMISSION, "{topic}: {}", r.remark());
+        assert_eq!(
+            r.code,
+            response_code::NO_PERMISSION,
+            "{topic}: {}",
+            r.remark()
+        );
     }
     let pulled = alice
         .pull(&addr, "ns2%g", "ns2%orders", 0, 0, 8, None, "*")
@@ -156,7 +162,11 @@ async fn a_confined_user_cannot_use_another_namespace_by_remoting() {
     let pulled = alice
         .pull(&addr, "ns1%g", "ns2%orders", 0, 0, 8, None, "*")
         .await;
-    assert_eq!(pulled.code, response_code::NO_PERMISSION, "own group, other topic");
+    assert_eq!(
+        pulled.code,
+        response_code::NO_PERMISSION,
+        "own group, other topic"
+    );
     let r = alice
         .heartbeat_consumer(&addr, "ns2%g", "ns2%orders", "*")
         .await;
@@ -205,16 +215,23 @@ async fn a_confined_user_sees_only_its_namespace_on_the_console_and_metrics() {
     let page = get("/topic?name=ns2%25orders").await;
     assert_eq!(page.status, 403, "{}", page.body);
 
-
     // /metrics: a scrape signed in as alice (HTTP Basic) names no ns2 topic or group;
     // one without credentials (no bearer token is set here) names both.
     let metrics = broker.metrics_addr.clone().expect("metrics address");
     let everything = http::get(&metrics, "/metrics").await;
-    assert!(everything.body.contains("topic=\"ns2%orders\""), "{}", everything.body);
+    assert!(
+        everything.body.contains("topic=\"ns2%orders\""),
+        "{}",
+        everything.body
+    );
     let alice_basic = ("authorization", "Basic YWxpY2U6YWxpY2UtcGFzc3dvcmQ=");
     let scoped = http::request(&metrics, "GET", "/metrics", &[alice_basic], "").await;
     assert_eq!(scoped.status, 200, "{}", scoped.body);
-    assert!(scoped.body.contains("topic=\"ns1%orders\""), "{}", scoped.body);
+    assert!(
+        scoped.body.contains("topic=\"ns1%orders\""),
+        "{}",
+        scoped.body
+    );
     assert!(!scoped.body.contains("ns2%"), "{}", scoped.body);
     let wrong = ("authorization", "Basic YWxpY2U6d3Jvbmc=");
     let refused = http::request(&metrics, "GET", "/metrics", &[wrong], "").await;

@@ -527,6 +527,9 @@ async fn a_namespace_shows_only_its_own_topics() {
     assert_eq!(shown, ["%RETRY%ns1%g", "ns1%orders"], "{list}");
     let stats = ok(ns, &["statsAll", "--namespace", "ns2"]).await;
     assert!(stats.contains("ns2%orders"), "{stats}");
-    assert!(!stats.contains("ns1%") && !stats.contains("plain"), "{stats}");
+    assert!(
+        !stats.contains("ns1%") && !stats.contains("plain"),
+        "{stats}"
+    );
     broker.shutdown().await;
 }

@@ -196,6 +196,30 @@ mod tests {
     }
 
     #[test]
+    fn a_namespace_entry_covers_its_topics_and_groups_and_a_literal_beats_it() {
+        let ip = "127.0.0.1".parse().unwrap();
+        let entries = [
+            entry("Namespace:ns1", &["Pub", "Sub"], "Allow"),
+            entry("Topic:ns1%secret", &["Pub"], "Deny"),
+            entry("Topic:ns1*", &["Pub"], "Deny"),
+        ];
+        let decide = |r: Resource<'static>| {
+            deciding(entries.iter().filter(|e| e.matches(&r, "Pub", ip))).map(|e| e.allow)
+        };
+        assert!(entries[0].matches(&Resource::topic("ns1%orders"), "Pub", ip));
+        assert!(entries[0].matches(&Resource::topic("%RETRY%ns1%g"), "Sub", ip));
+        assert!(entries[0].matches(&Resource::group("ns1%g"), "Sub", ip));
+        assert!(!entries[0].matches(&Resource::topic("ns2%orders"), "Pub", ip));
+        assert!(!entries[0].matches(&Resource::topic("ns1"), "Pub", ip));
+        assert_eq!(
+            decide(Resource::topic("ns1%orders")),
+            Some(true),
+            "ns1% beats ns1*"
+        );
+        assert_eq!(decide(Resource::topic("ns1%secret")), Some(false));
+    }
+
+    #[test]
     fn bad_entries_are_refused() {
         let bad = |resource: &str, actions: &[&str], decision: &str, ips: &[&str]| {
             Entry::compile(&PolicyEntryInfo {
