@@ -9,7 +9,8 @@ use tonic::transport::Channel;
 use vostok_auth::v2::{AclInfo, AuthMetadata, PolicyEntryInfo, PolicyInfo, UserInfo};
 use vostok_broker::grpc::proto::messaging_service_client::MessagingServiceClient;
 use vostok_broker::grpc::proto::{
-    Code, Message, QueryRouteRequest, Resource, SendMessageRequest, SystemProperties,
+    ClientType, Code, HeartbeatRequest, Message, QueryRouteRequest, Resource, SendMessageRequest,
+    SystemProperties,
 };
 use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
 use vostok_remoting::auth::grpc::{date_time, sign};
@@ -175,5 +176,21 @@ async fn a_confined_user_reaches_only_its_namespace_over_grpc() {
         .unwrap()
         .into_inner();
     assert_eq!(code(&r.status), Code::Forbidden, "{:?}", r.status);
+
+    // A heartbeat names its group: alice's own passes the guard (this bare client has
+    // sent no settings, which the broker asks for next), bob's does not.
+    for ns in ["ns1", "ns2"] {
+        let heartbeat = HeartbeatRequest {
+            group: resource(ns, "g"),
+            client_type: ClientType::PushConsumer as i32,
+        };
+        let r = client
+            .heartbeat(as_alice(heartbeat, None))
+            .await
+            .unwrap()
+            .into_inner();
+        let forbidden = code(&r.status) == Code::Forbidden;
+        assert_eq!(forbidden, ns == "ns2", "{ns}: {:?}", r.status);
+    }
     broker.shutdown().await;
 }
