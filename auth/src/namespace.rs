@@ -9,10 +9,14 @@
 //! list for it (console pages, /metrics) shows only those namespaces. SUPER users are
 //! never confined.
 //!
+//! Sends to the message-trace topic (`RMQ_SYS_TRACE_TOPIC`), shared by every client,
+//! are not confined (its policies still decide); reading it is.
+//!
 //! This module holds every namespace rule; the guard applies them
 //! ([`crate::Guard::check`]), so remoting, gRPC and the console refuse alike.
 
-use crate::resource::{Access, Denied, Resource};
+use crate::permission;
+use crate::resource::{Access, Denied, Need, Resource, TRACE_TOPIC};
 use crate::v2::store::CompiledAcl;
 
 /// The namespace `name` (a topic or group, or a retry or dead-letter topic) is in, if
@@ -64,6 +68,7 @@ impl Confinement {
         let outside = match access {
             Access::Needs(needs) => needs
                 .iter()
+                .filter(|n| !is_trace_send(n))
                 .map(|n| &n.resource)
                 .find(|r| !self.admits_resource(r)),
             Access::Names(names) => names.iter().find(|r| !self.admits_resource(r)),
@@ -85,10 +90,15 @@ impl Confinement {
     }
 }
 
+/// A send to the message-trace topic, which clients share whatever their namespace
+/// (write only: reading it stays with those its policies allow).
+fn is_trace_send(need: &Need<'_>) -> bool {
+    need.perm == permission::PUB && matches!(&need.resource, Resource::Topic(t) if t == TRACE_TOPIC)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::Need;
     use crate::v2::model::{Entry, PolicyEntryInfo};
 
     fn entry(resource: &str, decision: &str) -> Entry {
@@ -142,6 +152,12 @@ mod tests {
         let refused = c.check("a", 10, &needs(&["ns1%x", "ns2%y"])).unwrap_err();
         assert!(refused.reason.contains("topic ns2%y"), "{}", refused.reason);
         assert!(c.check("a", 10, &Access::Open).is_ok());
+        assert!(
+            c.check("a", 10, &needs(&[TRACE_TOPIC])).is_ok(),
+            "traces are sent"
+        );
+        let read_traces = Access::Needs(vec![Need::subscribe(Resource::topic(TRACE_TOPIC))]);
+        assert!(c.check("a", 10, &read_traces).is_err(), "not read");
         let named = |n: &'static str| Access::Names(vec![Resource::topic(n)]);
         assert!(c.check("a", 10, &named("ns1%x")).is_ok());
         assert!(c.check("a", 10, &named("ns2%x")).is_err());
