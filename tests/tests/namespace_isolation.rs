@@ -64,13 +64,17 @@ fn form_token(page: &str) -> String {
 
 /// Signs `name` in to the console; the session cookie.
 async fn console_session(console: &str, name: &str) -> String {
+    console_session_with(console, name, &format!("{name}-password")).await
+}
+
+async fn console_session_with(console: &str, name: &str, password: &str) -> String {
     let token = form_token(&http::get(console, "/login").await.body);
     let answer = http::request(
         console,
         "POST",
         "/login",
         &[("content-type", "application/x-www-form-urlencoded")],
-        &format!("csrf={token}&accessKey={name}&secretKey={name}-password&next=%2Ftopics"),
+        &format!("csrf={token}&accessKey={name}&secretKey={password}&next=%2Ftopics"),
     )
     .await;
     assert_eq!(answer.status, 303, "{}", answer.body);
@@ -198,7 +202,12 @@ async fn a_confined_user_cannot_use_another_namespace_by_remoting() {
 /// The console and /metrics, signed in as alice, show ns1 and nothing of ns2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confined_user_sees_only_its_namespace_on_the_console_and_metrics() {
-    let (broker, admin, _root) = two_namespaces().await;
+    let (broker, admin, root) = two_namespaces().await;
+    // A group of ns2 that has consumed ns1's topic (a SUPER user's doing).
+    let r = root
+        .update_offset(&broker.addr, "ns2%spy", "ns1%orders", 0, 1)
+        .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
     // The console lists only alice's namespace and refuses bob's topic page.
     let console = broker.console_addr.clone().expect("console address");
     let cookie = console_session(&console, "alice").await;
@@ -214,6 +223,32 @@ async fn a_confined_user_sees_only_its_namespace_on_the_console_and_metrics() {
     assert!(!groups.body.contains("ns2%"), "{}", groups.body);
     let page = get("/topic?name=ns2%25orders").await;
     assert_eq!(page.status, 403, "{}", page.body);
+    let own = get("/topic?name=ns1%25orders").await;
+    assert_eq!(own.status, 200, "{}", own.body);
+    assert!(
+        own.body.contains("ns1%g") && !own.body.contains("ns2%"),
+        "{}",
+        own.body
+    );
+
+    // A SUPER user's console shows one namespace when asked.
+    let root_cookie = console_session_with(&console, SUPER.0, SUPER.1).await;
+    let root_get = |path: &'static str| {
+        let (console, cookie) = (console.clone(), root_cookie.clone());
+        async move { http::request(&console, "GET", path, &[("cookie", &cookie)], "").await }
+    };
+    let all = root_get("/topics").await;
+    assert!(all.body.contains("ns1%orders") && all.body.contains("ns2%orders"));
+    let one = root_get("/topics?namespace=ns2").await;
+    assert!(one.body.contains("ns2%orders"), "{}", one.body);
+    assert!(
+        !one.body.contains("ns1%") && !one.body.contains("TBW102"),
+        "{}",
+        one.body
+    );
+    let groups = root_get("/groups?namespace=ns1").await;
+    assert!(groups.body.contains("ns1%g"), "{}", groups.body);
+    assert!(!groups.body.contains("ns2%"), "{}", groups.body);
 
     // /metrics: a scrape signed in as alice (HTTP Basic) names no ns2 topic or group;
     // one without credentials (no bearer token is set here) names both.
