@@ -22,12 +22,14 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 
 use crate::error::AuthError;
+use crate::namespace::Confinement;
 use crate::plain::PlainAccount;
 use crate::plain_check;
 use crate::plain_store::{PlainAclStore, POLL_INTERVAL};
 use crate::proof::{Proof, TimeWindow};
 use crate::resource::{Access, Denied};
 use crate::v2::check as v2_check;
+use crate::v2::store::subject_key;
 use crate::v2::{migrate, AuthMetadata, UserInfo};
 
 /// Who made a request, once accepted.
@@ -41,10 +43,20 @@ pub enum Principal {
     User {
         name: Option<String>,
         is_super: bool,
+        /// The namespaces the user is confined to ([`crate::namespace`]).
+        confinement: Option<Confinement>,
     },
 }
 
 impl Principal {
+    /// The namespaces this principal is confined to, if it is: what it may list.
+    pub fn confinement(&self) -> Option<&Confinement> {
+        match self {
+            Principal::User { confinement, .. } => confinement.as_ref(),
+            _ => None,
+        }
+    }
+
     pub fn access_key(&self) -> Option<&str> {
         match self {
             Principal::Trusted => None,
@@ -312,9 +324,23 @@ impl Guard {
         } else {
             request.access_key().map(str::to_owned)
         };
+        let is_super = name
+            .as_deref()
+            .and_then(|n| snapshot.users.get(n))
+            .is_some_and(|u| u.is_super());
+        let confinement = match (&name, is_super || !v2.authorize) {
+            (Some(name), false) => Confinement::of(snapshot.acls.get(&subject_key(name))),
+            _ => None,
+        };
         if v2.authorize && !v2.authorization_whitelist.contains(&code) {
             match &name {
-                Some(name) => v2_check::authorize(&snapshot, name, ip, code, access())?,
+                Some(name) => {
+                    let access = access();
+                    if let Some(confinement) = &confinement {
+                        confinement.check(name, code, &access)?;
+                    }
+                    v2_check::authorize(&snapshot, name, ip, code, access)?
+                }
                 None => {
                     return Err(Denied::unauthenticated(format!(
                         "access denied: no AccessKey on request {}",
@@ -323,10 +349,10 @@ impl Guard {
                 }
             }
         }
-        let is_super = name
-            .as_deref()
-            .and_then(|n| snapshot.users.get(n))
-            .is_some_and(|u| u.is_super());
-        Ok(Principal::User { name, is_super })
+        Ok(Principal::User {
+            name,
+            is_super,
+            confinement,
+        })
     }
 }

@@ -14,7 +14,8 @@
 //! * ACL 1.0: [`plain`] (the file format), [`plain_store`] (every file merged, hot
 //!   reload), [`plain_edit`] (changes at run time), [`plain_check`] (the decision),
 //!   [`permission`] (DENY/PUB/SUB bits).
-//! * ACL 2.0: [`v2`] (users and ACLs, their storage, the decision, the migration).
+//! * ACL 2.0: [`v2`] (users and ACLs, their storage, the decision, the migration);
+//!   [`namespace`], users confined to namespaces.
 //! * [`address`]: white-address patterns and CIDR blocks; [`error`]: [`AuthError`].
 //!
 //! Secrets (secret keys, passwords) never reach a log line or a remark: the types
@@ -23,6 +24,7 @@
 pub mod address;
 pub mod error;
 pub mod guard;
+pub mod namespace;
 pub mod permission;
 pub mod plain;
 pub mod plain_check;

@@ -110,6 +110,10 @@ impl<'a> Need<'a> {
 pub enum Access<'a> {
     /// Nothing more: any authenticated account.
     Open,
+    /// Any authenticated account, but the request names these topics or groups (a
+    /// route, a queue's offsets): a user confined to a namespace may name only its own
+    /// ([`crate::namespace`]).
+    Names(Vec<Resource<'a>>),
     /// An admin account (ACL 1.0 `admin: true`, ACL 2.0 SUPER user).
     Admin,
     /// These permissions (none may be missing). A need whose resource has no name (the
@@ -131,7 +135,7 @@ impl Access<'_> {
                 .iter()
                 .find(|n| n.resource.name().is_empty())
                 .map(|n| format!("names no {}", n.resource.kind())),
-            Access::Open | Access::Admin => None,
+            Access::Open | Access::Names(_) | Access::Admin => None,
         }
     }
 }

@@ -37,6 +37,7 @@ use crate::state::event_metrics;
 use crate::state::lag::QueueLag;
 use crate::state::Broker;
 
+pub(crate) mod accounts;
 mod store;
 
 /// The registry `/metrics` serves for `broker`.

@@ -10,6 +10,7 @@
 //!
 //! Apache: `common:metrics/MetricsExporterType.java`, `BrokerConfig.java`.
 
+use crate::scrape_scope::{basic_credentials, filter, Scope, ScrapeAccounts};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -215,6 +216,7 @@ impl MetricsConfig {
 pub struct MetricsEndpoint {
     registry: Arc<Registry>,
     token: BearerToken,
+    accounts: Option<Arc<dyn ScrapeAccounts>>,
 }
 
 impl MetricsEndpoint {
@@ -222,7 +224,15 @@ impl MetricsEndpoint {
         MetricsEndpoint {
             registry,
             token: BearerToken::default(),
+            accounts: None,
         }
+    }
+
+    /// Lets scrapes sign in with an account of `accounts` (HTTP Basic), which then see
+    /// what that account may ([`crate::scrape_scope`]).
+    pub fn with_accounts(mut self, accounts: Arc<dyn ScrapeAccounts>) -> Self {
+        self.accounts = Some(accounts);
+        self
     }
 
     /// Requires `token` (`metricsBearerToken`) of every scrape, when set.
@@ -244,7 +254,26 @@ impl MetricsEndpoint {
 impl HttpHandler for MetricsEndpoint {
     fn handle(&self, request: HttpRequest) -> BoxFuture<HttpResponse> {
         let registry = self.registry.clone();
-        let admitted = self.token.admits(request.header("authorization"));
+        let authorization = request.header("authorization");
+        let mut admitted = self.token.admits(authorization);
+        let mut only = None;
+        let signed_in = authorization.and_then(basic_credentials);
+        if let (Some(accounts), Some((user, password))) = (&self.accounts, signed_in) {
+            match accounts.scope(request.peer.ip(), &user, &password) {
+                Scope::Refused(why) => {
+                    tracing::info!(peer = %request.peer, user = %user, reason = %why, "metrics scrape refused");
+                    return Box::pin(async move {
+                        HttpResponse::text(401, "wrong user or password\n")
+                            .with_header("www-authenticate", "Basic realm=\"metrics\"")
+                    });
+                }
+                Scope::Unrestricted => {}
+                Scope::Only(admits) => {
+                    admitted = true;
+                    only = Some(admits);
+                }
+            }
+        }
         Box::pin(async move {
             if request.method != "GET" && request.method != "HEAD" {
                 return HttpResponse::text(405, "GET only\n");
@@ -256,9 +285,15 @@ impl HttpHandler for MetricsEndpoint {
             match request.path.as_str() {
                 "/metrics" | "/" => {
                     // Collectors read broker tables: keep them off the reactor.
-                    let text = tokio::task::spawn_blocking(move || Self::render(&registry))
-                        .await
-                        .unwrap_or_default();
+                    let text = tokio::task::spawn_blocking(move || {
+                        let text = Self::render(&registry);
+                        match only {
+                            Some(admits) => filter(&text, &*admits),
+                            None => text,
+                        }
+                    })
+                    .await
+                    .unwrap_or_default();
                     HttpResponse::new(200, prometheus_text::CONTENT_TYPE, text)
                 }
                 _ => HttpResponse::text(404, "not found: try /metrics\n"),

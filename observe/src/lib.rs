@@ -24,6 +24,7 @@ pub mod histogram;
 pub mod http;
 pub mod process;
 pub mod rpc;
+pub mod scrape_scope;
 
 pub use exporter::{BearerToken, ExporterType, MetricsConfig};
 pub use histogram::{AtomicHistogram, Buckets};

@@ -506,3 +506,32 @@ async fn cluster_list_shows_roles_and_the_slaves_lag() {
     slave.shutdown().await;
     master.shutdown().await;
 }
+
+/// `topicList --namespace` and `statsAll --namespace` show that namespace only: its
+/// topics and its groups' retry topics, nothing of another namespace or of none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_shows_only_its_own_topics() {
+    let (broker, _dir) = start_broker("admin-ns", |_| {}).await;
+    let ns_owned = broker.namesrv_addr();
+    let ns = ns_owned.as_str();
+    let broker_addr = broker.addr().to_string();
+    for topic in ["ns1%orders", "%RETRY%ns1%g", "ns2%orders", "plain"] {
+        ok(ns, &["updateTopic", "-t", topic, "-b", &broker_addr]).await;
+    }
+    eventually("every topic listed", || async move {
+        let list = ok(ns, &["topicList"]).await;
+        list.lines().any(|l| l == "plain").then_some(())
+    })
+    .await;
+    let list = ok(ns, &["topicList", "--namespace", "ns1"]).await;
+    let mut shown: Vec<&str> = list.lines().collect();
+    shown.sort();
+    assert_eq!(shown, ["%RETRY%ns1%g", "ns1%orders"], "{list}");
+    let stats = ok(ns, &["statsAll", "--namespace", "ns2"]).await;
+    assert!(stats.contains("ns2%orders"), "{stats}");
+    assert!(
+        !stats.contains("ns1%") && !stats.contains("plain"),
+        "{stats}"
+    );
+    broker.shutdown().await;
+}

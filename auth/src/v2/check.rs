@@ -83,7 +83,7 @@ pub fn authorize(
             "access denied: User:{name} is not found"
         )));
     }
-    if matches!(access, Access::Open) {
+    if matches!(access, Access::Open | Access::Names(_)) {
         return Ok(());
     }
     if let Some(why) = access.unresolved() {

@@ -8,12 +8,15 @@
 //! ```
 //!
 //! Names are read case-insensitively, as Java's `getByName` does. Resources:
-//! `Topic:name`, `Group:name`, `Topic:prefix*`, `Topic:*`, `*` (any), and `Cluster:`/
-//! `Namespace:` (stored, never matched by a topic or group request).
+//! `Topic:name`, `Group:name`, `Topic:prefix*`, `Topic:*`, `*` (any), `Namespace:ns`
+//! (every topic and group of namespace `ns`, and a confinement to it:
+//! [`crate::namespace`]) and `Cluster:` (stored, never matched by a topic or group
+//! request).
 
 pub use vostok_remoting::protocol::body::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
 
 use crate::address;
+use crate::namespace;
 use crate::resource::Resource;
 
 /// `policyType`: CUSTOM entries are looked at first, DEFAULT ones when none matched.
@@ -62,14 +65,25 @@ impl ResourcePattern {
         match self {
             ResourcePattern::Any => true,
             ResourcePattern::AllOfType(t) => t == ty,
+            ResourcePattern::Literal(t, n) if t == "Namespace" => namespace::is_in(n, name),
             ResourcePattern::Literal(t, n) => t == ty && n == name,
             ResourcePattern::Prefixed(t, p) => t == ty && name.starts_with(p.as_str()),
         }
     }
 
-    /// Higher is more specific: literal, then longer prefixes, then all of a type, then any.
+    /// The namespace a `Namespace:<name>` pattern names.
+    pub fn namespace(&self) -> Option<&str> {
+        match self {
+            ResourcePattern::Literal(t, n) if t == "Namespace" => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Higher is more specific: literal, then longer prefixes, then all of a type, then
+    /// any. A namespace counts as the prefix `<name>%`.
     fn specificity(&self) -> (u8, usize) {
         match self {
+            ResourcePattern::Literal(t, n) if t == "Namespace" => (2, n.len() + 1),
             ResourcePattern::Literal(..) => (3, 0),
             ResourcePattern::Prefixed(_, p) => (2, p.len()),
             ResourcePattern::AllOfType(_) => (1, 0),
@@ -179,6 +193,30 @@ mod tests {
         assert_eq!(decide("other"), Some(true));
         assert!(entries[0].matches(&t("x"), "Any", ip));
         assert!(!entries[0].matches(&Resource::group("x"), "Pub", ip));
+    }
+
+    #[test]
+    fn a_namespace_entry_covers_its_topics_and_groups_and_a_literal_beats_it() {
+        let ip = "127.0.0.1".parse().unwrap();
+        let entries = [
+            entry("Namespace:ns1", &["Pub", "Sub"], "Allow"),
+            entry("Topic:ns1%secret", &["Pub"], "Deny"),
+            entry("Topic:ns1*", &["Pub"], "Deny"),
+        ];
+        let decide = |r: Resource<'static>| {
+            deciding(entries.iter().filter(|e| e.matches(&r, "Pub", ip))).map(|e| e.allow)
+        };
+        assert!(entries[0].matches(&Resource::topic("ns1%orders"), "Pub", ip));
+        assert!(entries[0].matches(&Resource::topic("%RETRY%ns1%g"), "Sub", ip));
+        assert!(entries[0].matches(&Resource::group("ns1%g"), "Sub", ip));
+        assert!(!entries[0].matches(&Resource::topic("ns2%orders"), "Pub", ip));
+        assert!(!entries[0].matches(&Resource::topic("ns1"), "Pub", ip));
+        assert_eq!(
+            decide(Resource::topic("ns1%orders")),
+            Some(true),
+            "ns1% beats ns1*"
+        );
+        assert_eq!(decide(Resource::topic("ns1%secret")), Some(false));
     }
 
     #[test]

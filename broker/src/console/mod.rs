@@ -237,12 +237,14 @@ impl Console {
         let flash = r.param("flash");
         let flash = flash.as_deref();
         let name = r.param("name").unwrap_or_default();
+        let namespace = r.param("namespace").filter(|ns| !ns.trim().is_empty());
+        let namespace = namespace.as_deref().map(str::trim);
         let admin = viewer.is_admin();
         let body = match r.path.as_str() {
             "/" => ("Cluster".to_owned(), pages::cluster(self, view.as_ref())),
-            "/topics" => ("Topics".to_owned(), pages::topics(self, viewer)),
-            "/topic" => (format!("Topic {name}"), pages::topic(self, &name)),
-            "/groups" => ("Groups".to_owned(), pages::groups(self, viewer)),
+            "/topics" => ("Topics".to_owned(), pages::topics(self, viewer, namespace)),
+            "/topic" => (format!("Topic {name}"), pages::topic(self, viewer, &name)),
+            "/groups" => ("Groups".to_owned(), pages::groups(self, viewer, namespace)),
             "/group" => (format!("Group {name}"), pages::group(self, &name)),
             "/clients" => ("Connected clients".to_owned(), pages::clients(self)),
             "/messages" => ("Messages".to_owned(), message::search(self, r, admin)),

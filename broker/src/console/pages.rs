@@ -106,13 +106,18 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
     out
 }
 
-/// Every topic the viewer may read: queues, offsets, in rate; create and delete for an
-/// admin.
-pub(crate) fn topics(c: &Console, viewer: &Viewer) -> String {
+/// Whether `name` is shown under the page's `?namespace=` (everything without one).
+fn in_namespace(namespace: Option<&str>, name: &str) -> bool {
+    namespace.is_none_or(|ns| vostok_auth::namespace::is_in(ns, name))
+}
+
+/// Every topic the viewer may read (of `namespace`, when given): queues, offsets, in
+/// rate; create and delete for an admin.
+pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> String {
     let b = &c.broker;
     let admin = viewer.is_admin();
     let mut names = b.topics.topic_names();
-    names.retain(|t| admin || viewer.reads_topic(t));
+    names.retain(|t| in_namespace(namespace, t) && (admin || viewer.reads_topic(t)));
     names.sort();
     let totals: std::collections::BTreeMap<String, u64> =
         b.metrics.topic_in_totals().into_iter().collect();
@@ -179,7 +184,7 @@ pub(crate) fn topics(c: &Console, viewer: &Viewer) -> String {
 }
 
 /// One topic: queues with offsets, in rate over the hour.
-pub(crate) fn topic(c: &Console, name: &str) -> String {
+pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
     let b = &c.broker;
     let Some(t) = b.topics.get(name) else {
         return format!("<p class=\"warn\">No topic {} here.</p>", esc(name));
@@ -214,6 +219,7 @@ pub(crate) fn topic(c: &Console, name: &str) -> String {
     let groups: Vec<String> = b
         .groups_of_topic(name)
         .into_iter()
+        .filter(|g| viewer.reads_group(g))
         .map(|g| format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)))
         .collect();
     let _ = write!(
@@ -234,14 +240,16 @@ pub(crate) fn topic(c: &Console, name: &str) -> String {
 }
 
 /// Every group the viewer may read: lag in messages and time, DLQ, clients.
-pub(crate) fn groups(c: &Console, viewer: &Viewer) -> String {
+pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> String {
     let b = &c.broker;
     let now = now_millis();
     // The broker's own groups (revive, transaction check) are not the operator's.
     let rows: Vec<Vec<String>> = b
         .known_groups()
         .into_iter()
-        .filter(|g| !g.starts_with("CID_RMQ_SYS_") && viewer.reads_group(g))
+        .filter(|g| {
+            !g.starts_with("CID_RMQ_SYS_") && in_namespace(namespace, g) && viewer.reads_group(g)
+        })
         .map(|g| {
             let lag = b.group_lag(&g, None);
             let behind: i64 = lag.queues.iter().map(|q| q.lag).sum();

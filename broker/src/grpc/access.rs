@@ -46,20 +46,33 @@ fn publish(resources: impl IntoIterator<Item = Resource<'static>>) -> Access<'st
 }
 
 impl Needs for QueryRouteRequest {
-    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
-        (code::GET_ROUTEINFO_BY_TOPIC, Access::Open)
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
+        let named = vec![topic(ctx, self.topic.as_ref())];
+        (code::GET_ROUTEINFO_BY_TOPIC, Access::Names(named))
+    }
+}
+
+/// The group a client call names, if any: nothing more is needed, but a user confined
+/// to a namespace may name only its own.
+fn names_group(ctx: &RequestContext, r: Option<&ProtoResource>) -> Access<'static> {
+    match r.filter(|r| !r.name.is_empty()) {
+        Some(r) => Access::Names(vec![group(ctx, Some(r))]),
+        None => Access::Open,
     }
 }
 
 impl Needs for HeartbeatRequest {
-    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
-        (code::HEART_BEAT, Access::Open)
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
+        (code::HEART_BEAT, names_group(ctx, self.group.as_ref()))
     }
 }
 
 impl Needs for NotifyClientTerminationRequest {
-    fn needs(&self, _: &Broker, _: &RequestContext) -> (i32, Access<'static>) {
-        (code::UNREGISTER_CLIENT, Access::Open)
+    fn needs(&self, _: &Broker, ctx: &RequestContext) -> (i32, Access<'static>) {
+        (
+            code::UNREGISTER_CLIENT,
+            names_group(ctx, self.group.as_ref()),
+        )
     }
 }
 

@@ -151,7 +151,10 @@ fn by_fields(request: &RemotingCommand) -> Access<'_> {
             Err(_) => unreadable("HeartbeatData"),
         },
         code::UNREGISTER_CLIENT => match f("consumerGroup") {
-            "" => Access::Open,
+            "" => match f("producerGroup") {
+                "" => Access::Open,
+                group => Access::Names(vec![Resource::group(group)]),
+            },
             group => sub([Resource::group(group)]),
         },
         code::GET_CONSUMER_LIST_BY_GROUP => sub([Resource::group(f("consumerGroup"))]),
@@ -211,14 +214,15 @@ fn by_fields(request: &RemotingCommand) -> Access<'_> {
             ]),
             Err(_) => unreadable("QueryAssignmentRequestBody"),
         },
-        // Client requests that read no message and name no resource of their own (offsets
-        // and times of a queue, a topic's queue counts): a signature is enough.
-        code::CHECK_CLIENT_CONFIG
-        | code::GET_MAX_OFFSET
+        // Client requests that read no message (offsets and times of a queue, a topic's
+        // queue counts): a signature is enough, but the topic they name must be inside
+        // a confined user's namespace.
+        code::CHECK_CLIENT_CONFIG => Access::Open,
+        code::GET_MAX_OFFSET
         | code::GET_MIN_OFFSET
         | code::SEARCH_OFFSET_BY_TIMESTAMP
         | code::GET_EARLIEST_MSG_STORETIME
-        | code::GET_TOPIC_CONFIG => Access::Open,
+        | code::GET_TOPIC_CONFIG => Access::Names(vec![Resource::topic(f("topic"))]),
         _ => Access::Admin,
     }
 }
@@ -340,11 +344,15 @@ mod tests {
                 Need::subscribe(Resource::group("G"))
             ])
         );
-        assert_eq!(by_fields(&with(code::GET_MAX_OFFSET, &[])), Access::Open);
+        assert_eq!(
+            by_fields(&with(code::GET_MAX_OFFSET, &[("topic", "T")])),
+            Access::Names(vec![Resource::topic("T")])
+        );
         assert_eq!(
             by_fields(&with(code::UNREGISTER_CLIENT, &[("producerGroup", "P")])),
-            Access::Open
+            Access::Names(vec![Resource::group("P")])
         );
+        assert_eq!(by_fields(&with(code::UNREGISTER_CLIENT, &[])), Access::Open);
         for admin in [
             code::UPDATE_AND_CREATE_TOPIC,
             code::GET_BROKER_CONFIG,

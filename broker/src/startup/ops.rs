@@ -73,7 +73,14 @@ pub(super) fn start_ops(broker: &Arc<Broker>, listeners: OpsListeners) -> OpsSer
             warn!(addr = ?l.local_addr().ok(), "ACL is on but /metrics, which names every topic and group, needs no credentials: set metricsBearerToken or bind metricsPromExporterHost to a private address");
         }
         let registry = Arc::new(crate::exporter::registry(broker));
-        let endpoint = Arc::new(MetricsEndpoint::new(registry).with_bearer_token(token));
+        let endpoint = MetricsEndpoint::new(registry).with_bearer_token(token);
+        let endpoint = match broker.guard {
+            Some(_) => endpoint.with_accounts(Arc::new(crate::exporter::accounts::BrokerAccounts(
+                broker.clone(),
+            ))),
+            None => endpoint,
+        };
+        let endpoint = Arc::new(endpoint);
         HttpServer::start_with(l, endpoint, "metrics", limits)
     });
     let console = listeners

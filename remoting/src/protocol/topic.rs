@@ -166,6 +166,15 @@ pub fn wrap_namespace(namespace: &str, resource: &str) -> String {
     format!("{namespace}%{resource}")
 }
 
+/// The namespace a topic or group name (or a retry or DLQ topic) is in, if any: `ns`
+/// for `ns%orders`, `%RETRY%ns%g` and `%DLQ%ns%g`.
+pub fn namespace_of(resource: &str) -> Option<&str> {
+    without_retry_dlq(resource)
+        .split_once('%')
+        .map(|(ns, _)| ns)
+        .filter(|ns| !ns.is_empty())
+}
+
 /// The inverse of [`wrap_namespace`].
 pub fn unwrap_namespace(namespace: &str, resource: &str) -> String {
     if namespace.is_empty() {

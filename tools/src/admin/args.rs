@@ -53,8 +53,8 @@ impl Cli {
 pub enum Command {
     /// List the brokers of every cluster with their version and TPS.
     ClusterList,
-    /// List every topic the name server knows.
-    TopicList,
+    /// List every topic the name server knows (with --namespace, only that namespace's).
+    TopicList(super::topic::TopicListArgs),
     /// Print a topic's route (brokers and queues) as JSON.
     TopicRoute(super::topic::TopicArgs),
     /// Create or update a topic on one broker or on every master of a cluster.

@@ -117,7 +117,7 @@ pub async fn run(
     match command {
         Command::ClusterList => cluster::cluster_list(admin, out).await,
         Command::BrokerStatus(a) => cluster::broker_status(admin, &a, out).await,
-        Command::TopicList => topic::topic_list(admin, out).await,
+        Command::TopicList(a) => topic::topic_list(admin, &a, out).await,
         Command::TopicRoute(a) => topic::topic_route(admin, &a.topic, out).await,
         Command::UpdateTopic(a) => topic::update_topic(admin, &a, out).await,
         Command::DeleteTopic(a) => topic::delete_topic(admin, &a, out).await,

@@ -30,6 +30,9 @@ pub struct StatsAllArgs {
     /// Only this topic.
     #[arg(short = 't', long = "topic")]
     pub topic: Option<String>,
+    /// Only the topics and groups of this namespace.
+    #[arg(long = "namespace", value_name = "NS")]
+    pub namespace: Option<String>,
 }
 
 /// One row: a topic and one of its groups (or none).
@@ -187,7 +190,9 @@ pub async fn stats_all(
         {
             continue;
         }
-        if args.topic.as_deref().is_some_and(|t| t.trim() != topic) {
+        if args.topic.as_deref().is_some_and(|t| t.trim() != topic)
+            || !super::topic::shown(args.namespace.as_deref(), &topic)
+        {
             continue;
         }
         // RocketMQ skips a topic it cannot describe (no route any more).

@@ -94,12 +94,31 @@ pub async fn max_offset(
         .map_err(during(GET_MAX_OFFSET))
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct TopicListArgs {
+    /// Only the topics of this namespace (`ns%topic`, its groups' `%RETRY%ns%...` and
+    /// `%DLQ%ns%...`).
+    #[arg(long = "namespace", value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+/// Whether `name` is shown under `--namespace` (everything without one).
+pub fn shown(namespace: Option<&str>, name: &str) -> bool {
+    namespace.is_none_or(|ns| topic::namespace_of(name) == Some(ns.trim()))
+}
+
 /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER: one topic a line, sorted.
-pub async fn topic_list(admin: &AdminClient, out: JsonFlag) -> Result<String, AdminError> {
-    let list = admin
+pub async fn topic_list(
+    admin: &AdminClient,
+    args: &TopicListArgs,
+    out: JsonFlag,
+) -> Result<String, AdminError> {
+    let mut list = admin
         .fetch_all_topic_list()
         .await
         .map_err(during(GET_ALL_TOPIC_LIST_FROM_NAMESERVER))?;
+    let ns = args.namespace.as_deref();
+    list.topic_list.retain(|t| shown(ns, t));
     out.render(&list, |list| {
         list.topic_list.iter().map(|t| format!("{t}\n")).collect()
     })
