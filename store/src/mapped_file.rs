@@ -9,9 +9,10 @@
 //! (truncation during recovery) run before any reader exists.
 //!
 //! Space is reserved with `fallocate` before it is written so that a full disk is an
-//! error from a system call, never a SIGBUS from a page fault: the commitlog reserves
-//! the whole file when it creates it, sparse files (consume queues, index) reserve
-//! ahead of the writer in chunks.
+//! error from a system call, never a SIGBUS from a page fault: commitlog files reserve
+//! in steps ahead of the writer (a fresh store does not take a whole file's blocks
+//! before its first message), sparse files (consume queues, index) in small chunks.
+//! Nothing writes, or maps in writable, a page whose blocks are not reserved.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -27,8 +28,12 @@ use crate::error::{Result, StoreError};
 /// How a new file's blocks are reserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Prealloc {
-    /// Reserve the whole file at creation (commitlog).
+    /// Reserve the whole file at creation.
     Full,
+    /// Commitlog: the descriptor stays open; the first step is reserved at creation,
+    /// the rest in steps of this many bytes as the writer (or the pre-fault thread
+    /// ahead of it) reaches them.
+    Stepped(usize),
     /// Sparse file; reserve ahead of the writer in chunks of this many bytes.
     Chunked(usize),
 }
@@ -116,17 +121,19 @@ impl MappedFile {
             .create_new(true)
             .open(&path)
             .map_err(|e| StoreError::io("create", &path, e))?;
+        let reserved = match prealloc {
+            Prealloc::Full => size,
+            Prealloc::Stepped(step) => step.min(size),
+            Prealloc::Chunked(_) => 0,
+        };
         let sized = (|| {
-            if prealloc == Prealloc::Full {
-                reserve_blocks(&file, 0, size)?;
-            }
+            reserve_blocks(&file, 0, reserved)?;
             file.set_len(size as u64)
         })();
         if let Err(e) = sized {
             let _ = std::fs::remove_file(&path);
             return Err(StoreError::io("allocate", &path, e));
         }
-        let reserved = if prealloc == Prealloc::Full { size } else { 0 };
         Self::map(path, file, base, size, prealloc, reserved)
     }
 
@@ -170,7 +177,7 @@ impl MappedFile {
             .len(size)
             .map_raw(&file)
             .map_err(|e| StoreError::io("mmap", &path, e))?;
-        let file = (prealloc == Prealloc::Full).then_some(file);
+        let file = (!matches!(prealloc, Prealloc::Chunked(_))).then_some(file);
         Ok(MappedFile {
             path,
             base,
@@ -220,28 +227,38 @@ impl MappedFile {
         self.flushed.store(pos, Ordering::Release);
     }
 
-    /// Makes sure blocks up to `upto` are reserved (sparse files).
+    /// Makes sure blocks up to `upto` are reserved, rounded up to the next step or
+    /// chunk. Cheap when they are (one atomic load). The commitlog's writer and its
+    /// pre-fault thread may both call it: the reserved mark only grows, and a range
+    /// reserved twice costs a second `fallocate`, nothing else.
     pub(crate) fn reserve(&self, upto: usize) -> Result<()> {
-        let reserved = self.reserved.load(Ordering::Relaxed);
+        let reserved = self.reserved.load(Ordering::Acquire);
         if upto <= reserved {
             return Ok(());
         }
         let chunk = match self.prealloc {
             Prealloc::Full => self.size,
-            Prealloc::Chunked(chunk) => chunk.max(PAGE_SIZE),
+            Prealloc::Stepped(step) | Prealloc::Chunked(step) => step.max(PAGE_SIZE),
         };
         let end = upto.div_ceil(chunk).saturating_mul(chunk).min(self.size);
         self.with_file(|f| reserve_blocks(f, reserved, end - reserved))
             .map_err(|e| StoreError::io("reserve space in", &self.path, e))?;
-        self.reserved.store(end, Ordering::Relaxed);
+        self.reserved.fetch_max(end, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Bytes from the start of the file whose blocks are reserved.
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
     }
 
     /// Maps `from..to` in writable ahead of the writer (`MADV_POPULATE_WRITE`), so
     /// that the writer does not take the page faults (and the zeroing of new pages)
-    /// itself. Contents are not touched. Kernels without it just skip this.
+    /// itself. Contents are not touched. Kernels without it just skip this. Stops at
+    /// the reserved blocks: a page mapped in writable past them could be one the file
+    /// system has no room for.
     pub(crate) fn prefault(&self, from: usize, to: usize) {
-        let to = to.min(self.size);
+        let to = to.min(self.size).min(self.reserved());
         let start = from - from % PAGE_SIZE;
         if to > start {
             let _ = self
@@ -448,9 +465,7 @@ impl MappedFile {
             }
             self.with_file(|f| f.sync_data())
                 .map_err(|e| StoreError::io("fdatasync", &self.path, e))?;
-            if self.reserved.load(Ordering::Relaxed) > page_end
-                && matches!(self.prealloc, Prealloc::Chunked(_))
-            {
+            if self.reserved.load(Ordering::Relaxed) > page_end && self.prealloc != Prealloc::Full {
                 self.reserved.store(page_end, Ordering::Relaxed);
             }
         }
@@ -563,6 +578,31 @@ mod tests {
             Prealloc::Full
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_stepped_file_takes_blocks_a_step_at_a_time_and_maps_in_only_those() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(offset_file_name(0));
+        let step = 16 * PAGE_SIZE;
+        let f = MappedFile::create_at(path.clone(), 0, 64 * PAGE_SIZE, Prealloc::Stepped(step))
+            .unwrap();
+        let blocks = || std::fs::metadata(&path).unwrap().blocks() as usize * 512;
+        assert_eq!(
+            (f.reserved(), blocks()),
+            (step, step),
+            "the first step only"
+        );
+        // The pre-fault stops at the reserved blocks: nothing past them is allocated.
+        f.prefault(0, 64 * PAGE_SIZE);
+        assert_eq!(blocks(), step);
+        f.reserve(step + 1).unwrap();
+        assert_eq!((f.reserved(), blocks()), (2 * step, 2 * step));
+        f.reserve(10).unwrap();
+        assert_eq!(f.reserved(), 2 * step, "the mark never goes back");
+        f.reserve(usize::MAX / 2).unwrap();
+        assert_eq!((f.reserved(), blocks()), (64 * PAGE_SIZE, 64 * PAGE_SIZE));
     }
 
     /// The mappings (start, end, random read advised) of `/proc/self/smaps` that
