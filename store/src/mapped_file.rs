@@ -18,10 +18,11 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use memmap2::{MmapOptions, MmapRaw};
+use vostok_remoting::support::sync::MutexExt;
 
 use crate::error::{Result, StoreError};
 
@@ -67,6 +68,9 @@ pub(crate) struct MappedFile {
     flushed: AtomicUsize,
     /// Bytes whose blocks are reserved.
     reserved: AtomicUsize,
+    /// Held while blocks are reserved or a truncation frees them, so that the mark
+    /// above never claims blocks a concurrent truncation punched out.
+    reserving: Mutex<()>,
     prealloc: Prealloc,
 }
 
@@ -187,6 +191,7 @@ impl MappedFile {
             wrote: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
             reserved: AtomicUsize::new(reserved),
+            reserving: Mutex::new(()),
             prealloc,
         })
     }
@@ -229,9 +234,12 @@ impl MappedFile {
 
     /// Makes sure blocks up to `upto` are reserved, rounded up to the next step or
     /// chunk. Cheap when they are (one atomic load). The commitlog's writer and its
-    /// pre-fault thread may both call it: the reserved mark only grows, and a range
-    /// reserved twice costs a second `fallocate`, nothing else.
+    /// pre-fault thread may both call it; one reserves at a time.
     pub(crate) fn reserve(&self, upto: usize) -> Result<()> {
+        if upto <= self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _reserving = self.reserving.locked();
         let reserved = self.reserved.load(Ordering::Acquire);
         if upto <= reserved {
             return Ok(());
@@ -243,7 +251,7 @@ impl MappedFile {
         let end = upto.div_ceil(chunk).saturating_mul(chunk).min(self.size);
         self.with_file(|f| reserve_blocks(f, reserved, end - reserved))
             .map_err(|e| StoreError::io("reserve space in", &self.path, e))?;
-        self.reserved.fetch_max(end, Ordering::AcqRel);
+        self.reserved.store(end, Ordering::Release);
         Ok(())
     }
 
@@ -430,6 +438,9 @@ impl MappedFile {
         }
         self.sync_range(pos, page_end)?;
         if page_end < self.size {
+            // The tail's blocks may be freed below (a punched hole): no reservation
+            // may claim them meanwhile.
+            let _reserving = self.reserving.locked();
             let (off, len) = (
                 page_end as libc::off_t,
                 (self.size - page_end) as libc::off_t,
@@ -603,6 +614,29 @@ mod tests {
         assert_eq!(f.reserved(), 2 * step, "the mark never goes back");
         f.reserve(usize::MAX / 2).unwrap();
         assert_eq!((f.reserved(), blocks()), (64 * PAGE_SIZE, 64 * PAGE_SIZE));
+    }
+
+    /// A truncation may free the tail's blocks (a punched hole where the file system
+    /// cannot zero a range in place): the reserved mark drops with it, so that the
+    /// next write reserves them again instead of faulting on a full disk.
+    #[test]
+    fn a_truncated_stepped_file_reserves_its_tail_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let step = 4 * PAGE_SIZE;
+        let f = MappedFile::create_at(
+            dir.path().join(offset_file_name(0)),
+            0,
+            16 * PAGE_SIZE,
+            Prealloc::Stepped(step),
+        )
+        .unwrap();
+        f.reserve(3 * step).unwrap();
+        unsafe { f.write_at(0, &[7u8; 100]) };
+        f.set_wrote(100);
+        unsafe { f.truncate_to(10).unwrap() };
+        assert_eq!(f.reserved(), PAGE_SIZE, "the mark is cut with the data");
+        f.reserve(2 * step).unwrap();
+        assert_eq!(f.reserved(), 2 * step);
     }
 
     /// The mappings (start, end, random read advised) of `/proc/self/smaps` that
