@@ -151,7 +151,10 @@ impl Workdir {
                 env!("CARGO_BIN_EXE_vostok-example-push_consumer"),
             ),
             ("lite_pull", env!("CARGO_BIN_EXE_vostok-example-lite_pull")),
-            ("transaction", env!("CARGO_BIN_EXE_vostok-example-transaction")),
+            (
+                "transaction",
+                env!("CARGO_BIN_EXE_vostok-example-transaction"),
+            ),
         ]
         .into();
         let walk = dir.join("walk");
@@ -327,7 +330,9 @@ fn run(block: &Block, work: &Workdir, host: &vostok_tests::netns::Host) -> Resul
 fn every_shell_block_of_the_readme_and_docs_runs_as_written() {
     let blocks: Vec<Block> = pages().iter().flat_map(|p| shell_blocks(p)).collect();
     assert!(
-        blocks.iter().any(|b| b.page == "README.md" && b.not_run.is_none()),
+        blocks
+            .iter()
+            .any(|b| b.page == "README.md" && b.not_run.is_none()),
         "no runnable block found in README.md: the parser is wrong"
     );
     for block in blocks.iter().filter(|b| b.not_run.is_some()) {
