@@ -1,11 +1,13 @@
 //! Creating the next commitlog file ahead of time (RocketMQ
 //! `AllocateMappedFileService`).
 //!
-//! Creating a commitlog file means `open`, `fallocate` of the whole file, `mmap` and
+//! Creating a commitlog file means `open`, `fallocate` of its first step, `mmap` and
 //! an `fsync` of the directory: milliseconds, more on a busy disk. Done by the writer
 //! it would run under the append lock on an async worker and stall every put behind
-//! it. Instead the `store-allocate` thread creates the file after the current one as
-//! soon as the current one is taken, maps its first pages in, and keeps it aside as
+//! it. Instead the `store-allocate` thread creates the file after the current one
+//! once the writer has passed the middle of the current one
+//! ([`CommitLog::next_file_due`](crate::commitlog::CommitLog::next_file_due); the
+//! pre-fault thread asks for it then), maps its first pages in, and keeps it aside as
 //! the queue's *ready* file (at most one: the next); the writer that reaches it takes
 //! it without any I/O. Should the ready file not be there (the writer outran the
 //! thread), the writer creates it itself, and that fallback is counted and logged.
@@ -287,11 +289,12 @@ impl AllocateService {
     }
 
     /// The thread body: keeps `next()`'s file ready. `next` names the queue and the
-    /// start of the file its writer will need next.
-    pub(crate) fn run<'a>(&self, next: impl Fn() -> (&'a MappedFileQueue, i64)) {
+    /// start of the file its writer will need next, once that file is due.
+    pub(crate) fn run<'a>(&self, next: impl Fn() -> Option<(&'a MappedFileQueue, i64)>) {
         loop {
-            let (queue, base) = next();
-            self.prepare(queue, base);
+            if let Some((queue, base)) = next() {
+                self.prepare(queue, base);
+            }
             let interval = if self.is_blocked() {
                 RETRY_INTERVAL
             } else {

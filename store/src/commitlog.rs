@@ -40,7 +40,7 @@ use crate::allocate::AllocateService;
 use crate::config::StoreConfig;
 use crate::disk::DiskProbe;
 use crate::error::Result;
-use crate::mapped_file::{MappedFile, Prealloc};
+use crate::mapped_file::{MappedFile, Prealloc, PAGE_SIZE};
 use crate::mapped_file_queue::MappedFileQueue;
 
 pub(crate) use append::Writer;
@@ -49,6 +49,16 @@ pub(crate) use flush::GroupCommit;
 /// Bytes a blank takes at least; a record is written only if this much room is
 /// left after it, so every full file ends with a blank.
 pub(crate) const END_FILE_MIN_BLANK_LEN: usize = 8;
+
+/// Most blocks reserved at once in a commitlog file: a file's first step at its
+/// creation, then one step at a time ahead of the writer.
+const MAX_RESERVE_STEP: usize = 64 << 20;
+
+/// The reservation step of commitlog files of `file_size` bytes: a sixteenth of a
+/// file, at most [`MAX_RESERVE_STEP`] (64 MiB of a 1 GiB file), at least a page.
+pub(crate) fn reserve_step(file_size: usize) -> usize {
+    (file_size / 16 / PAGE_SIZE * PAGE_SIZE).clamp(PAGE_SIZE, MAX_RESERVE_STEP)
+}
 
 pub(crate) struct CommitLog {
     files: MappedFileQueue,
@@ -76,7 +86,7 @@ impl CommitLog {
         let files = MappedFileQueue::load(
             &config.commit_log_dir(),
             config.mapped_file_size_commit_log,
-            Prealloc::Full,
+            Prealloc::Stepped(reserve_step(config.mapped_file_size_commit_log)),
         )?;
         Ok(CommitLog {
             files,
@@ -149,6 +159,15 @@ impl CommitLog {
 
     pub(crate) fn last_store_timestamp(&self) -> i64 {
         self.last_store_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Whether the writer has passed the middle of its file, or has no file yet: then
+    /// the next file is made ready (it takes the blocks of one step when created).
+    /// Until then it does not exist, so a fresh store takes the blocks of one step,
+    /// not of two whole files.
+    pub(crate) fn next_file_due(&self) -> bool {
+        let lead = (self.file_size / 2).max(2 * reserve_step(self.file_size)) as i64;
+        self.write_end() + lead >= self.next_file_base()
     }
 
     /// Start of the file after the one holding `offset`.

@@ -9,26 +9,32 @@
 //! (truncation during recovery) run before any reader exists.
 //!
 //! Space is reserved with `fallocate` before it is written so that a full disk is an
-//! error from a system call, never a SIGBUS from a page fault: the commitlog reserves
-//! the whole file when it creates it, sparse files (consume queues, index) reserve
-//! ahead of the writer in chunks.
+//! error from a system call, never a SIGBUS from a page fault: commitlog files reserve
+//! in steps ahead of the writer (a fresh store does not take a whole file's blocks
+//! before its first message), sparse files (consume queues, index) in small chunks.
+//! Nothing writes, or maps in writable, a page whose blocks are not reserved.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use memmap2::{MmapOptions, MmapRaw};
+use vostok_remoting::support::sync::MutexExt;
 
 use crate::error::{Result, StoreError};
 
 /// How a new file's blocks are reserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Prealloc {
-    /// Reserve the whole file at creation (commitlog).
+    /// Reserve the whole file at creation.
     Full,
+    /// Commitlog: the descriptor stays open; the first step is reserved at creation,
+    /// the rest in steps of this many bytes as the writer (or the pre-fault thread
+    /// ahead of it) reaches them.
+    Stepped(usize),
     /// Sparse file; reserve ahead of the writer in chunks of this many bytes.
     Chunked(usize),
 }
@@ -62,6 +68,9 @@ pub(crate) struct MappedFile {
     flushed: AtomicUsize,
     /// Bytes whose blocks are reserved.
     reserved: AtomicUsize,
+    /// Held while blocks are reserved or a truncation frees them, so that the mark
+    /// above never claims blocks a concurrent truncation punched out.
+    reserving: Mutex<()>,
     prealloc: Prealloc,
 }
 
@@ -116,17 +125,19 @@ impl MappedFile {
             .create_new(true)
             .open(&path)
             .map_err(|e| StoreError::io("create", &path, e))?;
+        let reserved = match prealloc {
+            Prealloc::Full => size,
+            Prealloc::Stepped(step) => step.min(size),
+            Prealloc::Chunked(_) => 0,
+        };
         let sized = (|| {
-            if prealloc == Prealloc::Full {
-                reserve_blocks(&file, 0, size)?;
-            }
+            reserve_blocks(&file, 0, reserved)?;
             file.set_len(size as u64)
         })();
         if let Err(e) = sized {
             let _ = std::fs::remove_file(&path);
             return Err(StoreError::io("allocate", &path, e));
         }
-        let reserved = if prealloc == Prealloc::Full { size } else { 0 };
         Self::map(path, file, base, size, prealloc, reserved)
     }
 
@@ -170,7 +181,7 @@ impl MappedFile {
             .len(size)
             .map_raw(&file)
             .map_err(|e| StoreError::io("mmap", &path, e))?;
-        let file = (prealloc == Prealloc::Full).then_some(file);
+        let file = (!matches!(prealloc, Prealloc::Chunked(_))).then_some(file);
         Ok(MappedFile {
             path,
             base,
@@ -180,6 +191,7 @@ impl MappedFile {
             wrote: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
             reserved: AtomicUsize::new(reserved),
+            reserving: Mutex::new(()),
             prealloc,
         })
     }
@@ -220,28 +232,41 @@ impl MappedFile {
         self.flushed.store(pos, Ordering::Release);
     }
 
-    /// Makes sure blocks up to `upto` are reserved (sparse files).
+    /// Makes sure blocks up to `upto` are reserved, rounded up to the next step or
+    /// chunk. Cheap when they are (one atomic load). The commitlog's writer and its
+    /// pre-fault thread may both call it; one reserves at a time.
     pub(crate) fn reserve(&self, upto: usize) -> Result<()> {
-        let reserved = self.reserved.load(Ordering::Relaxed);
+        if upto <= self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _reserving = self.reserving.locked();
+        let reserved = self.reserved.load(Ordering::Acquire);
         if upto <= reserved {
             return Ok(());
         }
         let chunk = match self.prealloc {
             Prealloc::Full => self.size,
-            Prealloc::Chunked(chunk) => chunk.max(PAGE_SIZE),
+            Prealloc::Stepped(step) | Prealloc::Chunked(step) => step.max(PAGE_SIZE),
         };
         let end = upto.div_ceil(chunk).saturating_mul(chunk).min(self.size);
         self.with_file(|f| reserve_blocks(f, reserved, end - reserved))
             .map_err(|e| StoreError::io("reserve space in", &self.path, e))?;
-        self.reserved.store(end, Ordering::Relaxed);
+        self.reserved.store(end, Ordering::Release);
         Ok(())
+    }
+
+    /// Bytes from the start of the file whose blocks are reserved.
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
     }
 
     /// Maps `from..to` in writable ahead of the writer (`MADV_POPULATE_WRITE`), so
     /// that the writer does not take the page faults (and the zeroing of new pages)
-    /// itself. Contents are not touched. Kernels without it just skip this.
+    /// itself. Contents are not touched. Kernels without it just skip this. Stops at
+    /// the reserved blocks: a page mapped in writable past them could be one the file
+    /// system has no room for.
     pub(crate) fn prefault(&self, from: usize, to: usize) {
-        let to = to.min(self.size);
+        let to = to.min(self.size).min(self.reserved());
         let start = from - from % PAGE_SIZE;
         if to > start {
             let _ = self
@@ -413,6 +438,9 @@ impl MappedFile {
         }
         self.sync_range(pos, page_end)?;
         if page_end < self.size {
+            // The tail's blocks may be freed below (a punched hole): no reservation
+            // may claim them meanwhile.
+            let _reserving = self.reserving.locked();
             let (off, len) = (
                 page_end as libc::off_t,
                 (self.size - page_end) as libc::off_t,
@@ -565,6 +593,54 @@ mod tests {
             Prealloc::Full
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_stepped_file_takes_blocks_a_step_at_a_time_and_maps_in_only_those() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(offset_file_name(0));
+        let step = 16 * PAGE_SIZE;
+        let f = MappedFile::create_at(path.clone(), 0, 64 * PAGE_SIZE, Prealloc::Stepped(step))
+            .unwrap();
+        let blocks = || std::fs::metadata(&path).unwrap().blocks() as usize * 512;
+        assert_eq!(
+            (f.reserved(), blocks()),
+            (step, step),
+            "the first step only"
+        );
+        // The pre-fault stops at the reserved blocks: nothing past them is allocated.
+        f.prefault(0, 64 * PAGE_SIZE);
+        assert_eq!(blocks(), step);
+        f.reserve(step + 1).unwrap();
+        assert_eq!((f.reserved(), blocks()), (2 * step, 2 * step));
+        f.reserve(10).unwrap();
+        assert_eq!(f.reserved(), 2 * step, "the mark never goes back");
+        f.reserve(usize::MAX / 2).unwrap();
+        assert_eq!((f.reserved(), blocks()), (64 * PAGE_SIZE, 64 * PAGE_SIZE));
+    }
+
+    /// A truncation may free the tail's blocks (a punched hole where the file system
+    /// cannot zero a range in place): the reserved mark drops with it, so that the
+    /// next write reserves them again instead of faulting on a full disk.
+    #[test]
+    fn a_truncated_stepped_file_reserves_its_tail_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let step = 4 * PAGE_SIZE;
+        let f = MappedFile::create_at(
+            dir.path().join(offset_file_name(0)),
+            0,
+            16 * PAGE_SIZE,
+            Prealloc::Stepped(step),
+        )
+        .unwrap();
+        f.reserve(3 * step).unwrap();
+        unsafe { f.write_at(0, &[7u8; 100]) };
+        f.set_wrote(100);
+        unsafe { f.truncate_to(10).unwrap() };
+        assert_eq!(f.reserved(), PAGE_SIZE, "the mark is cut with the data");
+        f.reserve(2 * step).unwrap();
+        assert_eq!(f.reserved(), 2 * step);
     }
 
     /// The mappings (start, end, random read advised) of `/proc/self/smaps` that

@@ -132,13 +132,16 @@ impl MessageStore {
             .sync_master
             .store(inner.config.ha.sync_master, Ordering::Release);
         inner.recover(last_exit_ok)?;
-        // Before the first put: the file the writer continues in has its blocks, and
-        // the next one is ready.
+        // Before the first put: the file the writer continues in has the blocks of its
+        // next step, and the next file is ready if it is due (the first file of an
+        // empty store always is).
         if let Err(e) = inner.commitlog.reserve_write_file() {
             tracing::error!(error = %e, "could not reserve the blocks of the current commitlog file");
         }
-        let allocator = &inner.commitlog.allocator;
-        allocator.prepare(inner.commitlog.files(), inner.commitlog.next_file_base());
+        if inner.commitlog.next_file_due() {
+            let allocator = &inner.commitlog.allocator;
+            allocator.prepare(inner.commitlog.files(), inner.commitlog.next_file_base());
+        }
         inner.update_disk_state(inner.measure_disk());
         // Everything recovered is on disk now; record it before accepting puts.
         inner.flush_logics()?;
@@ -201,9 +204,9 @@ impl MessageStore {
             crate::flush_service::run_logics_flush,
         )?);
         threads.push(spawn("store-allocate", Background, |i| {
-            i.commitlog
-                .allocator
-                .run(|| (i.commitlog.files(), i.commitlog.next_file_base()))
+            let c = &i.commitlog;
+            c.allocator
+                .run(|| c.next_file_due().then(|| (c.files(), c.next_file_base())))
         })?);
         threads.push(spawn("store-clean", Background, crate::retention::run)?);
         Ok(())
@@ -327,13 +330,14 @@ impl MessageStore {
         *self.inner.consumed.write_locked() = Some(offsets);
     }
 
-    /// Waits until the next commitlog file exists (created ahead, or the file the
-    /// writer is in has room), so that puts are accepted again after a full disk;
-    /// `false` on timeout. Blocking: for tests and tools, not for async tasks.
+    /// Waits until the next commitlog file exists (created ahead), or is not due
+    /// yet (the writer has room in its file), so that puts are accepted again after a
+    /// full disk; `false` on timeout. Blocking: for tests and tools, not for async
+    /// tasks.
     pub fn wait_next_file_ready(&self, timeout: Duration) -> bool {
         let c = &self.inner.commitlog;
         c.allocator.wait_ready(timeout, || {
-            c.files().ready_base() == Some(c.next_file_base())
+            !c.next_file_due() || c.files().ready_base() == Some(c.next_file_base())
         })
     }
 

@@ -358,8 +358,8 @@ impl Broker {
         set("storePathRootDir", store_dir.display().to_string());
         // Standalone brokers serve the web console: on a free port, many run at once.
         set("consolePort", "0".into());
-        // 64 MiB commitlog files: a broker reserves its current file and the next, and
-        // many test brokers run at once.
+        // 64 MiB commitlog files (their blocks reserved 4 MiB at a time): tests that
+        // fill files roll them quickly, and many test brokers run at once.
         set("mappedFileSizeCommitLog", (64 << 20).to_string());
         match &options.namesrv {
             Some(ns) => set("namesrvAddr", ns.clone()),

@@ -190,23 +190,21 @@ impl CommitLog {
     /// allocation thread (see `allocate`).
     fn file_at(&self, base: i64) -> Result<Arc<MappedFile>, TakeError> {
         match self.files.last() {
-            Some(last) if last.base() == base => {
-                // A file from before the restart (perhaps sparse, as RocketMQ creates
-                // them): its blocks are reserved at open (`reserve_write_file`); this
-                // is a no-op then.
-                last.reserve(last.size()).map_err(TakeError::classify)?;
-                Ok(last)
-            }
+            // A file from before the restart (perhaps sparse, as RocketMQ creates
+            // them): the appends reserve its blocks as they reach them.
+            Some(last) if last.base() == base => Ok(last),
             _ => self.allocator.take(&self.files, base),
         }
     }
 
-    /// Reserves the blocks of the file holding the write position, if it exists, so
-    /// that the first append after a restart does not (called at open).
+    /// Reserves the blocks of the file holding the write position up to a step past
+    /// it, if the file exists, so that the first append after a restart does not
+    /// (called at open).
     pub(crate) fn reserve_write_file(&self) -> Result<(), StoreError> {
-        let base = self.files.file_base(self.write_end());
+        let end = self.write_end();
+        let base = self.files.file_base(end);
         match self.files.last() {
-            Some(last) if last.base() == base => last.reserve(last.size()),
+            Some(last) if last.base() == base => last.reserve((end - base) as usize + 1),
             _ => Ok(()),
         }
     }
@@ -254,6 +252,7 @@ impl CommitLog {
             let next = self.file_at(file.end())?;
             let remaining = file.size() - pos;
             if remaining >= END_FILE_MIN_BLANK_LEN {
+                reserve(&file, pos + END_FILE_MIN_BLANK_LEN)?;
                 let mut blank = [0u8; END_FILE_MIN_BLANK_LEN];
                 blank[..4].copy_from_slice(&(remaining as i32).to_be_bytes());
                 blank[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
@@ -268,6 +267,9 @@ impl CommitLog {
             pos = 0;
         }
 
+        // Nothing is written where the file system has not given the blocks: a full
+        // disk refuses the put (DISK_FULL) instead of faulting on the write.
+        reserve(&file, pos + total)?;
         let store_timestamp = now.max(writer.last_store_timestamp);
         let first = &batch[0].msg;
         let counted = gets_queue_offset(first.sys_flag);
@@ -304,4 +306,21 @@ impl CommitLog {
             queue_offset: first_queue_offset,
         })
     }
+}
+
+/// Reserves the blocks of `file` up to `upto` before the writer writes there; cheap
+/// when the pre-fault thread has reserved them already (the usual case).
+pub(crate) fn reserve(file: &MappedFile, upto: usize) -> Result<(), TakeError> {
+    /// When the last refusal was logged (ms): at most one line a second.
+    static LOGGED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    file.reserve(upto).map_err(|e| {
+        let e = TakeError::classify(e);
+        let now = vostok_remoting::support::time::now_millis();
+        let logged = LOGGED.load(Ordering::Relaxed);
+        if let (TakeError::NoSpace(e), true) = (&e, now - logged >= 1000) {
+            LOGGED.store(now, Ordering::Relaxed);
+            tracing::warn!(file = %file.path().display(), error = %e, "no room for the next commitlog blocks: refusing the put (DISK_FULL)");
+        }
+        e
+    })
 }

@@ -6,6 +6,12 @@
 //! writable ([`MADV_POPULATE_WRITE`](crate::mapped_file::MappedFile::prefault)) up to
 //! [`AHEAD`] bytes past the write position, so that the writer only copies.
 //!
+//! Pages are mapped in only where the file's blocks are reserved: the thread reserves
+//! them first, a step at a time ([`MappedFile::reserve`]), so that the writer finds
+//! them reserved; without room it maps nothing in, and the writer's own reservation
+//! refuses the put. Once the writer has passed the middle of its file, the thread asks
+//! the allocation thread for the next file.
+//!
 //! The same thread turns the kernel's read-ahead off for the unwritten part of the
 //! file being written and back on for a file the writer has left
 //! ([`MappedFile::set_read_ahead`](crate::mapped_file::MappedFile::set_read_ahead)).
@@ -14,6 +20,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::CommitLog;
+use crate::mapped_file::MappedFile;
 use crate::stopper::Stopper;
 
 /// How far ahead of the writer pages are mapped in.
@@ -43,9 +50,17 @@ impl CommitLog {
     }
 
     /// Maps in one step ahead of the writer; `true` if there is more to do.
-    /// `frontier` is the base of the file whose read-ahead is off.
-    fn prefault_step(&self, frontier: &mut Option<i64>) -> bool {
+    /// `frontier` is the base of the file whose read-ahead is off; `asked` the start
+    /// of the next file last asked for.
+    fn prefault_step(&self, frontier: &mut Option<i64>, asked: &mut Option<i64>) -> bool {
         let end = self.write_end();
+        if self.next_file_due() {
+            let next = self.next_file_base();
+            if *asked != Some(next) && self.files.ready_base() != Some(next) {
+                self.allocator.request();
+                *asked = Some(next);
+            }
+        }
         let Some(file) = self.files.last() else {
             return false;
         };
@@ -75,17 +90,32 @@ impl CommitLog {
         if to <= from {
             return false;
         }
+        if !reserved(&file, (to - file.base()) as usize) {
+            return false;
+        }
         file.prefault((from - file.base()) as usize, (to - file.base()) as usize);
         self.prefaulted.store(to, Ordering::Relaxed);
         true
     }
 }
 
+/// Reserves the blocks of `file` up to `upto` (rounded up to its step); `false`
+/// without room (the writer's own reservation then refuses the put that needs them).
+fn reserved(file: &MappedFile, upto: usize) -> bool {
+    match file.reserve(upto) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!(file = %file.path().display(), upto, error = %e, "cannot reserve commitlog blocks ahead of the writer");
+            false
+        }
+    }
+}
+
 /// The helper thread body.
 pub(crate) fn run(commitlog: &CommitLog, stopper: &Stopper) {
-    let mut frontier = None;
+    let (mut frontier, mut asked) = (None, None);
     while !stopper.is_stopped() {
-        if !commitlog.prefault_step(&mut frontier) {
+        if !commitlog.prefault_step(&mut frontier, &mut asked) {
             std::thread::park_timeout(Duration::from_millis(200));
         }
     }

@@ -140,6 +140,7 @@ impl CommitLog {
                 .map_err(TakeError::into_error)?;
             let pos = (cur - file.base()) as usize;
             let n = rest.len().min(file.size() - pos);
+            super::append::reserve(&file, pos + n).map_err(TakeError::into_error)?;
             // SAFETY: single writer under the append lock, writing past the
             // published end of complete records.
             unsafe { file.write_at(pos, &rest[..n]) };
