@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn the_writer_takes_the_ready_file_and_no_room_refuses_without_io() {
         let dir = tempfile::tempdir().unwrap();
-        let queue = MappedFileQueue::load(dir.path(), SIZE, Prealloc::Full).unwrap();
+        let queue = MappedFileQueue::load(dir.path(), SIZE, Prealloc::Stepped(SIZE)).unwrap();
         let probe = DiskProbe::simulated(space(1 << 29));
         let alloc = AllocateService::new(probe.clone());
 
@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn a_ready_file_that_no_longer_follows_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
-        let queue = MappedFileQueue::load(dir.path(), SIZE, Prealloc::Full).unwrap();
+        let queue = MappedFileQueue::load(dir.path(), SIZE, Prealloc::Stepped(SIZE)).unwrap();
         let alloc = AllocateService::new(DiskProbe::simulated(space(1 << 29)));
         alloc.prepare(&queue, 0);
         // A replica starting further on: the file at 0 must not stay on disk.

@@ -29,8 +29,6 @@ use crate::error::{Result, StoreError};
 /// How a new file's blocks are reserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Prealloc {
-    /// Reserve the whole file at creation.
-    Full,
     /// Commitlog: the descriptor stays open; the first step is reserved at creation,
     /// the rest in steps of this many bytes as the writer (or the pre-fault thread
     /// ahead of it) reaches them.
@@ -126,7 +124,6 @@ impl MappedFile {
             .open(&path)
             .map_err(|e| StoreError::io("create", &path, e))?;
         let reserved = match prealloc {
-            Prealloc::Full => size,
             Prealloc::Stepped(step) => step.min(size),
             Prealloc::Chunked(_) => 0,
         };
@@ -245,7 +242,6 @@ impl MappedFile {
             return Ok(());
         }
         let chunk = match self.prealloc {
-            Prealloc::Full => self.size,
             Prealloc::Stepped(step) | Prealloc::Chunked(step) => step.max(PAGE_SIZE),
         };
         let end = upto.div_ceil(chunk).saturating_mul(chunk).min(self.size);
@@ -583,14 +579,15 @@ mod tests {
         assert_eq!(&b[..], &[1, 1, 1, 1], "a slice before the cut is unchanged");
         drop(f);
         let path = dir.path().join(offset_file_name(8192));
-        let g = MappedFile::open(path, 8192, 3 * PAGE_SIZE, Prealloc::Full).unwrap();
+        let g =
+            MappedFile::open(path, 8192, 3 * PAGE_SIZE, Prealloc::Stepped(3 * PAGE_SIZE)).unwrap();
         assert_eq!(g.read(0, 100), &[1u8; 100][..]);
         assert_eq!(g.read(100, 1), &[0]);
         assert!(MappedFile::open(
             dir.path().join(offset_file_name(8192)),
             8192,
             4096,
-            Prealloc::Full
+            Prealloc::Stepped(4096)
         )
         .is_err());
     }
@@ -676,7 +673,7 @@ mod tests {
             dir.path().join(offset_file_name(0)),
             0,
             4 * PAGE_SIZE,
-            Prealloc::Full,
+            Prealloc::Stepped(4 * PAGE_SIZE),
         )
         .unwrap();
         let start = f.map.as_ptr() as usize;
