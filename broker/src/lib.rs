@@ -48,6 +48,7 @@ pub(crate) mod exporter;
 pub mod grpc;
 pub(crate) mod pop;
 pub mod processor;
+pub(crate) mod ops;
 pub(crate) mod reroute;
 pub(crate) mod service;
 pub mod startup;

@@ -25,10 +25,9 @@ mod query;
 mod reply;
 mod role;
 mod role_notify;
-pub(crate) mod send;
+mod send;
 pub(crate) mod send_back;
 mod send_batch;
-mod send_dedupe;
 mod store_admin;
 pub(crate) mod topic_admin;
 mod topic_consumers;
@@ -282,6 +281,22 @@ fn refuse(
         return None;
     }
     Some(error(response_code::NO_PERMISSION, denied.reason))
+}
+
+/// The response for an operation's refusal: its RocketMQ code and the remark.
+pub(crate) fn refused(refusal: crate::ops::Refusal) -> RemotingCommand {
+    use crate::ops::Refused;
+    let code = match refusal.kind {
+        Refused::Busy => response_code::SYSTEM_BUSY,
+        Refused::NotAvailable => response_code::SERVICE_NOT_AVAILABLE,
+        Refused::NoPermission => response_code::NO_PERMISSION,
+        Refused::InvalidParameter => response_code::INVALID_PARAMETER,
+        Refused::TopicNotExist => response_code::TOPIC_NOT_EXIST,
+        Refused::GroupNotExist => response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+        Refused::MessageIllegal => response_code::MESSAGE_ILLEGAL,
+        Refused::SystemError => response_code::SYSTEM_ERROR,
+    };
+    error(code, refusal.remark)
 }
 
 /// A response with `code` and `remark`.

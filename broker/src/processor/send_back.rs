@@ -96,7 +96,7 @@ pub(crate) async fn consumer_send_msg_back(
     props.insert(property::WAIT_STORE_MSG_OK, "false");
     props.remove(property::DELAY_TIME_LEVEL);
     if delay > 0 {
-        let level = delay.min(super::send::max_delay_level(broker));
+        let level = delay.min(crate::ops::send::max_delay_level(broker));
         reroute::park(&mut msg, props, Parking::Delay { level });
     } else {
         msg.properties = props.into_string();
