@@ -56,6 +56,7 @@ pub(crate) fn from_refusal(refusal: Refusal) -> Status {
         Refused::InvalidParameter | Refused::MessageIllegal => Code::BadRequest,
         Refused::TopicNotExist => Code::TopicNotFound,
         Refused::GroupNotExist => Code::ConsumerGroupNotFound,
+        Refused::NotMaster => Code::HaNotAvailable,
         Refused::NotAvailable | Refused::SystemError => Code::InternalServerError,
     };
     status(code, refusal.remark)

@@ -6,10 +6,14 @@
 //! - [`send`]: one message stored (checks, retry/DLQ rules, delays, timers, half
 //!   messages), with [`send_dedupe`] (the duplication window) and [`stored`] (what a
 //!   put answered).
+//! - [`transaction`]: a half message committed or rolled back.
+//! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
 
 pub(crate) mod send;
+pub(crate) mod send_back;
 pub(crate) mod send_dedupe;
 pub(crate) mod stored;
+pub(crate) mod transaction;
 
 /// Why an operation refused, in words every front end can map to its own codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +22,8 @@ pub(crate) enum Refused {
     Busy,
     /// The broker cannot serve this now (a slave, no lease, a full disk).
     NotAvailable,
+    /// Only a master does this: ask the master.
+    NotMaster,
     /// The broker, topic or operation is not permitted.
     NoPermission,
     /// A field of the request is not acceptable.

@@ -475,11 +475,11 @@ fn scheduled_kind(sys_flag: i32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testing::{broker, peer};
     use super::*;
 
-    fn to(topic: &str) -> SendRequest {
+    pub(crate) fn to(topic: &str) -> SendRequest {
         SendRequest {
             to: Destination {
                 topic: topic.to_owned(),

@@ -26,12 +26,12 @@ mod reply;
 mod role;
 mod role_notify;
 mod send;
-pub(crate) mod send_back;
+mod send_back;
 mod send_batch;
 mod store_admin;
 pub(crate) mod topic_admin;
 mod topic_consumers;
-pub(crate) mod transaction;
+mod transaction;
 
 use std::sync::Arc;
 
@@ -289,6 +289,7 @@ pub(crate) fn refused(refusal: crate::ops::Refusal) -> RemotingCommand {
     let code = match refusal.kind {
         Refused::Busy => response_code::SYSTEM_BUSY,
         Refused::NotAvailable => response_code::SERVICE_NOT_AVAILABLE,
+        Refused::NotMaster => response_code::SLAVE_NOT_AVAILABLE,
         Refused::NoPermission => response_code::NO_PERMISSION,
         Refused::InvalidParameter => response_code::INVALID_PARAMETER,
         Refused::TopicNotExist => response_code::TOPIC_NOT_EXIST,
