@@ -8,11 +8,13 @@
 //!   put answered).
 //! - [`transaction`]: a half message committed or rolled back.
 //! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
+//! - [`topic`]: a topic created, changed or deleted.
 
 pub(crate) mod send;
 pub(crate) mod send_back;
 pub(crate) mod send_dedupe;
 pub(crate) mod stored;
+pub(crate) mod topic;
 pub(crate) mod transaction;
 
 /// Why an operation refused, in words every front end can map to its own codes.
