@@ -295,11 +295,7 @@ pub(crate) fn check_message(
                 } else if broker.runtime.auto_create_topic_enable()
                     || to.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
                 {
-                    let sys_flag = if to.unit_mode {
-                        1
-                    } else {
-                        0
-                    };
+                    let sys_flag = if to.unit_mode { 1 } else { 0 };
                     broker.create_topic_in_send(
                         Some(channel),
                         &to.topic,
@@ -358,7 +354,11 @@ fn handle_retry_and_dlq(
     channel: &Channel,
     request: &mut SendRequest,
 ) -> Result<(), Refusal> {
-    let Some(group) = request.to.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX) else {
+    let Some(group) = request
+        .to
+        .topic
+        .strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX)
+    else {
         return Ok(());
     };
     let group = group.to_owned();
@@ -509,7 +509,10 @@ pub(crate) mod tests {
         assert_eq!(first.ack, super::super::stored::Ack::Stored);
         assert_eq!((first.queue_id, first.queue_offset), (0, 0));
         assert_eq!((second.queue_id, second.queue_offset), (0, 1));
-        assert!(first.uniq_key.is_some(), "a key is given when none was sent");
+        assert!(
+            first.uniq_key.is_some(),
+            "a key is given when none was sent"
+        );
         assert_ne!(first.msg_id, second.msg_id);
         handle.shutdown().await;
     }

@@ -177,7 +177,10 @@ mod tests {
             send_back(b, &peer(), back(offset, 0)).await,
             Ok(SentBack::Retry)
         );
-        assert!(b.topics.get(&topic::retry_topic("ops-back-group")).is_some());
+        assert!(b
+            .topics
+            .get(&topic::retry_topic("ops-back-group"))
+            .is_some());
         assert_eq!(
             send_back(b, &peer(), back(offset, -1)).await,
             Ok(SentBack::DeadLetter)

@@ -48,7 +48,10 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
     Refusal::new(kind, remark)
 }
 
-pub(crate) async fn end_transaction(broker: &Broker, request: EndTransaction) -> Result<Ended, Refusal> {
+pub(crate) async fn end_transaction(
+    broker: &Broker,
+    request: EndTransaction,
+) -> Result<Ended, Refusal> {
     if !broker.is_master() {
         return Err(refused(
             Refused::NotMaster,
@@ -111,10 +114,7 @@ pub(crate) async fn end_transaction(broker: &Broker, request: EndTransaction) ->
     Ok(ended)
 }
 /// Reads the half message and checks it is the one the producer names.
-fn check_prepared(
-    broker: &Broker,
-    header: &EndTransaction,
-) -> Result<MessageExt, Refusal> {
+fn check_prepared(broker: &Broker, header: &EndTransaction) -> Result<MessageExt, Refusal> {
     let half = broker
         .store
         .look_message_by_offset(header.commit_log_offset)
@@ -131,10 +131,7 @@ fn check_prepared(
         ));
     }
     if half.property(property::PRODUCER_GROUP) != Some(header.producer_group.as_str()) {
-        return Err(refused(
-            Refused::SystemError,
-            "The producer group wrong",
-        ));
+        return Err(refused(Refused::SystemError, "The producer group wrong"));
     }
     if half.queue_offset != header.tran_state_table_offset {
         return Err(refused(
@@ -143,10 +140,7 @@ fn check_prepared(
         ));
     }
     if half.commit_log_offset != header.commit_log_offset {
-        return Err(refused(
-            Refused::SystemError,
-            "The commit log offset wrong",
-        ));
+        return Err(refused(Refused::SystemError, "The commit log offset wrong"));
     }
     Ok(half)
 }

@@ -1,7 +1,8 @@
 //! Request processors: one function per request code, grouped by area as RocketMQ groups
 //! them. [`BrokerProcessor`] routes each request by code; business outcomes are responses
-//! with RocketMQ codes, never errors. The gRPC front end (`crate::grpc`) calls the
-//! send, send-back and transaction processors with the requests it makes.
+//! with RocketMQ codes, never errors. Work that another front end needs too lives in
+//! `crate::ops`: the processor decodes the header into its typed request, calls it and
+//! maps the outcome ([`refused`] for a refusal).
 
 mod access;
 mod ack;

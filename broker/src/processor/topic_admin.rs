@@ -39,7 +39,14 @@ pub(crate) async fn delete_topic(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, TopicRequestHeader);
-    match op::delete_topic(broker, DeleteTopic { topic: header.topic }).await {
+    match op::delete_topic(
+        broker,
+        DeleteTopic {
+            topic: header.topic,
+        },
+    )
+    .await
+    {
         Ok(()) => RemotingCommand::success(),
         Err(refusal) => refused(refusal),
     }
