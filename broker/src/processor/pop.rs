@@ -162,15 +162,7 @@ pub(crate) fn peek_message(
         } else {
             store.min_offset_in_queue(&header.topic, q)
         };
-        let got = store.get_message(
-            &header.consumer_group,
-            &header.topic,
-            q,
-            from,
-            (max - n) as i32,
-            i32::MAX,
-            None,
-        );
+        let got = store.get_message(&header.topic, q, from, (max - n) as i32, i32::MAX, None);
         rest += got.max_offset - got.next_begin_offset;
         for record in got.messages.iter().take(max - n) {
             body.extend_from_slice(record);

@@ -162,7 +162,7 @@ impl super::Broker {
             None => filter,
         };
         self.store
-            .get_message(group, topic, queue_id, offset, max_count, max_bytes, filter)
+            .get_message(topic, queue_id, offset, max_count, max_bytes, filter)
     }
 }
 

@@ -52,7 +52,7 @@ impl Broker {
     pub(crate) fn message_at(&self, topic: &str, queue_id: i32, offset: i64) -> Option<MessageExt> {
         let got = self
             .store
-            .get_message("", topic, queue_id, offset, 1, i32::MAX, None);
+            .get_message(topic, queue_id, offset, 1, i32::MAX, None);
         let raw = got.messages.first()?;
         MessageExt::decode(raw, false)
             .ok()
@@ -128,9 +128,9 @@ impl Broker {
     pub(crate) fn replay_removals(&self) {
         let mut offset = self.store.min_offset_in_queue(REMOVED_MESSAGE_TOPIC, 0);
         loop {
-            let got =
-                self.store
-                    .get_message("", REMOVED_MESSAGE_TOPIC, 0, offset, 256, i32::MAX, None);
+            let got = self
+                .store
+                .get_message(REMOVED_MESSAGE_TOPIC, 0, offset, 256, i32::MAX, None);
             if got.status != GetMessageStatus::Found {
                 break;
             }

@@ -258,7 +258,6 @@ impl TransactionState {
         let mut op_offset = self.op_offset();
         loop {
             let result = store.get_message(
-                topic::CID_SYS_RMQ_TRANS,
                 topic::TRANS_OP_HALF_TOPIC,
                 0,
                 op_offset,
