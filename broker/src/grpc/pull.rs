@@ -76,7 +76,6 @@ async fn pull(
     let batch = request.batch_size.clamp(1, 32);
     let read = || {
         broker.get_for_consumer(
-            &group,
             &topic,
             queue.id,
             request.offset,
