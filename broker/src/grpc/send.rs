@@ -256,7 +256,7 @@ fn build_request(
         born_timestamp: born,
         flag: 0,
         properties: props.into_string(),
-        body: message.body.into(),
+        body: message.body,
         reconsume_times: 0,
         max_reconsume_times: None,
         received: latency_trace::enabled().then(latency_trace::now_micros),

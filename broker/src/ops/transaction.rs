@@ -41,7 +41,7 @@ pub(crate) enum Ended {
     /// The producer does not know yet; nothing changed.
     Undecided,
     /// Another end finished or is finishing this transaction; this one was ignored.
-    AlreadyEnded,
+    Duplicate,
 }
 
 fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
@@ -71,7 +71,7 @@ pub(crate) async fn end_transaction(
             root,
             "transaction already finished or being finished; duplicate end ignored"
         );
-        return Ok(Ended::AlreadyEnded);
+        return Ok(Ended::Duplicate);
     };
     let ended = if request.resolution == Resolution::Commit {
         let Some(msg) = reroute::restore_committed(&half, broker.broker_addr) else {
@@ -181,7 +181,7 @@ mod tests {
         let b = handle.broker();
         let end = half(b, Resolution::Commit).await;
         assert_eq!(end_transaction(b, end.clone()).await, Ok(Ended::Committed));
-        assert_eq!(end_transaction(b, end).await, Ok(Ended::AlreadyEnded));
+        assert_eq!(end_transaction(b, end).await, Ok(Ended::Duplicate));
         assert!(b.topics.get("ops-tx-topic").is_some());
         let undecided = half(b, Resolution::Unknown).await;
         assert_eq!(end_transaction(b, undecided).await, Ok(Ended::Undecided));
