@@ -63,18 +63,19 @@ pub(crate) enum Parking {
 /// properties, flags and birth; this broker as the store host.
 pub(crate) fn copy_of(stored: &MessageExt, store_host: SocketAddr) -> MessageInner {
     MessageInner {
-        topic: stored.topic.clone(),
-        queue_id: stored.queue_id,
         flag: stored.flag,
-        body: stored.body.clone(),
         tags_code: tags_code(stored.properties.tags()),
-        properties: stored.properties.encode(),
         sys_flag: stored.sys_flag,
         born_timestamp: stored.born_timestamp,
         born_host: stored.born_host,
-        store_host,
         reconsume_times: stored.reconsume_times,
-        prepared_transaction_offset: 0,
+        ..MessageInner::new(
+            stored.topic.clone(),
+            stored.queue_id,
+            stored.body.clone(),
+            stored.properties.encode(),
+            store_host,
+        )
     }
 }
 

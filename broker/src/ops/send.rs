@@ -131,19 +131,20 @@ async fn send_checked(
     };
     let mut props = Properties::decode_owned_with(raw, |k, v| scan.visit(k, v));
     let queue_id = choose_queue(request.to.queue_id, topic_config);
+    let topic = std::mem::take(&mut request.to.topic);
     let mut msg = MessageInner {
-        topic: std::mem::take(&mut request.to.topic),
-        queue_id,
         flag: request.flag,
-        body: request.body.clone(),
-        properties: String::new(),
-        tags_code: 0,
         sys_flag: request.sys_flag,
         born_timestamp: request.born_timestamp,
         born_host: channel.peer_addr(),
-        store_host: broker.broker_addr,
         reconsume_times: request.reconsume_times,
-        prepared_transaction_offset: 0,
+        ..MessageInner::new(
+            topic,
+            queue_id,
+            request.body.clone(),
+            String::new(),
+            broker.broker_addr,
+        )
     };
     if topic_config.topic_filter_type == TopicFilterType::MultiTag {
         msg.sys_flag |= sysflag::MULTI_TAGS_FLAG;

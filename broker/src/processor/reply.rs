@@ -61,19 +61,20 @@ pub(crate) async fn send_reply_message(
         trace_on: Some(broker.config.trace_on.to_string()),
     };
     if broker.config.store_reply_message_enable {
+        let properties = Properties::decode(&raw).into_string();
         let msg = MessageInner {
-            topic: header.topic.clone(),
-            queue_id,
             flag: header.flag,
-            body: request.body.clone(),
-            properties: Properties::decode(&raw).into_string(),
-            tags_code: 0,
             sys_flag: header.sys_flag,
             born_timestamp: header.born_timestamp,
             born_host: channel.peer_addr(),
-            store_host: broker.broker_addr,
             reconsume_times: header.reconsume_times.unwrap_or(0),
-            prepared_transaction_offset: 0,
+            ..MessageInner::new(
+                header.topic.clone(),
+                queue_id,
+                request.body.clone(),
+                properties,
+                broker.broker_addr,
+            )
         };
         let result = broker.store.put_message(msg).await;
         broker.count_put(1);

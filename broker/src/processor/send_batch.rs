@@ -97,19 +97,21 @@ pub(super) async fn send_batch(
             key
         });
         uniq_keys.push(uniq_key);
+        let body = Bytes::clone(&entry.body);
+        let properties = props.into_string();
         msgs.push(MessageInner {
-            topic: header.topic.clone(),
-            queue_id,
             flag: entry.flag,
-            body: Bytes::clone(&entry.body),
-            properties: props.into_string(),
-            tags_code: 0,
             sys_flag,
             born_timestamp: header.born_timestamp,
             born_host,
-            store_host: broker.broker_addr,
             reconsume_times: header.reconsume_times.unwrap_or(0),
-            prepared_transaction_offset: 0,
+            ..MessageInner::new(
+                header.topic.clone(),
+                queue_id,
+                body,
+                properties,
+                broker.broker_addr,
+            )
         });
     }
     let kind = if MessageKind::is_fifo_topic(topic_config) {

@@ -102,19 +102,16 @@ impl Broker {
         ]
         .into_iter()
         .collect();
+        let body = serde_json::to_vec(&removal).unwrap_or_default().into();
         let record = MessageInner {
-            topic: REMOVED_MESSAGE_TOPIC.to_owned(),
-            queue_id: 0,
-            flag: 0,
-            body: serde_json::to_vec(&removal).unwrap_or_default().into(),
-            properties: props.into_string(),
-            tags_code: 0,
-            sys_flag: 0,
             born_timestamp: removal.removed_at,
-            born_host: self.broker_addr,
-            store_host: self.broker_addr,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..MessageInner::new(
+                REMOVED_MESSAGE_TOPIC,
+                0,
+                body,
+                props.into_string(),
+                self.broker_addr,
+            )
         };
         let result = self.store.put_message(record).await;
         if !result.is_ok() {

@@ -145,21 +145,13 @@ fn record(
     host: SocketAddr,
 ) -> MessageInner {
     let props: Properties = [(property::TAGS, tag)].into_iter().collect();
+    // Serialising these plain structs cannot fail; an empty body would be skipped on
+    // replay.
+    let body = body.unwrap_or_default().into();
     MessageInner {
-        topic: topic.to_owned(),
-        queue_id,
-        flag: 0,
-        // Serialising these plain structs cannot fail; an empty body would be skipped
-        // on replay.
-        body: body.unwrap_or_default().into(),
         tags_code: tags_code(Some(tag)),
-        properties: props.into_string(),
-        sys_flag: 0,
         born_timestamp: now_millis(),
-        born_host: host,
-        store_host: host,
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
+        ..MessageInner::new(topic, queue_id, body, props.into_string(), host)
     }
 }
 
