@@ -11,11 +11,10 @@
 //!   the state and whose forms call the operations (with ACL on, authorized by the same
 //!   guard as requests); `exporter`, the Prometheus registry of `/metrics`.
 //! * `ops`: the operations more than one front end needs (send, end transaction, send
-//!   back, topic create and delete): a typed request in, a typed outcome or
-//!   `ops::Refusal` out. The front ends map a refusal to a RocketMQ response code
-//!   (`processor::refused`) or a gRPC status (`grpc::status::from_refusal`).
-//! * [`pop`]: POP consumption operations (pop, ack, change invisible time) that the
-//!   remoting processors and the gRPC endpoint call (docs/pop.md).
+//!   back, topic create and delete, POP consumption): a typed request in, a typed
+//!   outcome or `ops::Refusal` out (POP's own `PopError` still carries its code). The
+//!   front ends map a refusal to a RocketMQ response code (`processor::refused`) or a
+//!   gRPC status (`grpc::status::from_refusal`).
 //! * [`service`]: background services (name-server registration, housekeeping,
 //!   delay levels, timers, transaction check-back, POP revive, a slave's metadata
 //!   sync, controller mode's heartbeats and role changes). Replication itself (the HA listener, a slave's client, the SYNC_MASTER
@@ -52,7 +51,6 @@ pub mod error;
 pub(crate) mod exporter;
 pub mod grpc;
 pub(crate) mod ops;
-pub(crate) mod pop;
 pub mod processor;
 pub(crate) mod reroute;
 pub(crate) mod service;

@@ -1,7 +1,7 @@
 //! AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue (Apache's
 //! `AckMessageActivity`, `ChangeInvisibleDurationActivity`,
 //! `ForwardMessageToDLQActivity`; docs/grpc.md#receipt-handles): the receipt handle names
-//! the POP checkpoint (`crate::pop`), its 9th field the message's commitlog offset.
+//! the POP checkpoint (`crate::ops::pop`), its 9th field the message's commitlog offset.
 
 use vostok_remoting::protocol::pop::ExtraInfo;
 
@@ -14,8 +14,8 @@ use super::proto::{
     ForwardMessageToDeadLetterQueueResponse, Status,
 };
 use super::status::{from_refusal, from_remoting, ok, status};
+use crate::ops::pop::{self, PopError};
 use crate::ops::send_back::{send_back, SendBack};
-use crate::pop::{self, PopError};
 
 /// Longest invisible time a change may ask (Apache's `maxInvisibleTimeMills`).
 const MAX_INVISIBLE_MS: i64 = 12 * 3600 * 1000;

@@ -4,7 +4,7 @@
 //!
 //! It is a second front end beside the remoting processors, never importing them: an
 //! RPC calls the operations the processors call (`crate::ops` for send, end
-//! transaction and send back; `crate::pop`) or reads the state, so both protocols
+//! transaction and send back; `crate::ops::pop`) or reads the state, so both protocols
 //! share one send path, one transaction path and one POP path. [`status`] maps an
 //! operation's refusal to a gRPC status. Nothing below calls into it: the broker
 //! reaches a gRPC client through the detached [`vostok_remoting::Channel`] of its

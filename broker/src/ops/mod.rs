@@ -3,6 +3,7 @@
 //! [`Refusal`]; turning those into RocketMQ response codes or gRPC statuses is the
 //! front end's job (`processor::refused`, `grpc::status::from_refusal`).
 //!
+//! - [`pop`]: POP consumption (pop, ack, change invisible time; docs/pop.md).
 //! - [`send`]: one message stored (checks, retry/DLQ rules, delays, timers, half
 //!   messages), with [`send_dedupe`] (the duplication window) and [`stored`] (what a
 //!   put answered).
@@ -10,6 +11,7 @@
 //! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
 //! - [`topic`]: a topic created, changed or deleted.
 
+pub(crate) mod pop;
 pub(crate) mod send;
 pub(crate) mod send_back;
 pub(crate) mod send_dedupe;
