@@ -557,7 +557,14 @@ pub(crate) mod tests {
         retry.max_reconsume_times = Some(1);
         let stored = send(b, &peer(), retry).await.unwrap();
         assert_eq!(stored.queue_id, 0);
-        assert!(b.topics.get(&topic::dlq_topic("ops-group")).is_some());
+        let (_, at) =
+            vostok_remoting::protocol::message::id::decode_offset_msg_id(&stored.msg_id).unwrap();
+        let record = b.store.look_message_by_offset(at).unwrap();
+        assert_eq!(
+            record.topic,
+            topic::dlq_topic("ops-group"),
+            "stored in the DLQ"
+        );
         handle.shutdown().await;
     }
 }
