@@ -3,17 +3,18 @@
 //! Module map, from the top floor down (a module imports only what stands below it):
 //! * [`cli`]: the `mqbroker` command line; [`startup`]: builds the shared state, binds
 //!   the listeners, starts the services, shuts down ([`Broker::start`], [`BrokerHandle`]).
-//! * [`grpc`]: the gRPC endpoint of the 5.x clients (`MessagingService`), a second front
-//!   end that calls the POP operations, the state and the processors below it.
-//! * `console`: the web console (docs/operations.md#console), a third front end on
-//!   the observe crate's HTTP server: pages read the state, forms call the same
-//!   operations as the admin requests; with ACL on, a signed-in account's pages and
-//!   forms are authorized by the same guard as its requests. `exporter`: the Prometheus registry of
-//!   `/metrics` and the gauges computed at scrape time.
-//! * [`processor`]: one function per request code, in one file per request family;
-//!   [`processor::BrokerProcessor`] is the request table.
-//! * [`pop`]: POP consumption operations (pop, ack, change invisible time) that the
-//!   remoting processors, and any other front end, call (docs/pop.md).
+//! * Front ends, side by side and never importing each other:
+//!   [`processor`], one function per request code in one file per request family
+//!   ([`processor::BrokerProcessor`] is the request table); [`grpc`], the gRPC
+//!   endpoint of the 5.x clients (`MessagingService`); `console`, the web console
+//!   (docs/operations.md#console) on the observe crate's HTTP server, whose pages read
+//!   the state and whose forms call the operations (with ACL on, authorized by the same
+//!   guard as requests); `exporter`, the Prometheus registry of `/metrics`.
+//! * `ops`: the operations more than one front end needs (send, end transaction, send
+//!   back, topic create and delete, POP consumption): a typed request in, a typed
+//!   outcome or `ops::Refusal` out (POP's own `PopError` still carries its code). The
+//!   front ends map a refusal to a RocketMQ response code (`processor::refused`) or a
+//!   gRPC status (`grpc::status::from_refusal`).
 //! * [`service`]: background services (name-server registration, housekeeping,
 //!   delay levels, timers, transaction check-back, POP revive, a slave's metadata
 //!   sync, controller mode's heartbeats and role changes). Replication itself (the HA listener, a slave's client, the SYNC_MASTER
@@ -31,13 +32,16 @@
 //! Request flow: the remoting server (plain or TLS, `tls.*` keys) hands each request to
 //! [`processor::BrokerProcessor`], which first passes it through the ACL guard when
 //! ACL is on (`vostok_auth::Guard`, with the broker's request table in
-//! `processor::access`), then decodes the typed header, checks permissions
-//! and names, calls the store and maps the store's status to a RocketMQ response code.
+//! `processor::access`), then decodes the typed header into an operation's typed
+//! request, calls the operation (which checks permissions and names and calls the
+//! store), and maps its outcome to a RocketMQ response code. A gRPC call or a console
+//! form reaches the same operation through its own front end.
 //! The store's dispatcher reports each new message to the state's held pulls (and the
 //! timer and delay tables), which wake the pulls and services waiting for that queue.
 //!
-//! Adding a feature: a processor file and a line in the request table, a service file
-//! and a line in [`service`], a field in [`state::Broker`]. Formats and flows are
+//! Adding a feature: an `ops` file when more than one front end needs it, a processor
+//! file and a line in the request table, a service file and a line in [`service`], a
+//! field in [`state::Broker`]. Formats and flows are
 //! described in the repository's `docs/`.
 
 pub mod cli;
@@ -46,7 +50,7 @@ pub(crate) mod console;
 pub mod error;
 pub(crate) mod exporter;
 pub mod grpc;
-pub(crate) mod pop;
+pub(crate) mod ops;
 pub mod processor;
 pub(crate) mod reroute;
 pub(crate) mod service;

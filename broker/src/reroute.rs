@@ -63,18 +63,19 @@ pub(crate) enum Parking {
 /// properties, flags and birth; this broker as the store host.
 pub(crate) fn copy_of(stored: &MessageExt, store_host: SocketAddr) -> MessageInner {
     MessageInner {
-        topic: stored.topic.clone(),
-        queue_id: stored.queue_id,
         flag: stored.flag,
-        body: stored.body.clone(),
         tags_code: tags_code(stored.properties.tags()),
-        properties: stored.properties.encode(),
         sys_flag: stored.sys_flag,
         born_timestamp: stored.born_timestamp,
         born_host: stored.born_host,
-        store_host,
         reconsume_times: stored.reconsume_times,
-        prepared_transaction_offset: 0,
+        ..MessageInner::new(
+            stored.topic.clone(),
+            stored.queue_id,
+            stored.body.clone(),
+            stored.properties.encode(),
+            store_host,
+        )
     }
 }
 
@@ -282,22 +283,22 @@ mod tests {
     /// The record the store would keep for `msg`.
     fn stored(msg: &MessageInner, queue_offset: i64, commit_log_offset: i64) -> MessageExt {
         MessageExt {
-            topic: msg.topic.clone(),
             flag: msg.flag,
-            properties: Properties::decode(&msg.properties),
-            body: msg.body.clone(),
-            queue_id: msg.queue_id,
-            store_size: 0,
             queue_offset,
             sys_flag: msg.sys_flag,
             born_timestamp: msg.born_timestamp,
             born_host: msg.born_host,
             store_timestamp: 5,
-            store_host: msg.store_host,
             commit_log_offset,
-            body_crc: 0,
             reconsume_times: msg.reconsume_times,
             prepared_transaction_offset: msg.prepared_transaction_offset,
+            ..MessageExt::new(
+                msg.topic.clone(),
+                msg.queue_id,
+                msg.body.clone(),
+                Properties::decode(&msg.properties),
+                msg.store_host,
+            )
         }
     }
 

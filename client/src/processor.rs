@@ -135,8 +135,8 @@ fn reset_offset(instance: &Arc<ClientInstance>, broker: String, request: &Remoti
     let offsets = if request.body.is_empty() {
         HashMap::new()
     } else {
-        match crate::consumer::offset_table::decode(&request.body, "offsetTable") {
-            Ok(t) => t,
+        match vostok_remoting::protocol::body::ResetOffsetBody::decode(&request.body) {
+            Ok(body) => body.offset_table.into_iter().collect(),
             Err(e) => {
                 warn!(broker = %broker, error = %e, "bad RESET_CONSUMER_CLIENT_OFFSET body");
                 return;

@@ -114,7 +114,7 @@ fn reads(c: &mut Criterion) {
             let mut offset = 0;
             let mut n = 0;
             while n < 10_000 {
-                let r = store.get_message("bench", "BenchTopic", 0, offset, 32, 0, None);
+                let r = store.get_message("BenchTopic", 0, offset, 32, 0, None);
                 n += r.messages.len();
                 offset = r.next_begin_offset;
             }

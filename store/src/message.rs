@@ -28,6 +28,34 @@ pub struct MessageInner {
     pub prepared_transaction_offset: i64,
 }
 
+impl MessageInner {
+    /// A message for queue `queue_id` of `topic`, born at and stored by `host`, with no
+    /// flag, tag code, system flag, birth time, retries or transaction offset: callers
+    /// set the fields they have on top (`MessageInner { sys_flag, ..MessageInner::new(..) }`).
+    pub fn new(
+        topic: impl Into<String>,
+        queue_id: i32,
+        body: Bytes,
+        properties: String,
+        host: SocketAddr,
+    ) -> Self {
+        MessageInner {
+            topic: topic.into(),
+            queue_id,
+            flag: 0,
+            body,
+            properties,
+            tags_code: 0,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: host,
+            store_host: host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+}
+
 /// Server-side filtering of a pull.
 pub trait MessageFilter: Send + Sync {
     /// Checks a consume-queue entry's tag code (docs/message.md#tag-hash-code).
@@ -73,4 +101,25 @@ pub trait ConsumedOffsets: Send + Sync {
     /// the queue's start), and every queue is absent when no group consumes the topic:
     /// then none of the queue's messages counts as consumed.
     fn min_committed_offsets(&self, topic: &str) -> HashMap<i32, i64>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_message_is_born_where_it_is_stored_and_carries_nothing_else() {
+        let host = SocketAddr::from(([127, 0, 0, 1], 10911));
+        let m = MessageInner::new("T", 3, Bytes::from_static(b"x"), "a\u{1}b".into(), host);
+        assert_eq!(
+            (m.topic.as_str(), m.queue_id, &m.body[..]),
+            ("T", 3, &b"x"[..])
+        );
+        assert_eq!((m.born_host, m.store_host), (host, host));
+        assert_eq!(
+            (m.flag, m.tags_code, m.sys_flag, m.born_timestamp),
+            (0, 0, 0, 0)
+        );
+        assert_eq!((m.reconsume_times, m.prepared_transaction_offset), (0, 0));
+    }
 }

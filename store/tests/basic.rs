@@ -43,7 +43,7 @@ async fn put_pull_query_and_reopen() {
     assert_eq!(store.max_offset_in_queue("TopicTest", 1), 33);
     assert_eq!(store.max_offset_in_queue("Nope", 1), 0);
 
-    let r = store.get_message("g", "TopicTest", 0, 0, 32, 0, None);
+    let r = store.get_message("TopicTest", 0, 0, 32, 0, None);
     assert_eq!(r.status, GetMessageStatus::Found);
     assert_eq!(r.messages.len(), 32);
     assert_eq!(r.next_begin_offset, 32);
@@ -54,20 +54,20 @@ async fn put_pull_query_and_reopen() {
 
     // Tag filter at consume-queue level: queue 0 holds n = 0, 3, 6, ...: TagA for even n.
     let tag_a = vostok_remoting::protocol::filter::java_hash("TagA") as i64;
-    let r = store.get_message("g", "TopicTest", 0, 0, 32, 0, Some(&Tag(tag_a)));
+    let r = store.get_message("TopicTest", 0, 0, 32, 0, Some(&Tag(tag_a)));
     let msgs = MessageExt::decode_all(&r.concat());
     assert!(msgs.iter().all(|m| m.tags() == Some("TagA")));
     assert_eq!(msgs.len(), 17);
 
     // Status table.
-    let r = store.get_message("g", "TopicTest", 0, 34, 32, 0, None);
+    let r = store.get_message("TopicTest", 0, 34, 32, 0, None);
     assert_eq!(
         (r.status, r.next_begin_offset),
         (GetMessageStatus::OffsetOverflowOne, 34)
     );
-    let r = store.get_message("g", "TopicTest", 0, 99, 32, 0, None);
+    let r = store.get_message("TopicTest", 0, 99, 32, 0, None);
     assert_eq!(r.status, GetMessageStatus::OffsetOverflowBadly);
-    let r = store.get_message("g", "Nope", 0, 5, 32, 0, None);
+    let r = store.get_message("Nope", 0, 5, 32, 0, None);
     assert_eq!(
         (r.status, r.next_begin_offset),
         (GetMessageStatus::NoMatchedLogicQueue, 0)

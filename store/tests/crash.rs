@@ -282,7 +282,7 @@ fn verify(dir: &Path, acked: &HashMap<String, Ack>) {
         let mut seen = HashSet::new();
         let mut offset = store.min_offset_in_queue(TOPIC, queue);
         while offset < max {
-            let r = store.get_message("verify", TOPIC, queue, offset, 32, 0, None);
+            let r = store.get_message(TOPIC, queue, offset, 32, 0, None);
             assert_eq!(
                 r.status,
                 GetMessageStatus::Found,

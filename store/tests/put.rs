@@ -102,10 +102,10 @@ async fn parked_delay_records_carry_their_delivery_time() {
         }
     }
     let due = Due(r.store_timestamp + 10_000);
-    let g = store.get_message("g", SCHEDULE_TOPIC, 2, 0, 1, 0, Some(&due));
+    let g = store.get_message(SCHEDULE_TOPIC, 2, 0, 1, 0, Some(&due));
     assert_eq!(g.status, GetMessageStatus::Found);
     let due = Due(r18.store_timestamp + 2 * 3600 * 1000);
-    let g = store.get_message("g", SCHEDULE_TOPIC, 17, 0, 1, 0, Some(&due));
+    let g = store.get_message(SCHEDULE_TOPIC, 17, 0, 1, 0, Some(&due));
     assert_eq!(g.status, GetMessageStatus::Found);
 }
 
@@ -147,7 +147,7 @@ async fn the_arrival_listener_hears_every_visible_message() {
     );
     // When told, the message is already pullable.
     assert_eq!(
-        store.get_message("g", "L", 3, 0, 1, 0, None).status,
+        store.get_message("L", 3, 0, 1, 0, None).status,
         GetMessageStatus::Found
     );
     eprintln!("arrival notified {latency:?} after the put");
@@ -174,15 +174,15 @@ async fn pulls_respect_count_byte_and_disk_limits() {
             .await;
     }
     settle(&store);
-    let r = store.get_message("g", "P", 0, 0, 32, 0, None);
+    let r = store.get_message("P", 0, 0, 32, 0, None);
     assert_eq!((r.messages.len(), r.next_begin_offset), (8, 8));
     assert!(r.suggest_pulling_from_slave);
-    let r = store.get_message("g", "P", 0, 10, 3, 0, None);
+    let r = store.get_message("P", 0, 10, 3, 0, None);
     assert_eq!((r.messages.len(), r.next_begin_offset), (3, 13));
-    let r = store.get_message("g", "P", 0, 10, 32, 2500, None);
+    let r = store.get_message("P", 0, 10, 32, 2500, None);
     assert_eq!(r.messages.len(), 2, "max bytes");
     let one = r.messages[0].len();
-    let r = store.get_message("g", "P", 0, 10, 32, 10, None);
+    let r = store.get_message("P", 0, 10, 32, 10, None);
     assert_eq!(r.messages.len(), 1, "the first message always fits");
     assert_eq!(r.buffer_total_size, one);
     assert!(!store.is_in_memory(0));

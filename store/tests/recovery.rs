@@ -247,7 +247,7 @@ async fn consume_queue_entries_past_the_end_are_dropped() {
     assert_eq!(store.max_offset_in_queue("A", 0), expected_a0);
     let all = pull_all(&store, "A", 0);
     assert_eq!(all.len() as i64, expected_a0);
-    let r = store.get_message("g", "A", 0, expected_a0, 32, 0, None);
+    let r = store.get_message("A", 0, expected_a0, 32, 0, None);
     assert_eq!(r.status, GetMessageStatus::OffsetOverflowOne);
 }
 
@@ -276,7 +276,7 @@ async fn a_torn_consume_queue_entry_is_repaired() {
     overwrite(&cq, 2 * 20 + 16, &[0u8; 4]);
     let store = MessageStore::open(config).unwrap();
     let tag = Tag(vostok_remoting::protocol::filter::java_hash("tag") as i64);
-    let r = store.get_message("g", "A", 0, 2, 1, 0, Some(&tag));
+    let r = store.get_message("A", 0, 2, 1, 0, Some(&tag));
     assert_eq!(r.status, GetMessageStatus::Found);
     assert_eq!(r.next_begin_offset, 3);
 }

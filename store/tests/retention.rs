@@ -74,12 +74,12 @@ async fn expired_files_go_at_the_delete_hour_and_queues_follow() {
     for q in 0..2 {
         let min_q = store.min_offset_in_queue("Ret", q);
         assert!(min_q > 0);
-        let r = store.get_message("g", "Ret", q, 0, 32, 0, None);
+        let r = store.get_message("Ret", q, 0, 32, 0, None);
         assert_eq!(
             (r.status, r.next_begin_offset),
             (GetMessageStatus::OffsetTooSmall, min_q)
         );
-        let r = store.get_message("g", "Ret", q, min_q, 32, 0, None);
+        let r = store.get_message("Ret", q, min_q, 32, 0, None);
         assert_eq!(r.status, GetMessageStatus::Found);
         let first =
             vostok_remoting::protocol::message::MessageExt::decode(&r.messages[0], true).unwrap();

@@ -521,3 +521,23 @@ impl TestClient {
         }
     }
 }
+
+impl crate::Broker {
+    /// Creates `topic` with `queues` queues on this broker, asserting it was created,
+    /// and waits until its name server routes it with that many queues.
+    pub async fn create_topic(&self, topic: &str, queues: i32) {
+        let admin = TestClient::default();
+        let response = admin.create_topic(&self.addr, topic, queues).await;
+        assert_eq!(
+            response.code,
+            response_code::SUCCESS,
+            "{}",
+            response.remark()
+        );
+        admin
+            .wait_for_route(&self.namesrv, topic, |r| {
+                r.queue_datas.iter().any(|q| q.read_queue_nums == queues)
+            })
+            .await;
+    }
+}

@@ -71,22 +71,6 @@ fn broker() -> Broker {
     )
 }
 
-async fn create_topic(broker: &Broker) {
-    let admin = TestClient::default();
-    let response = admin.create_topic(&broker.addr, TOPIC, 2).await;
-    assert_eq!(
-        response.code,
-        response_code::SUCCESS,
-        "{}",
-        response.remark()
-    );
-    admin
-        .wait_for_route(&broker.namesrv, TOPIC, |r| {
-            r.queue_datas.iter().any(|q| q.read_queue_nums == 2)
-        })
-        .await;
-}
-
 async fn send_all(ns: &str) {
     let producer = Producer::new(ProducerConfig {
         client: client(ns, "producer"),
@@ -141,7 +125,7 @@ async fn a_consumer_bound_with_a_routing_key_gets_only_matches_and_nothing_else_
     let broker = broker();
     let metrics = broker.metrics_addr.clone().expect("metrics address");
     let ns = broker.namesrv.clone();
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 2).await;
     send_all(&ns).await;
     let admin = TestClient::default();
     admin.wait_dispatched(&broker.addr).await;
@@ -291,7 +275,7 @@ async fn raw_pop(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_carry_only_matching_records_and_bad_binding_keys_are_refused() {
     let broker = broker();
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 2).await;
     send_all(&broker.namesrv).await;
     let raw = TestClient::default();
     raw.wait_dispatched(&broker.addr).await;
@@ -481,7 +465,7 @@ async fn against_a_broker_without_routing_keys_consumers_filter_on_the_client() 
         refused.clone(),
     ));
     let ns = broker.namesrv.clone();
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 2).await;
     send_all(&ns).await;
     let admin = TestClient::default();
     admin.wait_dispatched(&broker.addr).await;

@@ -28,22 +28,6 @@ const T: Duration = sdk::WAIT;
 
 type Seen = Arc<Mutex<Vec<MessageExt>>>;
 
-async fn create_topic(broker: &Broker, topic: &str, queues: i32) {
-    let admin = TestClient::default();
-    let response = admin.create_topic(&broker.addr, topic, queues).await;
-    assert_eq!(
-        response.code,
-        response_code::SUCCESS,
-        "{}",
-        response.remark()
-    );
-    admin
-        .wait_for_route(&broker.namesrv, topic, |r| {
-            r.queue_datas.iter().any(|q| q.read_queue_nums == queues)
-        })
-        .await;
-}
-
 async fn producer(namesrv: &str) -> Producer {
     let p = Producer::new(ProducerConfig {
         client: client(namesrv, "producer"),
@@ -128,7 +112,7 @@ async fn three_members_share_eight_queues_across_a_member_leaving_and_joining() 
     let broker = Broker::start(BrokerOptions::default());
     let ns = broker.namesrv.clone();
     let (group, topic) = ("share-group", "SharedTopic");
-    create_topic(&broker, topic, 8).await;
+    broker.create_topic(topic, 8).await;
     let admin = TestClient::default();
     let producer = producer(&ns).await;
     // No periodic rebalance within the test: every move below follows the broker's
@@ -243,7 +227,7 @@ async fn broadcasting_reaches_every_member_and_groups_are_independent() {
     let broker = Broker::start(BrokerOptions::default());
     let ns = broker.namesrv.clone();
     let topic = "FanTopic";
-    create_topic(&broker, topic, 2).await;
+    broker.create_topic(topic, 2).await;
     let admin = TestClient::default();
     let dir = tempfile::tempdir().unwrap();
     let producer = producer(&ns).await;
@@ -378,7 +362,7 @@ async fn orderly_keeps_per_key_order_and_retries_a_failing_message_in_place() {
     let broker = Broker::start(BrokerOptions::default());
     let ns = broker.namesrv.clone();
     let (group, topic) = ("orderly-group", "OrderedTopic");
-    create_topic(&broker, topic, 4).await;
+    broker.create_topic(topic, 4).await;
     let admin = TestClient::default();
     let producer = producer(&ns).await;
     let mut config = consumer_config(&ns, group, "o");
@@ -441,7 +425,7 @@ async fn reconsume_later_goes_through_the_retry_topic_to_the_dlq() {
     let broker = Broker::start(BrokerOptions::default().set("messageDelayLevel", FAST_LEVELS));
     let ns = broker.namesrv.clone();
     let (group, topic) = ("failing-group", "FailTopic");
-    create_topic(&broker, topic, 1).await;
+    broker.create_topic(topic, 1).await;
     let admin = TestClient::default();
     let producer = producer(&ns).await;
     let mut config = consumer_config(&ns, group, "f");
@@ -535,7 +519,7 @@ async fn tag_and_routing_key_filters() {
     let broker = Broker::start(BrokerOptions::default());
     let ns = broker.namesrv.clone();
     let topic = "TagTopic";
-    create_topic(&broker, topic, 1).await;
+    broker.create_topic(topic, 1).await;
     let admin = TestClient::default();
     let producer = producer(&ns).await;
     // Non-matching arrivals do not wake a parked pull (RocketMQ's long polling checks
@@ -611,7 +595,7 @@ async fn lite_pull_with_manual_commit_and_seek() {
     let broker = Broker::start(BrokerOptions::default());
     let ns = broker.namesrv.clone();
     let (group, topic) = ("lite-group", "LiteTopic");
-    create_topic(&broker, topic, 1).await;
+    broker.create_topic(topic, 1).await;
     let admin = TestClient::default();
     let producer = producer(&ns).await;
     send_all(&producer, topic, "", 10).await;
@@ -726,7 +710,7 @@ async fn restart_resumes_from_the_committed_offset() {
     let broker = Broker::start(BrokerOptions::default());
     let ns = broker.namesrv.clone();
     let (group, topic) = ("resume-group", "ResumeTopic");
-    create_topic(&broker, topic, 2).await;
+    broker.create_topic(topic, 2).await;
     let admin = TestClient::default();
     let producer = producer(&ns).await;
     let (c, seen) = recording_consumer(

@@ -29,22 +29,6 @@ fn broker() -> Broker {
     Broker::start(BrokerOptions::default().set("reviveInterval", 100))
 }
 
-async fn create_topic(broker: &Broker, topic: &str, queues: i32) {
-    let admin = TestClient::default();
-    let response = admin.create_topic(&broker.addr, topic, queues).await;
-    assert_eq!(
-        response.code,
-        response_code::SUCCESS,
-        "{}",
-        response.remark()
-    );
-    admin
-        .wait_for_route(&broker.namesrv, topic, |r| {
-            r.queue_datas.iter().any(|q| q.read_queue_nums == queues)
-        })
-        .await;
-}
-
 /// Sends `bodies` round robin over `queues` queues.
 async fn send(broker: &Broker, topic: &str, queues: i32, bodies: &[String]) {
     let c = TestClient::default();
@@ -104,7 +88,7 @@ async fn receive_until(
 #[tokio::test]
 async fn received_messages_are_acked_once_and_never_come_back() {
     let broker = broker();
-    create_topic(&broker, "PopAck", 4).await;
+    broker.create_topic("PopAck", 4).await;
     let sent = bodies("a", 40);
     send(&broker, "PopAck", 4, &sent).await;
     let c = consumer(&broker, "pop-ack", "PopAck", false).await;
@@ -145,7 +129,7 @@ async fn received_messages_are_acked_once_and_never_come_back() {
 #[tokio::test]
 async fn an_unacked_message_comes_back_and_a_changed_invisible_time_holds_it() {
     let broker = broker();
-    create_topic(&broker, "PopLapse", 1).await;
+    broker.create_topic("PopLapse", 1).await;
     send(&broker, "PopLapse", 1, &bodies("l", 2)).await;
     let c = consumer(&broker, "pop-lapse", "PopLapse", false).await;
     let mut first = receive_until(&c, Duration::from_secs(3), |m| m.len() >= 2).await;
@@ -172,7 +156,7 @@ async fn an_unacked_message_comes_back_and_a_changed_invisible_time_holds_it() {
 #[tokio::test]
 async fn a_message_reconsumed_retry_max_times_goes_to_the_dlq() {
     let broker = broker();
-    create_topic(&broker, "PopDlq", 1).await;
+    broker.create_topic("PopDlq", 1).await;
     let admin = TestClient::default();
     let group = "pop-dlq";
     let config = serde_json::json!({ "groupName": group, "retryMaxTimes": 1 });
@@ -245,7 +229,7 @@ async fn fifo_pop(client: &TestClient, addr: &str, attempt: &str) -> (i32, Vec<M
 #[tokio::test]
 async fn fifo_pops_block_the_queue_until_acked_and_repeat_for_the_same_attempt() {
     let broker = broker();
-    create_topic(&broker, "PopFifo", 1).await;
+    broker.create_topic("PopFifo", 1).await;
     send(&broker, "PopFifo", 1, &bodies("f", 4)).await;
     let raw = TestClient::default();
     // A send is answered before its message is dispatched to the queue.
@@ -337,7 +321,7 @@ async fn ack_raw_fifo(raw: &TestClient, addr: &str, batch: &[MessageExt]) {
 #[tokio::test]
 async fn pop_and_pull_groups_each_get_every_message() {
     let broker = broker();
-    create_topic(&broker, "PopPull", 2).await;
+    broker.create_topic("PopPull", 2).await;
     let sent = bodies("p", 30);
     send(&broker, "PopPull", 2, &sent).await;
     let c = consumer(&broker, "pop-side", "PopPull", false).await;
@@ -385,7 +369,7 @@ async fn a_pop_is_held_until_a_message_arrives_and_held_pops_are_bounded() {
             .set("reviveInterval", 100)
             .set("popPollingSize", 1),
     );
-    create_topic(&broker, "PopHold", 2).await;
+    broker.create_topic("PopHold", 2).await;
     let raw = TestClient::default();
     let c = SimpleConsumer::new(SimpleConsumerConfig {
         client: client(&broker.namesrv, "pop-hold"),
@@ -436,7 +420,7 @@ async fn a_pop_is_held_until_a_message_arrives_and_held_pops_are_bounded() {
 #[tokio::test]
 async fn after_kill_9_unacked_messages_come_back_and_acked_ones_never_do() {
     let broker = broker();
-    create_topic(&broker, "PopCrash", 2).await;
+    broker.create_topic("PopCrash", 2).await;
     let sent = bodies("k", 20);
     send(&broker, "PopCrash", 2, &sent).await;
     let c = consumer(&broker, "pop-crash", "PopCrash", false).await;

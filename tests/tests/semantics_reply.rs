@@ -26,18 +26,6 @@ use vostok_tests::{Broker, BrokerOptions};
 const TOPIC: &str = "RequestTopic";
 const REPLY_TOPIC: &str = "DefaultCluster_REPLY_TOPIC";
 
-async fn create_topic(broker: &Broker) {
-    let admin = TestClient::default();
-    let response = admin.create_topic(&broker.addr, TOPIC, 2).await;
-    assert_eq!(
-        response.code,
-        response_code::SUCCESS,
-        "{}",
-        response.remark()
-    );
-    admin.wait_for_route(&broker.namesrv, TOPIC, |_| true).await;
-}
-
 async fn producer(ns: &str, group: &str) -> Producer {
     let p = Producer::new(ProducerConfig {
         client: client(ns, group),
@@ -87,7 +75,7 @@ async fn replier(ns: &str) -> (PushConsumer, Producer) {
 async fn request_gets_its_reply_through_the_broker() {
     let broker = Broker::start(BrokerOptions::default());
     let ns = broker.namesrv.clone();
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 2).await;
     let (consumer, answering) = replier(&ns).await;
     let requester = producer(&ns, "requester").await;
     let reply = requester
@@ -132,7 +120,7 @@ async fn request_gets_its_reply_through_the_broker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_nobody_answers_times_out() {
     let broker = Broker::start(BrokerOptions::default());
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 2).await;
     let requester = producer(&broker.namesrv, "lonely").await;
     let outcome = requester
         .request(Message::new(TOPIC, "anyone?"), Duration::from_millis(1500))

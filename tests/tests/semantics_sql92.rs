@@ -98,18 +98,6 @@ async fn start_consumer(
     Ok((consumer, seen))
 }
 
-async fn create_topic(broker: &Broker) {
-    let admin = TestClient::default();
-    let response = admin.create_topic(&broker.addr, TOPIC, 1).await;
-    assert_eq!(
-        response.code,
-        response_code::SUCCESS,
-        "{}",
-        response.remark()
-    );
-    admin.wait_for_route(&broker.namesrv, TOPIC, |_| true).await;
-}
-
 async fn producer(ns: &str) -> Producer {
     let producer = Producer::new(ProducerConfig {
         client: client(ns, "sql-producer"),
@@ -128,7 +116,7 @@ fn names(indexes: &[usize]) -> Vec<String> {
 async fn push_consumers_receive_exactly_what_their_expression_selects() {
     let broker = sql_broker();
     let ns = broker.namesrv.clone();
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 1).await;
     let mut consumers = Vec::new();
     for (k, (expression, expected)) in cases().into_iter().enumerate() {
         let group = format!("sql-group-{k}");
@@ -160,7 +148,7 @@ async fn push_consumers_receive_exactly_what_their_expression_selects() {
 async fn pulls_carrying_the_expression_filter_and_bad_ones_are_refused() {
     let broker = sql_broker();
     let ns = broker.namesrv.clone();
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 1).await;
     let producer = producer(&ns).await;
     for i in 0..N {
         producer.send(message(i)).await.unwrap();
@@ -235,7 +223,7 @@ async fn pulls_carrying_the_expression_filter_and_bad_ones_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_expression_fails_the_consumer_start_with_where_it_fails() {
     let broker = sql_broker();
-    create_topic(&broker).await;
+    broker.create_topic(TOPIC, 1).await;
     let err = start_consumer(&broker.namesrv, "bad-sql", "a > 5 AND s IN (1)")
         .await
         .err()
@@ -269,7 +257,7 @@ async fn a_bad_expression_fails_the_consumer_start_with_where_it_fails() {
 
     // Without enablePropertyFilter the broker refuses SQL92 altogether, as Apache does.
     let plain = Broker::start(BrokerOptions::default());
-    create_topic(&plain).await;
+    plain.create_topic(TOPIC, 1).await;
     match start_consumer(&plain.namesrv, "sql-off", "a > 5")
         .await
         .err()

@@ -6,13 +6,11 @@ use std::fmt::Write;
 
 use vostok_observe::http::HttpRequest;
 use vostok_remoting::protocol::body::{BrowsedMessage, MessageStatus};
-use vostok_remoting::protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
-use vostok_remoting::protocol::{request_code, response_code};
-use vostok_remoting::RemotingCommand;
 
 use super::html::{esc, form, hidden, parse_local, table, time, url};
 use super::Console;
-use crate::processor::topic_admin;
+use crate::ops;
+use crate::ops::topic::{CreateTopic, DeleteTopic};
 
 /// Most messages a time-range search lists.
 const MAX_LISTED: usize = 64;
@@ -291,45 +289,32 @@ pub(crate) async fn resend(c: &Console, f: Field<'_>) -> Result<String, String> 
     Ok(format!("resent to {} as {}", r.topic, r.msg_id))
 }
 
-fn outcome(response: RemotingCommand, done: String) -> Result<String, String> {
-    if response.code == response_code::SUCCESS {
-        Ok(done)
-    } else {
-        Err(response.remark().to_owned())
-    }
-}
-
 pub(crate) async fn create_topic(c: &Console, f: Field<'_>) -> Result<String, String> {
     let topic = f("topic");
     let queues: i32 = f("queues").parse().unwrap_or(8).clamp(1, 1024);
-    let header = CreateTopicRequestHeader {
+    let create = CreateTopic {
         topic: topic.clone(),
-        default_topic: vostok_remoting::protocol::topic::AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
         read_queue_nums: queues,
         write_queue_nums: queues,
         perm: 6,
         topic_filter_type: "SINGLE_TAG".to_owned(),
-        topic_sys_flag: None,
-        order: None,
+        topic_sys_flag: 0,
+        order: false,
         attributes: None,
-        force: None,
     };
-    let request =
-        RemotingCommand::request_with_header(request_code::UPDATE_AND_CREATE_TOPIC, &header);
-    let response = topic_admin::update_and_create_topic(&c.broker, request).await;
-    outcome(
-        response,
-        format!("topic {topic} created with {queues} queues"),
-    )
+    ops::topic::create_topic(&c.broker, create)
+        .await
+        .map_err(|refusal| refusal.remark)?;
+    Ok(format!("topic {topic} created with {queues} queues"))
 }
 
 pub(crate) async fn delete_topic(c: &Console, f: Field<'_>) -> Result<String, String> {
     let topic = f("topic");
-    let header = TopicRequestHeader {
+    let delete = DeleteTopic {
         topic: topic.clone(),
     };
-    let request =
-        RemotingCommand::request_with_header(request_code::DELETE_TOPIC_IN_BROKER, &header);
-    let response = topic_admin::delete_topic(&c.broker, request).await;
-    outcome(response, format!("topic {topic} deleted"))
+    ops::topic::delete_topic(&c.broker, delete)
+        .await
+        .map_err(|refusal| refusal.remark)?;
+    Ok(format!("topic {topic} deleted"))
 }

@@ -1,12 +1,9 @@
 //! AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue (Apache's
 //! `AckMessageActivity`, `ChangeInvisibleDurationActivity`,
 //! `ForwardMessageToDLQActivity`; docs/grpc.md#receipt-handles): the receipt handle names
-//! the POP checkpoint (`crate::pop`), its 9th field the message's commitlog offset.
+//! the POP checkpoint (`crate::ops::pop`), its 9th field the message's commitlog offset.
 
-use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;
 use vostok_remoting::protocol::pop::ExtraInfo;
-use vostok_remoting::protocol::{request_code, response_code};
-use vostok_remoting::RemotingCommand;
 
 use super::context::RequestContext;
 use super::convert::millis_of_duration;
@@ -16,9 +13,9 @@ use super::proto::{
     ChangeInvisibleDurationResponse, Code, ForwardMessageToDeadLetterQueueRequest,
     ForwardMessageToDeadLetterQueueResponse, Status,
 };
-use super::status::{from_remoting, ok, status};
-use crate::pop::{self, PopError};
-use crate::processor;
+use super::status::{from_refusal, from_remoting, ok, status};
+use crate::ops::pop::{self, PopError};
+use crate::ops::send_back::{send_back, SendBack};
 
 /// Longest invisible time a change may ask (Apache's `maxInvisibleTimeMills`).
 const MAX_INVISIBLE_MS: i64 = 12 * 3600 * 1000;
@@ -191,23 +188,17 @@ pub(crate) async fn forward_to_dlq(
             ));
         };
         // Straight to the group's DLQ (delay level −1), then acked.
-        let header = ConsumerSendMsgBackRequestHeader {
+        let back = SendBack {
             offset: commit_log_offset,
             group: group.clone(),
             delay_level: -1,
-            origin_msg_id: Some(request.message_id.clone()),
             origin_topic: Some(topic.clone()),
-            unit_mode: None,
             max_reconsume_times: Some(request.max_delivery_attempts.saturating_sub(1).max(0)),
         };
-        let command =
-            RemotingCommand::request_with_header(request_code::CONSUMER_SEND_MSG_BACK, &header);
         let channel = svc.channel_for(ctx);
-        let response =
-            processor::send_back::consumer_send_msg_back(&svc.broker, &channel, command).await;
-        if response.code != response_code::SUCCESS {
-            return Err(from_remoting(response.code, response.remark()));
-        }
+        send_back(&svc.broker, &channel, back)
+            .await
+            .map_err(from_refusal)?;
         let read_topic = handle.extra.retry.real_topic(&topic, &group);
         pop::ack::ack(
             &svc.broker,

@@ -2,11 +2,11 @@
 //! (package `apache.rocketmq.v2`) on `grpcServerPort`, served by the broker process
 //! itself, over the same state as the remoting protocol (docs/grpc.md).
 //!
-//! It is a second front end beside the remoting processors, one floor above them: an
-//! RPC either calls the POP operations (`crate::pop`) and the state directly, or makes
-//! the remoting request the broker already serves (SEND_MESSAGE, END_TRANSACTION,
-//! CONSUMER_SEND_MSG_BACK) and calls its processor, so both protocols share one send
-//! path, one transaction path and one POP path. Nothing below calls into it: the broker
+//! It is a second front end beside the remoting processors, never importing them: an
+//! RPC calls the operations the processors call (`crate::ops` for send, end
+//! transaction and send back; `crate::ops::pop`) or reads the state, so both protocols
+//! share one send path, one transaction path and one POP path. [`status`] maps an
+//! operation's refusal to a gRPC status. Nothing below calls into it: the broker
 //! reaches a gRPC client through the detached [`vostok_remoting::Channel`] of its
 //! session, registered in the client registry like any connection.
 //!
@@ -17,7 +17,7 @@
 //!   [`send`], [`receive`], [`ack`] (ack, invisible duration, DLQ), [`transaction`],
 //!   [`pull`] (pull and offsets), [`recall`].
 //! * [`session`]: client sessions; [`context`]: request metadata; [`convert`]:
-//!   stored messages as gRPC messages; [`status`]: response codes.
+//!   stored messages as gRPC messages; [`status`]: status codes.
 //! * [`proto`]: the generated messages and service trait.
 
 mod access;

@@ -30,7 +30,7 @@ use super::proto::{
 };
 use super::session::CONSUMER_LONG_POLLING_MS;
 use super::status::{from_remoting, ok, status};
-use crate::pop::{consuming_group, readable_topic};
+use crate::ops::pop::{consuming_group, readable_topic};
 
 pub(crate) type PullStream =
     Pin<Box<dyn Stream<Item = Result<PullMessageResponse, tonic::Status>> + Send>>;
@@ -66,7 +66,7 @@ async fn pull(
     let topic = ctx.name_of(queue.topic.as_ref());
     valid_topic(&topic)?;
     valid_group(&group)?;
-    let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
+    let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
     readable_topic(broker, &topic).map_err(map_err)?;
     consuming_group(broker, &group, svc.session_channel(ctx).as_ref()).map_err(map_err)?;
     if request.offset < 0 {
@@ -76,7 +76,6 @@ async fn pull(
     let batch = request.batch_size.clamp(1, 32);
     let read = || {
         broker.get_for_consumer(
-            &group,
             &topic,
             queue.id,
             request.offset,
@@ -170,7 +169,7 @@ pub(crate) fn update_offset(
         if request.offset < 0 {
             return Err(status(Code::IllegalOffset, "offset cannot be negative"));
         }
-        let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
+        let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
         consuming_group(&svc.broker, &group, svc.session_channel(ctx).as_ref()).map_err(map_err)?;
         svc.broker
             .offsets

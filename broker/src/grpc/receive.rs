@@ -1,5 +1,5 @@
 //! ReceiveMessage (Apache's `ReceiveMessageActivity`; docs/grpc.md#receivemessage): a
-//! POP of the broker's own (`crate::pop::receive`), streamed back as one `status`, a
+//! POP of the broker's own (`crate::ops::pop::receive`), streamed back as one `status`, a
 //! `delivery_timestamp` (now) and one `message` per popped message, each with its
 //! receipt handle: the POP `extraInfo` plus the message's commitlog offset
 //! (docs/grpc.md#receipt-handles).
@@ -34,8 +34,8 @@ use super::proto::settings::PubSub;
 use super::proto::{Code, ReceiveMessageRequest, ReceiveMessageResponse, Status};
 use super::session::CONSUMER_LONG_POLLING_MS;
 use super::status::{from_remoting, ok, status};
-use crate::pop::receive::{pop, PopRequest};
-use crate::pop::{consuming_group, readable_topic};
+use crate::ops::pop::receive::{pop, PopRequest};
+use crate::ops::pop::{consuming_group, readable_topic};
 
 pub(crate) type ReceiveStream =
     Pin<Box<dyn Stream<Item = Result<ReceiveMessageResponse, tonic::Status>> + Send>>;
@@ -135,7 +135,7 @@ async fn receive(
             .get(&group)
             .is_some_and(|g| g.consume_message_orderly);
     let filter = filter_of(&topic, request.filter_expression.as_ref())?;
-    let map_err = |e: crate::pop::PopError| from_remoting(e.code, &e.remark);
+    let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
     readable_topic(broker, &topic).map_err(map_err)?;
     let client = svc.session_channel(ctx);
     consuming_group(broker, &group, client.as_ref()).map_err(map_err)?;

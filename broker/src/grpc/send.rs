@@ -1,6 +1,6 @@
 //! SendMessage (Apache's `SendMessageActivity`; docs/grpc.md#sendmessage): each message
-//! becomes a SEND_MESSAGE request for the broker's own send path, so gRPC and remoting
-//! sends meet the same checks, topics, queues and store.
+//! becomes a typed send for the broker's own send operation (`crate::ops::send`), so
+//! gRPC and remoting sends meet the same checks, topics, queues and store.
 //!
 //! The message id becomes `UNIQ_KEY`, tag and keys their properties, the message group
 //! `__SHARDINGKEY` (and picks the queue by a consistent hash of the group, so a group
@@ -9,15 +9,13 @@
 //! producer group is the topic, as in Apache's proxy. The transaction id answered is
 //! the half message's offset message id, which is what EndTransaction needs.
 
-use vostok_remoting::protocol::header::{
-    CommandHeader, SendMessageRequestHeader, SendMessageResponseHeader,
-};
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::message::sysflag;
-use vostok_remoting::protocol::{request_code, response_code, topic};
+use vostok_remoting::protocol::topic;
+use vostok_remoting::support::latency_trace;
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::{Channel, RemotingCommand};
+use vostok_remoting::Channel;
 
 use super::client::valid_topic;
 use super::context::RequestContext;
@@ -28,8 +26,9 @@ use super::proto::{
     Status,
 };
 use super::recall::recall_handle;
-use super::status::{from_remoting, ok, status};
-use crate::processor;
+use super::status::{from_ack, from_refusal, ok, status};
+use crate::ops::send::{self as op, Destination, SendRequest};
+use crate::ops::stored::Ack;
 
 /// Most messages in one SendMessage request.
 const MAX_BATCH: usize = 1024;
@@ -108,15 +107,10 @@ async fn send_one(
         Ok(built) => built,
         Err(status) => return failed(status),
     };
-    let response = processor::send::send_message(broker, channel, built.request).await;
-    if response.code != response_code::SUCCESS {
-        return failed(from_remoting(response.code, response.remark()));
-    }
-    let Ok(header) = SendMessageResponseHeader::read_from(&response.ext_fields) else {
-        return failed(status(
-            Code::InternalServerError,
-            "send response without its header",
-        ));
+    let header = match op::send(broker, channel, built.request).await {
+        Ok(stored) if stored.ack == Ack::Stored => stored,
+        Ok(stored) => return failed(from_ack(stored.ack)),
+        Err(refusal) => return failed(from_refusal(refusal)),
     };
     let recall_handle = if built.timed {
         decode_offset_msg_id(&header.msg_id)
@@ -139,16 +133,16 @@ async fn send_one(
     }
 }
 
-/// A gRPC message made into a SEND_MESSAGE request.
+/// A gRPC message made into a typed send.
 struct Built {
-    request: RemotingCommand,
+    request: SendRequest,
     transactional: bool,
     /// It asks for a delivery time (a timer message, recallable while it waits).
     timed: bool,
     message_id: String,
 }
 
-/// The SEND_MESSAGE request for one gRPC message.
+/// The typed send for one gRPC message.
 fn build_request(
     broker: &crate::state::Broker,
     topic_name: &str,
@@ -250,24 +244,23 @@ fn build_request(
         }
         _ => -1,
     };
-    let header = SendMessageRequestHeader {
-        producer_group: topic_name.to_owned(),
-        topic: topic_name.to_owned(),
-        default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
-        default_topic_queue_nums: broker.config.default_topic_queue_nums,
-        queue_id,
+    let request = SendRequest {
+        to: Destination {
+            topic: topic_name.to_owned(),
+            default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
+            default_topic_queue_nums: broker.config.default_topic_queue_nums,
+            queue_id,
+            unit_mode: false,
+        },
         sys_flag,
         born_timestamp: born,
         flag: 0,
-        properties: Some(props.into_string()),
-        reconsume_times: None,
-        unit_mode: None,
-        batch: None,
+        properties: props.into_string(),
+        body: message.body,
+        reconsume_times: 0,
         max_reconsume_times: None,
-        broker_name: None,
+        received: latency_trace::enabled().then(latency_trace::now_micros),
     };
-    let request = RemotingCommand::request_with_header(request_code::SEND_MESSAGE, &header)
-        .with_body(message.body);
     Ok(Built {
         request,
         transactional,

@@ -4,6 +4,8 @@
 use vostok_remoting::protocol::response_code;
 
 use super::proto::{Code, Status};
+use crate::ops::stored::Ack;
+use crate::ops::{Refusal, Refused};
 
 /// A status with `code` and `message`.
 pub(crate) fn status(code: Code, message: impl Into<String>) -> Status {
@@ -43,6 +45,31 @@ pub(crate) fn from_remoting(code: i32, remark: &str) -> Status {
         remark.to_owned()
     };
     status(mapped, message)
+}
+
+/// The status for an operation's refusal, as [`from_remoting`] maps the RocketMQ code
+/// the remoting front end answers for it.
+pub(crate) fn from_refusal(refusal: Refusal) -> Status {
+    let code = match refusal.kind {
+        Refused::Busy => Code::TooManyRequests,
+        Refused::NoPermission => Code::Forbidden,
+        Refused::InvalidParameter | Refused::MessageIllegal => Code::BadRequest,
+        Refused::TopicNotExist => Code::TopicNotFound,
+        Refused::GroupNotExist => Code::ConsumerGroupNotFound,
+        Refused::NotMaster => Code::HaNotAvailable,
+        Refused::NotAvailable | Refused::SystemError => Code::InternalServerError,
+    };
+    status(code, refusal.remark)
+}
+
+/// The status of a stored send that the broker could not flush or replicate as told.
+pub(crate) fn from_ack(ack: Ack) -> Status {
+    match ack {
+        Ack::Stored => ok(),
+        Ack::FlushDiskTimeout => status(Code::MasterPersistenceTimeout, "FLUSH_DISK_TIMEOUT"),
+        Ack::FlushSlaveTimeout => status(Code::SlavePersistenceTimeout, "FLUSH_SLAVE_TIMEOUT"),
+        Ack::SlaveNotAvailable => status(Code::HaNotAvailable, "SLAVE_NOT_AVAILABLE"),
+    }
 }
 
 /// The code of a status, `None` for a number the protocol does not name.

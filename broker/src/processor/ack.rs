@@ -1,6 +1,6 @@
 //! ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
-//! (docs/pop.md#ack_message): the remoting front of `crate::pop::ack` and
-//! `crate::pop::invisible`.
+//! (docs/pop.md#ack_message): the remoting front of `crate::ops::pop::ack` and
+//! `crate::ops::pop::invisible`.
 
 use vostok_remoting::protocol::body::BatchAckMessageRequestBody;
 use vostok_remoting::protocol::header::{
@@ -11,8 +11,8 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::RemotingCommand;
 
 use super::{decode_body, decode_header, error, success_with};
-use crate::pop::ack::{ack, ack_offsets, ack_orderly};
-use crate::pop::invisible::change_invisible_time;
+use crate::ops::pop::ack::{ack, ack_offsets, ack_orderly};
+use crate::ops::pop::invisible::change_invisible_time;
 use crate::state::pop::checkpoint::CkKey;
 use crate::state::Broker;
 

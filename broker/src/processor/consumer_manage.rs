@@ -95,7 +95,7 @@ pub(crate) fn query_consumer_offset(broker: &Broker, request: RemotingCommand) -
 fn first_message_in_memory(broker: &Broker, topic: &str, queue_id: i32) -> bool {
     let result = broker
         .store
-        .get_message("", topic, queue_id, 0, 1, i32::MAX, None);
+        .get_message(topic, queue_id, 0, 1, i32::MAX, None);
     match result.messages.first() {
         Some(record) => {
             vostok_remoting::protocol::message::RecordView::parse_message(record, false)

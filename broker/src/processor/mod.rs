@@ -1,7 +1,8 @@
 //! Request processors: one function per request code, grouped by area as RocketMQ groups
 //! them. [`BrokerProcessor`] routes each request by code; business outcomes are responses
-//! with RocketMQ codes, never errors. The gRPC front end (`crate::grpc`) calls the
-//! send, send-back and transaction processors with the requests it makes.
+//! with RocketMQ codes, never errors. Work that another front end needs too lives in
+//! `crate::ops`: the processor decodes the header into its typed request, calls it and
+//! maps the outcome ([`refused`] for a refusal).
 
 mod access;
 mod ack;
@@ -25,14 +26,13 @@ mod query;
 mod reply;
 mod role;
 mod role_notify;
-pub(crate) mod send;
-pub(crate) mod send_back;
+mod send;
+mod send_back;
 mod send_batch;
-mod send_dedupe;
 mod store_admin;
 pub(crate) mod topic_admin;
 mod topic_consumers;
-pub(crate) mod transaction;
+mod transaction;
 
 use std::sync::Arc;
 
@@ -282,6 +282,23 @@ fn refuse(
         return None;
     }
     Some(error(response_code::NO_PERMISSION, denied.reason))
+}
+
+/// The response for an operation's refusal: its RocketMQ code and the remark.
+pub(crate) fn refused(refusal: crate::ops::Refusal) -> RemotingCommand {
+    use crate::ops::Refused;
+    let code = match refusal.kind {
+        Refused::Busy => response_code::SYSTEM_BUSY,
+        Refused::NotAvailable => response_code::SERVICE_NOT_AVAILABLE,
+        Refused::NotMaster => response_code::SLAVE_NOT_AVAILABLE,
+        Refused::NoPermission => response_code::NO_PERMISSION,
+        Refused::InvalidParameter => response_code::INVALID_PARAMETER,
+        Refused::TopicNotExist => response_code::TOPIC_NOT_EXIST,
+        Refused::GroupNotExist => response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+        Refused::MessageIllegal => response_code::MESSAGE_ILLEGAL,
+        Refused::SystemError => response_code::SYSTEM_ERROR,
+    };
+    error(code, refusal.remark)
 }
 
 /// A response with `code` and `remark`.

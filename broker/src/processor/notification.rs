@@ -12,7 +12,7 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_header, error, success_with};
-use crate::pop::{consuming_group, readable_topic};
+use crate::ops::pop::{consuming_group, readable_topic};
 use crate::state::Broker;
 
 const MAX_POLL: std::time::Duration = std::time::Duration::from_secs(30);

@@ -1,5 +1,5 @@
 //! POP_MESSAGE and PEEK_MESSAGE (docs/pop.md#pop_message): the remoting front of
-//! `crate::pop::receive`.
+//! `crate::ops::pop::receive`.
 //!
 //! A pop that finds messages answers SUCCESS with their records as the body (as a
 //! pull does) and the checkpoint data in the header; one that finds none within its
@@ -17,8 +17,8 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_header, error};
-use crate::pop::receive::{self, PopRequest, PopResult};
-use crate::pop::{consuming_group, readable_topic};
+use crate::ops::pop::receive::{self, PopRequest, PopResult};
+use crate::ops::pop::{consuming_group, readable_topic};
 use crate::state::consumer_filter::ExpressionMessageFilter;
 use crate::state::Broker;
 
@@ -162,15 +162,7 @@ pub(crate) fn peek_message(
         } else {
             store.min_offset_in_queue(&header.topic, q)
         };
-        let got = store.get_message(
-            &header.consumer_group,
-            &header.topic,
-            q,
-            from,
-            (max - n) as i32,
-            i32::MAX,
-            None,
-        );
+        let got = store.get_message(&header.topic, q, from, (max - n) as i32, i32::MAX, None);
         rest += got.max_offset - got.next_begin_offset;
         for record in got.messages.iter().take(max - n) {
             body.extend_from_slice(record);

@@ -163,7 +163,6 @@ fn pull_inner(
     let max_bytes = header.max_msg_bytes.filter(|b| *b > 0).unwrap_or(i32::MAX);
     let filter = ExpressionMessageFilter::new(subscription, sql);
     let result = broker.get_for_consumer(
-        &header.consumer_group,
         &header.topic,
         header.queue_id,
         header.queue_offset,

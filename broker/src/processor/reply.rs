@@ -20,8 +20,10 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::MessageInner;
 
-use super::put_response::choose_queue;
-use super::send::check_message;
+use super::refused;
+use super::send::destination;
+use crate::ops::send::check_message;
+use crate::ops::stored::choose_queue;
 use crate::state::Broker;
 
 /// How long the requester has to acknowledge a pushed reply (Apache's `callClient`).
@@ -41,9 +43,9 @@ pub(crate) async fn send_reply_message(
         Ok(h) => h,
         Err(e) => return super::header_error(&request, e),
     };
-    let topic_config = match check_message(broker, channel, &header) {
+    let topic_config = match check_message(broker, channel, &destination(&header)) {
         Ok(config) => config,
-        Err(response) => return response,
+        Err(refusal) => return refused(refusal),
     };
     let queue_id = choose_queue(header.queue_id, &topic_config);
     let raw = header.properties.clone().unwrap_or_default();
@@ -59,19 +61,20 @@ pub(crate) async fn send_reply_message(
         trace_on: Some(broker.config.trace_on.to_string()),
     };
     if broker.config.store_reply_message_enable {
+        let properties = Properties::decode(&raw).into_string();
         let msg = MessageInner {
-            topic: header.topic.clone(),
-            queue_id,
             flag: header.flag,
-            body: request.body.clone(),
-            properties: Properties::decode(&raw).into_string(),
-            tags_code: 0,
             sys_flag: header.sys_flag,
             born_timestamp: header.born_timestamp,
             born_host: channel.peer_addr(),
-            store_host: broker.broker_addr,
             reconsume_times: header.reconsume_times.unwrap_or(0),
-            prepared_transaction_offset: 0,
+            ..MessageInner::new(
+                header.topic.clone(),
+                queue_id,
+                request.body.clone(),
+                properties,
+                broker.broker_addr,
+            )
         };
         let result = broker.store.put_message(msg).await;
         broker.count_put(1);

@@ -14,8 +14,9 @@ use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::MessageInner;
 
 use super::error;
-use super::put_response::{choose_queue, put_response, stamp_append};
-use super::send_dedupe;
+use super::put_response::{put_response, send_response};
+use crate::ops::send_dedupe;
+use crate::ops::stored::{choose_queue, stamp_append, stored};
 use crate::state::metrics::MessageKind;
 use crate::state::Broker;
 
@@ -96,19 +97,21 @@ pub(super) async fn send_batch(
             key
         });
         uniq_keys.push(uniq_key);
+        let body = Bytes::clone(&entry.body);
+        let properties = props.into_string();
         msgs.push(MessageInner {
-            topic: header.topic.clone(),
-            queue_id,
             flag: entry.flag,
-            body: Bytes::clone(&entry.body),
-            properties: props.into_string(),
-            tags_code: 0,
             sys_flag,
             born_timestamp: header.born_timestamp,
             born_host,
-            store_host: broker.broker_addr,
             reconsume_times: header.reconsume_times.unwrap_or(0),
-            prepared_transaction_offset: 0,
+            ..MessageInner::new(
+                header.topic.clone(),
+                queue_id,
+                body,
+                properties,
+                broker.broker_addr,
+            )
         });
     }
     let kind = if MessageKind::is_fifo_topic(topic_config) {
@@ -128,7 +131,7 @@ pub(super) async fn send_batch(
         return put_response(broker, result, queue_id, None);
     };
     if claim.all_duplicates() {
-        return send_dedupe::duplicate_response(broker, &claim, None);
+        return send_response(broker, send_dedupe::duplicate(broker, &claim, None));
     }
     let msgs: Vec<MessageInner> = msgs
         .into_iter()
@@ -143,9 +146,12 @@ pub(super) async fn send_batch(
     broker.metrics.record_put(&header.topic, kind, &result);
     let originals = claim.originals();
     send_dedupe::record(claim, &result, queue_id);
-    let response = put_response(broker, result, queue_id, None);
-    if originals.iter().any(Option::is_some) {
-        return send_dedupe::splice_batch_ids(broker, response, &originals);
-    }
-    response
+    let outcome = stored(broker, result, queue_id, None).map(|stored| {
+        if originals.iter().any(Option::is_some) {
+            send_dedupe::splice_batch_ids(broker, stored, &originals)
+        } else {
+            stored
+        }
+    });
+    send_response(broker, outcome)
 }

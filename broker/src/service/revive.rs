@@ -167,15 +167,9 @@ async fn revive_one(
     normal: &str,
     max_reconsume: i32,
 ) -> Option<bool> {
-    let got = broker.store.get_message(
-        REVIVE_GROUP,
-        &ck.key.topic,
-        ck.key.queue_id,
-        offset,
-        1,
-        i32::MAX,
-        None,
-    );
+    let got = broker
+        .store
+        .get_message(&ck.key.topic, ck.key.queue_id, offset, 1, i32::MAX, None);
     let original = got
         .messages
         .first()

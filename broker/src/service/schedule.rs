@@ -111,15 +111,9 @@ async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration, stop: C
 
 async fn deliver_batch(broker: &Broker, level: i32, delay: Duration, offset: i64) -> Step {
     let queue_id = level - 1;
-    let result = broker.store.get_message(
-        "SCHEDULE",
-        SCHEDULE_TOPIC,
-        queue_id,
-        offset,
-        32,
-        i32::MAX,
-        None,
-    );
+    let result = broker
+        .store
+        .get_message(SCHEDULE_TOPIC, queue_id, offset, 32, i32::MAX, None);
     match result.status {
         GetMessageStatus::Found => {}
         GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly => {
@@ -179,15 +173,10 @@ async fn deliver_batch(broker: &Broker, level: i32, delay: Duration, offset: i64
 async fn skip_already_delivered(broker: &Broker, level: i32, mut offset: i64) -> i64 {
     let start = offset;
     loop {
-        let result = broker.store.get_message(
-            "SCHEDULE",
-            SCHEDULE_TOPIC,
-            level - 1,
-            offset,
-            32,
-            i32::MAX,
-            None,
-        );
+        let result =
+            broker
+                .store
+                .get_message(SCHEDULE_TOPIC, level - 1, offset, 32, i32::MAX, None);
         if result.status != GetMessageStatus::Found {
             break;
         }

@@ -70,7 +70,7 @@ async fn rebuild(broker: &Broker) {
     loop {
         let result = broker
             .store
-            .get_message("TIMER", TIMER_TOPIC, 0, offset, 256, i32::MAX, None);
+            .get_message(TIMER_TOPIC, 0, offset, 256, i32::MAX, None);
         match result.status {
             GetMessageStatus::Found => {}
             GetMessageStatus::OffsetTooSmall => {
@@ -180,7 +180,7 @@ async fn deliver_loop(broker: &Broker, stop: &CancellationToken) {
 async fn deliver(broker: &Broker, offset: i64) -> bool {
     let result = broker
         .store
-        .get_message("TIMER", TIMER_TOPIC, 0, offset, 1, i32::MAX, None);
+        .get_message(TIMER_TOPIC, 0, offset, 1, i32::MAX, None);
     let Some(record) = result.messages.first() else {
         warn!(offset, status = ?result.status, "timer record not readable; dropped");
         broker.timers.lock().mark_delivered(offset);
@@ -225,10 +225,9 @@ async fn maybe_roll(broker: &Broker) {
             let p = broker.timers.lock();
             (p.watermark, p.delivered.len())
         };
-        let result =
-            broker
-                .store
-                .get_message("TIMER", TIMER_TOPIC, 0, watermark, 1, i32::MAX, None);
+        let result = broker
+            .store
+            .get_message(TIMER_TOPIC, 0, watermark, 1, i32::MAX, None);
         let Some(parked) = result
             .messages
             .first()

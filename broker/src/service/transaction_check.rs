@@ -66,15 +66,10 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     // Walk the half queue in order; `progress` is where the next round starts.
     let mut progress = half_start;
     'walk: loop {
-        let result = broker.store.get_message(
-            group,
-            topic::TRANS_HALF_TOPIC,
-            0,
-            progress,
-            32,
-            i32::MAX,
-            None,
-        );
+        let result =
+            broker
+                .store
+                .get_message(topic::TRANS_HALF_TOPIC, 0, progress, 32, i32::MAX, None);
         match result.status {
             GetMessageStatus::Found => {}
             GetMessageStatus::OffsetTooSmall => {

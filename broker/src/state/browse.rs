@@ -79,7 +79,7 @@ impl Broker {
             if room <= 0 {
                 break;
             }
-            let got = self.get_for_consumer("", topic_name, q, from, room, i32::MAX, None);
+            let got = self.get_for_consumer(topic_name, q, from, room, i32::MAX, None);
             out.extend(
                 got.messages
                     .iter()

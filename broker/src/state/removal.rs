@@ -139,10 +139,8 @@ impl MessageFilter for SkipRemoved<'_> {
 impl super::Broker {
     /// The store's `get_message` for a consumer: what `filter` passes, minus the
     /// messages an operator removed. Costs one atomic load when nothing was removed.
-    #[allow(clippy::too_many_arguments)] // the store call's arguments, passed through
     pub(crate) fn get_for_consumer(
         &self,
-        group: &str,
         topic: &str,
         queue_id: i32,
         offset: i64,
@@ -162,7 +160,7 @@ impl super::Broker {
             None => filter,
         };
         self.store
-            .get_message(group, topic, queue_id, offset, max_count, max_bytes, filter)
+            .get_message(topic, queue_id, offset, max_count, max_bytes, filter)
     }
 }
 

@@ -52,7 +52,7 @@ impl Broker {
     pub(crate) fn message_at(&self, topic: &str, queue_id: i32, offset: i64) -> Option<MessageExt> {
         let got = self
             .store
-            .get_message("", topic, queue_id, offset, 1, i32::MAX, None);
+            .get_message(topic, queue_id, offset, 1, i32::MAX, None);
         let raw = got.messages.first()?;
         MessageExt::decode(raw, false)
             .ok()
@@ -102,19 +102,16 @@ impl Broker {
         ]
         .into_iter()
         .collect();
+        let body = serde_json::to_vec(&removal).unwrap_or_default().into();
         let record = MessageInner {
-            topic: REMOVED_MESSAGE_TOPIC.to_owned(),
-            queue_id: 0,
-            flag: 0,
-            body: serde_json::to_vec(&removal).unwrap_or_default().into(),
-            properties: props.into_string(),
-            tags_code: 0,
-            sys_flag: 0,
             born_timestamp: removal.removed_at,
-            born_host: self.broker_addr,
-            store_host: self.broker_addr,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..MessageInner::new(
+                REMOVED_MESSAGE_TOPIC,
+                0,
+                body,
+                props.into_string(),
+                self.broker_addr,
+            )
         };
         let result = self.store.put_message(record).await;
         if !result.is_ok() {
@@ -128,9 +125,9 @@ impl Broker {
     pub(crate) fn replay_removals(&self) {
         let mut offset = self.store.min_offset_in_queue(REMOVED_MESSAGE_TOPIC, 0);
         loop {
-            let got =
-                self.store
-                    .get_message("", REMOVED_MESSAGE_TOPIC, 0, offset, 256, i32::MAX, None);
+            let got = self
+                .store
+                .get_message(REMOVED_MESSAGE_TOPIC, 0, offset, 256, i32::MAX, None);
             if got.status != GetMessageStatus::Found {
                 break;
             }

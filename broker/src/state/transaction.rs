@@ -230,19 +230,11 @@ impl TransactionState {
         self.mark_finished([root]);
         let mut properties = String::new();
         push_pair(&mut properties, property::TAGS, OP_TAG);
+        let body = bytes::Bytes::from(root.to_string());
         let msg = MessageInner {
-            topic: topic::TRANS_OP_HALF_TOPIC.to_owned(),
-            queue_id: 0,
-            flag: 0,
-            body: bytes::Bytes::from(root.to_string()),
             tags_code: tags_code(Some(OP_TAG)),
-            properties,
-            sys_flag: 0,
             born_timestamp: now_millis(),
-            born_host: store_host,
-            store_host,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..MessageInner::new(topic::TRANS_OP_HALF_TOPIC, 0, body, properties, store_host)
         };
         let status = store.put_message(msg).await.status;
         if !status.is_stored() {
@@ -258,7 +250,6 @@ impl TransactionState {
         let mut op_offset = self.op_offset();
         loop {
             let result = store.get_message(
-                topic::CID_SYS_RMQ_TRANS,
                 topic::TRANS_OP_HALF_TOPIC,
                 0,
                 op_offset,

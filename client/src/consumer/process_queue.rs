@@ -261,26 +261,17 @@ mod tests {
     use bytes::Bytes;
 
     fn msg(offset: i64) -> MessageExt {
-        let mut m = MessageExt {
-            topic: "T".into(),
-            flag: 0,
-            properties: Default::default(),
-            body: Bytes::from_static(b"abc"),
-            queue_id: 0,
-            store_size: 0,
-            queue_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 0,
+        MessageExt {
+            queue_offset: offset,
             born_host: "127.0.0.1:1".parse().unwrap(),
-            store_timestamp: 0,
-            store_host: "127.0.0.1:2".parse().unwrap(),
-            commit_log_offset: 0,
-            body_crc: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-        };
-        m.queue_offset = offset;
-        m
+            ..MessageExt::new(
+                "T",
+                0,
+                Bytes::from_static(b"abc"),
+                Default::default(),
+                "127.0.0.1:2".parse().unwrap(),
+            )
+        }
     }
 
     #[test]

@@ -135,23 +135,9 @@ mod tests {
             props.insert("TAGS", t);
             props
         };
-        let make = |t: &str| MessageExt {
-            topic: "T".into(),
-            flag: 0,
-            properties: tag(t),
-            body: bytes::Bytes::new(),
-            queue_id: 0,
-            store_size: 0,
-            queue_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 0,
-            born_host: "127.0.0.1:1".parse().unwrap(),
-            store_timestamp: 0,
-            store_host: "127.0.0.1:1".parse().unwrap(),
-            commit_log_offset: 0,
-            body_crc: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+        let make = |t: &str| {
+            let host = "127.0.0.1:1".parse().unwrap();
+            MessageExt::new("T", 0, bytes::Bytes::new(), tag(t), host)
         };
         let by_tag = Subscription::new("T", &MessageSelector::by_tag("TagA || TagB"));
         assert!(by_tag.accepts(&make("TagA")));

@@ -199,7 +199,7 @@ fuzz_target!(|data: &[u8]| {
         for queue_id in store.queue_ids(&topic) {
             let mut offset = store.min_offset_in_queue(&topic, queue_id);
             for _ in 0..MESSAGES * 2 {
-                let r = store.get_message("fuzz", &topic, queue_id, offset, 32, 0, None);
+                let r = store.get_message(&topic, queue_id, offset, 32, 0, None);
                 for raw in &r.messages {
                     check(raw, t, "get_message");
                 }

@@ -158,7 +158,7 @@ fn read_all(store: &MessageStore) -> f64 {
     for q in 0..QUEUES {
         let mut offset = 0;
         loop {
-            let r = store.get_message("bench", TOPIC, q, offset, 32, 0, None);
+            let r = store.get_message(TOPIC, q, offset, 32, 0, None);
             if r.messages.is_empty() {
                 break;
             }

@@ -52,10 +52,8 @@ impl MessageStore {
     /// Reads up to `max_count` records (and `max_bytes`, ≤ 0 = no byte limit) of a queue
     /// from `offset`, skipping those `filter` rejects. Statuses and `next_begin_offset`
     /// follow docs/commands.md#pulling.
-    #[allow(clippy::too_many_arguments)] // the broker's call shape (RocketMQ getMessage)
     pub fn get_message(
         &self,
-        group: &str,
         topic: &str,
         queue_id: i32,
         offset: i64,
@@ -63,7 +61,6 @@ impl MessageStore {
         max_bytes: i32,
         filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
-        let _ = group;
         let i = self.inner();
         let result = self.get_inner(topic, queue_id, offset, max_count, max_bytes, filter);
         if result.status == GetMessageStatus::Found {

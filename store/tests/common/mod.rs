@@ -90,7 +90,7 @@ pub fn pull_all(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<Bytes> 
     let mut out = Vec::new();
     let mut offset = store.min_offset_in_queue(topic, queue_id);
     loop {
-        let r = store.get_message("test", topic, queue_id, offset, 32, 0, None);
+        let r = store.get_message(topic, queue_id, offset, 32, 0, None);
         if r.messages.is_empty() {
             return out;
         }

@@ -276,22 +276,18 @@ mod tests {
         properties.insert("KEYS", "k1 k2");
         properties.insert("UNIQ_KEY", "ABC");
         let m = MessageExt {
-            topic: "T".into(),
-            flag: 0,
-            properties,
-            body: Bytes::from_static(b"hello"),
-            queue_id: 3,
-            store_size: 0,
             queue_offset: 7,
-            sys_flag: 0,
             born_timestamp: 1_700_000_000_000,
             born_host: "127.0.0.1:5000".parse().unwrap(),
             store_timestamp: 1_700_000_000_001,
-            store_host: "127.0.0.1:10911".parse().unwrap(),
             commit_log_offset: 1234,
-            body_crc: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..MessageExt::new(
+                "T",
+                3,
+                Bytes::from_static(b"hello"),
+                properties,
+                "127.0.0.1:10911".parse().unwrap(),
+            )
         };
         let text = describe(&m);
         for line in [

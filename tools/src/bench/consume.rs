@@ -426,22 +426,14 @@ mod tests {
 
     fn msg(queue_id: i32, body: Bytes) -> MessageExt {
         MessageExt {
-            topic: "T".into(),
-            flag: 0,
-            properties: Default::default(),
-            body,
-            queue_id,
-            store_size: 0,
-            queue_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 0,
             born_host: "127.0.0.1:1".parse().unwrap(),
-            store_timestamp: 0,
-            store_host: "127.0.0.1:2".parse().unwrap(),
-            commit_log_offset: 0,
-            body_crc: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..MessageExt::new(
+                "T",
+                queue_id,
+                body,
+                Default::default(),
+                "127.0.0.1:2".parse().unwrap(),
+            )
         }
     }
 

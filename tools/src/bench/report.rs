@@ -330,22 +330,14 @@ mod tests {
         }
         .write(&mut body);
         MessageExt {
-            topic: "T".into(),
-            flag: 0,
-            properties: Default::default(),
-            body: Bytes::from(body),
-            queue_id: 0,
-            store_size: 0,
-            queue_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 0,
             born_host: "127.0.0.1:1".parse().unwrap(),
-            store_timestamp: 0,
-            store_host: "127.0.0.1:2".parse().unwrap(),
-            commit_log_offset: 0,
-            body_crc: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..MessageExt::new(
+                "T",
+                0,
+                Bytes::from(body),
+                Default::default(),
+                "127.0.0.1:2".parse().unwrap(),
+            )
         }
     }
 

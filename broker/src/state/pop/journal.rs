@@ -145,21 +145,13 @@ fn record(
     host: SocketAddr,
 ) -> MessageInner {
     let props: Properties = [(property::TAGS, tag)].into_iter().collect();
+    // Serialising these plain structs cannot fail; an empty body would be skipped on
+    // replay.
+    let body = body.unwrap_or_default().into();
     MessageInner {
-        topic: topic.to_owned(),
-        queue_id,
-        flag: 0,
-        // Serialising these plain structs cannot fail; an empty body would be skipped
-        // on replay.
-        body: body.unwrap_or_default().into(),
         tags_code: tags_code(Some(tag)),
-        properties: props.into_string(),
-        sys_flag: 0,
         born_timestamp: now_millis(),
-        born_host: host,
-        store_host: host,
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
+        ..MessageInner::new(topic, queue_id, body, props.into_string(), host)
     }
 }
 
@@ -217,22 +209,15 @@ mod tests {
 
     fn stored(inner: &MessageInner, queue_offset: i64) -> MessageExt {
         MessageExt {
-            topic: inner.topic.clone(),
-            flag: 0,
-            properties: Properties::decode(&inner.properties),
-            body: inner.body.clone(),
-            queue_id: inner.queue_id,
-            store_size: 0,
             queue_offset,
-            sys_flag: 0,
-            born_timestamp: 0,
             born_host: inner.born_host,
-            store_timestamp: 0,
-            store_host: inner.store_host,
-            commit_log_offset: 0,
-            body_crc: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..MessageExt::new(
+                inner.topic.clone(),
+                inner.queue_id,
+                inner.body.clone(),
+                Properties::decode(&inner.properties),
+                inner.store_host,
+            )
         }
     }
 

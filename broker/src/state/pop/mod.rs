@@ -8,7 +8,7 @@
 //! * [`order`]: FIFO pops (`ConsumerOrderInfoManager`).
 //! * [`polling`]: POP long polling.
 //!
-//! The operations (pop, ack, change invisible time) are `crate::pop`; the revive
+//! The operations (pop, ack, change invisible time) are `crate::ops::pop`; the revive
 //! service is `service::revive`.
 
 pub(crate) mod checkpoint;

@@ -38,15 +38,8 @@ impl PopState {
         for qid in 0..self.revive_queue_num {
             let mut offset = offsets.query(REVIVE_GROUP, &self.revive_topic, qid).max(0);
             loop {
-                let result = store.get_message(
-                    REVIVE_GROUP,
-                    &self.revive_topic,
-                    qid,
-                    offset,
-                    256,
-                    i32::MAX,
-                    None,
-                );
+                let result =
+                    store.get_message(&self.revive_topic, qid, offset, 256, i32::MAX, None);
                 match result.status {
                     GetMessageStatus::Found => {}
                     GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly

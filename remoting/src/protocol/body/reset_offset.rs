@@ -65,4 +65,41 @@ mod tests {
         );
         assert_eq!(ResetOffsetBody::decode(&bytes).unwrap(), body);
     }
+
+    #[test]
+    fn reads_a_clients_reset_with_spaces_and_braces_in_names() {
+        let body = br#"{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:12, {"brokerName":"b,}","queueId":1,"topic":"T"} : 3}}"#;
+        let table = ResetOffsetBody::decode(body).unwrap().offset_table;
+        assert_eq!(table.len(), 2);
+        assert_eq!(table[&MessageQueue::new("T", "broker-a", 0)], 12);
+        assert_eq!(table[&MessageQueue::new("T", "b,}", 1)], 3);
+    }
+
+    #[test]
+    fn reads_string_keys_other_fields_and_empty_tables() {
+        let body = br#"{"other":[1,{"x":"}"}],"offsetTable":{"{\"topic\":\"T\",\"brokerName\":\"b\",\"queueId\":2}":-1},"z":null}"#;
+        let table = ResetOffsetBody::decode(body).unwrap().offset_table;
+        assert_eq!(table[&MessageQueue::new("T", "b", 2)], -1);
+        assert!(ResetOffsetBody::decode(b"{}")
+            .unwrap()
+            .offset_table
+            .is_empty());
+        assert!(ResetOffsetBody::decode(br#"{"offsetTable":{}}"#)
+            .unwrap()
+            .offset_table
+            .is_empty());
+    }
+
+    #[test]
+    fn rejects_malformed_bodies() {
+        for bad in [
+            &b""[..],
+            br#"{"offsetTable":{{"topic":"T"}:1}}"#,
+            br#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:x}}"#,
+            br#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:1"#,
+            br#"{"offsetTable":{{"brokerName":"b"#,
+        ] {
+            assert!(ResetOffsetBody::decode(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -33,6 +33,36 @@ pub struct MessageExt {
 }
 
 impl MessageExt {
+    /// A message of queue `queue_id` of `topic`, born at and stored by `host`, with no
+    /// flag, offsets, times, CRC or retries: callers set the fields they have on top
+    /// (`MessageExt { queue_offset, ..MessageExt::new(..) }`).
+    pub fn new(
+        topic: impl Into<String>,
+        queue_id: i32,
+        body: Bytes,
+        properties: Properties,
+        host: SocketAddr,
+    ) -> Self {
+        MessageExt {
+            topic: topic.into(),
+            flag: 0,
+            properties,
+            body,
+            queue_id,
+            store_size: 0,
+            queue_offset: 0,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: host,
+            store_timestamp: 0,
+            store_host: host,
+            commit_log_offset: 0,
+            body_crc: 0,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+
     /// Builds the owned message from a view; `body` is the same bytes as a shared
     /// buffer when the caller has one (zero-copy), else they are copied.
     pub fn from_view(view: &RecordView<'_>, body: Option<Bytes>) -> Self {

@@ -5,18 +5,18 @@
 use std::time::Duration;
 
 use vostok_remoting::protocol::body::TopicConfig;
-use vostok_remoting::protocol::header::SendMessageResponseHeader;
 use vostok_remoting::protocol::message::id::{create_offset_msg_id, decode_offset_msg_id};
-use vostok_remoting::protocol::response_code;
-use vostok_remoting::RemotingCommand;
 use vostok_store::PutMessageResult;
+
+use super::stored::{Ack, Stored};
+use super::{Refusal, Refused};
 
 use crate::state::dedupe::{applies_to, Claim, Original};
 use crate::state::Broker;
 
 /// Claims `uniq_keys` (the request's messages, in order) in the topic's window, or
 /// `None` when the topic has no window.
-pub(super) async fn claim<'a>(
+pub(crate) async fn claim<'a>(
     broker: &'a Broker,
     topic_config: &TopicConfig,
     topic: &str,
@@ -31,35 +31,32 @@ pub(super) async fn claim<'a>(
 
 /// The answer to a request whose every message was stored before: the first
 /// message's queue and offset, every message's offset id (as the first send answered).
-pub(super) fn duplicate_response(
+pub(crate) fn duplicate(
     broker: &Broker,
     claim: &Claim<'_>,
-    transaction_id: Option<String>,
-) -> RemotingCommand {
+    uniq_key: Option<String>,
+) -> Result<Stored, Refusal> {
     let originals: Vec<Original> = claim.originals().into_iter().flatten().collect();
     let Some(first) = originals.first() else {
-        return RemotingCommand::response(response_code::SYSTEM_ERROR, "empty request".to_owned());
+        return Err(Refusal::new(Refused::SystemError, "empty request"));
     };
     tracing::debug!(
         queue_id = first.queue_id,
         queue_offset = first.queue_offset,
         "duplicate send answered from the duplication window"
     );
-    let header = SendMessageResponseHeader {
+    Ok(Stored {
+        ack: Ack::Stored,
         msg_id: msg_ids(broker, originals.iter()),
         queue_id: first.queue_id,
         queue_offset: first.queue_offset,
-        transaction_id,
-        batch_uniq_id: None,
-        msg_region: Some(broker.config.region_id.clone()),
-        trace_on: Some(broker.config.trace_on.to_string()),
-    };
-    RemotingCommand::response(response_code::SUCCESS, None).with_header(&header)
+        uniq_key,
+    })
 }
 
 /// Records where the claim's new messages landed when the put stored them; a failed
 /// put releases the claim for the producer's next attempt.
-pub(super) fn record(claim: Claim<'_>, result: &PutMessageResult, queue_id: i32) {
+pub(crate) fn record(claim: Claim<'_>, result: &PutMessageResult, queue_id: i32) {
     if !result.status.is_stored() {
         return;
     }
@@ -91,17 +88,14 @@ fn placed(append: &vostok_store::AppendResult, queue_id: i32) -> Vec<Original> {
         .collect()
 }
 
-/// A batch response names every message's offset id in request order, the originals'
+/// A batch outcome names every message's offset id in request order, the originals'
 /// for the duplicates among them.
-pub(super) fn splice_batch_ids(
+pub(crate) fn splice_batch_ids(
     broker: &Broker,
-    response: RemotingCommand,
+    mut stored: Stored,
     originals: &[Option<Original>],
-) -> RemotingCommand {
-    let Ok(mut header) = response.decode_header::<SendMessageResponseHeader>() else {
-        return response;
-    };
-    let mut new_ids = header.msg_id.split(',');
+) -> Stored {
+    let mut new_ids = stored.msg_id.split(',');
     let ids: Vec<String> = originals
         .iter()
         .map(|o| match o {
@@ -109,8 +103,8 @@ pub(super) fn splice_batch_ids(
             None => new_ids.next().unwrap_or("").to_owned(),
         })
         .collect();
-    header.msg_id = ids.join(",");
-    RemotingCommand::response(response.code, None).with_header(&header)
+    stored.msg_id = ids.join(",");
+    stored
 }
 
 fn msg_ids<'a>(broker: &Broker, originals: impl Iterator<Item = &'a Original>) -> String {

@@ -256,7 +256,6 @@ impl Pass<'_> {
             .filter(|_| !topic::is_retry_topic(topic));
         let get = |from: i64| {
             broker.get_for_consumer(
-                &req.group,
                 topic,
                 queue_id,
                 from,
