@@ -10,7 +10,7 @@ use vostok_remoting::protocol::header::{CreateTopicRequestHeader, TopicRequestHe
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
 
-use super::html::{esc, form, hidden, parse_local, table, time, url};
+use super::html::{esc, form, hidden, parse_local, size, table, time, url};
 use super::Console;
 use crate::processor::topic_admin;
 
@@ -105,7 +105,7 @@ fn status_view(c: &Console, m: &MessageStatus, back: Option<&str>) -> String {
     let mut out = String::from("<div class=\"msg\">");
     let _ = write!(
         out,
-        "<p>Stored on <strong>{}</strong>, topic <strong>{}</strong>, queue {}, offset {} at {} (born {}); id {}; unique id {}; keys {}; tags {}; {} bytes.</p>",
+        "<p>Stored on <strong>{}</strong>, topic <strong>{}</strong>, queue {}, offset {} at {} (born {}); id {}; unique id {}; keys {}; tags {}; body {}.</p>",
         esc(&c.broker.config.broker_name),
         esc(&m.topic),
         m.queue_id,
@@ -116,7 +116,7 @@ fn status_view(c: &Console, m: &MessageStatus, back: Option<&str>) -> String {
         esc(&m.uniq_key),
         esc(&m.keys),
         esc(&m.tags),
-        m.body_size
+        size(i64::from(m.body_size))
     );
     if m.removed {
         out.push_str(
