@@ -1,6 +1,7 @@
 //! The web console in a real headless browser (Debian's chromium over WebDriver):
-//! search a message, see where it is, remove it, see the group's lag drop. Skipped,
-//! saying so, where chromium or chromedriver is not installed.
+//! search a message, see where it is, remove it (confirming on the page that names
+//! it), see the group's lag drop. Skipped, saying so, where chromium or chromedriver
+//! is not installed.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -156,6 +157,19 @@ async fn search_a_message_remove_it_and_see_the_lag_drop() {
         .click()
         .await
         .expect("remove");
+    // It asks first, naming what is lost; confirming removes it.
+    let loss = text(&client, "#loss").await;
+    assert!(
+        loss.contains("keys order-1") && loss.contains("no group will receive it"),
+        "{loss}"
+    );
+    client
+        .find(Locator::Css("#confirm"))
+        .await
+        .expect("confirm button")
+        .click()
+        .await
+        .expect("confirm");
     let flash = text(&client, "#flash").await;
     assert!(flash.starts_with("removed"), "{flash}");
     assert!(text(&client, "#removed")

@@ -192,6 +192,7 @@ async fn with_acl_on_the_console_needs_an_account_with_the_rights() {
     assert!(topics.body.contains("ReadableTopic"), "{}", topics.body);
     assert!(!topics.body.contains("HiddenTopic"), "{}", topics.body);
     assert!(!topics.body.contains("Create a topic"));
+    assert!(!topics.body.contains("/topics/delete"), "{}", topics.body);
     assert_eq!(
         get_as(&console, &reader, "/topic?name=ReadableTopic")
             .await
