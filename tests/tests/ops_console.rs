@@ -203,5 +203,37 @@ async fn search_a_message_remove_it_and_see_the_lag_drop() {
     )
     .await;
     assert_eq!(forged.status, 403, "{}", forged.body);
+
+    // A long body without a space wraps: the remove button stays on the page.
+    let wide = "WideTopic";
+    assert_eq!(
+        c.create_topic(&broker.addr, wide, 1).await.code,
+        response_code::SUCCESS
+    );
+    let props = TestClient::properties(None, Some("wide"));
+    c.send(&broker.addr, wide, 0, "W".repeat(4096), props).await;
+    c.wait_dispatched(&broker.addr).await;
+    client
+        .set_window_size(1024, 768)
+        .await
+        .expect("window size");
+    client
+        .goto(&format!("{console}/browse?topic={wide}"))
+        .await
+        .expect("browse page");
+    text(&client, "table#messages button").await;
+    let fits = client
+        .execute(
+            "const b = document.querySelector('table#messages button').getBoundingClientRect(); \
+             return [b.right, document.documentElement.clientWidth];",
+            vec![],
+        )
+        .await
+        .expect("measure the page");
+    let (right, width) = (fits[0].as_f64(), fits[1].as_f64());
+    assert!(
+        matches!((right, width), (Some(r), Some(w)) if r <= w),
+        "the remove button ends at {right:?}, the page is {width:?} wide"
+    );
     client.close().await.expect("close the session");
 }
