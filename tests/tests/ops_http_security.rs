@@ -238,6 +238,16 @@ async fn with_acl_on_the_console_needs_an_account_with_the_rights() {
         "{}",
         refused.body
     );
+    // Nor does it get a confirmation page for a delete: refused before that.
+    let delete = http::request(
+        &console,
+        "POST",
+        "/topics/delete",
+        &[("cookie", &reader), FORM],
+        &format!("csrf={token}&topic=ReadableTopic"),
+    )
+    .await;
+    assert_eq!(delete.status, 403, "{}", delete.body);
 
     // An admin may change things.
     let admin_cookie = sign_in(&console, "console-admin", "admin-secret")

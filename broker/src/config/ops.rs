@@ -113,3 +113,20 @@ impl OpsConfig {
         self.console_enable.unwrap_or(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_admin_enable_is_off_unless_set_and_printed() {
+        let mut ops = OpsConfig::default();
+        assert!(!ops.console_admin_enable);
+        assert!(ops.apply_property("consoleAdminEnable", " TRUE ").unwrap());
+        assert!(ops.console_admin_enable);
+        assert!(ops.apply_property("consoleAdminEnable", "yes").is_err());
+        assert!(ops
+            .to_properties()
+            .contains(&("consoleAdminEnable".to_owned(), "true".to_owned())));
+    }
+}
