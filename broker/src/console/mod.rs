@@ -17,6 +17,8 @@
 //!
 //! Changes are POST forms carrying a per-process token (CSRF). With ACL on, every page
 //! and form needs a signed-in account with the rights its own request would need.
+//! What loses messages asks first ([`confirm`]). With ACL off, a console listening off
+//! loopback is read-only unless `consoleAdminEnable=true`.
 
 mod cluster;
 mod confirm;
