@@ -72,15 +72,20 @@ async fn browser() -> Option<(Driver, Client)> {
 }
 
 async fn text(client: &Client, css: &str) -> String {
-    client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .text()
-        .await
-        .expect("element text")
+    // A click's navigation may still be under way ("aborted by navigation"): poll,
+    // as WebDriver waits do, until the new page has the element.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = match client.find(Locator::Css(css)).await {
+            Ok(element) => element.text().await,
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(text) => return text,
+            Err(e) if std::time::Instant::now() >= deadline => panic!("{css}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
