@@ -1,6 +1,7 @@
 //! The web console in a real headless browser (Debian's chromium over WebDriver):
-//! search a message, see where it is, remove it, see the group's lag drop. Skipped,
-//! saying so, where chromium or chromedriver is not installed.
+//! search a message, see where it is, remove it (confirming on the page that names
+//! it), see the group's lag drop. Skipped, saying so, where chromium or chromedriver
+//! is not installed.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -71,15 +72,20 @@ async fn browser() -> Option<(Driver, Client)> {
 }
 
 async fn text(client: &Client, css: &str) -> String {
-    client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .text()
-        .await
-        .expect("element text")
+    // A click's navigation may still be under way ("aborted by navigation"): poll,
+    // as WebDriver waits do, until the new page has the element.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = match client.find(Locator::Css(css)).await {
+            Ok(element) => element.text().await,
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(text) => return text,
+            Err(e) if std::time::Instant::now() >= deadline => panic!("{css}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,6 +162,19 @@ async fn search_a_message_remove_it_and_see_the_lag_drop() {
         .click()
         .await
         .expect("remove");
+    // It asks first, naming what is lost; confirming removes it.
+    let loss = text(&client, "#loss").await;
+    assert!(
+        loss.contains("keys order-1") && loss.contains("no group will receive it"),
+        "{loss}"
+    );
+    client
+        .find(Locator::Css("#confirm"))
+        .await
+        .expect("confirm button")
+        .click()
+        .await
+        .expect("confirm");
     let flash = text(&client, "#flash").await;
     assert!(flash.starts_with("removed"), "{flash}");
     assert!(text(&client, "#removed")
@@ -189,5 +208,37 @@ async fn search_a_message_remove_it_and_see_the_lag_drop() {
     )
     .await;
     assert_eq!(forged.status, 403, "{}", forged.body);
+
+    // A long body without a space wraps: the remove button stays on the page.
+    let wide = "WideTopic";
+    assert_eq!(
+        c.create_topic(&broker.addr, wide, 1).await.code,
+        response_code::SUCCESS
+    );
+    let props = TestClient::properties(None, Some("wide"));
+    c.send(&broker.addr, wide, 0, "W".repeat(4096), props).await;
+    c.wait_dispatched(&broker.addr).await;
+    client
+        .set_window_size(1024, 768)
+        .await
+        .expect("window size");
+    client
+        .goto(&format!("{console}/browse?topic={wide}"))
+        .await
+        .expect("browse page");
+    text(&client, "table#messages button").await;
+    let fits = client
+        .execute(
+            "const b = document.querySelector('table#messages button').getBoundingClientRect(); \
+             return [b.right, document.documentElement.clientWidth];",
+            vec![],
+        )
+        .await
+        .expect("measure the page");
+    let (right, width) = (fits[0].as_f64(), fits[1].as_f64());
+    assert!(
+        matches!((right, width), (Some(r), Some(w)) if r <= w),
+        "the remove button ends at {right:?}, the page is {width:?} wide"
+    );
     client.close().await.expect("close the session");
 }

@@ -192,6 +192,7 @@ async fn with_acl_on_the_console_needs_an_account_with_the_rights() {
     assert!(topics.body.contains("ReadableTopic"), "{}", topics.body);
     assert!(!topics.body.contains("HiddenTopic"), "{}", topics.body);
     assert!(!topics.body.contains("Create a topic"));
+    assert!(!topics.body.contains("/topics/delete"), "{}", topics.body);
     assert_eq!(
         get_as(&console, &reader, "/topic?name=ReadableTopic")
             .await
@@ -237,6 +238,16 @@ async fn with_acl_on_the_console_needs_an_account_with_the_rights() {
         "{}",
         refused.body
     );
+    // Nor does it get a confirmation page for a delete: refused before that.
+    let delete = http::request(
+        &console,
+        "POST",
+        "/topics/delete",
+        &[("cookie", &reader), FORM],
+        &format!("csrf={token}&topic=ReadableTopic"),
+    )
+    .await;
+    assert_eq!(delete.status, 403, "{}", delete.body);
 
     // An admin may change things.
     let admin_cookie = sign_in(&console, "console-admin", "admin-secret")

@@ -1,7 +1,7 @@
 //! Operations keys of `broker.conf` (docs/operations.md): the Prometheus exporter
 //! (RocketMQ 5's `metricsExporterType`, `metricsPromExporterHost`,
 //! `metricsPromExporterPort`, `metricsLabel`) and the web console (`consoleEnable`,
-//! `consolePort`, `consoleHost`, `consoleAllowedHosts`).
+//! `consolePort`, `consoleHost`, `consoleAllowedHosts`, `consoleAdminEnable`).
 
 use vostok_observe::MetricsConfig;
 
@@ -24,6 +24,10 @@ pub struct OpsConfig {
     /// reverse proxy puts in `Host`); any other name is refused, which stops DNS
     /// rebinding.
     pub console_allowed_hosts: String,
+    /// `consoleAdminEnable` (**Vostok**, default false): let a console bound off
+    /// loopback with ACL off change things (create and delete topics, remove and resend
+    /// messages); without it such a console is read-only.
+    pub console_admin_enable: bool,
 }
 
 impl Default for OpsConfig {
@@ -34,6 +38,7 @@ impl Default for OpsConfig {
             console_port: 8082,
             console_host: String::new(),
             console_allowed_hosts: String::new(),
+            console_admin_enable: false,
         }
     }
 }
@@ -66,6 +71,7 @@ impl OpsConfig {
             }
             "consoleHost" => self.console_host = v.to_owned(),
             "consoleAllowedHosts" => self.console_allowed_hosts = v.to_owned(),
+            "consoleAdminEnable" => self.console_admin_enable = flag(key, v)?,
             _ => {
                 return self
                     .metrics
@@ -88,6 +94,7 @@ impl OpsConfig {
                 ("consolePort", self.console_port.to_string()),
                 ("consoleHost", self.console_host.clone()),
                 ("consoleAllowedHosts", self.console_allowed_hosts.clone()),
+                ("consoleAdminEnable", self.console_admin_enable.to_string()),
             ]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v)),
@@ -104,5 +111,22 @@ impl OpsConfig {
     /// Whether the console runs.
     pub fn console_on(&self) -> bool {
         self.console_enable.unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_admin_enable_is_off_unless_set_and_printed() {
+        let mut ops = OpsConfig::default();
+        assert!(!ops.console_admin_enable);
+        assert!(ops.apply_property("consoleAdminEnable", " TRUE ").unwrap());
+        assert!(ops.console_admin_enable);
+        assert!(ops.apply_property("consoleAdminEnable", "yes").is_err());
+        assert!(ops
+            .to_properties()
+            .contains(&("consoleAdminEnable".to_owned(), "true".to_owned())));
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use vostok_observe::http::HttpRequest;
 use vostok_remoting::protocol::body::{BrowsedMessage, MessageStatus};
 
-use super::html::{esc, form, hidden, parse_local, table, time, url};
+use super::html::{esc, form, hidden, parse_local, size, table, time, url};
 use super::Console;
 use crate::ops;
 use crate::ops::topic::{CreateTopic, DeleteTopic};
@@ -103,7 +103,7 @@ fn status_view(c: &Console, m: &MessageStatus, back: Option<&str>) -> String {
     let mut out = String::from("<div class=\"msg\">");
     let _ = write!(
         out,
-        "<p>Stored on <strong>{}</strong>, topic <strong>{}</strong>, queue {}, offset {} at {} (born {}); id {}; unique id {}; keys {}; tags {}; {} bytes.</p>",
+        "<p>Stored on <strong>{}</strong>, topic <strong>{}</strong>, queue {}, offset {} at {} (born {}); id {}; unique id {}; keys {}; tags {}; body {}.</p>",
         esc(&c.broker.config.broker_name),
         esc(&m.topic),
         m.queue_id,
@@ -114,7 +114,7 @@ fn status_view(c: &Console, m: &MessageStatus, back: Option<&str>) -> String {
         esc(&m.uniq_key),
         esc(&m.keys),
         esc(&m.tags),
-        m.body_size
+        size(i64::from(m.body_size))
     );
     if m.removed {
         out.push_str(

@@ -17,8 +17,11 @@
 //!
 //! Changes are POST forms carrying a per-process token (CSRF). With ACL on, every page
 //! and form needs a signed-in account with the rights its own request would need.
+//! What loses messages asks first ([`confirm`]). With ACL off, a console listening off
+//! loopback is read-only unless `consoleAdminEnable=true`.
 
 mod cluster;
+mod confirm;
 mod history;
 mod host;
 mod html;
@@ -28,9 +31,10 @@ mod session;
 mod svg;
 mod viewer;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tracing::info;
+use tracing::{info, warn};
 use vostok_observe::http::{BoxFuture, HttpHandler, HttpRequest, HttpResponse};
 
 use crate::state::Broker;
@@ -52,21 +56,33 @@ pub(crate) struct Console {
     token: Arc<str>,
     hosts: Arc<Hosts>,
     sessions: Arc<Sessions>,
+    /// Why every change is refused, when the console is read-only.
+    read_only: Option<Arc<str>>,
 }
 
-/// The console's HTTP handler; starts its sampler.
-pub(crate) fn handler(broker: &Arc<Broker>) -> Arc<dyn HttpHandler> {
+/// The console's HTTP handler; starts its sampler. `bound`: the address it listens
+/// on. Off loopback with ACL off, anyone who reaches it could change things: it is
+/// read-only unless `consoleAdminEnable=true`.
+pub(crate) fn handler(broker: &Arc<Broker>, bound: Option<SocketAddr>) -> Arc<dyn HttpHandler> {
     let history = Arc::new(History::default());
     history::spawn_sampler(broker, history.clone());
     let token: String = (0..4)
         .map(|_| format!("{:016x}", rand::random::<u64>()))
         .collect();
+    let read_only = bound
+        .filter(|a| !a.ip().is_loopback())
+        .filter(|_| broker.guard.is_none() && !broker.config.ops.console_admin_enable)
+        .map(|a| {
+            warn!(addr = %a, "the console listens off loopback with ACL off: read-only (consoleAdminEnable=true allows changes)");
+            format!("this console listens on {a}, not on loopback, and ACL is off, so it is read-only; set consoleAdminEnable=true or aclEnable=true to change things from it").into()
+        });
     Arc::new(Console {
         broker: broker.clone(),
         history,
         token: token.into(),
         hosts: Arc::new(Hosts::new(&broker.config.ops.console_allowed_hosts)),
         sessions: Arc::new(Sessions::default()),
+        read_only,
     })
 }
 
@@ -128,7 +144,10 @@ impl Console {
             None => None,
             Some(guard) => Some(self.sessions.of(guard, r)?),
         };
-        Some(Viewer::new(self.broker.clone(), r.peer.ip(), session))
+        Some(
+            Viewer::new(self.broker.clone(), r.peer.ip(), session)
+                .read_only(self.read_only.is_some()),
+        )
     }
 
     /// A whole page: the frame around `content`.
@@ -255,12 +274,22 @@ impl Console {
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
         };
-        let (title, content) = body;
+        let (title, mut content) = body;
+        if let Some(why) = &self.read_only {
+            content = format!(
+                "<p class=\"note\" id=\"read-only\">Read-only: {}.</p>{content}",
+                html::esc(why)
+            );
+        }
         HttpResponse::html(self.frame(Some(viewer), &title, flash, &content))
             .with_header("cache-control", "no-store")
     }
 
     async fn post(&self, r: &HttpRequest, viewer: &Viewer) -> HttpResponse {
+        if let Some(why) = &self.read_only {
+            info!(peer = %r.peer, action = %r.path, "console action refused: read-only");
+            return HttpResponse::text(403, format!("refused: {why}\n"));
+        }
         if let Err(why) = self.check_post(r) {
             return HttpResponse::text(403, format!("refused: {why}\n"));
         }
@@ -277,6 +306,11 @@ impl Console {
                 .map(|(_, v)| v.trim().to_owned())
                 .unwrap_or_default()
         };
+        if confirm::needed(&r.path) && !confirm::confirmed(&form) {
+            let (title, body) = confirm::page(self, &r.path, &form);
+            return HttpResponse::html(self.frame(Some(viewer), &title, None, &body))
+                .with_header("cache-control", "no-store");
+        }
         let (back, outcome) = match r.path.as_str() {
             "/topics/create" => (
                 "/topics".to_owned(),

@@ -7,7 +7,7 @@ use vostok_remoting::protocol::topic;
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 
-use super::html::{duration, esc, form, hidden, table, time, url};
+use super::html::{duration, esc, form, hidden, size, table, time, url};
 use super::viewer::Viewer;
 use super::{svg, Console};
 
@@ -41,17 +41,14 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
                 get("commitLogDiskRatio").parse::<f64>().unwrap_or(0.0) * 100.0
             ),
         ],
-        vec![
-            "Commitlog kept".into(),
-            format!("{} bytes", max - store.min_phy_offset()),
-        ],
+        vec!["Commitlog kept".into(), size(max - store.min_phy_offset())],
         vec![
             "Flush behind".into(),
-            format!("{} bytes", max - store.flushed_phy_offset()),
+            size(max - store.flushed_phy_offset()),
         ],
         vec![
             "Dispatch behind".into(),
-            format!("{} bytes", max - store.dispatched_phy_offset()),
+            size(max - store.dispatched_phy_offset()),
         ],
         vec![
             "Topics / groups".into(),
@@ -80,14 +77,14 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
                 vec![
                     esc(&s.addr.to_string()),
                     s.ack_offset.to_string(),
-                    s.behind_bytes.to_string(),
+                    size(s.behind_bytes),
                     if s.in_sync { "in sync" } else { "behind" }.to_owned(),
                 ]
             })
             .collect();
         out.push_str(&table(
             "slaves",
-            &["Slave", "Acked offset", "Behind (bytes)", "State"],
+            &["Slave", "Acked offset", "Behind", "State"],
             &rows,
         ));
     }

@@ -27,6 +27,8 @@ pub(crate) struct Viewer {
     broker: Arc<Broker>,
     ip: IpAddr,
     session: Option<Arc<Session>>,
+    /// The console refuses every change (off loopback, ACL off).
+    read_only: bool,
 }
 
 impl Viewer {
@@ -35,7 +37,15 @@ impl Viewer {
             broker,
             ip,
             session,
+            read_only: false,
         }
+    }
+
+    /// The same viewer on a console that refuses every change when `read_only`: it sees
+    /// no action button.
+    pub(crate) fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
     }
 
     /// The signed-in account, with ACL on.
@@ -63,7 +73,7 @@ impl Viewer {
 
     /// Whether the viewer may make admin requests (change topics, remove messages).
     pub(crate) fn is_admin(&self) -> bool {
-        self.may(code::UPDATE_AND_CREATE_TOPIC, Access::Admin)
+        !self.read_only && self.may(code::UPDATE_AND_CREATE_TOPIC, Access::Admin)
     }
 
     /// Whether the viewer may read `topic` (a listing's row).

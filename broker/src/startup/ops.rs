@@ -83,9 +83,10 @@ pub(super) fn start_ops(broker: &Arc<Broker>, listeners: OpsListeners) -> OpsSer
         let endpoint = Arc::new(endpoint);
         HttpServer::start_with(l, endpoint, "metrics", limits)
     });
-    let console = listeners
-        .console
-        .map(|l| HttpServer::start_with(l, crate::console::handler(broker), "console", limits));
+    let console = listeners.console.map(|l| {
+        let handler = crate::console::handler(broker, l.local_addr().ok());
+        HttpServer::start_with(l, handler, "console", limits)
+    });
     OpsServers { metrics, console }
 }
 
