@@ -10,13 +10,14 @@
 //! Names are read case-insensitively, as Java's `getByName` does. Resources:
 //! `Topic:name`, `Group:name`, `Topic:prefix*`, `Topic:*`, `*` (any), `Namespace:ns`
 //! (every topic and group of namespace `ns`, and a confinement to it:
-//! [`crate::namespace`]) and `Cluster:` (stored, never matched by a topic or group
+//! the namespace module) and `Cluster:` (stored, never matched by a topic or group
 //! request).
 
 pub use vostok_remoting::protocol::body::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
 
+use vostok_remoting::protocol::topic::namespace_of;
+
 use crate::address;
-use crate::namespace;
 use crate::resource::Resource;
 
 /// `policyType`: CUSTOM entries are looked at first, DEFAULT ones when none matched.
@@ -65,7 +66,7 @@ impl ResourcePattern {
         match self {
             ResourcePattern::Any => true,
             ResourcePattern::AllOfType(t) => t == ty,
-            ResourcePattern::Literal(t, n) if t == "Namespace" => namespace::is_in(n, name),
+            ResourcePattern::Literal(t, n) if t == "Namespace" => namespace_of(name) == Some(n),
             ResourcePattern::Literal(t, n) => t == ty && n == name,
             ResourcePattern::Prefixed(t, p) => t == ty && name.starts_with(p.as_str()),
         }
