@@ -111,6 +111,25 @@ async fn sent_to(metrics: &str, group: &str) -> (f64, f64) {
     )
 }
 
+/// Receives (and acks) until the expected messages are in, then a last round over both
+/// queues, so that anything more the broker would hand out is counted too.
+async fn receive_expected(simple: &SimpleConsumer) -> Vec<MessageExt> {
+    let mut popped = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while popped.len() < expected().len() && tokio::time::Instant::now() < deadline {
+        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
+        for v in &views {
+            simple.ack(v).await.unwrap();
+        }
+        popped.extend(views.into_iter().map(|v| v.into_message()));
+    }
+    for _ in 0..4 {
+        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
+        popped.extend(views.into_iter().map(|v| v.into_message()));
+    }
+    popped
+}
+
 fn sorted_bodies(msgs: &[MessageExt]) -> Vec<String> {
     let mut v: Vec<String> = msgs
         .iter()
@@ -193,20 +212,7 @@ async fn a_consumer_bound_with_a_routing_key_gets_only_matches_and_nothing_else_
         .subscribe_with_selector(TOPIC, MessageSelector::by_routing_key(BINDING))
         .unwrap();
     simple.start().await.unwrap();
-    let mut popped = Vec::new();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while popped.len() < expected().len() && tokio::time::Instant::now() < deadline {
-        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
-        for v in &views {
-            simple.ack(v).await.unwrap();
-        }
-        popped.extend(views.into_iter().map(|v| v.into_message()));
-    }
-    // A last round over both queues finds nothing more.
-    for _ in 0..4 {
-        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
-        popped.extend(views.into_iter().map(|v| v.into_message()));
-    }
+    let popped = receive_expected(&simple).await;
     assert_eq!(sorted_bodies(&popped), expected());
     simple.shutdown().await;
 }
@@ -520,19 +526,7 @@ async fn against_a_broker_without_routing_keys_consumers_filter_on_the_client() 
         .unwrap();
     simple.start().await.unwrap();
     let before = refused.load(std::sync::atomic::Ordering::SeqCst);
-    let mut popped = Vec::new();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while popped.len() < expected().len() && tokio::time::Instant::now() < deadline {
-        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
-        for v in &views {
-            simple.ack(v).await.unwrap();
-        }
-        popped.extend(views.into_iter().map(|v| v.into_message()));
-    }
-    for _ in 0..4 {
-        let views = simple.receive(32, Duration::from_secs(60)).await.unwrap();
-        popped.extend(views.into_iter().map(|v| v.into_message()));
-    }
+    let popped = receive_expected(&simple).await;
     assert_eq!(sorted_bodies(&popped), expected());
     assert_eq!(
         refused.load(std::sync::atomic::Ordering::SeqCst),
