@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use vostok_broker::{Broker, BrokerConfig};
+use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
 
 async fn mqbench(args: &[&str], json: &Path) -> Value {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mqbench"))
@@ -26,11 +26,9 @@ async fn mqbench(args: &[&str], json: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn e2e_then_lite_pull_consume_against_a_real_broker() {
-    let dir = tempfile::tempdir().unwrap();
+async fn standalone(dir: &Path, name: &str) -> BrokerHandle {
     let mut config = BrokerConfig {
-        broker_name: "bench-smoke".into(),
+        broker_name: name.into(),
         broker_ip1: "127.0.0.1".into(),
         broker_ip2: "127.0.0.1".into(),
         listen_port: 0,
@@ -40,9 +38,15 @@ async fn e2e_then_lite_pull_consume_against_a_real_broker() {
         ..BrokerConfig::default()
     };
     config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
+    config.store.store_path_root_dir = dir.join("store");
     config.store.mapped_file_size_commit_log = 64 * 1024 * 1024;
-    let broker = Broker::start(config).await.expect("broker starts");
+    Broker::start(config).await.expect("broker starts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_then_lite_pull_consume_against_a_real_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = standalone(dir.path(), "bench-smoke").await;
     let namesrv = broker.namesrv_addr();
 
     let e2e_json = dir.path().join("e2e.json");
@@ -135,6 +139,68 @@ async fn e2e_then_lite_pull_consume_against_a_real_broker() {
     );
     assert_eq!(v["sent"], Value::Null);
     assert_eq!(v["settings"]["consumer"], "lite_pull");
+
+    broker.shutdown().await;
+}
+
+/// `consume --pop --tag` hands the tag to the broker: the simple consumer receives the
+/// matching quarter of a backlog and nothing else, as push and lite pull do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pop_consume_receives_only_the_tag_it_selects() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = standalone(dir.path(), "bench-pop-tag").await;
+    let namesrv = broker.namesrv_addr();
+    // One task: message i carries tag i % 4, so 50 of the 200 are tagged `a` (the
+    // run's untagged first send makes 201).
+    let produce_json = dir.path().join("produce.json");
+    let v = mqbench(
+        &[
+            "produce",
+            "-n",
+            &namesrv,
+            "-t",
+            "PopTagTopic",
+            "-s",
+            "128",
+            "-c",
+            "200",
+            "-w",
+            "1",
+            "--mode",
+            "sync",
+            "--tags",
+            "a,b,c,d",
+            "-q",
+        ],
+        &produce_json,
+    )
+    .await;
+    assert_eq!(v["sent"], 200, "{v}");
+
+    // The count is never reached: the run ends after its duration with what matched.
+    let consume_json = dir.path().join("consume.json");
+    let v = mqbench(
+        &[
+            "consume",
+            "-n",
+            &namesrv,
+            "-t",
+            "PopTagTopic",
+            "-c",
+            "1000",
+            "-d",
+            "3",
+            "--pop",
+            "--tag",
+            "a",
+            "-q",
+        ],
+        &consume_json,
+    )
+    .await;
+    assert_eq!(v["settings"]["consumer"], "pop", "{v}");
+    assert_eq!(v["received"], 50, "{v}");
+    assert_eq!(v["from_broker_msgs"], 50, "{v}");
 
     broker.shutdown().await;
 }

@@ -323,15 +323,17 @@ async fn start_pop(
     state: Arc<ConsumeState>,
 ) -> Result<Consumer, BenchError> {
     let client_err = |what| move |source| BenchError::Client { what, source };
+    let mut client = vostok_client::ClientConfig::with_namesrv(&common.namesrv);
+    common.configure(&mut client).map_err(BenchError::Args)?;
     let consumer = SimpleConsumer::new(SimpleConsumerConfig {
-        client: vostok_client::ClientConfig::with_namesrv(&common.namesrv),
+        client,
         consumer_group: group.to_owned(),
         await_duration: Duration::from_secs(2),
         consume_from_where: from_where(from),
         ..Default::default()
     });
     consumer
-        .subscribe(&common.topic, "*")
+        .subscribe_with_selector(&common.topic, args.selector())
         .map_err(client_err("subscribing"))?;
     consumer
         .start()
