@@ -78,6 +78,9 @@ pub struct NamesrvConfig {
     /// The embedding broker's own name and credentials (standalone mode): an admin
     /// account allowed to register that one broker name, known without a file.
     pub embedded_broker: Option<(String, vostok_remoting::auth::SessionCredentials)>,
+    /// The ACL 2.0 users whose queries are answered within their namespaces (a
+    /// standalone broker's own users; docs/security.md#namespaces).
+    pub auth_users: Option<crate::security::AuthUsers>,
     /// `enableControllerInNamesrv`: also run a controller (docs/controller.md), set
     /// up by the controller keys of the same file (`controllerDLegerPeers`, ...).
     pub enable_controller_in_namesrv: bool,
@@ -119,6 +122,7 @@ impl Default for NamesrvConfig {
             limits: vostok_remoting::ServerLimits::default(),
             metrics: vostok_observe::MetricsConfig::default(),
             embedded_broker: None,
+            auth_users: None,
             enable_controller_in_namesrv: false,
             controller: vostok_controller::ControllerConfig::default(),
         }

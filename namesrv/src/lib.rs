@@ -73,6 +73,7 @@ pub use config::NamesrvConfig;
 pub use error::NamesrvError;
 pub use kv_config::KvConfigManager;
 pub use route::RouteInfoManager;
+pub use security::AuthUsers;
 
 use processor::{NamesrvProcessor, Shared};
 

@@ -4,16 +4,44 @@
 //! With `aclEnable` (or `authenticationEnabled`) the accounts of
 //! `$ROCKETMQ_HOME/conf/plain_acl.yml` (plus `conf/acl/`) decide, reloaded on change;
 //! `rocketmqHome` overrides `$ROCKETMQ_HOME`. The name server keeps no ACL 2.0
-//! users: both switches select the account files.
+//! users of its own: both switches select the account files. One embedded in a
+//! standalone broker also knows that broker's ACL 2.0 users ([`AuthUsers`]), to
+//! answer their queries within their namespaces.
 
 use std::sync::Arc;
 
 use vostok_auth::plain::PlainAccount;
-use vostok_auth::{Guard, GuardConfig};
+use vostok_auth::v2::AuthMetadata;
+use vostok_auth::{Guard, GuardConfig, TimeWindow};
 use vostok_remoting::tls::ServerTls;
 
 use crate::config::NamesrvConfig;
 use crate::error::NamesrvError;
+
+/// ACL 2.0 users known to the name server without deciding its access: a signed
+/// query of one of them is answered within the namespaces it is confined to.
+#[derive(Clone)]
+pub struct AuthUsers {
+    pub metadata: Arc<AuthMetadata>,
+    /// How far a signed time may be from the clock.
+    pub time_window: TimeWindow,
+}
+
+impl std::fmt::Debug for AuthUsers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthUsers")
+            .field("dir", &self.metadata.dir())
+            .finish()
+    }
+}
+
+impl PartialEq for AuthUsers {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.metadata, &other.metadata) && self.time_window == other.time_window
+    }
+}
+
+impl Eq for AuthUsers {}
 
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, String> + Send + 'static,
