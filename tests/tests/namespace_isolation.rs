@@ -11,7 +11,7 @@ use vostok_remoting::RemotingCommand;
 use vostok_tests::acl::{call, request, send_v2, signed_client};
 use vostok_tests::client::TestClient;
 use vostok_tests::sdk::client;
-use vostok_tests::{http, Broker, BrokerOptions};
+use vostok_tests::{http, Broker, BrokerOptions, Namesrv};
 
 const SUPER: (&str, &str) = ("root-user", "root-password");
 
@@ -87,8 +87,12 @@ async fn console_session_with(console: &str, name: &str, password: &str) -> Stri
 /// alice (confined to ns1) and bob (ns2), each having sent one message to its topic
 /// and pulled it with its group.
 async fn two_namespaces() -> (Broker, AdminClient, TestClient) {
+    two_namespaces_with(BrokerOptions::default()).await
+}
+
+async fn two_namespaces_with(options: BrokerOptions) -> (Broker, AdminClient, TestClient) {
     let broker = Broker::start(
-        BrokerOptions::default()
+        options
             .set("authenticationEnabled", true)
             .set("authorizationEnabled", true)
             .set(
@@ -232,6 +236,43 @@ async fn a_confined_user_sees_only_its_namespace_at_the_name_server() {
     let text = listed(&alice.call(&ns, all_topics()).await, "topic list");
     assert!(text.contains("ns1%orders"), "{text}");
     assert!(!text.contains("ns2%") && !text.contains("TBW102"), "{text}");
+    name_server_lists_and_routes(&ns, &root, &alice).await;
+    admin.shutdown().await;
+}
+
+/// A separate name server following the broker's users (`authConfigPath`) answers
+/// alice as the embedded one does, once it has read the users the broker wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_separate_name_server_follows_the_brokers_users() {
+    let users = tempfile::tempdir().unwrap();
+    let link = users.path().join("auth");
+    let namesrv = Namesrv::start_with(&[("authConfigPath", &link.display().to_string())]);
+    let options = BrokerOptions {
+        namesrv: Some(namesrv.addr.clone()),
+        ..BrokerOptions::default()
+    };
+    let (broker, admin, root) = two_namespaces_with(options).await;
+    std::os::unix::fs::symlink(broker.store_dir.join("config").join("auth"), &link).unwrap();
+    let ns = namesrv.addr.clone();
+    let alice = as_user("alice");
+    let all_topics = || request(code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = listed(&alice.call(&ns, all_topics()).await, "topic list");
+        if text.contains("ns1%orders") && !text.contains("ns2%") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{text}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    name_server_lists_and_routes(&ns, &root, &alice).await;
+    admin.shutdown().await;
+}
+
+/// Alice's lists at name server `ns` hold no topic of ns2 and its routes are refused.
+async fn name_server_lists_and_routes(ns: &str, root: &TestClient, alice: &TestClient) {
+    let ns = ns.to_owned();
+    let all_topics = || request(code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, &[]);
 
     let info = listed(
         &root
@@ -294,8 +335,6 @@ async fn a_confined_user_sees_only_its_namespace_at_the_name_server() {
         "{}",
         refused.remark()
     );
-
-    admin.shutdown().await;
 }
 
 /// Listing requests alice may make at the broker are answered with ns1's rows only;
