@@ -211,5 +211,37 @@ mod tests {
         let named = |n: &'static str| Access::Names(vec![Resource::topic(n)]);
         assert!(c.check("a", 10, &named("ns1%x")).is_ok());
         assert!(c.check("a", 10, &named("ns2%x")).is_err());
+        let scoped = |n: &'static str| Access::Scoped(vec![Resource::topic(n)]);
+        assert!(c.check("a", 21, &scoped("ns1%x")).is_ok());
+        assert!(c.check("a", 21, &scoped("ns2%x")).is_err());
+        assert!(c.check("a", 21, &Access::Scoped(vec![])).is_ok(), "a list");
+    }
+
+    #[test]
+    fn heartbeats_may_carry_the_groups_clients_register_on_their_own() {
+        use vostok_remoting::protocol::request_code as rc;
+        let acl = CompiledAcl {
+            custom: vec![entry("Namespace:ns1", "Allow")],
+            default: vec![],
+        };
+        let c = Confinement::of(Some(&acl)).unwrap();
+        let groups = |names: &[&'static str]| {
+            Access::Names(names.iter().map(|n| Resource::group(n)).collect())
+        };
+        let internal = groups(&[
+            "CLIENT_INNER_PRODUCER",
+            "TOOLS_CONSUMER",
+            "CID_RMQ_SYS_TRANS",
+        ]);
+        assert!(c.check("a", rc::HEART_BEAT, &internal).is_ok());
+        assert!(c.check("a", rc::UNREGISTER_CLIENT, &internal).is_ok());
+        assert!(
+            c.check("a", rc::PULL_MESSAGE, &internal).is_err(),
+            "elsewhere confined"
+        );
+        assert!(c.check("a", rc::HEART_BEAT, &groups(&["ns2%p"])).is_err());
+        assert!(c
+            .check("a", rc::HEART_BEAT, &groups(&["DEFAULT_PRODUCER"]))
+            .is_err());
     }
 }
