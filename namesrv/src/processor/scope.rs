@@ -92,3 +92,80 @@ pub(super) fn narrow(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vostok_auth::v2::store::CompiledAcl;
+    use vostok_auth::v2::{model::Entry, PolicyEntryInfo};
+
+    fn ns1() -> Confinement {
+        let entry = Entry::compile(&PolicyEntryInfo {
+            resource: "Namespace:ns1".into(),
+            actions: vec!["Sub".into()],
+            source_ips: vec![],
+            decision: "Allow".into(),
+        })
+        .unwrap();
+        let acl = CompiledAcl {
+            custom: vec![entry],
+            default: vec![],
+        };
+        Confinement::of(Some(&acl)).unwrap()
+    }
+
+    fn asked(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
+        let mut r = RemotingCommand::request(code);
+        for (k, v) in fields {
+            r.ext_fields.insert(k, v);
+        }
+        r
+    }
+
+    #[test]
+    fn topic_lists_and_order_settings_keep_only_the_namespace() {
+        let topics = TopicList {
+            broker_addr: None,
+            topic_list: ["ns1%a", "ns2%b", "TBW102", "%RETRY%ns1%g"]
+                .map(String::from)
+                .into(),
+        };
+        let answer = RemotingCommand::success().with_body(json::to_vec(&topics));
+        let narrowed = narrow(
+            &asked(code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, &[]),
+            answer,
+            &ns1(),
+        );
+        let list: TopicList = json::from_slice("TopicList", &narrowed.body).unwrap();
+        assert_eq!(
+            list.topic_list.into_iter().collect::<Vec<_>>(),
+            ["%RETRY%ns1%g", "ns1%a"]
+        );
+
+        let kv = KvTable {
+            table: [("ns1%a", "b:4"), ("ns2%b", "b:4")]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .into(),
+        };
+        let order = [("namespace", NAMESPACE_ORDER_TOPIC_CONFIG)];
+        let answer = RemotingCommand::success().with_body(json::to_vec(&kv));
+        let narrowed = narrow(
+            &asked(code::GET_KVLIST_BY_NAMESPACE, &order),
+            answer,
+            &ns1(),
+        );
+        let kv: KvTable = json::from_slice("KvTable", &narrowed.body).unwrap();
+        assert_eq!(kv.table.keys().collect::<Vec<_>>(), ["ns1%a"]);
+
+        let route = asked(code::GET_ROUTEINFO_BY_TOPIC, &[("topic", "ns2%b")]);
+        assert_eq!(named(&route), [Resource::topic("ns2%b")]);
+        let key = asked(
+            code::GET_KV_CONFIG,
+            &[
+                ("namespace", NAMESPACE_ORDER_TOPIC_CONFIG),
+                ("key", "ns2%b"),
+            ],
+        );
+        assert_eq!(named(&key), [Resource::topic("ns2%b")]);
+    }
+}
