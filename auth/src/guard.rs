@@ -339,6 +339,12 @@ impl Guard {
                     if let Some(confinement) = &confinement {
                         confinement.check(name, code, &access)?;
                     }
+                    // A scoped request is an admin's, or a confined user's whose
+                    // names the confinement has just admitted.
+                    let access = match access {
+                        Access::Scoped(names) if confinement.is_some() => Access::Names(names),
+                        access => access,
+                    };
                     v2_check::authorize(&snapshot, name, ip, code, access)?
                 }
                 None => {

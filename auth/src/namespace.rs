@@ -16,8 +16,9 @@
 //! ([`crate::Guard::check`]), so remoting, gRPC and the console refuse alike.
 
 use crate::permission;
+use crate::proof::{Proof, TimeWindow};
 use crate::resource::{Access, Denied, Need, Resource, TRACE_TOPIC};
-use crate::v2::store::CompiledAcl;
+use crate::v2::store::{subject_key, AuthMetadata, CompiledAcl};
 
 /// The namespace `name` (a topic or group, or a retry or dead-letter topic) is in, if
 /// it has one: `ns1` for `ns1%orders`, `%RETRY%ns1%g` and `%DLQ%ns1%g` (the clients'
@@ -65,13 +66,14 @@ impl Confinement {
     /// Refuses a request of `user` (request `code`) needing `access` when it names a
     /// topic or group outside the confinement.
     pub fn check(&self, user: &str, code: i32, access: &Access<'_>) -> Result<(), Denied> {
+        let admits = |r: &Resource<'_>| self.admits_resource(r) || is_client_group(code, r);
         let outside = match access {
             Access::Needs(needs) => needs
                 .iter()
                 .filter(|n| !is_trace_send(n))
                 .map(|n| &n.resource)
-                .find(|r| !self.admits_resource(r)),
-            Access::Names(names) => names.iter().find(|r| !self.admits_resource(r)),
+                .find(|r| !admits(r)),
+            Access::Names(names) | Access::Scoped(names) => names.iter().find(|r| !admits(r)),
             Access::Open | Access::Admin | Access::Unresolved(_) => None,
         };
         match outside {
@@ -88,6 +90,54 @@ impl Confinement {
     fn admits_resource(&self, resource: &Resource<'_>) -> bool {
         self.admits(resource.name())
     }
+}
+
+/// The confinement of the ACL 2.0 user of `metadata` who signed `request`, for a
+/// server that lists on the users' behalf without deciding by their ACLs (a name
+/// server answering route and topic-list queries): `None` when the request names no
+/// such user (the server's own rules decide), `Some(Ok(None))` for a user who is not
+/// confined (or SUPER), an error when the user is disabled or the signature or its
+/// time is bad.
+pub fn of_signer(
+    metadata: &AuthMetadata,
+    request: &impl Proof,
+    window: &TimeWindow,
+) -> Option<Result<Option<Confinement>, Denied>> {
+    let snapshot = metadata.snapshot();
+    let name = request.access_key()?;
+    let user = snapshot.users.get(name)?;
+    let is_super = user.is_super();
+    let clock = (window, vostok_remoting::support::time::now_millis());
+    Some(
+        crate::v2::check::authenticate(&snapshot, request, clock).map(|name| {
+            (!is_super)
+                .then(|| Confinement::of(snapshot.acls.get(&subject_key(name))))
+                .flatten()
+        }),
+    )
+}
+
+/// Groups clients register on their own, whatever namespace the application is in
+/// (Apache's `MixAll` names): every Java client's heartbeat carries
+/// `CLIENT_INNER_PRODUCER`, the tools pull as `TOOLS_CONSUMER`.
+pub const CLIENT_GROUPS: &[&str] = &[
+    "CLIENT_INNER_PRODUCER",
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "__MONITOR_CONSUMER",
+];
+
+/// Prefix of the groups the broker itself uses (`MixAll.CID_SYS_RMQ_TRANS` and kin).
+const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
+
+/// Whether `resource` is a client-internal group named by a heartbeat or an
+/// unregistration: those requests may carry it whatever the confinement. Elsewhere (a
+/// pull, an offset) the group is confined like any other.
+fn is_client_group(code: i32, resource: &Resource<'_>) -> bool {
+    use vostok_remoting::protocol::request_code as rc;
+    matches!(code, rc::HEART_BEAT | rc::UNREGISTER_CLIENT)
+        && matches!(resource, Resource::Group(g)
+            if CLIENT_GROUPS.contains(&g.as_ref()) || g.starts_with(SYSTEM_GROUP_PREFIX))
 }
 
 /// A send to the message-trace topic, which clients share whatever their namespace
@@ -161,5 +211,37 @@ mod tests {
         let named = |n: &'static str| Access::Names(vec![Resource::topic(n)]);
         assert!(c.check("a", 10, &named("ns1%x")).is_ok());
         assert!(c.check("a", 10, &named("ns2%x")).is_err());
+        let scoped = |n: &'static str| Access::Scoped(vec![Resource::topic(n)]);
+        assert!(c.check("a", 21, &scoped("ns1%x")).is_ok());
+        assert!(c.check("a", 21, &scoped("ns2%x")).is_err());
+        assert!(c.check("a", 21, &Access::Scoped(vec![])).is_ok(), "a list");
+    }
+
+    #[test]
+    fn heartbeats_may_carry_the_groups_clients_register_on_their_own() {
+        use vostok_remoting::protocol::request_code as rc;
+        let acl = CompiledAcl {
+            custom: vec![entry("Namespace:ns1", "Allow")],
+            default: vec![],
+        };
+        let c = Confinement::of(Some(&acl)).unwrap();
+        let groups = |names: &[&'static str]| {
+            Access::Names(names.iter().map(|n| Resource::group(n)).collect())
+        };
+        let internal = groups(&[
+            "CLIENT_INNER_PRODUCER",
+            "TOOLS_CONSUMER",
+            "CID_RMQ_SYS_TRANS",
+        ]);
+        assert!(c.check("a", rc::HEART_BEAT, &internal).is_ok());
+        assert!(c.check("a", rc::UNREGISTER_CLIENT, &internal).is_ok());
+        assert!(
+            c.check("a", rc::PULL_MESSAGE, &internal).is_err(),
+            "elsewhere confined"
+        );
+        assert!(c.check("a", rc::HEART_BEAT, &groups(&["ns2%p"])).is_err());
+        assert!(c
+            .check("a", rc::HEART_BEAT, &groups(&["DEFAULT_PRODUCER"]))
+            .is_err());
     }
 }

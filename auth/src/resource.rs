@@ -116,6 +116,11 @@ pub enum Access<'a> {
     Names(Vec<Resource<'a>>),
     /// An admin account (ACL 1.0 `admin: true`, ACL 2.0 SUPER user).
     Admin,
+    /// An admin account, or a user confined to namespaces when every topic or group
+    /// named here is inside them ([`crate::namespace`]): administrative reads that a
+    /// confined user may make about its own namespaces. With no names, the request is
+    /// a list, which the server answers with only the user's namespaces' rows.
+    Scoped(Vec<Resource<'a>>),
     /// These permissions (none may be missing). A need whose resource has no name (the
     /// request left the field out) is refused, never read as the account's default.
     Needs(Vec<Need<'a>>),
@@ -135,7 +140,7 @@ impl Access<'_> {
                 .iter()
                 .find(|n| n.resource.name().is_empty())
                 .map(|n| format!("names no {}", n.resource.kind())),
-            Access::Open | Access::Names(_) | Access::Admin => None,
+            Access::Open | Access::Names(_) | Access::Admin | Access::Scoped(_) => None,
         }
     }
 }

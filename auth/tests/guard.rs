@@ -517,3 +517,76 @@ fn acl_2_users_policies_and_migration() {
     let files = std::fs::read_to_string(store.path().join("auth/users.json")).unwrap();
     assert!(files.contains("alice"));
 }
+
+/// A scoped request (an administrative read) is an admin's, or a confined user's about
+/// its own namespace; a user not confined is refused it. A second reader of the same
+/// directory (a name server following the broker's users) sees the change on reload
+/// and tells who signed and where it is confined.
+#[test]
+fn scoped_requests_and_a_follower_of_the_users() {
+    let store = tempfile::tempdir().unwrap();
+    let config = GuardConfig {
+        authentication_enabled: true,
+        authorization_enabled: true,
+        metadata_dir: Some(store.path().join("auth")),
+        ..GuardConfig::default()
+    };
+    let guard = Guard::open(&config).unwrap().unwrap();
+    let follower = vostok_auth::v2::AuthMetadata::open(store.path().join("auth")).unwrap();
+    let md = guard.metadata().unwrap();
+    let entry = |resource: &str| PolicyEntryInfo {
+        resource: resource.into(),
+        actions: vec!["Sub".into()],
+        source_ips: vec![],
+        decision: "Allow".into(),
+    };
+    for (name, resource) in [("alice", "Namespace:ns1"), ("carol", "Topic:*")] {
+        md.create_user(UserInfo {
+            username: Some(name.into()),
+            password: Some(format!("{name}-pw")),
+            ..UserInfo::default()
+        })
+        .unwrap();
+        let acl = AclInfo {
+            subject: None,
+            policies: vec![PolicyInfo {
+                policy_type: None,
+                entries: vec![entry(resource)],
+            }],
+        };
+        md.upsert_acl(&format!("User:{name}"), acl).unwrap();
+    }
+    let lo = ip("127.0.0.1");
+    let alice = signed(21, "alice", "alice-pw", &[]);
+    let carol = signed(21, "carol", "carol-pw", &[]);
+    let scoped = |n: &'static str| move || Access::Scoped(vec![Resource::topic(n)]);
+    let list = || Access::Scoped(vec![]);
+    let principal = guard.check(lo, &alice, list).unwrap();
+    assert_eq!(principal.confinement().unwrap().namespaces(), ["ns1"]);
+    assert!(guard.check(lo, &alice, scoped("ns1%orders")).is_ok());
+    let e = guard.check(lo, &alice, scoped("ns2%orders")).unwrap_err();
+    assert!(e.reason.contains("confined to namespace ns1"), "{e}");
+    let e = guard.check(lo, &carol, list).unwrap_err();
+    assert!(e.reason.contains("needs a SUPER user"), "{e}");
+
+    let window = vostok_auth::TimeWindow::default();
+    assert!(
+        vostok_auth::namespace::of_signer(&follower, &alice, &window).is_none(),
+        "not read yet"
+    );
+    assert!(follower.reload().unwrap());
+    assert!(!follower.reload().unwrap(), "nothing new");
+    let confinement = vostok_auth::namespace::of_signer(&follower, &alice, &window)
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(confinement.namespaces(), ["ns1"]);
+    let unconfined = vostok_auth::namespace::of_signer(&follower, &carol, &window).unwrap();
+    assert_eq!(unconfined.unwrap(), None);
+    let wrong = signed(21, "alice", "wrong", &[]);
+    assert!(
+        vostok_auth::namespace::of_signer(&follower, &wrong, &window)
+            .unwrap()
+            .is_err()
+    );
+}

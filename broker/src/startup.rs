@@ -206,6 +206,15 @@ impl Broker {
             ns_config.acl_enable = config.security.is_on();
             ns_config.rocketmq_home = config.security.rocketmq_home.clone();
             ns_config.tls = config.security.tls.clone();
+            ns_config.auth_users =
+                security
+                    .guard
+                    .as_ref()
+                    .and_then(|g| g.metadata())
+                    .map(|metadata| vostok_namesrv::AuthUsers {
+                        metadata: metadata.clone(),
+                        time_window: config.security.time_window,
+                    });
             ns_config.embedded_broker = security
                 .credentials
                 .clone()

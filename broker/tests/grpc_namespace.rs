@@ -8,9 +8,12 @@ use std::time::Duration;
 use tonic::transport::Channel;
 use vostok_auth::v2::{AclInfo, AuthMetadata, PolicyEntryInfo, PolicyInfo, UserInfo};
 use vostok_broker::grpc::proto::messaging_service_client::MessagingServiceClient;
+use vostok_broker::grpc::proto::settings::PubSub;
+use vostok_broker::grpc::proto::telemetry_command::Command;
 use vostok_broker::grpc::proto::{
-    ClientType, Code, HeartbeatRequest, Message, QueryRouteRequest, Resource, SendMessageRequest,
-    SystemProperties,
+    ClientType, Code, HeartbeatRequest, Message, Publishing, QueryRouteRequest, Resource,
+    SendMessageRequest, Settings, Subscription, SubscriptionEntry, SystemProperties,
+    TelemetryCommand,
 };
 use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
 use vostok_remoting::auth::grpc::{date_time, sign};
@@ -191,6 +194,63 @@ async fn a_confined_user_reaches_only_its_namespace_over_grpc() {
             .into_inner();
         let forbidden = code(&r.status) == Code::Forbidden;
         assert_eq!(forbidden, ns == "ns2", "{ns}: {:?}", r.status);
+    }
+    broker.shutdown().await;
+}
+
+/// The settings a telemetry stream carries name only alice's namespace: a consumer
+/// group or a subscription or a publishing topic of another ends the stream
+/// PERMISSION_DENIED; her own are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confined_user_sends_settings_of_its_namespace_only() {
+    let (broker, _dir, mut client) = start().await;
+    let subscription = |group_ns: &str, topic_ns: &str| Settings {
+        client_type: Some(ClientType::PushConsumer as i32),
+        pub_sub: Some(PubSub::Subscription(Subscription {
+            group: resource(group_ns, "g"),
+            subscriptions: vec![SubscriptionEntry {
+                topic: resource(topic_ns, "orders"),
+                expression: None,
+            }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let publishing = |ns: &str| Settings {
+        client_type: Some(ClientType::Producer as i32),
+        pub_sub: Some(PubSub::Publishing(Publishing {
+            topics: vec![resource(ns, "orders").unwrap()],
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    for (settings, allowed) in [
+        (subscription("ns1", "ns1"), true),
+        (publishing("ns1"), true),
+        (subscription("ns2", "ns1"), false),
+        (subscription("ns1", "ns2"), false),
+        (publishing("ns2"), false),
+    ] {
+        let what = format!("{:?}", settings.pub_sub);
+        let outbound = futures_util::stream::iter([TelemetryCommand {
+            status: None,
+            command: Some(Command::Settings(settings)),
+        }]);
+        let mut inbound = client
+            .telemetry(as_alice(outbound, None))
+            .await
+            .unwrap()
+            .into_inner();
+        let answer = tokio::time::timeout(T, inbound.message()).await.unwrap();
+        match answer {
+            Ok(Some(_)) => assert!(allowed, "{what}: answered"),
+            Ok(None) => panic!("{what}: the stream ended without an answer"),
+            Err(e) => {
+                assert!(!allowed, "{what}: {e}");
+                assert_eq!(e.code(), tonic::Code::PermissionDenied, "{what}: {e}");
+                assert!(e.message().contains("confined to namespace ns1"), "{e}");
+            }
+        }
     }
     broker.shutdown().await;
 }

@@ -78,6 +78,14 @@ pub struct NamesrvConfig {
     /// The embedding broker's own name and credentials (standalone mode): an admin
     /// account allowed to register that one broker name, known without a file.
     pub embedded_broker: Option<(String, vostok_remoting::auth::SessionCredentials)>,
+    /// The ACL 2.0 users whose queries are answered within their namespaces (a
+    /// standalone broker's own users; docs/security.md#namespaces).
+    pub auth_users: Option<crate::security::AuthUsers>,
+    /// `authConfigPath` (Vostok's on a name server): a directory holding a broker's
+    /// ACL 2.0 users and ACLs (`users.json`, `acls.json`, as the broker keeps them in
+    /// `<storePathRootDir>/config/auth`), followed as it changes: queries those users
+    /// sign are answered within their namespaces (docs/security.md#namespaces).
+    pub auth_config_path: Option<PathBuf>,
     /// `enableControllerInNamesrv`: also run a controller (docs/controller.md), set
     /// up by the controller keys of the same file (`controllerDLegerPeers`, ...).
     pub enable_controller_in_namesrv: bool,
@@ -119,6 +127,8 @@ impl Default for NamesrvConfig {
             limits: vostok_remoting::ServerLimits::default(),
             metrics: vostok_observe::MetricsConfig::default(),
             embedded_broker: None,
+            auth_users: None,
+            auth_config_path: None,
             enable_controller_in_namesrv: false,
             controller: vostok_controller::ControllerConfig::default(),
         }
@@ -214,6 +224,11 @@ impl NamesrvConfig {
                 self.acl_enable |= parse_bool(key, value)?
             }
             "routeQueryAclEnable" => self.route_query_acl_enable = parse_bool(key, value)?,
+            "authConfigPath" => {
+                self.auth_config_path = Some(value.trim())
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            }
             _ if self
                 .limits
                 .apply(key, value)
@@ -291,6 +306,13 @@ impl NamesrvConfig {
             .map(|(k, v)| (k.to_owned(), v))
             .collect();
         out.push(("aclEnable".into(), self.acl_enable.to_string()));
+        out.push((
+            "authConfigPath".into(),
+            self.auth_config_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ));
         out.push((
             "enableControllerInNamesrv".into(),
             self.enable_controller_in_namesrv.to_string(),

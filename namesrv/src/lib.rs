@@ -73,6 +73,7 @@ pub use config::NamesrvConfig;
 pub use error::NamesrvError;
 pub use kv_config::KvConfigManager;
 pub use route::RouteInfoManager;
+pub use security::AuthUsers;
 
 use processor::{NamesrvProcessor, Shared};
 
@@ -120,6 +121,9 @@ impl NameServer {
             })??;
         let route = Arc::new(RouteInfoManager::new((&config).into()));
         let (guard, tls) = security::open(&config).await?;
+        let followed = config.auth_users.is_none();
+        let mut config = config;
+        config.auth_users = security::open_users(&config).await?;
         let server_config = ServerConfig {
             connection: config.limits.connection(
                 ConnectionConfig {
@@ -162,6 +166,9 @@ impl NameServer {
             guard.watch(stop.clone());
         }
         tasks.spawn(housekeeping::run(route, scan_interval, stop.clone()));
+        if let Some(users) = shared.config.auth_users.clone().filter(|_| followed) {
+            tasks.spawn(security::follow_users(users, stop.clone()));
+        }
         tasks.close();
         let controller = if shared.config.enable_controller_in_namesrv {
             let c = shared.config.controller.clone();

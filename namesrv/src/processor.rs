@@ -12,6 +12,7 @@ mod admin;
 mod broker;
 mod client;
 mod kv;
+mod scope;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -62,11 +63,18 @@ impl NamesrvProcessor {
 
     async fn dispatch(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
         let s = &*self.shared;
-        if let Some(guard) = &s.guard {
-            if let Err(refusal) = access::check(guard, &s.config, channel, request) {
-                return refusal;
+        let confinement = match scope::signer(s, request) {
+            Some(Ok(confinement)) => confinement,
+            Some(Err(refusal)) => return refusal,
+            None => {
+                if let Some(guard) = &s.guard {
+                    if let Err(refusal) = access::check(guard, &s.config, channel, request) {
+                        return refusal;
+                    }
+                }
+                None
             }
-        }
+        };
         let reply = match request.code {
             code::REGISTER_BROKER => broker::register_broker(s, channel, request),
             code::UNREGISTER_BROKER => broker::unregister_broker(s, request),
@@ -93,6 +101,10 @@ impl NamesrvProcessor {
             _ => Ok(not_supported(request)),
         };
         let response = reply.unwrap_or_else(|error| error);
+        let response = match &confinement {
+            Some(confinement) => scope::narrow(request, response, confinement),
+            None => response,
+        };
         debug!(
             response_code = response.code,
             remark = response.remark(),

@@ -117,6 +117,27 @@ impl AuthMetadata {
         &self.dir
     }
 
+    /// Reads the files again (blocking) and puts what they hold in force when it
+    /// differs: for a server that follows another's users (a name server reading a
+    /// broker's directory). Whether anything changed; on an error the users in force
+    /// stay.
+    pub fn reload(&self) -> Result<bool, AuthError> {
+        let fresh = Self::open(self.dir.clone())?;
+        let fresh = fresh.tables.locked().clone();
+        let mut tables = self.tables.locked();
+        let same = |a: &Tables, b: &Tables| {
+            serde_json::to_vec(&(&a.users, &a.acls)).ok()
+                == serde_json::to_vec(&(&b.users, &b.acls)).ok()
+        };
+        if same(&tables, &fresh) {
+            return Ok(false);
+        }
+        let snapshot = Self::build(&fresh).map_err(AuthError::Config)?;
+        *tables = fresh;
+        *self.snapshot.write_locked() = Arc::new(snapshot);
+        Ok(true)
+    }
+
     fn build(tables: &Tables) -> Result<Snapshot, String> {
         let mut snapshot = Snapshot {
             users: tables

@@ -225,7 +225,19 @@ pub(crate) fn refusal(
     ctx: &RequestContext,
     needs: (i32, Access<'_>),
 ) -> Option<Status> {
-    let guard = broker.guard.as_ref()?;
+    admitted(broker, ctx, needs).err()
+}
+
+/// Checks a call against the broker's guard: who made it (`None` when ACL is off),
+/// or the refusal.
+pub(crate) fn admitted(
+    broker: &Broker,
+    ctx: &RequestContext,
+    needs: (i32, Access<'_>),
+) -> Result<Option<vostok_auth::Principal>, Status> {
+    let Some(guard) = broker.guard.as_ref() else {
+        return Ok(None);
+    };
     let (code, access) = needs;
     let proof = GrpcProof {
         code,
@@ -233,7 +245,7 @@ pub(crate) fn refusal(
         date_time: &ctx.date_time,
     };
     match guard.check(ctx.remote.ip(), &proof, || access) {
-        Ok(_) => None,
+        Ok(principal) => Ok(Some(principal)),
         Err(denied) => {
             tracing::debug!(client = %ctx.client_id, peer = %ctx.remote, reason = %denied.reason, "gRPC call refused");
             let code = if denied.unauthenticated {
@@ -241,7 +253,24 @@ pub(crate) fn refusal(
             } else {
                 Code::Forbidden
             };
-            Some(status(code, denied.reason))
+            Err(status(code, denied.reason))
         }
+    }
+}
+
+/// The topics and group a telemetry stream's settings name: what a producer publishes
+/// to, what a consumer group subscribes to. Each later call needs its permissions;
+/// the settings only have to stay inside a confined user's namespaces.
+pub(crate) fn settings_names(
+    ctx: &RequestContext,
+    settings: &super::proto::Settings,
+) -> Vec<Resource<'static>> {
+    use super::proto::settings::PubSub;
+    match &settings.pub_sub {
+        Some(PubSub::Publishing(p)) => p.topics.iter().map(|t| topic(ctx, Some(t))).collect(),
+        Some(PubSub::Subscription(s)) => std::iter::once(group(ctx, s.group.as_ref()))
+            .chain(s.subscriptions.iter().map(|e| topic(ctx, e.topic.as_ref())))
+            .collect(),
+        None => vec![],
     }
 }

@@ -55,9 +55,13 @@ pub(crate) async fn telemetry(
     // A session needs a signed stream when ACL is on; its later RPCs are checked one
     // by one.
     let opening = (request_code::HEART_BEAT, vostok_auth::Access::Open);
-    if let Some(refused) = access::refusal(&svc.broker, &ctx, opening) {
-        return Err(tonic::Status::unauthenticated(refused.message));
-    }
+    let principal = access::admitted(&svc.broker, &ctx, opening)
+        .map_err(|refused| tonic::Status::unauthenticated(refused.message))?;
+    // A user confined to namespaces sends settings naming only theirs.
+    let confined = principal.and_then(|p| {
+        let user = p.access_key().unwrap_or("-").to_owned();
+        p.confinement().cloned().map(|c| (user, c))
+    });
     let mut inbound = request.into_inner();
     let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
     let broker = svc.broker.clone();
@@ -81,9 +85,16 @@ pub(crate) async fn telemetry(
                 // Thread stacks and verify results answer commands Vostok never sends.
                 continue;
             };
+            let outside = confined.as_ref().and_then(|(user, c)| {
+                let names = vostok_auth::Access::Names(access::settings_names(&ctx, &settings));
+                c.check(user, request_code::HEART_BEAT, &names).err()
+            });
             let reply = match settings.pub_sub {
                 None => Err(tonic::Status::invalid_argument(
                     "there is no publishing or subscription data in settings",
+                )),
+                Some(_) if outside.is_some() => Err(tonic::Status::permission_denied(
+                    outside.map(|d| d.reason).unwrap_or_default(),
                 )),
                 Some(_) => accept_settings(&broker, &sessions, &ctx, settings, &tx)
                     .map_err(|s| tonic::Status::invalid_argument(s.message)),

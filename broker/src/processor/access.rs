@@ -223,6 +223,27 @@ fn by_fields(request: &RemotingCommand) -> Access<'_> {
         | code::SEARCH_OFFSET_BY_TIMESTAMP
         | code::GET_EARLIEST_MSG_STORETIME
         | code::GET_TOPIC_CONFIG => Access::Names(vec![Resource::topic(f("topic"))]),
+        // Administrative reads: an admin's, or a confined user's about its own
+        // namespaces (the lists are narrowed to them, `scope`).
+        code::GET_ALL_TOPIC_CONFIG
+        | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+        | code::GET_BROKER_CONSUME_STATS => Access::Scoped(vec![]),
+        code::GET_TOPIC_STATS_INFO | code::QUERY_TOPIC_CONSUME_BY_WHO => {
+            Access::Scoped(vec![Resource::topic(f("topic"))])
+        }
+        code::GET_CONSUME_STATS | code::GET_CONSUMER_CONNECTION_LIST => {
+            let mut named = vec![Resource::group(f("consumerGroup"))];
+            named.extend(
+                Some(f("topic"))
+                    .filter(|t| !t.is_empty())
+                    .map(Resource::topic),
+            );
+            Access::Scoped(named)
+        }
+        code::GET_PRODUCER_CONNECTION_LIST => {
+            Access::Scoped(vec![Resource::group(f("producerGroup"))])
+        }
+        code::GET_SUBSCRIPTIONGROUP_CONFIG => Access::Scoped(vec![Resource::group(f("group"))]),
         _ => Access::Admin,
     }
 }
@@ -353,6 +374,21 @@ mod tests {
             Access::Names(vec![Resource::group("P")])
         );
         assert_eq!(by_fields(&with(code::UNREGISTER_CLIENT, &[])), Access::Open);
+        assert_eq!(
+            by_fields(&with(code::GET_ALL_TOPIC_CONFIG, &[])),
+            Access::Scoped(vec![])
+        );
+        assert_eq!(
+            by_fields(&with(
+                code::GET_CONSUME_STATS,
+                &[("consumerGroup", "G"), ("topic", "T")]
+            )),
+            Access::Scoped(vec![Resource::group("G"), Resource::topic("T")])
+        );
+        assert_eq!(
+            by_fields(&with(code::GET_CONSUME_STATS, &[("consumerGroup", "G")])),
+            Access::Scoped(vec![Resource::group("G")])
+        );
         for admin in [
             code::UPDATE_AND_CREATE_TOPIC,
             code::GET_BROKER_CONFIG,
@@ -361,9 +397,6 @@ mod tests {
             code::CLEAN_EXPIRED_CONSUMEQUEUE,
             code::DELETE_EXPIRED_COMMITLOG,
             code::GET_CONSUMER_RUNNING_INFO,
-            code::QUERY_TOPIC_CONSUME_BY_WHO,
-            code::GET_BROKER_CONSUME_STATS,
-            code::GET_SUBSCRIPTIONGROUP_CONFIG,
             code::QUERY_CONSUME_QUEUE,
             code::GET_BROKER_HA_STATUS,
             code::RESET_MASTER_FLUSH_OFFSET,

@@ -26,6 +26,7 @@ mod query;
 mod reply;
 mod role;
 mod role_notify;
+mod scope;
 mod send;
 mod send_back;
 mod send_batch;
@@ -62,11 +63,22 @@ impl RequestProcessor for BrokerProcessor {
     ) -> BoxFuture<'a, Option<RemotingCommand>> {
         Box::pin(async move {
             let b = &*self.broker;
+            let mut confinement = None;
             if let Some(guard) = &b.guard {
-                if let Err(denied) = guard.check(channel.peer_addr().ip(), &request, || {
-                    access::access(b, &request)
-                }) {
-                    return refuse(channel, &request, denied);
+                let checked = guard
+                    .check(channel.peer_addr().ip(), &request, || {
+                        access::access(b, &request)
+                    })
+                    .and_then(|principal| {
+                        if let Some(c) = principal.confinement() {
+                            let user = principal.access_key().unwrap_or("-");
+                            scope::check_heartbeat(&request, user, c)?;
+                        }
+                        Ok(principal)
+                    });
+                match checked {
+                    Ok(principal) => confinement = principal.confinement().cloned(),
+                    Err(denied) => return refuse(channel, &request, denied),
                 }
             }
             if let Some(refusal) = role::slave_refusal(b, request.code) {
@@ -253,6 +265,10 @@ impl RequestProcessor for BrokerProcessor {
                     debug!(code = request.code, peer = %channel.peer_addr(), "request code not supported");
                     vostok_remoting::processor::not_supported(&request)
                 }
+            };
+            let response = match &confinement {
+                Some(confinement) => scope::narrow(code, response, confinement),
+                None => response,
             };
             if let Some(started) = started {
                 let answered = (!oneway).then_some(response.code);

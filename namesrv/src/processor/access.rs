@@ -19,20 +19,29 @@ use vostok_remoting::{Channel, RemotingCommand};
 use super::error;
 use crate::config::NamesrvConfig;
 
+/// Whether `request_code` is a query: open unless `routeQueryAclEnable`, and answered
+/// within a confined user's namespaces (`scope`).
+pub(super) fn is_query(request_code: i32) -> bool {
+    matches!(
+        request_code,
+        code::GET_ROUTEINFO_BY_TOPIC
+            | code::GET_BROKER_CLUSTER_INFO
+            | code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+            | code::GET_TOPICS_BY_CLUSTER
+            | code::GET_SYSTEM_TOPIC_LIST_FROM_NS
+            | code::GET_UNIT_TOPIC_LIST
+            | code::GET_HAS_UNIT_SUB_TOPIC_LIST
+            | code::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
+            | code::GET_KV_CONFIG
+            | code::GET_KVLIST_BY_NAMESPACE
+            | code::GET_NAMESRV_CONFIG
+    )
+}
+
 /// `None`: no check at all.
 fn access(request_code: i32, config: &NamesrvConfig) -> Option<Access<'static>> {
     match request_code {
-        code::GET_ROUTEINFO_BY_TOPIC
-        | code::GET_BROKER_CLUSTER_INFO
-        | code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-        | code::GET_TOPICS_BY_CLUSTER
-        | code::GET_SYSTEM_TOPIC_LIST_FROM_NS
-        | code::GET_UNIT_TOPIC_LIST
-        | code::GET_HAS_UNIT_SUB_TOPIC_LIST
-        | code::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
-        | code::GET_KV_CONFIG
-        | code::GET_KVLIST_BY_NAMESPACE
-        | code::GET_NAMESRV_CONFIG => config.route_query_acl_enable.then_some(Access::Open),
+        c if is_query(c) => config.route_query_acl_enable.then_some(Access::Open),
         _ => Some(Access::Admin),
     }
 }
