@@ -144,11 +144,19 @@ def mqbench(bench, kind, namesrv, pid, flags, common, json_path, log):
     return json.loads(json_path.read_text())
 
 
+def per_message_us(cpu_secs, count):
+    """Microseconds of CPU per message: the figure that load on a shared machine moves
+    least (msg/s moves with it by tens of percent)."""
+    return cpu_secs * 1e6 / count if cpu_secs is not None and count else None
+
+
 def figures(v, kind):
     """The row's figures from one mqbench JSON summary."""
     lat = v.get("e2e_latency_ms") if kind == "e2e" else v.get("latency_ms")
     broker = v.get("broker") or {}
     tool = v.get("mqbench") or {}
+    # CPU seconds and messages over the same window: sends, or receipts for a backlog row.
+    count = v.get("received_in_window") if kind == "consume" else v.get("sent")
     rate = v["msgs_per_sec"]
     if kind == "e2e" and v.get("recv_msgs_per_sec") is not None:
         # Producing and consuming at once: the slower side is the figure.
@@ -161,6 +169,8 @@ def figures(v, kind):
         "rss": broker.get("peak_rss_anon_mib"),
         "broker_cpu": broker.get("cpu_cores"),
         "tool_cpu": tool.get("cpu_cores"),
+        "broker_us": per_message_us(broker.get("cpu_secs"), count),
+        "tool_us": per_message_us(tool.get("cpu_secs"), count),
         "errors": v.get("send_errors") or 0,
         "lost": v.get("lost"),
         "dups": v.get("duplicates"),
@@ -176,7 +186,7 @@ def summarise(runs):
     if not runs:
         return None
     out = {k: median([r[k] for r in runs]) for k in ("rate", "mb", "p50", "p99", "broker_cpu",
-                                                    "tool_cpu")}
+                                                    "tool_cpu", "broker_us", "tool_us")}
     out["rss"] = max((r["rss"] for r in runs if r["rss"] is not None), default=None)
     out["errors"] = sum(r["errors"] for r in runs)
     out["lost"] = sum(r["lost"] or 0 for r in runs) if any(r["lost"] is not None for r in runs) else None
@@ -246,7 +256,8 @@ def run_matrix(opts, targets, bench, log):
                     f = figures(v, kind)
                     results.setdefault((name, t.name), []).append(f)
                     print(f"   {name}: {t.name} run {i + 1}: {f['rate']:,.0f} msg/s "
-                          f"p50 {f['p50']} p99 {f['p99']} ms", flush=True)
+                          f"p50 {f['p50']} p99 {f['p99']} ms, CPU µs/msg broker "
+                          f"{fmt(f['broker_us'], 1)} mqbench {fmt(f['tool_us'], 1)}", flush=True)
     return rows, results
 
 
@@ -358,19 +369,26 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         "",
         "p50/p99: send latency; for e2e rows end-to-end (stamped send time to listener); none "
         "for backlog rows (their born-to-consume latency is the backlog's age). Peak RssAnon: the broker's anonymous memory, highest "
-        "sample over the runs. CPU: cores busy over the window (broker / mqbench).",
+        "sample over the runs. CPU µs/msg: microseconds of CPU per message over the window "
+        "(broker / mqbench; for backlog rows per message received), the figure to quote for a "
+        "change: it moves far less with the machine's load than msg/s. CPU cores: cores busy "
+        "over the window (broker / mqbench).",
         "",
     ]
-    head = "| row | msg/s | MiB/s | p50 ms | p99 ms | broker peak RssAnon MiB | CPU broker / mqbench | target |"
-    sep = "|---|---:|---:|---:|---:|---:|---:|---|"
+    head = ("| row | CPU µs/msg broker / mqbench | msg/s | MiB/s | p50 ms | p99 ms | "
+            "broker peak RssAnon MiB | CPU cores broker / mqbench | target |")
+    sep = "|---|---:|---:|---:|---:|---:|---:|---:|---|"
     if peer:
-        head += " peer msg/s | Vostok / peer | peer p50 ms | peer p99 ms | p99 Vostok / peer |"
-        sep += "---:|---:|---:|---:|---:|"
+        head += (" peer CPU µs/msg broker / mqbench | broker µs/msg Vostok / peer | peer msg/s | "
+                 "Vostok / peer | peer p50 ms | peer p99 ms | p99 Vostok / peer |")
+        sep += "---:|---:|---:|---:|---:|---:|---:|"
+    blank_peer = " – | | | | | | |"
     out += [head, sep]
     for name, flush, kind, _, target in rows:
         s = summarise(results.get((name, "vostok"), []))
         if s is None:
-            out.append(f"| {name} | failed | | | | | | {verdict(target, None)} |" + (" | | | | |" if peer else ""))
+            out.append(f"| {name} | | failed | | | | | | {verdict(target, None)} |"
+                       + (" | | | | | | |" if peer else ""))
             continue
         note = ""
         if flush == "ASYNC_MASTER+SLAVE":
@@ -382,21 +400,25 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         cpu = f"{fmt(s['broker_cpu'], 2)} / {fmt(s['tool_cpu'], 2)}"
         # A backlog's born-to-consume latency is its age, not a figure of the broker.
         p50, p99 = (None, None) if kind == "consume" else (s["p50"], s["p99"])
-        line = (f"| {name}{note} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(p50, 3)} | "
+        us = f"{fmt(s['broker_us'], 1)} / {fmt(s['tool_us'], 1)}"
+        line = (f"| {name}{note} | {us} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(p50, 3)} | "
                 f"{fmt(p99, 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
         if peer and name in PROFILE:
-            line += " – | | | | |"
+            line += blank_peer
         elif peer:
             p = summarise(results.get((name, "peer"), []))
             if p and p["rate"]:
                 pp50, pp99 = (None, None) if kind == "consume" else (p["p50"], p["p99"])
                 p99_ratio = f"{p99 / pp99:.2f}" if p99 and pp99 else ""
-                line += (f" {fmt(p['rate'])} | {s['rate'] / p['rate']:.1f}× | {fmt(pp50, 3)} | "
+                us_ratio = (f"{s['broker_us'] / p['broker_us']:.2f}"
+                            if s["broker_us"] and p["broker_us"] else "")
+                line += (f" {fmt(p['broker_us'], 1)} / {fmt(p['tool_us'], 1)} | {us_ratio} | "
+                         f"{fmt(p['rate'])} | {s['rate'] / p['rate']:.1f}× | {fmt(pp50, 3)} | "
                          f"{fmt(pp99, 3)} | {p99_ratio} |")
             elif flush in REPLICATION_MODES:
-                line += " – | | | | |"
+                line += blank_peer
             else:
-                line += " failed | | | | |"
+                line += " | | failed | | | | |"
         out.append(line)
     out.append("")
     costs = []
@@ -406,14 +428,18 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         base = results.get((plain, "vostok"), [])
         # Runs were interleaved: run i of the variant met the load of run i of its plain row.
         ratios = [a["rate"] / b["rate"] for a, b in zip(secure, base) if b["rate"]]
+        extra = median([a["broker_us"] - b["broker_us"] for a, b in zip(secure, base)
+                        if a["broker_us"] is not None and b["broker_us"] is not None])
         if ratios and len(secure) == len(base):
             r = median(ratios)
-            costs.append(f"| {name} | {r:.3f} | {(1 - r) * 100:+.1f} % | "
+            costs.append(f"| {name} | {fmt(extra, 2)} | {r:.3f} | {(1 - r) * 100:+.1f} % | "
                          f"{' '.join(f'{x:.3f}' for x in ratios)} |")
     if costs:
-        out += ["Variant rows against their plain row: the median over runs of the variant's "
-                "rate divided by the plain row's in the same round (runs interleaved).", "",
-                "| row | rate / plain | cost | per run |", "|---|---:|---:|---|", *costs, ""]
+        out += ["Variant rows against their plain row: the median over runs of the broker's "
+                "extra CPU µs per message, and of the variant's rate divided by the plain row's, "
+                "each run against the plain run of the same round (runs interleaved).", "",
+                "| row | extra broker CPU µs/msg | rate / plain | cost | per run |",
+                "|---|---:|---:|---:|---|", *costs, ""]
     if peer_note:
         out += [peer_note, ""]
     own = ", ".join(f"{k} {v:,}" for k, v in PEER_OWN_CLIENT.items())

@@ -115,21 +115,29 @@ def main():
                         continue
                     results.setdefault((row[0], k), []).append(f)
                     print(f"   {row[0]}: {label} run {i + 1}: {f['rate']:,.0f} msg/s "
-                          f"p50 {fmt(f['p50'], 3)} p99 {fmt(f['p99'], 3)} ms", flush=True)
+                          f"p50 {fmt(f['p50'], 3)} p99 {fmt(f['p99'], 3)} ms, CPU µs/msg "
+                          f"broker {fmt(f['broker_us'], 1)} mqbench {fmt(f['tool_us'], 1)}",
+                          flush=True)
     la, lb = opts.label_a, opts.label_b
     print(f"\n{opts.runs} runs per build, interleaved; {opts.duration} s measured after "
           f"{opts.warmup} s warm-up; {time.time() - t0:.0f} s in all. Medians; the spread "
           "is min–max of the runs.\n")
-    print(f"| row | {la} msg/s | {lb} msg/s | {lb}/{la} | {la} p50 / p99 ms | "
+    print("CPU µs/msg: microseconds of CPU per message sent in the window, broker / mqbench; "
+          "quote these for a change: they move far less with load than msg/s.\n")
+    print(f"| row | {la} CPU µs/msg | {lb} CPU µs/msg | broker µs {lb}/{la} | "
+          f"{la} msg/s | {lb} msg/s | {lb}/{la} | {la} p50 / p99 ms | "
           f"{lb} p50 / p99 ms | p99 {lb}/{la} | {la} spread | {lb} spread |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    keys = ("rate", "p50", "p99", "broker_us", "tool_us")
     for name, *_ in rows:
         a, b = results.get((name, 0), []), results.get((name, 1), [])
-        ma = {k: median([r[k] for r in a]) for k in ("rate", "p50", "p99")}
-        mb = {k: median([r[k] for r in b]) for k in ("rate", "p50", "p99")}
+        ma = {k: median([r[k] for r in a]) for k in keys}
+        mb = {k: median([r[k] for r in b]) for k in keys}
         spread = [f"{min(r['rate'] for r in x):,.0f}–{max(r['rate'] for r in x):,.0f}"
                   if x else "–" for x in (a, b)]
-        print(f"| {name} | {fmt(ma['rate'], 0)} | {fmt(mb['rate'], 0)} | "
+        us = [f"{fmt(m['broker_us'], 1)} / {fmt(m['tool_us'], 1)}" for m in (ma, mb)]
+        print(f"| {name} | {us[0]} | {us[1]} | {ratio(mb['broker_us'], ma['broker_us'])} | "
+              f"{fmt(ma['rate'], 0)} | {fmt(mb['rate'], 0)} | "
               f"{ratio(mb['rate'], ma['rate'])} | {fmt(ma['p50'], 3)} / {fmt(ma['p99'], 3)} | "
               f"{fmt(mb['p50'], 3)} / {fmt(mb['p99'], 3)} | {ratio(mb['p99'], ma['p99'])} | "
               f"{spread[0]} | {spread[1]} |")
