@@ -29,25 +29,27 @@ pub(crate) struct Member {
     pub(crate) info: Result<BTreeMap<String, String>, String>,
 }
 
-/// The brokers of every cluster, or why the name servers could not say.
-pub(crate) async fn members(b: &Broker) -> Result<Vec<Member>, String> {
+/// The brokers of every cluster, as the first name server that answers lists them
+/// (GET_BROKER_CLUSTER_INFO), or why none could.
+pub(crate) async fn cluster_info(b: &Broker) -> Result<ClusterInfo, String> {
     let mut why = "no name server configured".to_owned();
-    let mut found = None;
     for addr in &b.namesrv_addrs {
         let request = RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO);
         match b.outer.invoke_sync(addr, request, ASK_TIMEOUT).await {
             Ok(r) if r.code == response_code::SUCCESS => match ClusterInfo::decode(&r.body) {
-                Ok(info) => {
-                    found = Some(info);
-                    break;
-                }
+                Ok(info) => return Ok(info),
                 Err(e) => why = format!("{addr}: {e}"),
             },
             Ok(r) => why = format!("{addr}: code {} {}", r.code, r.remark()),
             Err(e) => why = format!("{addr}: {e}"),
         }
     }
-    let info = found.ok_or(why)?;
+    Err(why)
+}
+
+/// The brokers of every cluster, or why the name servers could not say.
+pub(crate) async fn members(b: &Broker) -> Result<Vec<Member>, String> {
+    let info = cluster_info(b).await?;
     let asks = info.broker_addr_table.values().flat_map(|data| {
         data.broker_addrs.iter().map(move |(id, addr)| async move {
             Member {
