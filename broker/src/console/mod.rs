@@ -1,12 +1,14 @@
 //! The web console (docs/operations.md#console): server-rendered pages on the
 //! broker's own HTTP listener (`consoleEnable`, `consolePort`), no script and no
 //! external asset. It stands on top, beside the remoting and gRPC front ends: pages
-//! read the broker's tables, and forms call the same operations as the admin
-//! requests.
+//! read the broker's tables (and ask the other brokers for theirs), and forms call the
+//! same operations as the admin requests.
 //!
 //! * [`pages`]: cluster, topics, groups (lag), connected clients.
 //! * [`cluster`]: every broker of every cluster, from the name servers, with its role
 //!   and disk use, for the cluster page.
+//! * [`remote`]: the other broker groups' topics, groups, clients and messages, asked
+//!   as the signed-in account, for the cluster-wide pages; [`others`] draws their rows.
 //! * [`message`]: search by key, id or time, "where is my message", browse, and the
 //!   remove and resend forms.
 //! * [`history`]: the last hour of rates and lag, sampled every 10 s, drawn by [`svg`].

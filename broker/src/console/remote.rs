@@ -226,7 +226,7 @@ pub(crate) async fn fetch(c: &Console, r: &HttpRequest, viewer: &Viewer) -> Fetc
             namespace: namespace(),
         },
         "/clients" => Want::Clients,
-        "/messages" if !p("topic").is_empty() && !(p("id").is_empty() && p("key").is_empty()) => {
+        "/messages" if !p("topic").is_empty() && (!p("id").is_empty() || !p("key").is_empty()) => {
             Want::Messages {
                 topic: p("topic"),
                 id: p("id"),
