@@ -213,6 +213,14 @@ async fn one_console_shows_every_broker_group() {
         row.contains(&format!("{b_console}/messages?topic=TopicOnB")),
         "{row}"
     );
+    // By its offset message id, which names B's address.
+    let props = TestClient::properties(None, Some("by-id"));
+    let sent = c.send(&b.addr, "TopicOnB", 1, "by id", props).await;
+    c.wait_dispatched(&b.addr).await;
+    let path = format!("/messages?topic=TopicOnB&id={}", sent.msg_id);
+    let found = http::get(&console, &path).await.body;
+    let row = table_row(&found, "other-messages", &[&sent.msg_id, &b_cell]).expect("found on B");
+    assert!(row.contains("by-id"), "{row}");
 
     // B hangs: every page still answers, B's row says why it has no rows.
     freeze(b.process.pid());
