@@ -38,7 +38,8 @@ pub(crate) fn elsewhere(a: &Answer, path: &str, text: &str) -> String {
 }
 
 /// The rows of the other brokers, each made by `row`; a broker without rows is one row
-/// saying why, `width` cells wide.
+/// saying why, and one with more rows than drawn ends with a row saying how many more,
+/// `width` cells wide.
 pub(crate) fn other_rows(
     others: Option<&Others>,
     width: usize,
@@ -56,19 +57,29 @@ pub(crate) fn other_rows(
         }
         Some(Ok(answers)) => {
             for a in answers {
-                match &a.rows {
-                    Ok(found) => row(a, found, &mut rows),
-                    Err(why) => {
-                        let mut cells = vec![
+                let said = match &a.rows {
+                    Ok(found) => {
+                        row(a, found, &mut rows);
+                        (a.left_off > 0).then(|| {
+                            let more = format!("{} more rows not shown", a.left_off);
                             format!(
-                                "<span class=\"warn peer-error\">{}</span>",
-                                esc(&why.to_string())
-                            ),
-                            broker_cell(&a.peer.name, &a.peer.addr, a.console.as_deref()),
-                        ];
-                        cells.resize(width, String::new());
-                        rows.push(cells);
+                                "<span class=\"note left-off\">{}</span>",
+                                elsewhere(a, "/", &more)
+                            )
+                        })
                     }
+                    Err(why) => Some(format!(
+                        "<span class=\"warn peer-error\">{}</span>",
+                        esc(&why.to_string())
+                    )),
+                };
+                if let Some(said) = said {
+                    let mut cells = vec![
+                        said,
+                        broker_cell(&a.peer.name, &a.peer.addr, a.console.as_deref()),
+                    ];
+                    cells.resize(width, String::new());
+                    rows.push(cells);
                 }
             }
         }

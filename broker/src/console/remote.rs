@@ -7,28 +7,28 @@
 //! (GET_BROKER_CONFIG: `consoleEnable`, `consolePort`, `consoleHost`).
 //!
 //! Every broker group is asked at once, each within [`PEER_TIMEOUT`] in all: one that
-//! does not answer is a row "unreachable: why", never a stalled page. With ACL on, each
+//! does not answer is a row "unreachable: why", never a stalled page, and its
+//! connection is closed so that the next page starts afresh. Answers are bounded: an
+//! answer over [`PEER_MAX_FRAME`] closes its connection, every answer being read
+//! waits for room in the console's own [`PEER_MEMORY`] (never the broker's), and at
+//! most [`MAX_ROWS`] rows of one broker are drawn. With ACL on, each
 //! request is signed with the signed-in account's keys, so that its own rights apply
 //! on the other broker; with ACL off, requests are plain. The requests go through a
 //! client of their own, with the broker's TLS settings and without the broker's own
 //! signing hook, so that no request carries the broker's rights.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::future::join_all;
 use vostok_remoting::auth::SessionCredentials;
-use vostok_remoting::protocol::body::{
-    BrowsedMessage, ConsumeStats, ConsumerConnection, SubscriptionGroupWrapper,
-    TopicConfigSerializeWrapper, TopicStatsTable,
-};
-use vostok_remoting::protocol::header::QueryMessageRequestHeader;
+use vostok_remoting::protocol::body::{BrowsedMessage, TopicConfigSerializeWrapper};
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
-use vostok_remoting::protocol::message::MessageExt;
-use vostok_remoting::protocol::{json, request_code as code, response_code, topic};
+use vostok_remoting::protocol::message::{property, MessageExt};
+use vostok_remoting::protocol::{json, request_code as code, topic};
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::{RemotingClient, RemotingCommand};
+use vostok_remoting::{MemoryBudget, RemotingClient, RemotingCommand};
 
+use self::ask::Asker;
 use super::viewer::Viewer;
 use super::{ClusterView, Console};
 use crate::state::Broker;
@@ -38,6 +38,15 @@ use vostok_observe::http::HttpRequest;
 pub(crate) const PEER_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Topics or groups of one broker whose figures are asked for; rows past it show `-`.
 const MAX_ASKED: usize = 256;
+/// Rows of one other broker drawn on a page; the rest are counted, not drawn.
+pub(crate) const MAX_ROWS: usize = 1000;
+/// The largest answer read from another broker; a larger one closes its connection.
+pub(crate) const PEER_MAX_FRAME: usize = 8 << 20;
+/// The memory every answer being read from the other brokers shares, all pages
+/// together: an answer waits for room in it, and is dropped with its page at the latest.
+pub(crate) const PEER_MEMORY: usize = 32 << 20;
+
+mod ask;
 
 /// Why another broker's rows are missing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -127,6 +136,8 @@ pub(crate) struct Answer {
     pub(crate) peer: Peer,
     pub(crate) console: Option<String>,
     pub(crate) rows: Result<Rows, PeerError>,
+    /// Rows past [`MAX_ROWS`], not drawn.
+    pub(crate) left_off: usize,
 }
 
 /// Every other broker's answer, or why the name servers could not list them.
@@ -138,10 +149,15 @@ pub(crate) struct Remote {
 }
 
 impl Remote {
-    /// A client with `b`'s outgoing settings (TLS, runtime), without its signing hook.
+    /// A client with `b`'s outgoing settings (TLS, runtime), without its signing hook,
+    /// reading answers of at most [`PEER_MAX_FRAME`] into [`PEER_MEMORY`] of its own.
     pub(crate) fn new(b: &Broker) -> Self {
+        let mut config = b.outer.config().clone();
+        config.connection.limits.max_frame = PEER_MAX_FRAME;
+        config.connection.frame_read_timeout = PEER_TIMEOUT;
+        config.connection.budget = MemoryBudget::new(PEER_MEMORY, PEER_MEMORY);
         Remote {
-            client: RemotingClient::new(b.outer.config().clone(), None),
+            client: RemotingClient::new(config, None),
         }
     }
 
@@ -163,21 +179,33 @@ impl Remote {
                 addr: &peer.addr,
                 who,
             };
-            let both = futures_util::future::join(rows(&ask, want), console_of(&ask));
+            let both = futures_util::future::join(rows(&ask, want), ask.console());
             match tokio::time::timeout(PEER_TIMEOUT, both).await {
-                Ok((rows, console)) => Answer {
-                    peer,
-                    console,
-                    rows,
-                },
-                Err(_) => Answer {
-                    peer,
-                    console: None,
-                    rows: Err(PeerError::Unreachable(format!(
-                        "no answer within {} ms",
-                        PEER_TIMEOUT.as_millis()
-                    ))),
-                },
+                Ok((rows, console)) => {
+                    let (rows, left_off) = match rows {
+                        Ok((rows, left_off)) => (Ok(rows), left_off),
+                        Err(why) => (Err(why), 0),
+                    };
+                    Answer {
+                        peer,
+                        console,
+                        rows,
+                        left_off,
+                    }
+                }
+                Err(_) => {
+                    // Whatever it was sending is not waited for: the next page reconnects.
+                    self.client.close_channel(&peer.addr);
+                    Answer {
+                        peer,
+                        console: None,
+                        rows: Err(PeerError::Unreachable(format!(
+                            "no answer within {} ms",
+                            PEER_TIMEOUT.as_millis()
+                        ))),
+                        left_off: 0,
+                    }
+                }
             }
         });
         Ok(join_all(asks).await)
@@ -265,172 +293,56 @@ pub(crate) fn in_namespace(namespace: Option<&str>, name: &str) -> bool {
     namespace.is_none_or(|ns| vostok_auth::namespace::is_in(ns, name))
 }
 
-/// Requests to one broker, signed as the viewer.
-struct Asker<'a> {
-    client: &'a RemotingClient,
-    addr: &'a str,
-    who: Option<&'a SessionCredentials>,
-}
-
-impl Asker<'_> {
-    /// The answer to `request`, whatever its code.
-    async fn answer(&self, mut request: RemotingCommand) -> Result<RemotingCommand, PeerError> {
-        if let Some(who) = self.who {
-            who.sign(&mut request);
+/// The rows `want` asks of one broker, at most [`MAX_ROWS`], and how many more it has.
+async fn rows(ask: &Asker<'_>, want: &Want) -> Result<(Rows, usize), PeerError> {
+    Ok(match want {
+        Want::Topics { namespace } => {
+            let (rows, more) = topics(ask, namespace.as_deref()).await?;
+            (Rows::Topics(rows), more)
         }
-        self.client
-            .invoke_sync(self.addr, request, PEER_TIMEOUT)
-            .await
-            .map_err(|e| PeerError::Unreachable(e.to_string()))
-    }
-
-    /// The answer to `request` when it succeeded.
-    async fn ask(&self, request: RemotingCommand) -> Result<RemotingCommand, PeerError> {
-        let r = self.answer(request).await?;
-        match r.code {
-            response_code::SUCCESS => Ok(r),
-            response_code::NO_PERMISSION => Err(PeerError::Refused(r.remark().to_owned())),
-            code => Err(PeerError::Answer {
-                code,
-                remark: r.remark().to_owned(),
-            }),
+        Want::Groups { namespace } => {
+            let (rows, more) = groups(ask, namespace.as_deref()).await?;
+            (Rows::Groups(rows), more)
         }
-    }
-
-    /// Messages kept in `topic` (0 when it does not exist there).
-    async fn messages_kept(&self, topic: &str) -> Option<i64> {
-        let r = self
-            .answer(with(code::GET_TOPIC_STATS_INFO, &[("topic", topic)]))
-            .await;
-        let r = r.ok()?;
-        match r.code {
-            response_code::SUCCESS => TopicStatsTable::decode(&r.body).ok().map(|t| {
-                t.offset_table
-                    .values()
-                    .map(|q| (q.max_offset - q.min_offset).max(0))
-                    .sum()
-            }),
-            response_code::TOPIC_NOT_EXIST => Some(0),
-            _ => None,
+        Want::Clients => {
+            let (rows, more) = capped(clients(ask).await?);
+            (Rows::Clients(rows), more)
         }
-    }
-
-    /// The group's consumers online (none: CONSUMER_NOT_ONLINE).
-    async fn consumers(&self, group: &str) -> Option<ConsumerConnection> {
-        let request = with(
-            code::GET_CONSUMER_CONNECTION_LIST,
-            &[("consumerGroup", group)],
-        );
-        let r = self.answer(request).await.ok()?;
-        match r.code {
-            response_code::SUCCESS => ConsumerConnection::decode(&r.body).ok(),
-            response_code::CONSUMER_NOT_ONLINE => Some(ConsumerConnection::default()),
-            _ => None,
-        }
-    }
-
-    /// The group's lag: messages behind and the oldest's wait (ms).
-    async fn lag(&self, group: &str, now: i64) -> Option<(i64, i64)> {
-        let request = with(code::GET_CONSUME_STATS, &[("consumerGroup", group)]);
-        let r = self.ask(request).await.ok()?;
-        let stats = ConsumeStats::decode(&r.body).ok()?;
-        let behind = |q: &vostok_remoting::protocol::body::OffsetWrapper| {
-            (q.broker_offset - q.consumer_offset).max(0)
-        };
-        let messages = stats.offset_table.values().map(behind).sum();
-        let wait = stats
-            .offset_table
-            .values()
-            .filter(|q| behind(q) > 0 && q.last_timestamp > 0)
-            .map(|q| now - q.last_timestamp)
-            .max()
-            .unwrap_or(0);
-        Some((messages, wait))
-    }
-
-    /// The operator's consumer groups (not the broker's own).
-    async fn group_names(&self, namespace: Option<&str>) -> Result<Vec<String>, PeerError> {
-        let r = self
-            .ask(RemotingCommand::request(
-                code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-            ))
-            .await?;
-        let all: SubscriptionGroupWrapper = json::from_slice("SubscriptionGroupWrapper", &r.body)
-            .map_err(|e| PeerError::Unreadable(e.to_string()))?;
-        Ok(all
-            .subscription_group_table
-            .into_keys()
-            .filter(|g| !g.starts_with("CID_RMQ_SYS_") && in_namespace(namespace, g))
-            .collect())
-    }
-
-    /// QUERY_MESSAGE for `key` in `topic` (a unique key when `unique`).
-    async fn query(
-        &self,
-        topic: &str,
-        key: &str,
-        unique: bool,
-    ) -> Result<Vec<MessageExt>, PeerError> {
-        let header = QueryMessageRequestHeader {
-            topic: topic.to_owned(),
-            key: key.to_owned(),
-            max_num: 32,
-            begin_timestamp: 0,
-            end_timestamp: i64::MAX,
-            unique_key_query: unique.then_some(true),
-        };
-        let request = RemotingCommand::request_with_header(code::QUERY_MESSAGE, &header);
-        let r = self.answer(request).await?;
-        match r.code {
-            response_code::SUCCESS => Ok(MessageExt::decode_all(&r.body)),
-            response_code::QUERY_NOT_FOUND => Ok(Vec::new()),
-            response_code::NO_PERMISSION => Err(PeerError::Refused(r.remark().to_owned())),
-            code => Err(PeerError::Answer {
-                code,
-                remark: r.remark().to_owned(),
-            }),
-        }
-    }
-}
-
-/// A request with these ext fields.
-fn with(request_code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
-    let mut r = RemotingCommand::request(request_code);
-    for (k, v) in fields {
-        r.ext_fields.insert(k, v);
-    }
-    r
-}
-
-async fn rows(ask: &Asker<'_>, want: &Want) -> Result<Rows, PeerError> {
-    match want {
-        Want::Topics { namespace } => topics(ask, namespace.as_deref()).await.map(Rows::Topics),
-        Want::Groups { namespace } => groups(ask, namespace.as_deref()).await.map(Rows::Groups),
-        Want::Clients => clients(ask).await.map(Rows::Clients),
         Want::Messages { topic, id, key } => {
-            messages(ask, topic, id, key).await.map(Rows::Messages)
+            (Rows::Messages(messages(ask, topic, id, key).await?), 0)
         }
-    }
+    })
 }
 
-async fn topics(ask: &Asker<'_>, namespace: Option<&str>) -> Result<Vec<TopicRow>, PeerError> {
+/// The first [`MAX_ROWS`] of `rows`, and how many there were past them.
+fn capped<T>(mut rows: Vec<T>) -> (Vec<T>, usize) {
+    let more = rows.len().saturating_sub(MAX_ROWS);
+    rows.truncate(MAX_ROWS);
+    (rows, more)
+}
+
+async fn topics(
+    ask: &Asker<'_>,
+    namespace: Option<&str>,
+) -> Result<(Vec<TopicRow>, usize), PeerError> {
     let r = ask
         .ask(RemotingCommand::request(code::GET_ALL_TOPIC_CONFIG))
         .await?;
     let all: TopicConfigSerializeWrapper = json::from_slice("TopicConfigSerializeWrapper", &r.body)
         .map_err(|e| PeerError::Unreadable(e.to_string()))?;
-    let mut rows: Vec<TopicRow> = all
-        .topic_config_table
-        .into_iter()
-        .filter(|(name, _)| in_namespace(namespace, name))
-        .map(|(name, t)| TopicRow {
-            name,
-            read_queues: t.read_queue_nums,
-            write_queues: t.write_queue_nums,
-            perm: t.perm,
-            messages: None,
-        })
-        .collect();
+    let (mut rows, more) = capped(
+        all.topic_config_table
+            .into_iter()
+            .filter(|(name, _)| in_namespace(namespace, name))
+            .map(|(name, t)| TopicRow {
+                name,
+                read_queues: t.read_queue_nums,
+                write_queues: t.write_queue_nums,
+                perm: t.perm,
+                messages: None,
+            })
+            .collect(),
+    );
     let counts = join_all(
         rows.iter()
             .take(MAX_ASKED)
@@ -440,11 +352,14 @@ async fn topics(ask: &Asker<'_>, namespace: Option<&str>) -> Result<Vec<TopicRow
     for (row, count) in rows.iter_mut().zip(counts) {
         row.messages = count;
     }
-    Ok(rows)
+    Ok((rows, more))
 }
 
-async fn groups(ask: &Asker<'_>, namespace: Option<&str>) -> Result<Vec<GroupRow>, PeerError> {
-    let names = ask.group_names(namespace).await?;
+async fn groups(
+    ask: &Asker<'_>,
+    namespace: Option<&str>,
+) -> Result<(Vec<GroupRow>, usize), PeerError> {
+    let (names, more) = capped(ask.group_names(namespace).await?);
     let now = now_millis();
     let figures = join_all(names.iter().take(MAX_ASKED).map(|g| async move {
         let dlq = topic::dlq_topic(g);
@@ -452,7 +367,7 @@ async fn groups(ask: &Asker<'_>, namespace: Option<&str>) -> Result<Vec<GroupRow
     }))
     .await;
     let mut figures = figures.into_iter();
-    Ok(names
+    let rows = names
         .into_iter()
         .map(|name| {
             let (lag, dlq, online) = figures.next().unwrap_or((None, None, None));
@@ -463,7 +378,8 @@ async fn groups(ask: &Asker<'_>, namespace: Option<&str>) -> Result<Vec<GroupRow
                 clients: online.map(|c| c.connection_set.len()),
             }
         })
-        .collect())
+        .collect();
+    Ok((rows, more))
 }
 
 async fn clients(ask: &Asker<'_>) -> Result<Vec<ClientRow>, PeerError> {
@@ -502,90 +418,24 @@ async fn messages(
             .ok()
             .filter(|(host, _)| host.to_string() == ask.addr);
         if let (true, Some((_, offset))) = (found.is_empty(), offset_id) {
-            let header = [("offset", offset.to_string())];
-            let fields: Vec<(&str, &str)> = header.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let r = ask.ask(with(code::VIEW_MESSAGE_BY_ID, &fields)).await;
-            if let Ok(m) = r.and_then(|r| {
-                MessageExt::decode(&r.body, false).map_err(|e| PeerError::Unreadable(e.to_string()))
-            }) {
-                found.extend(Some(m).filter(|m| m.topic == topic));
-            }
+            found.extend(ask.view(offset).await.filter(|m| m.topic == topic));
         }
     } else if !key.is_empty() {
         found = ask.query(topic, key, false).await?;
         found.retain(|m| {
             m.properties
-                .get(vostok_remoting::protocol::message::property::KEYS)
-                .is_some_and(|keys| keys.split(' ').any(|k| k == key))
+                .get(property::KEYS)
+                .is_some_and(|keys| keys.split(property::KEY_SEPARATOR).any(|k| k == key))
         });
     }
     found.sort_by_key(|m| (m.store_timestamp, m.commit_log_offset));
-    Ok(found.iter().map(crate::state::browse::browsed).collect())
-}
-
-/// The broker's console address from GET_BROKER_CONFIG, when it serves one on a
-/// fixed port: `consoleHost` unless it is a wildcard, else the broker's own host.
-async fn console_of(ask: &Asker<'_>) -> Option<String> {
-    let r = ask
-        .ask(RemotingCommand::request(code::GET_BROKER_CONFIG))
-        .await
-        .ok()?;
-    let text = String::from_utf8_lossy(&r.body);
-    let config: BTreeMap<&str, &str> = text
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim(), v.trim()))
-        .collect();
-    console_addr(&config, ask.addr)
-}
-
-fn console_addr(config: &BTreeMap<&str, &str>, broker_addr: &str) -> Option<String> {
-    if config.get("consoleEnable") != Some(&"true") {
-        return None;
-    }
-    let port: u16 = config
-        .get("consolePort")?
-        .parse()
-        .ok()
-        .filter(|p| *p != 0)?;
-    let host = match config.get("consoleHost").copied().unwrap_or("") {
-        "" | "0.0.0.0" | "::" | "[::]" => broker_addr.rsplit_once(':')?.0,
-        host => host,
-    };
-    Some(format!("http://{host}:{port}"))
+    Ok(found.iter().map(ask::found).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use vostok_remoting::protocol::route::{BrokerData, ClusterInfo};
-
-    #[test]
-    fn the_console_address_needs_a_fixed_port_and_the_console_on() {
-        let config = |pairs: &[(&'static str, &'static str)]| pairs.iter().copied().collect();
-        let at = "10.0.0.7:10911";
-        let on = config(&[("consoleEnable", "true"), ("consolePort", "8082")]);
-        assert_eq!(
-            console_addr(&on, at).as_deref(),
-            Some("http://10.0.0.7:8082")
-        );
-        let host = config(&[
-            ("consoleEnable", "true"),
-            ("consolePort", "9000"),
-            ("consoleHost", "ops.example"),
-        ]);
-        assert_eq!(
-            console_addr(&host, at).as_deref(),
-            Some("http://ops.example:9000")
-        );
-        for off in [
-            config(&[("consoleEnable", "false"), ("consolePort", "8082")]),
-            config(&[("consoleEnable", ""), ("consolePort", "8082")]),
-            config(&[("consoleEnable", "true"), ("consolePort", "0")]),
-        ] {
-            assert_eq!(console_addr(&off, at), None);
-        }
-    }
 
     #[test]
     fn each_other_group_is_asked_once_at_its_master() {
