@@ -2,13 +2,15 @@
 //! the cluster page lists every broker of every cluster the name server knows, with its
 //! role and disk use; the topics, groups, clients and message pages of one broker show
 //! the other broker groups' rows with their broker, linked to that broker's console; a
-//! broker that stopped answering (SIGSTOP) is a row "unreachable", the page answering
-//! all the same; with ACL on, another broker answers as the signed-in account. Real
-//! `mqnamesrv` and two `mqbroker` processes; pages are read over HTTP.
+//! broker that stopped answering (SIGSTOP) or was killed is a row "unreachable", the
+//! page answering all the same; with ACL on, another broker answers as the signed-in
+//! account. Real `mqnamesrv` and two `mqbroker` processes; pages are read over HTTP.
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use vostok_client::{AdminClient, SessionCredentials};
+use vostok_remoting::protocol::body::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
 use vostok_tests::acl::home;
 use vostok_tests::client::TestClient;
 use vostok_tests::freeze::{freeze, thaw};
@@ -116,7 +118,8 @@ async fn page_until(
 
 /// Two broker groups: A's console shows B's topics, groups, consumers and messages,
 /// each row naming console-b and its address and linking to B's console; then B
-/// stops answering and A's pages still answer, B's row saying it is unreachable.
+/// stops answering, then is killed, and A's pages still answer, B's row saying it is
+/// unreachable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_console_shows_every_broker_group() {
     let ns = Namesrv::start();
@@ -131,7 +134,7 @@ async fn one_console_shows_every_broker_group() {
             .set("consoleEnable", true)
             .set("consoleAdminEnable", true),
     );
-    let b = Broker::start(
+    let mut b = Broker::start(
         options("console-b")
             .set("consoleEnable", true)
             .set("consolePort", b_console_port),
@@ -243,6 +246,36 @@ async fn one_console_shows_every_broker_group() {
         }
     }
     thaw(b.process.pid());
+
+    // B is killed. The name server forgets a broker whose connection to it closes; it
+    // keeps listing one whose machine vanished without closing it, until its
+    // registration expires: B's address is registered again here, as that broker would
+    // still be listed. A's pages answer, B's row saying the connection was refused.
+    b.kill9();
+    page_until(&console, "/topics", None, |p| !p.contains("console-b")).await;
+    let r = c.register_broker(&ns.addr, "console-b", &b.addr).await;
+    assert_eq!(r.code, 0, "{}", r.remark());
+    for (path, table) in [
+        ("/topics", "topics"),
+        ("/groups", "groups"),
+        ("/clients", "connected"),
+        ("/messages?topic=TopicOnB&key=b-key-1", "other-messages"),
+    ] {
+        let page = page_until(&console, path, None, |p| {
+            table_row(
+                p,
+                table,
+                &["unreachable", &format!("console-b ({})", b.addr)],
+            )
+            .is_some()
+        })
+        .await;
+        let row = table_row(&page, table, &["unreachable", "console-b"]).expect("B's row");
+        assert!(
+            !row.contains("TopicOnB") && !row.contains("GroupOnB"),
+            "{row}"
+        );
+    }
 }
 
 const ACL: &str = r#"
@@ -339,4 +372,154 @@ async fn other_brokers_answer_as_the_signed_in_account() {
     assert!(!seen.contains("reader-secret-1"), "{seen}");
     let row = table_row(&seen, "topics", &["refused", &b_cell]).expect("B's refusal");
     assert!(row.contains("topic-reader"), "{row}");
+}
+
+const ROOT: (&str, &str) = ("root-user", "root-password");
+
+/// Account `name` (password `name-password`) on `broker`, allowed `entries`
+/// (`Namespace:ns1`, `Topic:*`, ...) with their actions.
+async fn account(admin: &AdminClient, broker: &str, name: &str, entries: &[(&str, &[&str])]) {
+    let user = UserInfo {
+        username: Some(name.into()),
+        password: Some(format!("{name}-password")),
+        user_type: Some("Normal".into()),
+        user_status: None,
+    };
+    admin.create_user(broker, &user).await.expect("a user");
+    let entries = entries
+        .iter()
+        .map(|(resource, actions)| PolicyEntryInfo {
+            resource: (*resource).into(),
+            actions: actions.iter().map(|a| a.to_string()).collect(),
+            source_ips: vec![],
+            decision: "Allow".into(),
+        })
+        .collect();
+    let acl = AclInfo {
+        subject: Some(format!("User:{name}")),
+        policies: vec![PolicyInfo {
+            policy_type: None,
+            entries,
+        }],
+    };
+    let subject = format!("User:{name}");
+    admin
+        .create_acl(broker, &subject, &acl)
+        .await
+        .expect("an ACL");
+}
+
+/// Two broker groups with ACL 2.0. Alice is confined to namespace ns1 on both; carol
+/// may read every topic on A and has no account on B. Each sees of B only what B
+/// allows it: the super user B's topics of both namespaces; alice none of B's listing
+/// (listing is for admins) but her namespace's message on B; carol not even that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_broker_shows_each_account_only_what_it_allows() {
+    let ns = Namesrv::start();
+    let options = |name: &str| {
+        BrokerOptions {
+            namesrv: Some(ns.addr.clone()),
+            broker_name: name.to_owned(),
+            ..Default::default()
+        }
+        .set("authenticationEnabled", true)
+        .set("authorizationEnabled", true)
+        .set(
+            "initAuthenticationUser",
+            format!(r#"{{"username":"{}","password":"{}"}}"#, ROOT.0, ROOT.1),
+        )
+        .set("consoleEnable", true)
+    };
+    let a = Broker::start(options("acl2-a"));
+    let b = Broker::start(options("acl2-b"));
+    let console = a.console_addr.clone().expect("console address printed");
+    let admin = AdminClient::new(&vostok_client::ClientConfig {
+        credentials: Some(SessionCredentials::new(ROOT.0, ROOT.1)),
+        ..vostok_tests::sdk::client(&ns.addr, "acl2-admin")
+    })
+    .expect("an admin client");
+    let ns1: &[&str] = &["Pub", "Sub"];
+    for broker in [&a.addr, &b.addr] {
+        account(&admin, broker, "alice", &[("Namespace:ns1", ns1)]).await;
+    }
+    let sub: &[&str] = &["Sub"];
+    account(
+        &admin,
+        &a.addr,
+        "carol",
+        &[("Topic:*", sub), ("Group:*", sub)],
+    )
+    .await;
+    let root = TestClient {
+        remoting: vostok_tests::acl::signed_client(ROOT.0, ROOT.1),
+        client_id: "127.0.0.1@root".into(),
+    };
+    for topic in ["ns1%orders", "ns2%orders"] {
+        let r = root.create_topic(&b.addr, topic, 1).await;
+        assert_eq!(r.code, 0, "{}", r.remark());
+        let props = TestClient::properties(None, Some(&format!("key-{topic}")));
+        root.send(&b.addr, topic, 0, "kept on B", props).await;
+    }
+    root.wait_dispatched(&b.addr).await;
+    let b_cell = format!("acl2-b ({})", b.addr);
+    let session = |name: &str| {
+        let console = console.clone();
+        let (name, password) = match name {
+            "root" => (ROOT.0.to_owned(), ROOT.1.to_owned()),
+            name => (name.to_owned(), format!("{name}-password")),
+        };
+        async move { sign_in(&console, &name, &password).await }
+    };
+    let search = |topic: &str| {
+        let topic = topic.replace('%', "%25");
+        format!("/messages?topic={topic}&key=key-{topic}")
+    };
+
+    // The super user: both namespaces' topics of B.
+    let cookie = session("root").await;
+    let seen = page_until(&console, "/topics", Some(&cookie), |p| {
+        table_row(p, "topics", &["ns2%orders", &b_cell]).is_some()
+    })
+    .await;
+    assert!(
+        table_row(&seen, "topics", &["ns1%orders", &b_cell]).is_some(),
+        "{seen}"
+    );
+
+    // Alice: B refuses her its listing, and nothing of ns2 shows; B finds her message.
+    let cookie = session("alice").await;
+    let seen = page_until(&console, "/topics", Some(&cookie), |p| {
+        table_row(p, "topics", &["refused", &b_cell]).is_some()
+    })
+    .await;
+    assert!(
+        !seen.contains("ns2%orders") && !seen.contains("ns1%orders"),
+        "{seen}"
+    );
+    let found = page_until(&console, &search("ns1%orders"), Some(&cookie), |p| {
+        table_row(p, "other-messages", &["key-ns1%orders", &b_cell]).is_some()
+    })
+    .await;
+    assert!(!found.contains("alice-password"), "{found}");
+    let refused = http::request(
+        &console,
+        "GET",
+        &search("ns2%orders"),
+        &[("cookie", &cookie)],
+        "",
+    )
+    .await;
+    assert_eq!(refused.status, 403, "A refuses her ns2 as B would");
+
+    // Carol: A lets her search ns2; B, where she has no account, refuses her.
+    let cookie = session("carol").await;
+    let page = page_until(&console, &search("ns2%orders"), Some(&cookie), |p| {
+        table_row(p, "other-messages", &["peer-error", &b_cell]).is_some()
+    })
+    .await;
+    assert!(
+        table_row(&page, "other-messages", &["key-ns2%orders"]).is_none(),
+        "{page}"
+    );
+    admin.shutdown().await;
 }
