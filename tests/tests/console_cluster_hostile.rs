@@ -2,7 +2,7 @@
 //! another "broker" that answers as a hostile or broken one could: a topic list larger
 //! than the console reads from another broker, figures at the ends of the 64-bit range,
 //! unreadable bodies, more groups than a page draws, a console address that is not a
-//! host. A real `mqnamesrv` lists it beside a real `mqbroker`, whose pages keep
+//! host, runtime info larger than the console reads. A real `mqnamesrv` lists it beside a real `mqbroker`, whose pages keep
 //! answering, drawing what is sane and saying what is not.
 
 use std::time::{Duration, Instant};
@@ -40,15 +40,36 @@ fn huge_topic_list() -> Vec<u8> {
     body
 }
 
+/// Runtime info of about 12 MiB, as large as the topic list.
+fn huge_runtime_info() -> Vec<u8> {
+    let table: serde_json::Map<String, serde_json::Value> = (0..22_000)
+        .map(|i| (format!("key{i:05}"), "x".repeat(560).into()))
+        .collect();
+    let body = serde_json::to_vec(&serde_json::json!({ "table": table })).expect("a table");
+    assert!(
+        (9 << 20..15 << 20).contains(&body.len()),
+        "{} bytes",
+        body.len()
+    );
+    body
+}
+
+/// The hostile broker's large answers.
+struct Huge {
+    topics: Vec<u8>,
+    runtime: Vec<u8>,
+}
+
 /// The hostile broker's answer to `request`.
-fn hostile_answer(request: &RemotingCommand, topics: &[u8]) -> RemotingCommand {
+fn hostile_answer(request: &RemotingCommand, huge: &Huge) -> RemotingCommand {
     let ok = |body: Vec<u8>| RemotingCommand::success().with_body(body);
     let queue = |i: usize| format!(r#"{{"brokerName":"console-evil","queueId":{i},"topic":"T"}}"#);
     match request.code {
         code::GET_BROKER_CONFIG => {
             ok(b"consoleEnable=true\nconsolePort=8080\nconsoleHost=evil.example/phish?\n".to_vec())
         }
-        code::GET_ALL_TOPIC_CONFIG => ok(topics.to_vec()),
+        code::GET_ALL_TOPIC_CONFIG => ok(huge.topics.clone()),
+        code::GET_BROKER_RUNTIME_INFO => ok(huge.runtime.clone()),
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
             let table: serde_json::Map<String, serde_json::Value> = (0..GROUPS)
                 .map(|i| {
@@ -82,10 +103,10 @@ fn hostile_answer(request: &RemotingCommand, topics: &[u8]) -> RemotingCommand {
     }
 }
 
-async fn serve(stream: TcpStream, topics: std::sync::Arc<Vec<u8>>) {
+async fn serve(stream: TcpStream, huge: std::sync::Arc<Huge>) {
     let mut frames = Framed::new(stream, RemotingCodec::new(FrameLimits::default()));
     while let Some(Ok(request)) = frames.next().await {
-        let mut answer = hostile_answer(&request, &topics);
+        let mut answer = hostile_answer(&request, &huge);
         answer.opaque = request.opaque;
         if frames.send(answer).await.is_err() {
             return;
@@ -97,10 +118,13 @@ async fn serve(stream: TcpStream, topics: std::sync::Arc<Vec<u8>>) {
 async fn hostile_broker() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("listens");
     let addr = listener.local_addr().expect("its address").to_string();
-    let topics = std::sync::Arc::new(huge_topic_list());
+    let huge = std::sync::Arc::new(Huge {
+        topics: huge_topic_list(),
+        runtime: huge_runtime_info(),
+    });
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve(stream, topics.clone()));
+            tokio::spawn(serve(stream, huge.clone()));
         }
     });
     addr
@@ -184,5 +208,12 @@ async fn a_hostile_broker_cannot_flood_or_break_the_console() {
     let clients = http::get(&console, "/clients").await;
     assert_eq!(clients.status, 200, "{}", clients.body);
     assert!(!clients.body.contains("EvilGroup"), "{}", clients.body);
-    assert_eq!(http::get(&console, "/").await.status, 200);
+
+    // Its 12 MiB runtime info is not read either: the cluster page lists it unreachable.
+    let cluster = page_until(&console, "/", |p| {
+        table_row(p, "members", &[&evil]).is_some()
+    })
+    .await;
+    let row = table_row(&cluster, "members", &[&evil]).expect("its row");
+    assert!(row.contains("unreachable"), "{row}");
 }

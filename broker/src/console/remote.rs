@@ -26,7 +26,7 @@ use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::{property, MessageExt};
 use vostok_remoting::protocol::{json, request_code as code, topic};
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::{MemoryBudget, RemotingClient, RemotingCommand};
+use vostok_remoting::{MemoryBudget, RemotingClient, RemotingCommand, RemotingError};
 
 use self::ask::Asker;
 use super::viewer::Viewer;
@@ -161,6 +161,25 @@ impl Remote {
         }
     }
 
+    /// `request` to `addr`, signed with `who`, answered within `timeout`; a connection
+    /// that did not answer in time is closed, for the next call to start afresh.
+    pub(crate) async fn call(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        who: Option<&SessionCredentials>,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        if let Some(who) = who {
+            who.sign(&mut request);
+        }
+        let r = self.client.invoke_sync(addr, request, timeout).await;
+        if matches!(r, Err(RemotingError::Timeout { .. })) {
+            self.client.close_channel(addr);
+        }
+        r
+    }
+
     /// `want` of every broker group but `b`'s own, all at once, signed with `who`.
     pub(crate) async fn others(
         &self,
@@ -175,7 +194,7 @@ impl Remote {
         let peers = peers(&info, &b.config.broker_name);
         let asks = peers.into_iter().map(|peer| async move {
             let ask = Asker {
-                client: &self.client,
+                remote: self,
                 addr: &peer.addr,
                 who,
             };
@@ -246,7 +265,10 @@ pub(crate) async fn fetch(c: &Console, r: &HttpRequest, viewer: &Viewer) -> Fetc
     };
     let p = |k: &str| r.param(k).unwrap_or_default().trim().to_owned();
     let want = match r.path.as_str() {
-        "/" => return Fetched::Cluster(super::cluster::members(&c.broker).await),
+        "/" => {
+            let who = viewer.credentials();
+            return Fetched::Cluster(super::cluster::members(&c.broker, &c.remote, who).await);
+        }
         "/topics" => Want::Topics {
             namespace: namespace(),
         },

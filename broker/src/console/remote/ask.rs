@@ -14,9 +14,9 @@ use vostok_remoting::protocol::body::{
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::{json, request_code as code, response_code};
-use vostok_remoting::{RemotingClient, RemotingCommand};
+use vostok_remoting::RemotingCommand;
 
-use super::{in_namespace, PeerError, PEER_TIMEOUT};
+use super::{in_namespace, PeerError, Remote, PEER_TIMEOUT};
 
 /// Messages one search asks another broker for.
 const MAX_FOUND: i32 = 32;
@@ -25,19 +25,16 @@ const LAST_TIME: i64 = 253_402_300_799_999;
 
 /// Requests to one broker, signed as the viewer.
 pub(super) struct Asker<'a> {
-    pub(super) client: &'a RemotingClient,
+    pub(super) remote: &'a Remote,
     pub(super) addr: &'a str,
     pub(super) who: Option<&'a SessionCredentials>,
 }
 
 impl Asker<'_> {
     /// The answer to `request`, whatever its code.
-    async fn answer(&self, mut request: RemotingCommand) -> Result<RemotingCommand, PeerError> {
-        if let Some(who) = self.who {
-            who.sign(&mut request);
-        }
-        self.client
-            .invoke_sync(self.addr, request, PEER_TIMEOUT)
+    async fn answer(&self, request: RemotingCommand) -> Result<RemotingCommand, PeerError> {
+        self.remote
+            .call(self.addr, request, self.who, PEER_TIMEOUT)
             .await
             .map_err(|e| PeerError::Unreachable(e.to_string()))
     }
