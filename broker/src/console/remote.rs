@@ -3,7 +3,8 @@
 //! message searches of every broker group the name servers know, asked with the admin
 //! requests mqadmin sends (GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO,
 //! GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_CONSUME_STATS, GET_CONSUMER_CONNECTION_LIST,
-//! QUERY_MESSAGE, VIEW_MESSAGE_BY_ID), and each one's console address
+//! QUERY_MESSAGE, VIEW_MESSAGE_BY_ID; GET_TOPIC_CONFIG per topic the viewer may read
+//! when a broker refuses it the topic list), and each one's console address
 //! (GET_BROKER_CONFIG: `consoleEnable`, `consolePort`, `consoleHost`).
 //!
 //! Every broker group is asked at once, each within [`PEER_TIMEOUT`] in all: one that
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use vostok_remoting::auth::SessionCredentials;
-use vostok_remoting::protocol::body::{BrowsedMessage, TopicConfigSerializeWrapper};
+use vostok_remoting::protocol::body::{BrowsedMessage, TopicConfigSerializeWrapper, TopicList};
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
 use vostok_remoting::protocol::message::{property, MessageExt};
 use vostok_remoting::protocol::{json, request_code as code, topic};
@@ -107,6 +108,9 @@ pub(crate) struct ClientRow {
 pub(crate) enum Want {
     Topics {
         namespace: Option<String>,
+        /// Topics to ask one by one of a broker that refuses the viewer its listing:
+        /// those the name servers list that the viewer may read here.
+        readable: Vec<String>,
     },
     Groups {
         namespace: Option<String>,
@@ -270,6 +274,7 @@ pub(crate) async fn fetch(c: &Console, r: &HttpRequest, viewer: &Viewer) -> Fetc
             return Fetched::Cluster(super::cluster::members(&c.broker, &c.remote, who).await);
         }
         "/topics" => Want::Topics {
+            readable: readable_topics(c, viewer, namespace().as_deref()).await,
             namespace: namespace(),
         },
         "/groups" => Want::Groups {
@@ -290,6 +295,33 @@ pub(crate) async fn fetch(c: &Console, r: &HttpRequest, viewer: &Viewer) -> Fetc
             .others(&c.broker, viewer.credentials(), &want)
             .await,
     )
+}
+
+/// The topics the name servers list (GET_ALL_TOPIC_LIST_FROM_NAMESERVER) that a viewer
+/// signed in without the right to list topics may read here, in `namespace` when given;
+/// at most [`MAX_ASKED`]. None for an admin, and with ACL off.
+async fn readable_topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> Vec<String> {
+    let b = &c.broker;
+    let lister = viewer.may(code::GET_ALL_TOPIC_CONFIG, vostok_auth::Access::Admin);
+    if viewer.credentials().is_none() || lister {
+        return Vec::new();
+    }
+    for addr in &b.namesrv_addrs {
+        let request = RemotingCommand::request(code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+        let Ok(r) = b.outer.invoke_sync(addr, request, PEER_TIMEOUT).await else {
+            continue;
+        };
+        let Ok(list) = json::from_slice::<TopicList>("TopicList", &r.body) else {
+            continue;
+        };
+        return list
+            .topic_list
+            .into_iter()
+            .filter(|t| in_namespace(namespace, t) && viewer.reads_topic(t))
+            .take(MAX_ASKED)
+            .collect();
+    }
+    Vec::new()
 }
 
 /// One address of every broker group but `own`: its master (id 0), else its lowest id.
@@ -318,8 +350,11 @@ pub(crate) fn in_namespace(namespace: Option<&str>, name: &str) -> bool {
 /// The rows `want` asks of one broker, at most [`MAX_ROWS`], and how many more it has.
 async fn rows(ask: &Asker<'_>, want: &Want) -> Result<(Rows, usize), PeerError> {
     Ok(match want {
-        Want::Topics { namespace } => {
-            let (rows, more) = topics(ask, namespace.as_deref()).await?;
+        Want::Topics {
+            namespace,
+            readable,
+        } => {
+            let (rows, more) = topics(ask, namespace.as_deref(), readable).await?;
             (Rows::Topics(rows), more)
         }
         Want::Groups { namespace } => {
@@ -343,13 +378,27 @@ fn capped<T>(mut rows: Vec<T>) -> (Vec<T>, usize) {
     (rows, more)
 }
 
+/// The topics of one broker; when it refuses the viewer its listing, those of
+/// `readable` it answers the viewer about one by one (GET_TOPIC_CONFIG).
 async fn topics(
     ask: &Asker<'_>,
     namespace: Option<&str>,
+    readable: &[String],
 ) -> Result<(Vec<TopicRow>, usize), PeerError> {
-    let r = ask
+    let r = match ask
         .ask(RemotingCommand::request(code::GET_ALL_TOPIC_CONFIG))
-        .await?;
+        .await
+    {
+        Err(PeerError::Refused(why)) => {
+            let each = join_all(readable.iter().map(|t| ask.topic(t))).await;
+            let rows: Vec<TopicRow> = each.into_iter().flatten().collect();
+            return match rows.is_empty() {
+                true => Err(PeerError::Refused(why)),
+                false => Ok((rows, 0)),
+            };
+        }
+        r => r?,
+    };
     let all: TopicConfigSerializeWrapper = json::from_slice("TopicConfigSerializeWrapper", &r.body)
         .map_err(|e| PeerError::Unreadable(e.to_string()))?;
     let (mut rows, more) = capped(

@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 use vostok_remoting::auth::SessionCredentials;
 use vostok_remoting::protocol::body::{
     BrowsedMessage, ConsumeStats, ConsumerConnection, OffsetWrapper, SubscriptionGroupWrapper,
-    TopicStatsTable,
+    TopicConfig, TopicStatsTable,
 };
 use vostok_remoting::protocol::header::QueryMessageRequestHeader;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::{json, request_code as code, response_code};
 use vostok_remoting::RemotingCommand;
 
-use super::{in_namespace, PeerError, Remote, PEER_TIMEOUT};
+use super::{in_namespace, PeerError, Remote, TopicRow, PEER_TIMEOUT};
 
 /// Messages one search asks another broker for.
 const MAX_FOUND: i32 = 32;
@@ -68,6 +68,24 @@ impl Asker<'_> {
             response_code::TOPIC_NOT_EXIST => Some(0),
             _ => None,
         }
+    }
+
+    /// Topic `name` as this broker answers the viewer about it (GET_TOPIC_CONFIG), if
+    /// it has it and tells.
+    pub(super) async fn topic(&self, name: &str) -> Option<TopicRow> {
+        let r = self
+            .ask(with(code::GET_TOPIC_CONFIG, &[("topic", name)]))
+            .await
+            .ok()?;
+        let t: TopicConfig = json::from_slice("TopicConfig", &r.body).ok()?;
+        let messages = self.messages_kept(name).await;
+        Some(TopicRow {
+            name: name.to_owned(),
+            read_queues: t.read_queue_nums,
+            write_queues: t.write_queue_nums,
+            perm: t.perm,
+            messages,
+        })
     }
 
     /// The group's consumers online (none: CONSUMER_NOT_ONLINE).
