@@ -297,9 +297,9 @@ pub(crate) async fn fetch(c: &Console, r: &HttpRequest, viewer: &Viewer) -> Fetc
     )
 }
 
-/// The topics the name servers list (GET_ALL_TOPIC_LIST_FROM_NAMESERVER) that a viewer
-/// signed in without the right to list topics may read here, in `namespace` when given;
-/// at most [`MAX_ASKED`]. None for an admin, and with ACL off.
+/// The topics the name servers list to the viewer (GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+/// that it may read here, in `namespace` when given; at most [`MAX_ASKED`]. None for a
+/// viewer with the right to list topics, and with ACL off.
 async fn readable_topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> Vec<String> {
     let b = &c.broker;
     let lister = viewer.may(code::GET_ALL_TOPIC_CONFIG, vostok_auth::Access::Admin);
@@ -308,7 +308,8 @@ async fn readable_topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) 
     }
     for addr in &b.namesrv_addrs {
         let request = RemotingCommand::request(code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
-        let Ok(r) = b.outer.invoke_sync(addr, request, PEER_TIMEOUT).await else {
+        let who = viewer.credentials();
+        let Ok(r) = c.remote.call(addr, request, who, PEER_TIMEOUT).await else {
             continue;
         };
         let Ok(list) = json::from_slice::<TopicList>("TopicList", &r.body) else {
