@@ -245,7 +245,12 @@ async fn one_console_shows_every_broker_group() {
             );
         }
     }
+    // B answers again: the next pages show its rows again.
     thaw(b.process.pid());
+    page_until(&console, "/topics", None, |p| {
+        table_row(p, "topics", &["TopicOnB", &b_cell]).is_some()
+    })
+    .await;
 
     // B is killed. The name server forgets a broker whose connection to it closes; it
     // keeps listing one whose machine vanished without closing it, until its
