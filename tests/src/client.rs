@@ -6,14 +6,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use vostok_remoting::protocol::body::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
+    RegisterBrokerBody,
 };
 use vostok_remoting::protocol::filter::build_subscription;
 use vostok_remoting::protocol::header::{
     CreateTopicRequestHeader, GetMaxOffsetRequestHeader, GetRouteInfoRequestHeader,
     OffsetResponseHeader, PullMessageRequestHeader, PullMessageResponseHeader,
-    QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader, SendMessageRequestHeader,
-    SendMessageRequestHeaderV2, SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
-    PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
+    QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
+    RegisterBrokerRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
+    SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader, PULL_FLAG_COMMIT_OFFSET,
+    PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
 };
 use vostok_remoting::protocol::message::property::{self, push_pair};
 use vostok_remoting::protocol::message::{batch, MessageExt};
@@ -371,6 +373,27 @@ impl TestClient {
             RemotingCommand::request_with_header(request_code::UPDATE_AND_CREATE_TOPIC, &header),
         )
         .await
+    }
+
+    /// Registers broker group `name`'s master at `addr` with the name server at
+    /// `namesrv`, as a broker does, over this client's connection: the name server lists
+    /// it until that connection closes or the registration expires, whether or not
+    /// anything answers at `addr`.
+    pub async fn register_broker(&self, namesrv: &str, name: &str, addr: &str) -> RemotingCommand {
+        let header = RegisterBrokerRequestHeader {
+            broker_name: name.into(),
+            broker_addr: addr.into(),
+            cluster_name: "DefaultCluster".into(),
+            ha_server_addr: addr.into(),
+            broker_id: 0,
+            heartbeat_timeout_millis: None,
+            enable_acting_master: Some(false),
+            compressed: Some(false),
+            body_crc32: Some(0),
+        };
+        let body = RegisterBrokerBody::default().encode();
+        let request = RemotingCommand::request_with_header(request_code::REGISTER_BROKER, &header);
+        self.call(namesrv, request.with_body(body)).await
     }
 
     pub async fn update_offset(

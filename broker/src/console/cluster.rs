@@ -1,18 +1,20 @@
 //! The cluster page's view of every broker the name servers know: the brokers of every
 //! cluster (GET_BROKER_CLUSTER_INFO), each asked for its runtime info
-//! (GET_BROKER_RUNTIME_INFO) through the broker's outgoing client, all at once and
-//! each within [`ASK_TIMEOUT`], so that a dead broker shows as unreachable and never
-//! stalls the page.
+//! (GET_BROKER_RUNTIME_INFO) as the signed-in account, through the console's bounded
+//! client ([`super::remote::Remote`]), all at once and each within [`ASK_TIMEOUT`], so
+//! that a dead broker shows as unreachable and never stalls the page.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use vostok_remoting::auth::SessionCredentials;
 use vostok_remoting::protocol::body::KvTable;
 use vostok_remoting::protocol::route::ClusterInfo;
 use vostok_remoting::protocol::{json, request_code, response_code};
 use vostok_remoting::RemotingCommand;
 
 use super::html::{esc, table};
+use super::remote::Remote;
 use crate::state::Broker;
 
 /// How long the page waits for a name server or a broker.
@@ -29,25 +31,31 @@ pub(crate) struct Member {
     pub(crate) info: Result<BTreeMap<String, String>, String>,
 }
 
-/// The brokers of every cluster, or why the name servers could not say.
-pub(crate) async fn members(b: &Broker) -> Result<Vec<Member>, String> {
+/// The brokers of every cluster, as the first name server that answers lists them
+/// (GET_BROKER_CLUSTER_INFO), or why none could.
+pub(crate) async fn cluster_info(b: &Broker) -> Result<ClusterInfo, String> {
     let mut why = "no name server configured".to_owned();
-    let mut found = None;
     for addr in &b.namesrv_addrs {
         let request = RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO);
         match b.outer.invoke_sync(addr, request, ASK_TIMEOUT).await {
             Ok(r) if r.code == response_code::SUCCESS => match ClusterInfo::decode(&r.body) {
-                Ok(info) => {
-                    found = Some(info);
-                    break;
-                }
+                Ok(info) => return Ok(info),
                 Err(e) => why = format!("{addr}: {e}"),
             },
             Ok(r) => why = format!("{addr}: code {} {}", r.code, r.remark()),
             Err(e) => why = format!("{addr}: {e}"),
         }
     }
-    let info = found.ok_or(why)?;
+    Err(why)
+}
+
+/// The brokers of every cluster, or why the name servers could not say.
+pub(crate) async fn members(
+    b: &Broker,
+    remote: &Remote,
+    who: Option<&SessionCredentials>,
+) -> Result<Vec<Member>, String> {
+    let info = cluster_info(b).await?;
     let asks = info.broker_addr_table.values().flat_map(|data| {
         data.broker_addrs.iter().map(move |(id, addr)| async move {
             Member {
@@ -55,18 +63,21 @@ pub(crate) async fn members(b: &Broker) -> Result<Vec<Member>, String> {
                 name: data.broker_name.clone(),
                 id: *id,
                 addr: addr.clone(),
-                info: runtime_info(b, addr).await,
+                info: runtime_info(remote, who, addr).await,
             }
         })
     });
     Ok(futures_util::future::join_all(asks).await)
 }
 
-async fn runtime_info(b: &Broker, addr: &str) -> Result<BTreeMap<String, String>, String> {
+async fn runtime_info(
+    remote: &Remote,
+    who: Option<&SessionCredentials>,
+    addr: &str,
+) -> Result<BTreeMap<String, String>, String> {
     let request = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
-    let r = b
-        .outer
-        .invoke_sync(addr, request, ASK_TIMEOUT)
+    let r = remote
+        .call(addr, request, who, ASK_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     if r.code != response_code::SUCCESS {

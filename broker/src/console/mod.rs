@@ -1,12 +1,14 @@
 //! The web console (docs/operations.md#console): server-rendered pages on the
 //! broker's own HTTP listener (`consoleEnable`, `consolePort`), no script and no
 //! external asset. It stands on top, beside the remoting and gRPC front ends: pages
-//! read the broker's tables, and forms call the same operations as the admin
-//! requests.
+//! read the broker's tables (and ask the other brokers for theirs), and forms call the
+//! same operations as the admin requests.
 //!
 //! * [`pages`]: cluster, topics, groups (lag), connected clients.
 //! * [`cluster`]: every broker of every cluster, from the name servers, with its role
 //!   and disk use, for the cluster page.
+//! * [`remote`]: the other broker groups' topics, groups, clients and messages, asked
+//!   as the signed-in account, for the cluster-wide pages; [`others`] draws their rows.
 //! * [`message`]: search by key, id or time, "where is my message", browse, and the
 //!   remove and resend forms.
 //! * [`history`]: the last hour of rates and lag, sampled every 10 s, drawn by [`svg`].
@@ -26,7 +28,9 @@ mod history;
 mod host;
 mod html;
 mod message;
+mod others;
 mod pages;
+mod remote;
 mod session;
 mod svg;
 mod viewer;
@@ -58,6 +62,8 @@ pub(crate) struct Console {
     sessions: Arc<Sessions>,
     /// Why every change is refused, when the console is read-only.
     read_only: Option<Arc<str>>,
+    /// Asks the other brokers for the cluster-wide pages.
+    remote: Arc<remote::Remote>,
 }
 
 /// The console's HTTP handler; starts its sampler. `bound`: the address it listens
@@ -83,6 +89,7 @@ pub(crate) fn handler(broker: &Arc<Broker>, bound: Option<SocketAddr>) -> Arc<dy
         hosts: Arc::new(Hosts::new(&broker.config.ops.console_allowed_hosts)),
         sessions: Arc::new(Sessions::default()),
         read_only,
+        remote: Arc::new(remote::Remote::new(broker)),
     })
 }
 
@@ -119,11 +126,8 @@ impl HttpHandler for Console {
                             return console.refused_page(&viewer, &denied.reason);
                         }
                     }
-                    // The cluster page asks the name servers and every broker first.
-                    let view = match request.path.as_str() {
-                        "/" => Some(cluster::members(&console.broker).await),
-                        _ => None,
-                    };
+                    // The cluster-wide pages ask the name servers and the other brokers first.
+                    let view = remote::fetch(&console, &request, &viewer).await;
                     // Pages read consume queues (lag, searches): off the reactor.
                     tokio::task::spawn_blocking(move || console.get(&request, &viewer, view))
                         .await
@@ -251,8 +255,8 @@ impl Console {
         .with_header("set-cookie", &session::clear_cookie())
     }
 
-    /// `view`: the cluster's brokers, for the cluster page.
-    fn get(&self, r: &HttpRequest, viewer: &Viewer, view: Option<ClusterView>) -> HttpResponse {
+    /// `view`: what the page asked the name servers and the other brokers.
+    fn get(&self, r: &HttpRequest, viewer: &Viewer, view: remote::Fetched) -> HttpResponse {
         let flash = r.param("flash");
         let flash = flash.as_deref();
         let name = r.param("name").unwrap_or_default();
@@ -260,13 +264,25 @@ impl Console {
         let namespace = namespace.as_deref().map(str::trim);
         let admin = viewer.is_admin();
         let body = match r.path.as_str() {
-            "/" => ("Cluster".to_owned(), pages::cluster(self, view.as_ref())),
-            "/topics" => ("Topics".to_owned(), pages::topics(self, viewer, namespace)),
+            "/" => ("Cluster".to_owned(), pages::cluster(self, view.cluster())),
+            "/topics" => (
+                "Topics".to_owned(),
+                pages::topics(self, viewer, namespace, view.others()),
+            ),
             "/topic" => (format!("Topic {name}"), pages::topic(self, viewer, &name)),
-            "/groups" => ("Groups".to_owned(), pages::groups(self, viewer, namespace)),
+            "/groups" => (
+                "Groups".to_owned(),
+                pages::groups(self, viewer, namespace, view.others()),
+            ),
             "/group" => (format!("Group {name}"), pages::group(self, &name)),
-            "/clients" => ("Connected clients".to_owned(), pages::clients(self)),
-            "/messages" => ("Messages".to_owned(), message::search(self, r, admin)),
+            "/clients" => (
+                "Connected clients".to_owned(),
+                pages::clients(self, view.others()),
+            ),
+            "/messages" => (
+                "Messages".to_owned(),
+                message::search(self, r, admin) + &others::other_messages(view.others()),
+            ),
             "/browse" => (
                 "Waiting messages".to_owned(),
                 message::browse(self, r, admin),

@@ -8,6 +8,8 @@ use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 
 use super::html::{duration, esc, form, hidden, size, table, time, url};
+use super::others::{broker_cell, elsewhere, other_rows, own_cell};
+use super::remote::{in_namespace, Others, Rows};
 use super::viewer::Viewer;
 use super::{svg, Console};
 
@@ -99,18 +101,19 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
         "msg/s",
         &c.history.rate_out(None),
     ));
-    out.push_str("</div><p class=\"note\">Topics, groups and messages are this broker's; each broker serves its own console.</p>");
+    out.push_str("</div><p class=\"note\">The topics, groups, clients and message pages show the rows of every broker group the name servers know, each with its broker; changes are made on the console of the broker that holds the row.</p>");
     out
 }
 
-/// Whether `name` is shown under the page's `?namespace=` (everything without one).
-fn in_namespace(namespace: Option<&str>, name: &str) -> bool {
-    namespace.is_none_or(|ns| vostok_auth::namespace::is_in(ns, name))
-}
-
 /// Every topic the viewer may read (of `namespace`, when given): queues, offsets, in
-/// rate; create and delete for an admin.
-pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> String {
+/// rate; create and delete for an admin. Then the other brokers' topics, as each
+/// answered the viewer, with a link to their console instead of the delete button.
+pub(crate) fn topics(
+    c: &Console,
+    viewer: &Viewer,
+    namespace: Option<&str>,
+    others: Option<&Others>,
+) -> String {
     let b = &c.broker;
     let admin = viewer.is_admin();
     let mut names = b.topics.topic_names();
@@ -119,7 +122,8 @@ pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
     let totals: std::collections::BTreeMap<String, u64> =
         b.metrics.topic_in_totals().into_iter().collect();
     let rates = |t: &str| c.history.rate_in(Some(t)).last().map_or(0.0, |p| p.1);
-    let rows: Vec<Vec<String>> = names
+    let own = own_cell(c);
+    let mut rows: Vec<Vec<String>> = names
         .iter()
         .filter_map(|n| b.topics.get(n))
         .map(|t| {
@@ -146,6 +150,7 @@ pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
                     url(&t.topic_name),
                     esc(&t.topic_name)
                 ),
+                own.clone(),
                 format!("{}/{}", t.read_queue_nums, t.write_queue_nums),
                 t.perm.to_string(),
                 messages.to_string(),
@@ -155,10 +160,32 @@ pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
             ]
         })
         .collect();
-    let mut out = table(
+    let (theirs, mut out) = other_rows(others, 8, |a, found, rows| {
+        let Rows::Topics(found) = found else { return };
+        for t in found {
+            let action = if topic::is_system_topic(&t.name) {
+                String::new()
+            } else {
+                elsewhere(a, "/topics", &format!("manage on {}", a.peer.name))
+            };
+            rows.push(vec![
+                elsewhere(a, &format!("/topic?name={}", url(&t.name)), &t.name),
+                broker_cell(&a.peer.name, &a.peer.addr, a.console.as_deref()),
+                format!("{}/{}", t.read_queues, t.write_queues),
+                t.perm.to_string(),
+                t.messages.map_or_else(|| "-".to_owned(), |m| m.to_string()),
+                "-".to_owned(),
+                "-".to_owned(),
+                action,
+            ]);
+        }
+    });
+    rows.extend(theirs);
+    out.push_str(&table(
         "topics",
         &[
             "Topic",
+            "Broker",
             "Queues (r/w)",
             "Perm",
             "Messages kept",
@@ -167,9 +194,9 @@ pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
             "",
         ],
         &rows,
-    );
+    ));
     if admin {
-        out.push_str("<h2>Create a topic</h2>");
+        out.push_str("<h2>Create a topic on this broker</h2>");
         out.push_str(&form(
             "/topics/create",
             &c.token,
@@ -236,12 +263,19 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
     out
 }
 
-/// Every group the viewer may read: lag in messages and time, DLQ, clients.
-pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> String {
+/// Every group the viewer may read: lag in messages and time, DLQ, clients; then the
+/// other brokers' groups, as each answered the viewer.
+pub(crate) fn groups(
+    c: &Console,
+    viewer: &Viewer,
+    namespace: Option<&str>,
+    others: Option<&Others>,
+) -> String {
     let b = &c.broker;
     let now = now_millis();
+    let own = own_cell(c);
     // The broker's own groups (revive, transaction check) are not the operator's.
-    let rows: Vec<Vec<String>> = b
+    let mut rows: Vec<Vec<String>> = b
         .known_groups()
         .into_iter()
         .filter(|g| {
@@ -259,6 +293,7 @@ pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
             let clients = b.clients.consumer_group(&g).map_or(0, |i| i.channels.len());
             vec![
                 format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)),
+                own.clone(),
                 behind.to_string(),
                 duration(ms),
                 lag.dlq_messages.to_string(),
@@ -266,11 +301,34 @@ pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
             ]
         })
         .collect();
-    table(
+    let dash = || "-".to_owned();
+    let (theirs, mut out) = other_rows(others, 6, |a, found, rows| {
+        let Rows::Groups(found) = found else { return };
+        for g in found {
+            rows.push(vec![
+                elsewhere(a, &format!("/group?name={}", url(&g.name)), &g.name),
+                broker_cell(&a.peer.name, &a.peer.addr, a.console.as_deref()),
+                g.lag.map_or_else(dash, |(m, _)| m.to_string()),
+                g.lag.map_or_else(dash, |(_, ms)| duration(ms)),
+                g.dlq.map_or_else(dash, |d| d.to_string()),
+                g.clients.map_or_else(dash, |n| n.to_string()),
+            ]);
+        }
+    });
+    rows.extend(theirs);
+    out.push_str(&table(
         "groups",
-        &["Group", "Lag (messages)", "Lag (time)", "DLQ", "Clients"],
+        &[
+            "Group",
+            "Broker",
+            "Lag (messages)",
+            "Lag (time)",
+            "DLQ",
+            "Clients",
+        ],
         &rows,
-    )
+    ));
+    out
 }
 
 /// One group: per-queue progress, clients, lag over the hour.
@@ -360,9 +418,11 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
     out
 }
 
-/// Connected producers and consumers.
-pub(crate) fn clients(c: &Console) -> String {
-    let rows: Vec<Vec<String>> = c
+/// Connected producers and consumers; then the consumers online on the other
+/// brokers.
+pub(crate) fn clients(c: &Console, others: Option<&Others>) -> String {
+    let own = own_cell(c);
+    let mut rows: Vec<Vec<String>> = c
         .broker
         .clients
         .connected_clients()
@@ -370,6 +430,7 @@ pub(crate) fn clients(c: &Console) -> String {
         .map(|x| {
             vec![
                 x.role,
+                own.clone(),
                 esc(&x.group),
                 esc(&x.client_id),
                 esc(&x.addr),
@@ -380,10 +441,28 @@ pub(crate) fn clients(c: &Console) -> String {
             ]
         })
         .collect();
-    table(
+    let (theirs, mut out) = other_rows(others, 9, |a, found, rows| {
+        let Rows::Clients(found) = found else { return };
+        for x in found {
+            rows.push(vec![
+                "consumer".to_owned(),
+                broker_cell(&a.peer.name, &a.peer.addr, a.console.as_deref()),
+                esc(&x.group),
+                esc(&x.client_id),
+                esc(&x.addr),
+                esc(&x.language),
+                x.version.to_string(),
+                esc(&x.consume_type),
+                "-".to_owned(),
+            ]);
+        }
+    });
+    rows.extend(theirs);
+    out.push_str(&table(
         "connected",
         &[
             "Role",
+            "Broker",
             "Group",
             "Client id",
             "Address",
@@ -393,5 +472,6 @@ pub(crate) fn clients(c: &Console) -> String {
             "Last heartbeat",
         ],
         &rows,
-    )
+    ));
+    out
 }

@@ -4,9 +4,15 @@
 //!
 //! At login the guard checks the secret typed in as it checks a signed request: the
 //! session keeps the access key, a random content and the HMAC of that content keyed
-//! with the secret ([`MacProof`]), never the secret itself. Each page then asks the
-//! guard again with that proof, so a changed secret or a removed account ends the
-//! session at once, and each page is authorized as the account's own request would be.
+//! with the secret ([`MacProof`]). Each page then asks the guard again with that proof,
+//! so a changed secret or a removed account ends the session at once, and each page is
+//! authorized as the account's own request would be.
+//!
+//! The session also holds the account's credentials, in memory only and for its life
+//! alone, to sign the requests the cluster-wide pages send to other brokers as this
+//! account (`remote`): they are never logged (their `Debug` hides the secret), never
+//! written to disk and never put in a page, and are dropped with the session (sign-out,
+//! expiry, a changed secret).
 //!
 //! The cookie: a random 256-bit token, `HttpOnly` (no script reads it), `SameSite=Strict`
 //! (no other site's page sends it), `Path=/`, good for [`SESSION_TTL`]. At most
@@ -19,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use vostok_auth::{Access, Denied, Guard, MacProof};
 use vostok_observe::http::HttpRequest;
+use vostok_remoting::auth::SessionCredentials;
 use vostok_remoting::support::sync::MutexExt;
 
 /// The session cookie's name.
@@ -36,6 +43,8 @@ pub(crate) struct Session {
     content: [u8; 32],
     mac: [u8; 20],
     expires: Instant,
+    /// The account's keys, to sign requests to other brokers as this account.
+    credentials: SessionCredentials,
 }
 
 impl Session {
@@ -47,6 +56,11 @@ impl Session {
             content: &self.content,
             mac: &self.mac,
         }
+    }
+
+    /// The keys that sign this account's requests to other brokers.
+    pub(crate) fn credentials(&self) -> &SessionCredentials {
+        &self.credentials
     }
 }
 
@@ -79,6 +93,7 @@ impl Sessions {
             content,
             mac,
             expires: Instant::now() + SESSION_TTL,
+            credentials: SessionCredentials::new(access_key, secret),
         });
         guard.check(ip, &session.proof(LOGIN), || Access::Open)?;
         let token = random_hex(32);

@@ -53,6 +53,12 @@ impl Viewer {
         self.session.as_deref().map(|s| s.access_key.as_str())
     }
 
+    /// The keys that sign the viewer's requests to other brokers: its account's with
+    /// ACL on, none (plain requests) with ACL off.
+    pub(crate) fn credentials(&self) -> Option<&vostok_remoting::auth::SessionCredentials> {
+        self.session.as_deref().map(Session::credentials)
+    }
+
     /// Whether the viewer may do what request `code` needing `access` does; always, with
     /// ACL off.
     pub(crate) fn check(&self, code: i32, access: Access<'_>) -> Result<(), Denied> {
