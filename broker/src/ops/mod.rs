@@ -10,7 +10,11 @@
 //! - [`transaction`]: a half message committed or rolled back.
 //! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
 //! - [`topic`]: a topic created, changed or deleted.
+//! - [`group`]: a subscription group created, changed or deleted.
+//! - [`offset_reset`]: a group's offsets moved to a time or to the end.
 
+pub(crate) mod group;
+pub(crate) mod offset_reset;
 pub(crate) mod pop;
 pub(crate) mod send;
 pub(crate) mod send_back;
