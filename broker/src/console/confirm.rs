@@ -10,7 +10,10 @@ use super::Console;
 
 /// Whether the action at `path` loses something and must be confirmed.
 pub(crate) fn needed(path: &str) -> bool {
-    matches!(path, "/topics/delete" | "/messages/remove")
+    matches!(
+        path,
+        "/topics/delete" | "/messages/remove" | "/offsets/reset"
+    )
 }
 
 /// Whether the form says the operator confirmed.
@@ -36,6 +39,15 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
                 loss,
                 format!("Delete topic {topic}"),
                 "/topics".to_owned(),
+            )
+        }
+        "/offsets/reset" => {
+            let (title, loss) = super::offsets::loss(c, &field);
+            (
+                title,
+                loss,
+                "Reset offsets".to_owned(),
+                super::offsets::back(&field),
             )
         }
         _ => {

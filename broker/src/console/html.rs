@@ -157,7 +157,7 @@ pub(crate) fn zone(offset_minutes: i64) -> String {
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date.
-fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
+pub(crate) fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
     let (m, d) = (i64::from(month), i64::from(day));
     let y = i64::from(year) - i64::from(m <= 2);
     let era = y.div_euclid(400);

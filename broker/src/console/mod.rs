@@ -26,6 +26,7 @@ mod history;
 mod host;
 mod html;
 mod message;
+mod offsets;
 mod pages;
 mod session;
 mod svg;
@@ -271,6 +272,7 @@ impl Console {
                 "Waiting messages".to_owned(),
                 message::browse(self, r, admin),
             ),
+            "/offsets" => ("Reset offsets".to_owned(), offsets::page(self, r, admin)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
         };
@@ -296,9 +298,6 @@ impl Console {
         let Some(code) = viewer::action_code(&r.path) else {
             return HttpResponse::text(404, "no such action\n");
         };
-        if let Err(denied) = viewer.check(code, vostok_auth::Access::Admin) {
-            return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
-        }
         let form: Vec<(String, String)> = r.form();
         let field = |k: &str| {
             form.iter()
@@ -306,6 +305,9 @@ impl Console {
                 .map(|(_, v)| v.trim().to_owned())
                 .unwrap_or_default()
         };
+        if let Err(denied) = viewer.check(code, vostok_auth::Access::Admin) {
+            return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
+        }
         if confirm::needed(&r.path) && !confirm::confirmed(&form) {
             let (title, body) = confirm::page(self, &r.path, &form);
             return HttpResponse::html(self.frame(Some(viewer), &title, None, &body))
@@ -322,6 +324,7 @@ impl Console {
             ),
             "/messages/remove" => (field("back"), message::remove(self, &field).await),
             "/messages/resend" => (field("back"), message::resend(self, &field).await),
+            "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),
         };
         info!(peer = %r.peer, account = viewer.account().unwrap_or("-"), action = %r.path, "console action");

@@ -306,6 +306,11 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
         lag.dlq_messages,
         url(&topic::dlq_topic(name))
     );
+    let _ = write!(
+        out,
+        "<p><a href=\"/offsets?group={0}\" id=\"reset-offsets\">Reset offsets</a></p>",
+        url(name)
+    );
     out.push_str(&table(
         "progress",
         &[

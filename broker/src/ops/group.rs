@@ -68,7 +68,10 @@ mod tests {
         config.consume_message_orderly = true;
         update_group(b, config.clone()).await.unwrap();
         let kept = b.subscriptions.get("ops-group").unwrap();
-        assert_eq!((kept.retry_max_times, kept.consume_message_orderly), (3, true));
+        assert_eq!(
+            (kept.retry_max_times, kept.consume_message_orderly),
+            (3, true)
+        );
         config.consume_enable = false;
         update_group(b, config).await.unwrap();
         assert!(!b.subscriptions.get("ops-group").unwrap().consume_enable);

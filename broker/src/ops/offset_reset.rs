@@ -101,9 +101,11 @@ pub(crate) fn plan(broker: &Broker, reset: &ResetOffset) -> Result<Vec<QueueRese
             let max = broker.store.max_offset_in_queue(&reset.topic, queue_id);
             let target = match reset.to {
                 ResetTo::End => max,
-                ResetTo::Time(ms) => broker
-                    .store
-                    .offset_in_queue_by_time(&reset.topic, queue_id, ms),
+                ResetTo::Time(ms) => {
+                    broker
+                        .store
+                        .offset_in_queue_by_time(&reset.topic, queue_id, ms)
+                }
             }
             .max(0);
             let offset = match committed {
@@ -122,7 +124,11 @@ pub(crate) fn plan(broker: &Broker, reset: &ResetOffset) -> Result<Vec<QueueRese
 
 /// Commits `queues` (a [`plan`] of `reset`) and pushes them to the group's online
 /// clients; the table as clients receive it.
-pub(crate) fn apply(broker: &Broker, reset: &ResetOffset, queues: &[QueueReset]) -> ResetOffsetBody {
+pub(crate) fn apply(
+    broker: &Broker,
+    reset: &ResetOffset,
+    queues: &[QueueReset],
+) -> ResetOffsetBody {
     let mut table = ResetOffsetBody::default();
     for q in queues {
         broker

