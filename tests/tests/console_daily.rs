@@ -4,6 +4,7 @@
 //! permission and queue counts, send a test message. Every form carries the page's
 //! token; what changes delivery asks first, naming the count.
 
+use vostok_remoting::protocol::{request_code, response_code};
 use vostok_tests::client::TestClient;
 use vostok_tests::{http, Broker, BrokerOptions};
 
@@ -161,4 +162,125 @@ async fn offsets_are_reset_by_time_or_to_the_end_after_a_confirmation() {
     bad.push(("confirm", "yes"));
     let refused = post(&console, "/offsets/reset", &bad).await;
     assert!(flash(&refused).starts_with("error"), "{}", flash(&refused));
+}
+
+/// GET_SUBSCRIPTIONGROUP_CONFIG of EditedGroup, as JSON, or `None`.
+async fn group_config(c: &TestClient, addr: &str) -> Option<serde_json::Value> {
+    let r = c
+        .call(
+            addr,
+            vostok_tests::acl::request(
+                request_code::GET_SUBSCRIPTIONGROUP_CONFIG,
+                &[("group", "EditedGroup")],
+            ),
+        )
+        .await;
+    (r.code == response_code::SUCCESS)
+        .then(|| serde_json::from_slice::<serde_json::Value>(&r.body).expect("json"))
+}
+
+/// A group is created with its settings, edited, and deleted (asking first); the
+/// broker's own answer to GET_SUBSCRIPTIONGROUP_CONFIG follows each step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_group_is_created_edited_and_deleted() {
+    let broker = Broker::start(BrokerOptions::default());
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::default();
+    assert!(group_config(&c, &broker.addr).await.is_none());
+    let groups = http::get(&console, "/groups").await;
+    assert!(
+        groups.body.contains("id=\"create-group\""),
+        "{}",
+        groups.body
+    );
+    let form = http::get(&console, "/subscription").await;
+    assert!(form.body.contains("id=\"g-group\""), "{}", form.body);
+    let token = form_token(&form.body);
+    let created = post(
+        &console,
+        "/groups/update",
+        &[
+            ("csrf", &token),
+            ("group", "EditedGroup"),
+            ("retryMaxTimes", "3"),
+            ("consumeMessageOrderly", "true"),
+            ("consumeEnable", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    assert!(
+        flash(&created).starts_with("group EditedGroup created"),
+        "{}",
+        flash(&created)
+    );
+    let kept = group_config(&c, &broker.addr).await.expect("created");
+    assert_eq!(kept["retryMaxTimes"], 3);
+    assert_eq!(kept["consumeMessageOrderly"], true);
+    assert_eq!(kept["consumeBroadcastEnable"], false);
+    assert_eq!(kept["consumeEnable"], true);
+
+    // Edit: consuming off (an unticked box is not sent).
+    let edited = post(
+        &console,
+        "/groups/update",
+        &[
+            ("csrf", &token),
+            ("group", "EditedGroup"),
+            ("retryMaxTimes", "5"),
+            ("consumeBroadcastEnable", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(edited.status, 303, "{}", edited.body);
+    let kept = group_config(&c, &broker.addr).await.expect("kept");
+    assert_eq!(kept["retryMaxTimes"], 5);
+    assert_eq!(kept["consumeEnable"], false);
+    let page = http::get(&console, "/subscription?name=EditedGroup").await;
+    assert!(
+        page.body
+            .contains("id=\"g-consumeBroadcastEnable\" value=\"true\" checked"),
+        "{}",
+        page.body
+    );
+    let bad = post(
+        &console,
+        "/groups/update",
+        &[
+            ("csrf", &token),
+            ("group", "EditedGroup"),
+            ("retryMaxTimes", "many"),
+        ],
+    )
+    .await;
+    assert!(flash(&bad).starts_with("error"), "{}", flash(&bad));
+
+    // Delete: it names the offsets dropped, then does it.
+    c.update_offset(&broker.addr, "EditedGroup", "%RETRY%EditedGroup", 0, 0)
+        .await;
+    assert_eq!(c.create_topic(&broker.addr, "GroupTopic", 2).await.code, 0);
+    c.update_offset(&broker.addr, "EditedGroup", "GroupTopic", 0, 0)
+        .await;
+    c.update_offset(&broker.addr, "EditedGroup", "GroupTopic", 1, 0)
+        .await;
+    let delete = [("csrf", token.as_str()), ("group", "EditedGroup")];
+    let ask = post(&console, "/groups/delete", &delete).await;
+    assert_eq!(ask.status, 200, "{}", ask.body);
+    assert!(by_id(&ask.body, "loss-queues").parse::<i32>().unwrap_or(0) >= 2);
+    assert!(ask.body.contains("GroupTopic"), "{}", ask.body);
+    assert!(group_config(&c, &broker.addr).await.is_some());
+    let done = post(
+        &console,
+        "/groups/delete",
+        &[delete[0], delete[1], ("confirm", "yes")],
+    )
+    .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert!(group_config(&c, &broker.addr).await.is_none());
+    assert_eq!(
+        c.query_offset(&broker.addr, "EditedGroup", "GroupTopic", 0)
+            .await,
+        None,
+        "its offsets went with it"
+    );
 }

@@ -12,7 +12,7 @@ use super::Console;
 pub(crate) fn needed(path: &str) -> bool {
     matches!(
         path,
-        "/topics/delete" | "/messages/remove" | "/offsets/reset"
+        "/topics/delete" | "/messages/remove" | "/offsets/reset" | "/groups/delete"
     )
 }
 
@@ -39,6 +39,15 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
                 loss,
                 format!("Delete topic {topic}"),
                 "/topics".to_owned(),
+            )
+        }
+        "/groups/delete" => {
+            let (title, loss) = super::groups_admin::delete_loss(c, &field);
+            (
+                title,
+                loss,
+                format!("Delete group {}", field("group")),
+                "/groups".to_owned(),
             )
         }
         "/offsets/reset" => {

@@ -22,6 +22,7 @@
 
 mod cluster;
 mod confirm;
+mod groups_admin;
 mod history;
 mod host;
 mod html;
@@ -272,6 +273,10 @@ impl Console {
                 "Waiting messages".to_owned(),
                 message::browse(self, r, admin),
             ),
+            "/subscription" => (
+                "Group settings".to_owned(),
+                groups_admin::page(self, r, admin),
+            ),
             "/offsets" => ("Reset offsets".to_owned(), offsets::page(self, r, admin)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
@@ -324,6 +329,14 @@ impl Console {
             ),
             "/messages/remove" => (field("back"), message::remove(self, &field).await),
             "/messages/resend" => (field("back"), message::resend(self, &field).await),
+            "/groups/update" => (
+                groups_admin::update_back(&field),
+                groups_admin::update(self, &field).await,
+            ),
+            "/groups/delete" => (
+                "/groups".to_owned(),
+                groups_admin::delete(self, &field).await,
+            ),
             "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),
         };

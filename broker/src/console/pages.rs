@@ -266,11 +266,15 @@ pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
             ]
         })
         .collect();
-    table(
+    let mut out = table(
         "groups",
         &["Group", "Lag (messages)", "Lag (time)", "DLQ", "Clients"],
         &rows,
-    )
+    );
+    if viewer.is_admin() {
+        out.push_str("<p><a href=\"/subscription\" id=\"create-group\">Create a group</a></p>");
+    }
+    out
 }
 
 /// One group: per-queue progress, clients, lag over the hour.
@@ -308,7 +312,7 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
     );
     let _ = write!(
         out,
-        "<p><a href=\"/offsets?group={0}\" id=\"reset-offsets\">Reset offsets</a></p>",
+        "<p><a href=\"/offsets?group={0}\" id=\"reset-offsets\">Reset offsets</a> · <a href=\"/subscription?name={0}\" id=\"group-settings\">Settings</a></p>",
         url(name)
     );
     out.push_str(&table(

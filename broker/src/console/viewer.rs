@@ -9,8 +9,8 @@
 //! | `/topics`, `/groups` | listings | nothing; each row SUB on its topic or group |
 //! | `/topic`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
 //! | `/group` | QUERY_CONSUMER_OFFSET | SUB on the group |
-//! | `/offsets` | QUERY_CONSUMER_OFFSET | SUB on the group |
-//! | create, delete topic; remove, resend message; reset offsets| their admin requests | admin |
+//! | `/offsets`, `/subscription` | QUERY_CONSUMER_OFFSET | SUB on the group (a new group's form: nothing) |
+//! | create, delete topic; remove, resend message; reset offsets; create, change, delete group | their admin requests | admin |
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -104,7 +104,7 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
             let name = param("name").unwrap_or_default();
             Some((code::QUERY_MESSAGE, sub([owned(Resource::topic(&name))])))
         }
-        "/group" | "/offsets" => {
+        "/group" | "/offsets" | "/subscription" => {
             let name = param("name").or_else(|| param("group")).unwrap_or_default();
             Some((
                 code::QUERY_CONSUMER_OFFSET,
@@ -134,6 +134,8 @@ pub(crate) fn action_code(path: &str) -> Option<i32> {
         "/messages/remove" => Some(code::VOSTOK_REMOVE_MESSAGE),
         "/messages/resend" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
         "/offsets/reset" => Some(code::INVOKE_BROKER_TO_RESET_OFFSET),
+        "/groups/update" => Some(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
+        "/groups/delete" => Some(code::DELETE_SUBSCRIPTIONGROUP),
         _ => None,
     }
 }
