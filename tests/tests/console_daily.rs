@@ -284,3 +284,76 @@ async fn a_subscription_group_is_created_edited_and_deleted() {
         "its offsets went with it"
     );
 }
+
+/// A topic made read-only with fewer read queues: the confirmation names the refused
+/// sends and the messages left unread; after it, sends are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_permission_and_queue_counts_change_after_a_confirmation() {
+    let broker = Broker::start(BrokerOptions::default());
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::default();
+    let topic = "PermTopic";
+    assert_eq!(c.create_topic(&broker.addr, topic, 4).await.code, 0);
+    for q in [2, 3, 3] {
+        c.send(
+            &broker.addr,
+            topic,
+            q,
+            "x",
+            TestClient::properties(None, None),
+        )
+        .await;
+    }
+    c.wait_dispatched(&broker.addr).await;
+    let page = http::get(&console, &format!("/topic?name={topic}")).await;
+    assert!(page.body.contains("id=\"edit-topic\""), "{}", page.body);
+    let form = http::get(&console, &format!("/topic/edit?name={topic}")).await;
+    assert!(form.body.contains("id=\"t-perm\""), "{}", form.body);
+    let token = form_token(&form.body);
+    let change = [
+        ("csrf", token.as_str()),
+        ("topic", topic),
+        ("perm", "4"),
+        ("readQueueNums", "2"),
+        ("writeQueueNums", "2"),
+    ];
+    let ask = post(&console, "/topics/update", &change).await;
+    assert_eq!(ask.status, 200, "{}", ask.body);
+    assert!(
+        ask.body
+            .contains("permission RW → R: every send to it is refused"),
+        "{}",
+        ask.body
+    );
+    assert_eq!(by_id(&ask.body, "loss-unread"), "3", "{}", ask.body);
+    // Asking changed nothing: a send still goes through.
+    c.send(
+        &broker.addr,
+        topic,
+        0,
+        "x",
+        TestClient::properties(None, None),
+    )
+    .await;
+    let mut confirmed = change.to_vec();
+    confirmed.push(("confirm", "yes"));
+    let done = post(&console, "/topics/update", &confirmed).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert!(
+        flash(&done).contains("now R with 2 read and 2 write queues"),
+        "{}",
+        flash(&done)
+    );
+    let r = c
+        .send_raw(
+            &broker.addr,
+            topic,
+            0,
+            "x",
+            TestClient::properties(None, None),
+        )
+        .await;
+    assert_eq!(r.code, response_code::NO_PERMISSION, "{}", r.remark());
+    let topics = http::get(&console, "/topics").await;
+    assert!(topics.body.contains("<td>2/2</td>"), "{}", topics.body);
+}

@@ -12,7 +12,11 @@ use super::Console;
 pub(crate) fn needed(path: &str) -> bool {
     matches!(
         path,
-        "/topics/delete" | "/messages/remove" | "/offsets/reset" | "/groups/delete"
+        "/topics/delete"
+            | "/topics/update"
+            | "/messages/remove"
+            | "/offsets/reset"
+            | "/groups/delete"
     )
 }
 
@@ -39,6 +43,15 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
                 loss,
                 format!("Delete topic {topic}"),
                 "/topics".to_owned(),
+            )
+        }
+        "/topics/update" => {
+            let (title, loss) = super::topic_admin::loss(c, &field);
+            (
+                title,
+                loss,
+                "Change topic".to_owned(),
+                super::topic_admin::back(&field),
             )
         }
         "/groups/delete" => {

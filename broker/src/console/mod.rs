@@ -31,6 +31,7 @@ mod offsets;
 mod pages;
 mod session;
 mod svg;
+mod topic_admin;
 mod viewer;
 
 use std::net::SocketAddr;
@@ -277,6 +278,10 @@ impl Console {
                 "Group settings".to_owned(),
                 groups_admin::page(self, r, admin),
             ),
+            "/topic/edit" => (
+                format!("Change topic {name}"),
+                topic_admin::page(self, r, admin),
+            ),
             "/offsets" => ("Reset offsets".to_owned(), offsets::page(self, r, admin)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
@@ -336,6 +341,10 @@ impl Console {
             "/groups/delete" => (
                 "/groups".to_owned(),
                 groups_admin::delete(self, &field).await,
+            ),
+            "/topics/update" => (
+                topic_admin::back(&field),
+                topic_admin::update(self, &field).await,
             ),
             "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),

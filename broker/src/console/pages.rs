@@ -213,6 +213,13 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
         &["Queue", "Min offset", "Max offset", "Last stored", ""],
         &rows,
     );
+    if viewer.is_admin() {
+        let _ = write!(
+            out,
+            "<p><a href=\"/topic/edit?name={0}\" id=\"edit-topic\">Change permission or queues</a></p>",
+            url(name)
+        );
+    }
     let groups: Vec<String> = b
         .groups_of_topic(name)
         .into_iter()

@@ -7,10 +7,10 @@
 //! |---|---|---|
 //! | `/` (brokers), `/clients` | GET_BROKER_RUNTIME_INFO, connection lists | admin |
 //! | `/topics`, `/groups` | listings | nothing; each row SUB on its topic or group |
-//! | `/topic`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
+//! | `/topic`, `/topic/edit`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
 //! | `/group` | QUERY_CONSUMER_OFFSET | SUB on the group |
 //! | `/offsets`, `/subscription` | QUERY_CONSUMER_OFFSET | SUB on the group (a new group's form: nothing) |
-//! | create, delete topic; remove, resend message; reset offsets; create, change, delete group | their admin requests | admin |
+//! | create, change, delete topic; remove, resend message; reset offsets; create, change, delete group | their admin requests | admin |
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -100,7 +100,7 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
     match r.path.as_str() {
         "/" => Some((code::GET_BROKER_RUNTIME_INFO, Access::Admin)),
         "/clients" => Some((code::VOSTOK_GET_CONNECTED_CLIENTS, Access::Admin)),
-        "/topic" => {
+        "/topic" | "/topic/edit" => {
             let name = param("name").unwrap_or_default();
             Some((code::QUERY_MESSAGE, sub([owned(Resource::topic(&name))])))
         }
@@ -134,6 +134,7 @@ pub(crate) fn action_code(path: &str) -> Option<i32> {
         "/messages/remove" => Some(code::VOSTOK_REMOVE_MESSAGE),
         "/messages/resend" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
         "/offsets/reset" => Some(code::INVOKE_BROKER_TO_RESET_OFFSET),
+        "/topics/update" => Some(code::UPDATE_AND_CREATE_TOPIC),
         "/groups/update" => Some(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
         "/groups/delete" => Some(code::DELETE_SUBSCRIPTIONGROUP),
         _ => None,
