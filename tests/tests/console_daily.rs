@@ -357,3 +357,248 @@ async fn a_topic_permission_and_queue_counts_change_after_a_confirmation() {
     let topics = http::get(&console, "/topics").await;
     assert!(topics.body.contains("<td>2/2</td>"), "{}", topics.body);
 }
+
+/// A test message is stored as a send: the answer names its id, queue and offset,
+/// and a search by its key finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_message_is_sent_and_found() {
+    let broker = Broker::start(BrokerOptions::default());
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::default();
+    assert_eq!(c.create_topic(&broker.addr, "SendTopic", 1).await.code, 0);
+    let form = http::get(&console, "/send?topic=SendTopic").await;
+    assert!(form.body.contains("id=\"s-body\""), "{}", form.body);
+    let token = form_token(&form.body);
+    let sent = post(
+        &console,
+        "/messages/send",
+        &[
+            ("csrf", &token),
+            ("topic", "SendTopic"),
+            ("tag", "TagA"),
+            ("keys", "console-key"),
+            ("body", "hello from the console"),
+        ],
+    )
+    .await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    let said = flash(&sent);
+    assert!(
+        said.starts_with("SEND_OK: sent to SendTopic, msgId ")
+            && said.ends_with("queue 0, offset 0"),
+        "{said}"
+    );
+    c.wait_dispatched(&broker.addr).await;
+    let found = http::get(&console, "/messages?topic=SendTopic&key=console-key").await;
+    assert!(found.body.contains("tags TagA"), "{}", found.body);
+    let pulled = c
+        .pull(&broker.addr, "SendGroup", "SendTopic", 0, 0, 8, None, "*")
+        .await;
+    assert_eq!(pulled.messages.len(), 1);
+    assert_eq!(&pulled.messages[0].body[..], b"hello from the console");
+
+    let nowhere = post(
+        &console,
+        "/messages/send",
+        &[("csrf", &token), ("topic", "NoSuchTopic"), ("body", "x")],
+    )
+    .await;
+    assert!(
+        flash(&nowhere).starts_with("error: no topic NoSuchTopic"),
+        "{}",
+        flash(&nowhere)
+    );
+}
+
+const ACL: &str = r#"
+accounts:
+  - accessKey: console-reader
+    secretKey: reader-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - ReadableTopic=SUB
+    groupPerms:
+      - ReadableGroup=SUB
+  - accessKey: console-sender
+    secretKey: sender-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - SendableTopic=PUB|SUB
+  - accessKey: console-admin
+    secretKey: admin-secret
+    admin: true
+"#;
+
+/// Signs in; the session cookie (`name=token`) and the page's form token.
+async fn sign_in(console: &str, access_key: &str, secret: &str) -> String {
+    let token = form_token(&http::get(console, "/login").await.body);
+    let answer = post(
+        console,
+        "/login",
+        &[
+            ("csrf", &token),
+            ("accessKey", access_key),
+            ("secretKey", secret),
+            ("next", "/topics"),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    let cookie = answer.header("set-cookie").expect("a session cookie");
+    cookie.split(';').next().unwrap_or_default().to_owned()
+}
+
+/// With ACL on, each new action is the account's own request: a reader sees no form
+/// and is refused if it posts anyway; an account that may publish to a topic sends a
+/// test message to it and nothing else. Off loopback with ACL off, all are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_action_needs_the_rights_of_its_own_request() {
+    let home = vostok_tests::acl::home(ACL);
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set("aclEnable", true)
+            .set("rocketmqHome", home.path().display()),
+    );
+    let console = broker.console_addr.clone().expect("console address");
+    let admin = TestClient {
+        remoting: vostok_tests::acl::signed_client("console-admin", "admin-secret"),
+        client_id: "127.0.0.1@console-admin".into(),
+    };
+    for topic in ["ReadableTopic", "SendableTopic"] {
+        let r = admin.create_topic(&broker.addr, topic, 1).await;
+        assert_eq!(r.code, 0, "{}", r.remark());
+    }
+    let as_ = |cookie: &str, path: &str, fields: Vec<(&str, &str)>| {
+        let (console, cookie, path) = (console.clone(), cookie.to_owned(), path.to_owned());
+        let fields = body(&fields);
+        async move {
+            http::request(
+                &console,
+                "POST",
+                &path,
+                &[("cookie", &cookie), FORM],
+                &fields,
+            )
+            .await
+        }
+    };
+    let reader = sign_in(&console, "console-reader", "reader-secret").await;
+    let page = http::request(
+        &console,
+        "GET",
+        "/offsets?group=ReadableGroup",
+        &[("cookie", &reader)],
+        "",
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(!page.body.contains("skip-accumulated"), "{}", page.body);
+    let token = form_token(&page.body);
+    for (path, fields) in [
+        (
+            "/offsets/reset",
+            vec![
+                ("group", "ReadableGroup"),
+                ("topic", "ReadableTopic"),
+                ("mode", "end"),
+            ],
+        ),
+        (
+            "/groups/update",
+            vec![("group", "ReadableGroup"), ("retryMaxTimes", "1")],
+        ),
+        ("/groups/delete", vec![("group", "ReadableGroup")]),
+        (
+            "/topics/update",
+            vec![
+                ("topic", "ReadableTopic"),
+                ("perm", "0"),
+                ("readQueueNums", "1"),
+                ("writeQueueNums", "1"),
+            ],
+        ),
+        (
+            "/messages/send",
+            vec![("topic", "ReadableTopic"), ("body", "x")],
+        ),
+    ] {
+        let mut fields = fields;
+        fields.push(("csrf", &token));
+        let refused = as_(&reader, path, fields).await;
+        assert_eq!(refused.status, 403, "{path}: {}", refused.body);
+    }
+    let page = http::request(
+        &console,
+        "GET",
+        "/topic/edit?name=ReadableTopic",
+        &[("cookie", &reader)],
+        "",
+    )
+    .await;
+    assert!(!page.body.contains("t-perm"), "{}", page.body);
+
+    let sender = sign_in(&console, "console-sender", "sender-secret").await;
+    let form = http::request(
+        &console,
+        "GET",
+        "/send?topic=SendableTopic",
+        &[("cookie", &sender)],
+        "",
+    )
+    .await;
+    assert!(form.body.contains("id=\"s-body\""), "{}", form.body);
+    let sent = as_(
+        &sender,
+        "/messages/send",
+        vec![("csrf", &token), ("topic", "SendableTopic"), ("body", "x")],
+    )
+    .await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    assert!(flash(&sent).starts_with("SEND_OK"), "{}", flash(&sent));
+    let elsewhere = as_(
+        &sender,
+        "/messages/send",
+        vec![("csrf", &token), ("topic", "ReadableTopic"), ("body", "x")],
+    )
+    .await;
+    assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
+    let reset = as_(
+        &sender,
+        "/offsets/reset",
+        vec![
+            ("csrf", &token),
+            ("group", "g"),
+            ("topic", "SendableTopic"),
+            ("mode", "end"),
+        ],
+    )
+    .await;
+    assert_eq!(reset.status, 403, "{}", reset.body);
+
+    let exposed = Broker::start(BrokerOptions::default().set("consoleHost", "0.0.0.0"));
+    let console = exposed.console_addr.clone().expect("console address");
+    let page = http::get(&console, "/offsets?group=G").await;
+    assert!(!page.body.contains("skip-accumulated"), "{}", page.body);
+    for path in [
+        "/offsets/reset",
+        "/groups/update",
+        "/groups/delete",
+        "/topics/update",
+        "/messages/send",
+    ] {
+        let refused = post(
+            &console,
+            path,
+            &[("group", "G"), ("topic", "T"), ("confirm", "yes")],
+        )
+        .await;
+        assert_eq!(refused.status, 403, "{path}: {}", refused.body);
+        assert!(
+            refused.body.contains("consoleAdminEnable=true"),
+            "{}",
+            refused.body
+        );
+    }
+}

@@ -31,6 +31,7 @@ mod offsets;
 mod pages;
 mod session;
 mod svg;
+mod test_send;
 mod topic_admin;
 mod viewer;
 
@@ -282,6 +283,14 @@ impl Console {
                 format!("Change topic {name}"),
                 topic_admin::page(self, r, admin),
             ),
+            "/send" => (
+                "Send a test message".to_owned(),
+                test_send::page(
+                    self,
+                    r,
+                    viewer.may_send(&r.param("topic").unwrap_or_default()),
+                ),
+            ),
             "/offsets" => ("Reset offsets".to_owned(), offsets::page(self, r, admin)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
@@ -315,7 +324,8 @@ impl Console {
                 .map(|(_, v)| v.trim().to_owned())
                 .unwrap_or_default()
         };
-        if let Err(denied) = viewer.check(code, vostok_auth::Access::Admin) {
+        let topic = field("topic");
+        if let Err(denied) = viewer.check(code, viewer::action_access(&r.path, &topic)) {
             return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
         }
         if confirm::needed(&r.path) && !confirm::confirmed(&form) {
@@ -345,6 +355,10 @@ impl Console {
             "/topics/update" => (
                 topic_admin::back(&field),
                 topic_admin::update(self, &field).await,
+            ),
+            "/messages/send" => (
+                test_send::back(&field),
+                test_send::send(self, &field, r.peer).await,
             ),
             "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),

@@ -216,7 +216,7 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
     if viewer.is_admin() {
         let _ = write!(
             out,
-            "<p><a href=\"/topic/edit?name={0}\" id=\"edit-topic\">Change permission or queues</a></p>",
+            "<p><a href=\"/topic/edit?name={0}\" id=\"edit-topic\">Change permission or queues</a> · <a href=\"/send?topic={0}\" id=\"send-test\">Send a test message</a></p>",
             url(name)
         );
     }

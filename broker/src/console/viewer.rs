@@ -10,6 +10,7 @@
 //! | `/topic`, `/topic/edit`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
 //! | `/group` | QUERY_CONSUMER_OFFSET | SUB on the group |
 //! | `/offsets`, `/subscription` | QUERY_CONSUMER_OFFSET | SUB on the group (a new group's form: nothing) |
+//! | `/send` (a test message) | SEND_MESSAGE | PUB on the topic |
 //! | create, change, delete topic; remove, resend message; reset offsets; create, change, delete group | their admin requests | admin |
 
 use std::net::IpAddr;
@@ -77,6 +78,15 @@ impl Viewer {
         !self.read_only && self.may(code::UPDATE_AND_CREATE_TOPIC, Access::Admin)
     }
 
+    /// Whether the viewer may send to `topic` from the console (a SEND_MESSAGE).
+    pub(crate) fn may_send(&self, topic: &str) -> bool {
+        !self.read_only
+            && self.may(
+                code::SEND_MESSAGE,
+                Access::Needs(vec![Need::publish(Resource::topic(topic))]),
+            )
+    }
+
     /// Whether the viewer may read `topic` (a listing's row).
     pub(crate) fn reads_topic(&self, topic: &str) -> bool {
         self.may(code::QUERY_MESSAGE, sub([Resource::topic(topic)]))
@@ -126,7 +136,16 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
     }
 }
 
-/// What action `path` (a form POST) needs: every change is an admin request.
+/// What the action at `path` on `topic` needs: a test send PUB on its topic, every
+/// other change an admin account.
+pub(crate) fn action_access<'a>(path: &str, topic: &'a str) -> Access<'a> {
+    match path {
+        "/messages/send" => Access::Needs(vec![Need::publish(Resource::topic(topic))]),
+        _ => Access::Admin,
+    }
+}
+
+/// The request the action at `path` (a form POST) stands for.
 pub(crate) fn action_code(path: &str) -> Option<i32> {
     match path {
         "/topics/create" => Some(code::UPDATE_AND_CREATE_TOPIC),
@@ -135,6 +154,7 @@ pub(crate) fn action_code(path: &str) -> Option<i32> {
         "/messages/resend" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
         "/offsets/reset" => Some(code::INVOKE_BROKER_TO_RESET_OFFSET),
         "/topics/update" => Some(code::UPDATE_AND_CREATE_TOPIC),
+        "/messages/send" => Some(code::SEND_MESSAGE),
         "/groups/update" => Some(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
         "/groups/delete" => Some(code::DELETE_SUBSCRIPTIONGROUP),
         _ => None,
