@@ -602,3 +602,126 @@ async fn each_action_needs_the_rights_of_its_own_request() {
         );
     }
 }
+
+/// Dead letters: listed with the topic each came from, exported as JSON lines (a
+/// binary body in hex), resent one by one and all at once to that topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_listed_exported_and_resent() {
+    use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;
+    use vostok_remoting::RemotingCommand;
+
+    let broker = Broker::start(BrokerOptions::default());
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::default();
+    let (topic, group) = ("DlqTopic", "DlqGroup");
+    assert_eq!(c.create_topic(&broker.addr, topic, 1).await.code, 0);
+    c.send(
+        &broker.addr,
+        topic,
+        0,
+        "dead text",
+        TestClient::properties(None, Some("dead-1")),
+    )
+    .await;
+    c.send(
+        &broker.addr,
+        topic,
+        0,
+        vec![0u8, 159, 146, 150],
+        TestClient::properties(None, Some("dead-2")),
+    )
+    .await;
+    c.wait_dispatched(&broker.addr).await;
+    let pulled = c.pull(&broker.addr, group, topic, 0, 0, 8, None, "*").await;
+    assert_eq!(pulled.messages.len(), 2);
+    for m in &pulled.messages {
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: m.commit_log_offset,
+            group: group.into(),
+            delay_level: 0,
+            origin_msg_id: Some(m.msg_id()),
+            origin_topic: Some(m.topic.clone()),
+            unit_mode: Some(false),
+            max_reconsume_times: Some(0),
+        };
+        let r = c
+            .call(
+                &broker.addr,
+                RemotingCommand::request_with_header(request_code::CONSUMER_SEND_MSG_BACK, &header),
+            )
+            .await;
+        assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    }
+    c.wait_dispatched(&broker.addr).await;
+
+    let page = http::get(&console, &format!("/dlq?group={group}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(by_id(&page.body, "dlq-kept"), "2", "{}", page.body);
+    assert!(page.body.contains("<td>DlqTopic</td>"), "{}", page.body);
+    let group_page = http::get(&console, &format!("/group?name={group}")).await;
+    assert!(
+        group_page.body.contains("id=\"dlq-page\""),
+        "{}",
+        group_page.body
+    );
+
+    let export = http::get(&console, &format!("/dlq/export?group={group}")).await;
+    assert_eq!(export.status, 200);
+    assert!(
+        export
+            .header("content-disposition")
+            .unwrap_or_default()
+            .contains("attachment"),
+        "{:?}",
+        export.header("content-disposition")
+    );
+    let lines: Vec<serde_json::Value> = export
+        .body
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", export.body);
+    assert_eq!(lines[0]["originalTopic"], "DlqTopic");
+    assert_eq!(lines[0]["body"], "dead text");
+    assert_eq!(lines[1]["bodyHex"], "009f9296");
+    assert_eq!(lines[1]["keys"], "dead-2");
+
+    // Resend one, then all: each a copy in the original topic.
+    let token = form_token(&page.body);
+    let id = lines[0]["offsetMsgId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let back = format!("/dlq?group={group}");
+    let one = post(
+        &console,
+        "/messages/resend",
+        &[
+            ("csrf", &token),
+            ("group", group),
+            ("msgId", &id),
+            ("back", &back),
+        ],
+    )
+    .await;
+    assert_eq!(one.status, 303, "{}", one.body);
+    assert!(
+        flash(&one).starts_with("resent to DlqTopic"),
+        "{}",
+        flash(&one)
+    );
+    c.wait_dispatched(&broker.addr).await;
+    assert_eq!(c.max_offset(&broker.addr, topic, 0).await, 3);
+    let all = post(
+        &console,
+        "/dlq/resend-all",
+        &[("csrf", &token), ("group", group)],
+    )
+    .await;
+    assert_eq!(all.status, 303, "{}", all.body);
+    assert_eq!(flash(&all), "resent 2 of 2 dead letters of DlqGroup");
+    c.wait_dispatched(&broker.addr).await;
+    assert_eq!(c.max_offset(&broker.addr, topic, 0).await, 5);
+    let page = http::get(&console, &format!("/dlq?group={group}")).await;
+    assert_eq!(by_id(&page.body, "dlq-kept"), "2", "the dead letters stay");
+}

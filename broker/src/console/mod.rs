@@ -22,6 +22,7 @@
 
 mod cluster;
 mod confirm;
+mod dlq;
 mod groups_admin;
 mod history;
 mod host;
@@ -291,6 +292,11 @@ impl Console {
                     viewer.may_send(&r.param("topic").unwrap_or_default()),
                 ),
             ),
+            "/dlq" => (
+                format!("Dead letters of {}", r.param("group").unwrap_or_default()),
+                dlq::page(self, r, admin),
+            ),
+            "/dlq/export" => return dlq::export(self, r),
             "/offsets" => ("Reset offsets".to_owned(), offsets::page(self, r, admin)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
@@ -360,6 +366,7 @@ impl Console {
                 test_send::back(&field),
                 test_send::send(self, &field, r.peer).await,
             ),
+            "/dlq/resend-all" => (dlq::back(&field), dlq::resend_all(self, &field).await),
             "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),
         };

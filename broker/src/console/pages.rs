@@ -313,9 +313,9 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
         .collect();
     let total: i64 = lag.queues.iter().map(|q| q.lag).sum();
     let mut out = format!(
-        "<p>Behind: <strong id=\"lag-total\">{total}</strong> messages; DLQ: <span id=\"dlq\">{}</span> (<a href=\"/browse?topic={}\">browse</a>)</p>",
+        "<p>Behind: <strong id=\"lag-total\">{total}</strong> messages; DLQ: <span id=\"dlq\">{}</span> (<a href=\"/dlq?group={}\" id=\"dlq-page\">dead letters</a>)</p>",
         lag.dlq_messages,
-        url(&topic::dlq_topic(name))
+        url(name)
     );
     let _ = write!(
         out,

@@ -10,8 +10,9 @@
 //! | `/topic`, `/topic/edit`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
 //! | `/group` | QUERY_CONSUMER_OFFSET | SUB on the group |
 //! | `/offsets`, `/subscription` | QUERY_CONSUMER_OFFSET | SUB on the group (a new group's form: nothing) |
+//! | `/dlq`, `/dlq/export` | PULL_MESSAGE | SUB on the group and its DLQ topic |
 //! | `/send` (a test message) | SEND_MESSAGE | PUB on the topic |
-//! | create, change, delete topic; remove, resend message; reset offsets; create, change, delete group | their admin requests | admin |
+//! | create, change, delete topic; remove, resend message (one or a DLQ's all); reset offsets; create, change, delete group | their admin requests | admin |
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -125,6 +126,14 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
         "/messages" => param("topic")
             .filter(|t| !t.trim().is_empty())
             .map(|t| (code::QUERY_MESSAGE, sub([owned(Resource::topic(t.trim()))]))),
+        "/dlq" | "/dlq/export" => {
+            let group = param("group").unwrap_or_default();
+            let dlq = vostok_remoting::protocol::topic::dlq_topic(&group);
+            Some((
+                code::PULL_MESSAGE,
+                sub([owned(Resource::topic(&dlq)), owned(Resource::group(&group))]),
+            ))
+        }
         "/browse" => {
             let topic = param("topic").unwrap_or_default();
             let group = param("group").filter(|g| !g.is_empty());
@@ -151,7 +160,7 @@ pub(crate) fn action_code(path: &str) -> Option<i32> {
         "/topics/create" => Some(code::UPDATE_AND_CREATE_TOPIC),
         "/topics/delete" => Some(code::DELETE_TOPIC_IN_BROKER),
         "/messages/remove" => Some(code::VOSTOK_REMOVE_MESSAGE),
-        "/messages/resend" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
+        "/messages/resend" | "/dlq/resend-all" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
         "/offsets/reset" => Some(code::INVOKE_BROKER_TO_RESET_OFFSET),
         "/topics/update" => Some(code::UPDATE_AND_CREATE_TOPIC),
         "/messages/send" => Some(code::SEND_MESSAGE),
