@@ -1,7 +1,8 @@
 //! The web console in a real headless browser (Debian's chromium over WebDriver):
 //! search a message, see where it is, remove it (confirming on the page that names
-//! it), see the group's lag drop. Skipped, saying so, where chromium or chromedriver
-//! is not installed.
+//! it), see the group's lag drop; skip a group's accumulated messages, create a group,
+//! resend a dead letter. Skipped, saying so, where chromium or chromedriver is not
+//! installed.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -240,5 +241,145 @@ async fn search_a_message_remove_it_and_see_the_lag_drop() {
         matches!((right, width), (Some(r), Some(w)) if r <= w),
         "the remove button ends at {right:?}, the page is {width:?} wide"
     );
+    client.close().await.expect("close the session");
+}
+
+async fn click(client: &Client, css: &str) {
+    // As `text`: the element may belong to the page a click is still loading.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let clicked = match client.find(Locator::Css(css)).await {
+            Ok(element) => element.click().await,
+            Err(e) => Err(e),
+        };
+        match clicked {
+            Ok(()) => return,
+            Err(e) if std::time::Instant::now() >= deadline => panic!("{css}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+async fn type_into(client: &Client, css: &str, value: &str) {
+    text(client, css).await;
+    let field = client.find(Locator::Css(css)).await.expect(css);
+    field.clear().await.expect("clear");
+    field.send_keys(value).await.expect("type");
+}
+
+/// Daily operations by clicks and forms: skip a group's accumulated messages
+/// (confirming the count), create a group with its settings, resend a dead letter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_offsets_create_a_group_and_resend_a_dead_letter() {
+    use vostok_remoting::protocol::header::ConsumerSendMsgBackRequestHeader;
+    use vostok_remoting::protocol::request_code;
+    use vostok_remoting::RemotingCommand;
+
+    let Some((_driver, client)) = browser().await else {
+        return;
+    };
+    let broker = Broker::start(BrokerOptions::default());
+    let console = format!(
+        "http://{}",
+        broker
+            .console_addr
+            .clone()
+            .expect("console address printed")
+    );
+    let c = TestClient::default();
+    let (topic, group) = ("DailyTopic", "DailyGroup");
+    assert_eq!(
+        c.create_topic(&broker.addr, topic, 1).await.code,
+        response_code::SUCCESS
+    );
+    for i in 0..3 {
+        let props = TestClient::properties(None, Some(&format!("daily-{i}")));
+        c.send(&broker.addr, topic, 0, format!("body {i}"), props)
+            .await;
+    }
+    c.wait_dispatched(&broker.addr).await;
+    c.update_offset(&broker.addr, group, topic, 0, 0).await;
+
+    // Skip accumulated: from the group page, confirming the count.
+    client
+        .goto(&format!("{console}/group?name={group}"))
+        .await
+        .expect("group page");
+    assert_eq!(text(&client, "#lag-total").await, "3");
+    click(&client, "#reset-offsets").await;
+    click(&client, "#skip-accumulated").await;
+    assert_eq!(text(&client, "#loss-skipped").await, "3");
+    click(&client, "#confirm").await;
+    let flash = text(&client, "#flash").await;
+    assert!(flash.contains("3 messages skipped"), "{flash}");
+    client
+        .goto(&format!("{console}/group?name={group}"))
+        .await
+        .expect("group page");
+    assert_eq!(text(&client, "#lag-total").await, "0");
+
+    // Create a group: orderly, two retries.
+    client
+        .goto(&format!("{console}/groups"))
+        .await
+        .expect("groups page");
+    click(&client, "#create-group").await;
+    type_into(&client, "#g-group", "ClickedGroup").await;
+    type_into(&client, "#g-retryMaxTimes", "2").await;
+    click(&client, "#g-consumeMessageOrderly").await;
+    click(&client, "#g-save").await;
+    let flash = text(&client, "#flash").await;
+    assert!(
+        flash.starts_with("group ClickedGroup created: retry 2, orderly"),
+        "{flash}"
+    );
+    let orderly = client
+        .find(Locator::Css("#g-consumeMessageOrderly"))
+        .await
+        .expect("orderly box")
+        .is_selected()
+        .await
+        .expect("checked?");
+    assert!(orderly, "the saved group shows orderly ticked");
+
+    // A dead letter, resent from the DLQ page.
+    let pulled = c.pull(&broker.addr, group, topic, 0, 0, 1, None, "*").await;
+    let m = &pulled.messages[0];
+    let back = ConsumerSendMsgBackRequestHeader {
+        offset: m.commit_log_offset,
+        group: group.into(),
+        delay_level: 0,
+        origin_msg_id: Some(m.msg_id()),
+        origin_topic: Some(m.topic.clone()),
+        unit_mode: Some(false),
+        max_reconsume_times: Some(0),
+    };
+    let r = c
+        .call(
+            &broker.addr,
+            RemotingCommand::request_with_header(request_code::CONSUMER_SEND_MSG_BACK, &back),
+        )
+        .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    c.wait_dispatched(&broker.addr).await;
+    client
+        .goto(&format!("{console}/group?name={group}"))
+        .await
+        .expect("group page");
+    click(&client, "#dlq-page").await;
+    assert_eq!(text(&client, "#dlq-kept").await, "1");
+    client
+        .find(Locator::XPath(
+            "//table[@id='dlq']//button[text()='Resend']",
+        ))
+        .await
+        .expect("resend button")
+        .click()
+        .await
+        .expect("resend");
+    let flash = text(&client, "#flash").await;
+    assert!(flash.starts_with(&format!("resent to {topic}")), "{flash}");
+    c.wait_dispatched(&broker.addr).await;
+    assert_eq!(c.max_offset(&broker.addr, topic, 0).await, 4);
     client.close().await.expect("close the session");
 }
