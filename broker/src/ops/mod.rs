@@ -10,9 +10,11 @@
 //! - [`transaction`]: a half message committed or rolled back.
 //! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
 //! - [`topic`]: a topic created, changed or deleted.
+//! - [`broker_config`]: the keys that change at run time changed.
 //! - [`group`]: a subscription group created, changed or deleted.
 //! - [`offset_reset`]: a group's offsets moved to a time or to the end.
 
+pub(crate) mod broker_config;
 pub(crate) mod group;
 pub(crate) mod offset_reset;
 pub(crate) mod pop;
