@@ -725,3 +725,92 @@ async fn dead_letters_are_listed_exported_and_resent() {
     let page = http::get(&console, &format!("/dlq?group={group}")).await;
     assert_eq!(by_id(&page.body, "dlq-kept"), "2", "the dead letters stay");
 }
+
+/// Every key with its value; the run-time keys change from the form, all or none, and
+/// the broker acts on them at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_time_keys_change_from_the_configuration_page() {
+    let broker = Broker::start(BrokerOptions::default());
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::default();
+    assert_eq!(c.create_topic(&broker.addr, "CfgTopic", 1).await.code, 0);
+    let page = http::get(&console, "/config").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("id=\"cfg-brokerPermission\" value=\"6\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<td>listenPort</td>"), "{}", page.body);
+    assert!(
+        !page.body.contains("id=\"cfg-listenPort\""),
+        "{}",
+        page.body
+    );
+    let token = form_token(&page.body);
+    let bad = post(
+        &console,
+        "/config/update",
+        &[
+            ("csrf", &token),
+            ("brokerPermission", "4"),
+            ("longPollingEnable", "maybe"),
+        ],
+    )
+    .await;
+    assert!(flash(&bad).starts_with("error"), "{}", flash(&bad));
+    let page = http::get(&console, "/config").await;
+    assert!(
+        page.body
+            .contains("id=\"cfg-brokerPermission\" value=\"6\""),
+        "all or none"
+    );
+    let done = post(
+        &console,
+        "/config/update",
+        &[
+            ("csrf", &token),
+            ("brokerPermission", "4"),
+            ("listenPort", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(flash(&done), "changed at run time: brokerPermission=4");
+    let r = c
+        .send_raw(
+            &broker.addr,
+            "CfgTopic",
+            0,
+            "x",
+            TestClient::properties(None, None),
+        )
+        .await;
+    assert_ne!(
+        r.code,
+        response_code::SUCCESS,
+        "a read-only broker takes no send"
+    );
+}
+
+/// Producer groups with each connection's client id, address, language and version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_connections_are_listed() {
+    let broker = Broker::start(BrokerOptions::default());
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::new("console-producer");
+    let r = c.heartbeat_producer(&broker.addr, "ConsoleProducers").await;
+    assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    let page = http::get(&console, "/producers").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let row = page
+        .body
+        .split("<tr>")
+        .find(|r| r.contains("<td>ConsoleProducers</td>"))
+        .unwrap_or_else(|| panic!("no row: {}", page.body));
+    assert!(row.contains(&c.client_id), "{row}");
+    assert!(row.contains("<td>127.0.0.1:"), "{row}");
+    assert!(row.contains("<td>RUST</td>"), "{row}");
+    let other = http::get(&console, "/producers?group=Nobody").await;
+    assert!(other.body.contains("id=\"no-producers\""), "{}", other.body);
+}

@@ -38,7 +38,7 @@ pub(crate) fn page(
     let mut out = String::with_capacity(body.len() + 2048);
     let _ = write!(
         out,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} · Vostok {}</title><style>{STYLE}</style></head><body><header><strong>Vostok · {}</strong> &nbsp; <a href=\"/\">Cluster</a><a href=\"/topics\">Topics</a><a href=\"/groups\">Groups</a><a href=\"/clients\">Clients</a><a href=\"/messages\">Messages</a>",
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} · Vostok {}</title><style>{STYLE}</style></head><body><header><strong>Vostok · {}</strong> &nbsp; <a href=\"/\">Cluster</a><a href=\"/topics\">Topics</a><a href=\"/groups\">Groups</a><a href=\"/clients\">Clients</a><a href=\"/messages\">Messages</a><a href=\"/producers\">Producers</a><a href=\"/config\">Config</a>",
         esc(title),
         esc(broker_name),
         esc(broker_name),

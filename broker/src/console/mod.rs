@@ -20,6 +20,7 @@
 //! What loses messages asks first ([`confirm`]). With ACL off, a console listening off
 //! loopback is read-only unless `consoleAdminEnable=true`.
 
+mod broker_config;
 mod cluster;
 mod confirm;
 mod dlq;
@@ -30,6 +31,7 @@ mod html;
 mod message;
 mod offsets;
 mod pages;
+mod producers;
 mod session;
 mod svg;
 mod test_send;
@@ -297,6 +299,11 @@ impl Console {
                 dlq::page(self, r, admin),
             ),
             "/dlq/export" => return dlq::export(self, r),
+            "/config" => (
+                "Broker configuration".to_owned(),
+                broker_config::page(self, r, admin),
+            ),
+            "/producers" => ("Producers".to_owned(), producers::page(self, r)),
             "/offsets" => ("Reset offsets".to_owned(), offsets::page(self, r, admin)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
@@ -367,6 +374,7 @@ impl Console {
                 test_send::send(self, &field, r.peer).await,
             ),
             "/dlq/resend-all" => (dlq::back(&field), dlq::resend_all(self, &field).await),
+            "/config/update" => ("/config".to_owned(), broker_config::update(self, &form)),
             "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),
         };

@@ -5,14 +5,14 @@
 //!
 //! | page or action | stands for | needs |
 //! |---|---|---|
-//! | `/` (brokers), `/clients` | GET_BROKER_RUNTIME_INFO, connection lists | admin |
+//! | `/` (brokers), `/clients`, `/producers`, `/config` | GET_BROKER_RUNTIME_INFO, connection lists, GET_BROKER_CONFIG | admin |
 //! | `/topics`, `/groups` | listings | nothing; each row SUB on its topic or group |
 //! | `/topic`, `/topic/edit`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
 //! | `/group` | QUERY_CONSUMER_OFFSET | SUB on the group |
 //! | `/offsets`, `/subscription` | QUERY_CONSUMER_OFFSET | SUB on the group (a new group's form: nothing) |
 //! | `/dlq`, `/dlq/export` | PULL_MESSAGE | SUB on the group and its DLQ topic |
 //! | `/send` (a test message) | SEND_MESSAGE | PUB on the topic |
-//! | create, change, delete topic; remove, resend message (one or a DLQ's all); reset offsets; create, change, delete group | their admin requests | admin |
+//! | create, change, delete topic; remove, resend message (one or a DLQ's all); reset offsets; create, change, delete group; change run-time keys | their admin requests | admin |
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -111,6 +111,8 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
     match r.path.as_str() {
         "/" => Some((code::GET_BROKER_RUNTIME_INFO, Access::Admin)),
         "/clients" => Some((code::VOSTOK_GET_CONNECTED_CLIENTS, Access::Admin)),
+        "/config" => Some((code::GET_BROKER_CONFIG, Access::Admin)),
+        "/producers" => Some((code::GET_PRODUCER_CONNECTION_LIST, Access::Admin)),
         "/topic" | "/topic/edit" => {
             let name = param("name").unwrap_or_default();
             Some((code::QUERY_MESSAGE, sub([owned(Resource::topic(&name))])))
@@ -162,6 +164,7 @@ pub(crate) fn action_code(path: &str) -> Option<i32> {
         "/messages/remove" => Some(code::VOSTOK_REMOVE_MESSAGE),
         "/messages/resend" | "/dlq/resend-all" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
         "/offsets/reset" => Some(code::INVOKE_BROKER_TO_RESET_OFFSET),
+        "/config/update" => Some(code::UPDATE_BROKER_CONFIG),
         "/topics/update" => Some(code::UPDATE_AND_CREATE_TOPIC),
         "/messages/send" => Some(code::SEND_MESSAGE),
         "/groups/update" => Some(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
