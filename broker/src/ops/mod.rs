@@ -13,8 +13,10 @@
 //! - [`broker_config`]: the keys that change at run time changed.
 //! - [`group`]: a subscription group created, changed or deleted.
 //! - [`offset_reset`]: a group's offsets moved to a time or to the end.
+//! - [`consume_directly`]: a stored message handed to a consumer's listener once more.
 
 pub(crate) mod broker_config;
+pub(crate) mod consume_directly;
 pub(crate) mod group;
 pub(crate) mod offset_reset;
 pub(crate) mod pop;
