@@ -484,7 +484,37 @@ async fn each_action_needs_the_rights_of_its_own_request() {
             .await
         }
     };
+    // A message of a readable topic, and an online consumer of a readable group.
+    let stored = admin
+        .send(
+            &broker.addr,
+            "ReadableTopic",
+            0,
+            "readable",
+            TestClient::properties(None, Some("readable-key")),
+        )
+        .await;
+    let offset_id = stored.msg_id.clone();
+    let r = admin
+        .heartbeat_consumer(&broker.addr, "ReadableGroup", "ReadableTopic", "*")
+        .await;
+    assert_eq!(r.code, 0, "{}", r.remark());
+    admin.wait_dispatched(&broker.addr).await;
+    let message_page = format!("/message?topic=ReadableTopic&id={offset_id}");
+    let as_admin = sign_in(&console, "console-admin", "admin-secret").await;
+    let page = http::request(&console, "GET", &message_page, &[("cookie", &as_admin)], "").await;
+    assert!(
+        page.body.contains("Resend to group ReadableGroup"),
+        "{}",
+        page.body
+    );
+
     let reader = sign_in(&console, "console-reader", "reader-secret").await;
+    let page = http::request(&console, "GET", &message_page, &[("cookie", &reader)], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(by_id(&page.body, "message-body").starts_with("readable"));
+    assert!(!page.body.contains("Resend to group"), "{}", page.body);
+    assert!(page.body.contains("id=\"trace-refused\""), "{}", page.body);
     let page = http::request(
         &console,
         "GET",
@@ -522,6 +552,38 @@ async fn each_action_needs_the_rights_of_its_own_request() {
         (
             "/messages/send",
             vec![("topic", "ReadableTopic"), ("body", "x")],
+        ),
+        (
+            "/messages/consume",
+            vec![
+                ("topic", "ReadableTopic"),
+                ("msgId", offset_id.as_str()),
+                ("group", "ReadableGroup"),
+                ("confirm", "yes"),
+            ],
+        ),
+        (
+            "/messages/remove",
+            vec![
+                ("topic", "ReadableTopic"),
+                ("queueId", "0"),
+                ("queueOffset", "0"),
+                ("confirm", "yes"),
+            ],
+        ),
+        (
+            "/messages/resend",
+            vec![("group", "ReadableGroup"), ("msgId", offset_id.as_str())],
+        ),
+        ("/dlq/resend-all", vec![("group", "ReadableGroup")]),
+        (
+            "/config/update",
+            vec![("key", "brokerPermission"), ("value", "4")],
+        ),
+        ("/topics/create", vec![("topic", "ReaderTopic")]),
+        (
+            "/topics/delete",
+            vec![("topic", "ReadableTopic"), ("confirm", "yes")],
         ),
     ] {
         let mut fields = fields;
@@ -587,6 +649,13 @@ async fn each_action_needs_the_rights_of_its_own_request() {
         "/groups/delete",
         "/topics/update",
         "/messages/send",
+        "/messages/consume",
+        "/messages/remove",
+        "/messages/resend",
+        "/dlq/resend-all",
+        "/config/update",
+        "/topics/create",
+        "/topics/delete",
     ] {
         let refused = post(
             &console,
@@ -813,4 +882,180 @@ async fn producer_connections_are_listed() {
     assert!(row.contains("<td>RUST</td>"), "{row}");
     let other = http::get(&console, "/producers?group=Nobody").await;
     assert!(other.body.contains("id=\"no-producers\""), "{}", other.body);
+}
+
+/// A message's page: its body (text escaped, binary in hex), every property, the
+/// trace its traced producer and consumer recorded, and "resend to group X", which
+/// asks first naming the effect, then hands the message to the group's online
+/// consumer (CONSUME_MESSAGE_DIRECTLY), whose listener runs on it once more. The same
+/// request over remoting does the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
+    use std::sync::Arc;
+    use vostok_client::{
+        ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
+        Message, MessageExt, MessageListener, Producer, ProducerConfig, PushConsumer,
+        TraceConfig,
+    };
+    use vostok_remoting::protocol::header::ConsumeMessageDirectlyResultRequestHeader;
+    use vostok_remoting::RemotingCommand;
+
+    let broker = Broker::start(BrokerOptions::default().set("traceTopicEnable", true));
+    let console = broker.console_addr.clone().expect("console address");
+    let c = TestClient::default();
+    let (topic, group) = ("DetailTopic", "DetailGroup");
+    assert_eq!(c.create_topic(&broker.addr, topic, 1).await.code, 0);
+
+    let mut config = ProducerConfig::new("DetailPG", &broker.namesrv);
+    config.trace = TraceConfig::enabled();
+    let producer = Producer::new(config);
+    producer.start().await.expect("producer starts");
+    let text = format!("<b>detail</b> {}", "long-word-".repeat(200));
+    let sent = producer
+        .send(
+            Message::new(topic, text.clone())
+                .with_tags("TagD")
+                .with_keys(["detail-key"]),
+        )
+        .await
+        .expect("sent");
+
+    let mut config = ConsumerConfig::new(group, &broker.namesrv);
+    config.trace = TraceConfig::enabled();
+    config.common.consume_from_where = ConsumeFromWhere::ConsumeFromFirstOffset;
+    let consumer = PushConsumer::new(config);
+    consumer.subscribe(topic, "*").expect("subscribe");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = Arc::new(tx);
+    consumer.register_message_listener(MessageListener::concurrently(
+        move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            for m in msgs {
+                let _ = tx.send(String::from_utf8_lossy(&m.body).into_owned());
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        },
+    ));
+    consumer.start().await.expect("consumer starts");
+    let wait = vostok_tests::sdk::WAIT;
+    let first = tokio::time::timeout(wait, rx.recv()).await.expect("consumed");
+    assert_eq!(first.as_deref(), Some(text.as_str()));
+
+    // The page by the message's unique id, once the trace records are stored.
+    let path = format!("/message?topic={topic}&id={}", sent.msg_id);
+    let mut page = String::new();
+    vostok_tests::sdk::eventually("the Pub and SubAfter records", || {
+        let (console, path) = (console.clone(), path.clone());
+        let page = &mut page;
+        async move {
+            *page = http::get(&console, &path).await.body;
+            page.contains(">Pub<") && page.contains(">SubAfter<")
+        }
+    })
+    .await;
+    assert!(by_id(&page, "body-kind").starts_with("text, 2."), "{page}");
+    let shown = by_id(&page, "message-body");
+    assert!(shown.starts_with("&lt;b&gt;detail&lt;/b&gt; long-word-"), "{shown}");
+    assert!(
+        page.contains("<td>KEYS</td><td>detail-key</td>")
+            && page.contains("<td>TAGS</td><td>TagD</td>")
+            && page.contains(&format!("<td>{}</td>", sent.offset_msg_id)),
+        "{page}"
+    );
+    let pub_row = page
+        .split("<tr>")
+        .find(|r| r.contains(">Pub<"))
+        .expect("a Pub row");
+    assert!(
+        pub_row.contains("<td>DetailPG</td>") && pub_row.contains("<td>success</td>"),
+        "{pub_row}"
+    );
+    let sub_row = page
+        .split("<tr>")
+        .find(|r| r.contains(">SubAfter<"))
+        .expect("a SubAfter row");
+    assert!(sub_row.contains("<td>success</td>"), "{sub_row}");
+    assert!(
+        page.contains(&format!("Resend to group {group}")),
+        "{page}"
+    );
+    let token = form_token(&page);
+    let resend = [
+        ("csrf", token.as_str()),
+        ("topic", topic),
+        ("msgId", sent.offset_msg_id.as_str()),
+        ("group", group),
+        ("back", path.as_str()),
+    ];
+
+    // First the effect, named; nothing is delivered until confirmed.
+    let asked = post(&console, "/messages/consume", &resend).await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    let effect = by_id(&asked.body, "loss");
+    assert!(effect.starts_with("Resend message "), "{}", asked.body);
+    assert!(asked.body.contains("the group's offsets, retries and dead letters do not change"));
+    assert!(rx.try_recv().is_err(), "delivered before the confirmation");
+    let mut confirmed = resend.to_vec();
+    confirmed.push(("confirm", "yes"));
+    let done = post(&console, "/messages/consume", &confirmed).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let said = flash(&done);
+    assert!(
+        said.starts_with(&format!("group {group}'s consumer ")) && said.contains("answered CR_SUCCESS in "),
+        "{said}"
+    );
+    let again = tokio::time::timeout(wait, rx.recv()).await.expect("consumed again");
+    assert_eq!(again.as_deref(), Some(text.as_str()));
+
+    // The remoting request an admin tool sends.
+    let header = ConsumeMessageDirectlyResultRequestHeader {
+        consumer_group: group.into(),
+        client_id: None,
+        msg_id: Some(sent.offset_msg_id.clone()),
+        broker_name: None,
+        topic: Some(topic.into()),
+    };
+    let r = c
+        .call(
+            &broker.addr,
+            RemotingCommand::request_with_header(request_code::CONSUME_MESSAGE_DIRECTLY, &header),
+        )
+        .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
+    let answer: serde_json::Value = serde_json::from_slice(&r.body).expect("JSON");
+    assert_eq!(answer["consumeResult"], "CR_SUCCESS", "{answer}");
+    let third = tokio::time::timeout(wait, rx.recv()).await.expect("consumed a third time");
+    assert_eq!(third.as_deref(), Some(text.as_str()));
+
+    // Nobody online in a group: said, nothing sent.
+    let mut nobody = confirmed.clone();
+    nobody[3] = ("group", "NobodyGroup");
+    let refused = post(&console, "/messages/consume", &nobody).await;
+    assert_eq!(
+        flash(&refused),
+        "error: no consumer of group NobodyGroup is online here"
+    );
+
+    // A binary body is shown in hex.
+    let props = TestClient::properties(None, Some("binary-key"));
+    c.send(&broker.addr, topic, 0, vec![0u8, 1, 2, 0xff, 0x10], props)
+        .await;
+    c.wait_dispatched(&broker.addr).await;
+    let found = http::get(&console, &format!("/messages?topic={topic}&key=binary-key")).await;
+    let link = found
+        .body
+        .split("href=\"")
+        .find(|s| s.starts_with("/message?"))
+        .and_then(|s| s.split('"').next())
+        .expect("a link to the message page")
+        .replace("&amp;", "&");
+    let binary = http::get(&console, &link).await;
+    assert!(
+        by_id(&binary.body, "body-kind").starts_with("binary, in hex, 5 B"),
+        "{}",
+        binary.body
+    );
+    assert_eq!(by_id(&binary.body, "message-body"), "000102ff 10");
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
 }

@@ -1,5 +1,5 @@
 //! Confirmation of the actions that lose something (delete a topic, remove a
-//! message). The first POST changes nothing: it answers a page that names what will be
+//! message) or send one (resend a message to a group). The first POST changes nothing: it answers a page that names what will be
 //! lost, with a second form carrying the same fields, `confirm=yes` and the form token.
 //! It works without script, and a forged or replayed first form does nothing.
 
@@ -17,6 +17,7 @@ pub(crate) fn needed(path: &str) -> bool {
             | "/messages/remove"
             | "/offsets/reset"
             | "/groups/delete"
+            | "/messages/consume"
     )
 }
 
@@ -62,6 +63,11 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
                 format!("Delete group {}", field("group")),
                 "/groups".to_owned(),
             )
+        }
+        "/messages/consume" => {
+            let (title, effect) = super::detail::consume_effect(c, &field);
+            let button = format!("Resend to group {}", field("group"));
+            (title, effect, button, field("back"))
         }
         "/offsets/reset" => {
             let (title, loss) = super::offsets::loss(c, &field);

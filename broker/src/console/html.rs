@@ -20,6 +20,7 @@ header{background:#1d3557;color:#fff;padding:8px 16px}header a{color:#fff;margin
 main{padding:12px 16px}table{border-collapse:collapse;margin:8px 0}\
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f1f1f1}\
 td,.msg p{overflow-wrap:anywhere;word-break:break-word}table{max-width:100%}\
+pre.body{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:6px;max-height:40em;overflow:auto}\
 .confirm{border:2px solid #b00;padding:8px 12px;margin:8px 0}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}.warn{color:#b00}\
 form.inline{display:inline}.plots{display:flex;flex-wrap:wrap;gap:12px}\

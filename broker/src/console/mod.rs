@@ -8,7 +8,8 @@
 //! * [`cluster`]: every broker of every cluster, from the name servers, with its role
 //!   and disk use, for the cluster page.
 //! * [`message`]: search by key, id or time, "where is my message", browse, and the
-//!   remove and resend forms.
+//!   remove and resend forms; [`detail`]: one message's body, properties, trace
+//!   ([`trace`]) and "resend to group X".
 //! * [`history`]: the last hour of rates and lag, sampled every 10 s, drawn by [`svg`].
 //!
 //! * [`host`]: requests addressed to another name (DNS rebinding) or sent by another
@@ -23,6 +24,7 @@
 mod broker_config;
 mod cluster;
 mod confirm;
+mod detail;
 mod dlq;
 mod groups_admin;
 mod history;
@@ -36,6 +38,7 @@ mod session;
 mod svg;
 mod test_send;
 mod topic_admin;
+mod trace;
 mod viewer;
 
 use std::net::SocketAddr;
@@ -274,6 +277,7 @@ impl Console {
             "/group" => (format!("Group {name}"), pages::group(self, &name)),
             "/clients" => ("Connected clients".to_owned(), pages::clients(self)),
             "/messages" => ("Messages".to_owned(), message::search(self, r, admin)),
+            "/message" => ("Message".to_owned(), detail::page(self, r, viewer, admin)),
             "/browse" => (
                 "Waiting messages".to_owned(),
                 message::browse(self, r, admin),
@@ -357,6 +361,7 @@ impl Console {
             ),
             "/messages/remove" => (field("back"), message::remove(self, &field).await),
             "/messages/resend" => (field("back"), message::resend(self, &field).await),
+            "/messages/consume" => (field("back"), detail::consume(self, &field).await),
             "/groups/update" => (
                 groups_admin::update_back(&field),
                 groups_admin::update(self, &field).await,

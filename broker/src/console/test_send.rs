@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use vostok_observe::http::HttpRequest;
+use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::time::now_millis;
@@ -58,6 +59,9 @@ pub(crate) async fn send(c: &Console, f: Field<'_>, peer: SocketAddr) -> Result<
         props.insert(property::KEYS, &keys);
     }
     props.insert(property::WAIT_STORE_MSG_OK, "true");
+    // A unique id, as a producer gives each message: found by it, traced under it.
+    let uniq = UniqIdGenerator::new(b.broker_addr.ip()).next_id();
+    props.insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &uniq);
     let request = SendRequest {
         to: Destination {
             topic: name.clone(),

@@ -7,12 +7,12 @@
 //! |---|---|---|
 //! | `/` (brokers), `/clients`, `/producers`, `/config` | GET_BROKER_RUNTIME_INFO, connection lists, GET_BROKER_CONFIG | admin |
 //! | `/topics`, `/groups` | listings | nothing; each row SUB on its topic or group |
-//! | `/topic`, `/topic/edit`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
+//! | `/topic`, `/topic/edit`, `/messages`, `/message`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after); a message's trace also SUB on the trace topic |
 //! | `/group` | QUERY_CONSUMER_OFFSET | SUB on the group |
 //! | `/offsets`, `/subscription` | QUERY_CONSUMER_OFFSET | SUB on the group (a new group's form: nothing) |
 //! | `/dlq`, `/dlq/export` | PULL_MESSAGE | SUB on the group and its DLQ topic |
 //! | `/send` (a test message) | SEND_MESSAGE | PUB on the topic |
-//! | create, change, delete topic; remove, resend message (one or a DLQ's all); reset offsets; create, change, delete group; change run-time keys | their admin requests | admin |
+//! | create, change, delete topic; remove, resend message (one or a DLQ's all); resend a message to a group (CONSUME_MESSAGE_DIRECTLY); reset offsets; create, change, delete group; change run-time keys | their admin requests | admin |
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -125,7 +125,7 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
             ))
         }
         // The search form alone shows nothing.
-        "/messages" => param("topic")
+        "/messages" | "/message" => param("topic")
             .filter(|t| !t.trim().is_empty())
             .map(|t| (code::QUERY_MESSAGE, sub([owned(Resource::topic(t.trim()))]))),
         "/dlq" | "/dlq/export" => {
@@ -167,6 +167,7 @@ pub(crate) fn action_code(path: &str) -> Option<i32> {
         "/config/update" => Some(code::UPDATE_BROKER_CONFIG),
         "/topics/update" => Some(code::UPDATE_AND_CREATE_TOPIC),
         "/messages/send" => Some(code::SEND_MESSAGE),
+        "/messages/consume" => Some(code::CONSUME_MESSAGE_DIRECTLY),
         "/groups/update" => Some(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
         "/groups/delete" => Some(code::DELETE_SUBSCRIPTIONGROUP),
         _ => None,
