@@ -942,16 +942,15 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
 
     // The page by the message's unique id, once the trace records are stored.
     let path = format!("/message?topic={topic}&id={}", sent.msg_id);
-    let mut page = String::new();
-    vostok_tests::sdk::eventually("the Pub and SubAfter records", || {
-        let (console, path) = (console.clone(), path.clone());
-        let page = &mut page;
-        async move {
-            *page = http::get(&console, &path).await.body;
-            page.contains(">Pub<") && page.contains(">SubAfter<")
+    let deadline = std::time::Instant::now() + wait;
+    let page = loop {
+        let page = http::get(&console, &path).await.body;
+        if page.contains(">Pub<") && page.contains(">SubAfter<") {
+            break page;
         }
-    })
-    .await;
+        assert!(std::time::Instant::now() < deadline, "no trace: {page}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     assert!(by_id(&page, "body-kind").starts_with("text, 2."), "{page}");
     let shown = by_id(&page, "message-body");
     assert!(shown.starts_with("&lt;b&gt;detail&lt;/b&gt; long-word-"), "{shown}");

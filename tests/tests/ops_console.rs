@@ -383,3 +383,120 @@ async fn reset_offsets_create_a_group_and_resend_a_dead_letter() {
     assert_eq!(c.max_offset(&broker.addr, topic, 0).await, 4);
     client.close().await.expect("close the session");
 }
+
+/// A test message sent from the console's form, then its page by clicks: the long body
+/// wraps inside the page, the consumer's trace shows, and "resend to group" asks
+/// first, naming the effect, then the group's consumer receives the message again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_a_message_open_its_page_and_resend_it_to_a_group() {
+    use std::sync::Arc;
+    use vostok_client::{
+        ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
+        MessageExt, MessageListener, PushConsumer, TraceConfig,
+    };
+
+    let Some((_driver, client)) = browser().await else {
+        return;
+    };
+    let broker = Broker::start(BrokerOptions::default().set("traceTopicEnable", true));
+    let console = format!(
+        "http://{}",
+        broker
+            .console_addr
+            .clone()
+            .expect("console address printed")
+    );
+    let c = TestClient::default();
+    let (topic, group) = ("PageTopic", "PageGroup");
+    assert_eq!(
+        c.create_topic(&broker.addr, topic, 1).await.code,
+        response_code::SUCCESS
+    );
+    let mut config = ConsumerConfig::new(group, &broker.namesrv);
+    config.trace = TraceConfig::enabled();
+    config.common.consume_from_where = ConsumeFromWhere::ConsumeFromFirstOffset;
+    let consumer = PushConsumer::new(config);
+    consumer.subscribe(topic, "*").expect("subscribe");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = Arc::new(tx);
+    consumer.register_message_listener(MessageListener::concurrently(
+        move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            for m in msgs {
+                let _ = tx.send(String::from_utf8_lossy(&m.body).into_owned());
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        },
+    ));
+    consumer.start().await.expect("consumer starts");
+
+    // Send from the form: one long word, which must wrap rather than widen the page.
+    let body = format!("start-{}-end", "x".repeat(3000));
+    client
+        .goto(&format!("{console}/send?topic={topic}"))
+        .await
+        .expect("send page");
+    type_into(&client, "#s-keys", "page-key").await;
+    type_into(&client, "#s-body", &body).await;
+    click(&client, "#s-send").await;
+    let flash = text(&client, "#flash").await;
+    assert!(flash.starts_with("SEND_OK"), "{flash}");
+    let wait = vostok_tests::sdk::WAIT;
+    let first = tokio::time::timeout(wait, rx.recv()).await.expect("consumed");
+    assert_eq!(first.as_deref(), Some(body.as_str()));
+
+    // Search by key, open the message's page.
+    client
+        .goto(&format!("{console}/messages?topic={topic}&key=page-key"))
+        .await
+        .expect("search");
+    click(&client, "a.detail").await;
+    assert!(text(&client, "#body-kind").await.starts_with("text, 2.9 KiB"));
+    let shown = text(&client, "#message-body").await;
+    assert_eq!(shown.replace(['\n', ' '], ""), body);
+    let fits = client
+        .execute(
+            "const b = document.getElementById('message-body').getBoundingClientRect();\
+             return b.right <= window.innerWidth && document.documentElement.scrollWidth <= window.innerWidth;",
+            vec![],
+        )
+        .await
+        .expect("measure");
+    assert_eq!(fits, serde_json::Value::Bool(true), "the body widens the page");
+    // The consumer's trace records arrive within a second or so: reload until shown.
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        let types = client
+            .find_all(Locator::Css("#trace-records .trace-type"))
+            .await
+            .unwrap_or_default();
+        let mut kinds = Vec::new();
+        for t in types {
+            kinds.push(t.text().await.unwrap_or_default());
+        }
+        if kinds.iter().any(|k| k == "SubAfter") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no trace: {kinds:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        client.refresh().await.expect("reload");
+    }
+
+    // Resend to the group: the confirmation names the effect, then the consumer runs.
+    click(&client, &format!("button.consume[data-group='{group}']")).await;
+    let effect = text(&client, "#loss").await;
+    assert!(
+        effect.starts_with("Resend message ") && effect.contains(&format!("to group {group}")),
+        "{effect}"
+    );
+    assert!(rx.try_recv().is_err(), "delivered before the confirmation");
+    click(&client, "#confirm").await;
+    let flash = text(&client, "#flash").await;
+    assert!(flash.contains("answered CR_SUCCESS"), "{flash}");
+    let again = tokio::time::timeout(wait, rx.recv()).await.expect("consumed again");
+    assert_eq!(again.as_deref(), Some(body.as_str()));
+    // Back on the message's page.
+    assert!(text(&client, "#body-kind").await.starts_with("text"));
+
+    consumer.shutdown().await;
+    client.close().await.expect("close the session");
+}
