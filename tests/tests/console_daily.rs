@@ -894,8 +894,7 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
     use std::sync::Arc;
     use vostok_client::{
         ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumerConfig,
-        Message, MessageExt, MessageListener, Producer, ProducerConfig, PushConsumer,
-        TraceConfig,
+        Message, MessageExt, MessageListener, Producer, ProducerConfig, PushConsumer, TraceConfig,
     };
     use vostok_remoting::protocol::header::ConsumeMessageDirectlyResultRequestHeader;
     use vostok_remoting::RemotingCommand;
@@ -937,7 +936,9 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
     ));
     consumer.start().await.expect("consumer starts");
     let wait = vostok_tests::sdk::WAIT;
-    let first = tokio::time::timeout(wait, rx.recv()).await.expect("consumed");
+    let first = tokio::time::timeout(wait, rx.recv())
+        .await
+        .expect("consumed");
     assert_eq!(first.as_deref(), Some(text.as_str()));
 
     // The page by the message's unique id, once the trace records are stored.
@@ -953,7 +954,10 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
     };
     assert!(by_id(&page, "body-kind").starts_with("text, 2."), "{page}");
     let shown = by_id(&page, "message-body");
-    assert!(shown.starts_with("&lt;b&gt;detail&lt;/b&gt; long-word-"), "{shown}");
+    assert!(
+        shown.starts_with("&lt;b&gt;detail&lt;/b&gt; long-word-"),
+        "{shown}"
+    );
     assert!(
         page.contains("<td>KEYS</td><td>detail-key</td>")
             && page.contains("<td>TAGS</td><td>TagD</td>")
@@ -973,10 +977,7 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
         .find(|r| r.contains(">SubAfter<"))
         .expect("a SubAfter row");
     assert!(sub_row.contains("<td>success</td>"), "{sub_row}");
-    assert!(
-        page.contains(&format!("Resend to group {group}")),
-        "{page}"
-    );
+    assert!(page.contains(&format!("Resend to group {group}")), "{page}");
     let token = form_token(&page);
     let resend = [
         ("csrf", token.as_str()),
@@ -991,7 +992,9 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
     assert_eq!(asked.status, 200, "{}", asked.body);
     let effect = by_id(&asked.body, "loss");
     assert!(effect.starts_with("Resend message "), "{}", asked.body);
-    assert!(asked.body.contains("the group's offsets, retries and dead letters do not change"));
+    assert!(asked
+        .body
+        .contains("the group's offsets, retries and dead letters do not change"));
     assert!(rx.try_recv().is_err(), "delivered before the confirmation");
     let mut confirmed = resend.to_vec();
     confirmed.push(("confirm", "yes"));
@@ -999,10 +1002,13 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
     assert_eq!(done.status, 303, "{}", done.body);
     let said = flash(&done);
     assert!(
-        said.starts_with(&format!("group {group}'s consumer ")) && said.contains("answered CR_SUCCESS in "),
+        said.starts_with(&format!("group {group}'s consumer "))
+            && said.contains("answered CR_SUCCESS in "),
         "{said}"
     );
-    let again = tokio::time::timeout(wait, rx.recv()).await.expect("consumed again");
+    let again = tokio::time::timeout(wait, rx.recv())
+        .await
+        .expect("consumed again");
     assert_eq!(again.as_deref(), Some(text.as_str()));
 
     // The remoting request an admin tool sends.
@@ -1022,7 +1028,9 @@ async fn a_message_page_shows_body_properties_trace_and_resends_to_a_group() {
     assert_eq!(r.code, response_code::SUCCESS, "{}", r.remark());
     let answer: serde_json::Value = serde_json::from_slice(&r.body).expect("JSON");
     assert_eq!(answer["consumeResult"], "CR_SUCCESS", "{answer}");
-    let third = tokio::time::timeout(wait, rx.recv()).await.expect("consumed a third time");
+    let third = tokio::time::timeout(wait, rx.recv())
+        .await
+        .expect("consumed a third time");
     assert_eq!(third.as_deref(), Some(text.as_str()));
 
     // Nobody online in a group: said, nothing sent.

@@ -1,8 +1,9 @@
 //! The web console in a real headless browser (Debian's chromium over WebDriver):
 //! search a message, see where it is, remove it (confirming on the page that names
 //! it), see the group's lag drop; skip a group's accumulated messages, create a group,
-//! resend a dead letter. Skipped, saying so, where chromium or chromedriver is not
-//! installed.
+//! resend a dead letter; send a test message, open its page (body, trace) and resend
+//! it to a group; change a topic's queues and a run-time key. Skipped, saying so,
+//! where chromium or chromedriver is not installed.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -441,7 +442,9 @@ async fn send_a_message_open_its_page_and_resend_it_to_a_group() {
     let flash = text(&client, "#flash").await;
     assert!(flash.starts_with("SEND_OK"), "{flash}");
     let wait = vostok_tests::sdk::WAIT;
-    let first = tokio::time::timeout(wait, rx.recv()).await.expect("consumed");
+    let first = tokio::time::timeout(wait, rx.recv())
+        .await
+        .expect("consumed");
     assert_eq!(first.as_deref(), Some(body.as_str()));
 
     // Search by key, open the message's page.
@@ -450,7 +453,9 @@ async fn send_a_message_open_its_page_and_resend_it_to_a_group() {
         .await
         .expect("search");
     click(&client, "a.detail").await;
-    assert!(text(&client, "#body-kind").await.starts_with("text, 2.9 KiB"));
+    assert!(text(&client, "#body-kind")
+        .await
+        .starts_with("text, 2.9 KiB"));
     let shown = text(&client, "#message-body").await;
     assert_eq!(shown.replace(['\n', ' '], ""), body);
     let fits = client
@@ -461,7 +466,11 @@ async fn send_a_message_open_its_page_and_resend_it_to_a_group() {
         )
         .await
         .expect("measure");
-    assert_eq!(fits, serde_json::Value::Bool(true), "the body widens the page");
+    assert_eq!(
+        fits,
+        serde_json::Value::Bool(true),
+        "the body widens the page"
+    );
     // The consumer's trace records arrive within a second or so: reload until shown.
     let deadline = std::time::Instant::now() + wait;
     loop {
@@ -492,11 +501,83 @@ async fn send_a_message_open_its_page_and_resend_it_to_a_group() {
     click(&client, "#confirm").await;
     let flash = text(&client, "#flash").await;
     assert!(flash.contains("answered CR_SUCCESS"), "{flash}");
-    let again = tokio::time::timeout(wait, rx.recv()).await.expect("consumed again");
+    let again = tokio::time::timeout(wait, rx.recv())
+        .await
+        .expect("consumed again");
     assert_eq!(again.as_deref(), Some(body.as_str()));
     // Back on the message's page.
     assert!(text(&client, "#body-kind").await.starts_with("text"));
 
     consumer.shutdown().await;
+    client.close().await.expect("close the session");
+}
+
+/// Forms of the topic and broker pages by clicks: fewer read queues, after a
+/// confirmation counting the messages left unread; a run-time key changed from the
+/// configuration page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_a_topic_and_a_run_time_key_by_forms() {
+    let Some((_driver, client)) = browser().await else {
+        return;
+    };
+    let broker = Broker::start(BrokerOptions::default());
+    let console = format!(
+        "http://{}",
+        broker
+            .console_addr
+            .clone()
+            .expect("console address printed")
+    );
+    let c = TestClient::default();
+    let topic = "FormTopic";
+    assert_eq!(
+        c.create_topic(&broker.addr, topic, 2).await.code,
+        response_code::SUCCESS
+    );
+    for i in 0..3 {
+        let props = TestClient::properties(None, Some(&format!("form-{i}")));
+        c.send(&broker.addr, topic, 1, format!("body {i}"), props)
+            .await;
+    }
+    c.wait_dispatched(&broker.addr).await;
+
+    client
+        .goto(&format!("{console}/topic?name={topic}"))
+        .await
+        .expect("topic page");
+    click(&client, "#edit-topic").await;
+    type_into(&client, "#t-read", "1").await;
+    click(&client, "#t-save").await;
+    assert_eq!(text(&client, "#loss-unread").await, "3");
+    click(&client, "#confirm").await;
+    let flash = text(&client, "#flash").await;
+    assert!(
+        flash.starts_with(&format!("topic {topic} now "))
+            && flash.ends_with("with 1 read and 2 write queues"),
+        "{flash}"
+    );
+    client
+        .goto(&format!("{console}/topic/edit?name={topic}"))
+        .await
+        .expect("topic form");
+    let now = text(&client, "main p").await;
+    assert!(now.ends_with("1 read and 2 write queues."), "{now}");
+
+    client
+        .goto(&format!("{console}/config"))
+        .await
+        .expect("configuration page");
+    type_into(&client, "#cfg-shortPollingTimeMills", "1500").await;
+    click(&client, "#cfg-save").await;
+    let flash = text(&client, "#flash").await;
+    assert_eq!(flash, "changed at run time: shortPollingTimeMills=1500");
+    let value = client
+        .find(Locator::Css("#cfg-shortPollingTimeMills"))
+        .await
+        .expect("the key's field")
+        .prop("value")
+        .await
+        .expect("its value");
+    assert_eq!(value.as_deref(), Some("1500"));
     client.close().await.expect("close the session");
 }

@@ -45,7 +45,10 @@ pub(crate) fn shown_body(body: &[u8], compressed: bool) -> (String, String) {
                 .all(|ch| !ch.is_control() || matches!(ch, '\n' | '\r' | '\t'))
     });
     match text {
-        Some(t) => (format!("text, {}{more}", size(body.len() as i64)), t.to_owned()),
+        Some(t) => (
+            format!("text, {}{more}", size(body.len() as i64)),
+            t.to_owned(),
+        ),
         None => {
             let what = if compressed {
                 "compressed, in hex"
@@ -104,10 +107,7 @@ pub(crate) fn page(c: &Console, r: &HttpRequest, viewer: &Viewer, admin: bool) -
     );
     let mut props: Vec<(&str, &str)> = m.properties.iter().collect();
     props.sort();
-    let rows: Vec<Vec<String>> = props
-        .iter()
-        .map(|(k, v)| vec![esc(k), esc(v)])
-        .collect();
+    let rows: Vec<Vec<String>> = props.iter().map(|(k, v)| vec![esc(k), esc(v)]).collect();
     out.push_str("<h2>Properties</h2>");
     out.push_str(&table("message-properties", &["Name", "Value"], &rows));
     out.push_str(&groups(c, m, admin, &here));
@@ -163,7 +163,11 @@ fn facts(c: &Console, m: &MessageExt) -> String {
         vec!["Keys".into(), prop(property::KEYS)],
         vec![
             "Born".into(),
-            format!("{} at {}", time(m.born_timestamp), esc(&m.born_host.to_string())),
+            format!(
+                "{} at {}",
+                time(m.born_timestamp),
+                esc(&m.born_host.to_string())
+            ),
         ],
         vec![
             "Stored".into(),
@@ -222,7 +226,10 @@ fn groups(c: &Console, m: &MessageExt, admin: bool, back: &str) -> String {
                 )
                 .replacen(
                     "<button ",
-                    &format!("<button class=\"consume\" data-group=\"{}\" ", esc(&g.group)),
+                    &format!(
+                        "<button class=\"consume\" data-group=\"{}\" ",
+                        esc(&g.group)
+                    ),
                     1,
                 )
             } else if online.is_empty() {

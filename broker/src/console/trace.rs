@@ -164,7 +164,10 @@ pub(crate) fn section(c: &Console, trace_topic: &str, may_read: bool, m: &Messag
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
-            let at = r.get("timeStamp").parse::<i64>().map_or_else(|_| String::new(), time);
+            let at = r
+                .get("timeStamp")
+                .parse::<i64>()
+                .map_or_else(|_| String::new(), time);
             let status = match r.kind.as_str() {
                 "Pub" | "SubAfter" if r.get("success").eq_ignore_ascii_case("true") => "success",
                 "Pub" | "SubAfter" => "failed",

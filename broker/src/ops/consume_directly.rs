@@ -156,7 +156,8 @@ mod tests {
         assert_eq!(r.consume_result.as_deref(), Some("CR_SUCCESS"));
         assert!(r.auto_commit && !r.order);
         assert_eq!(r.spent_time_mills, 3);
-        let partial: DirectResult = serde_json::from_slice(br#"{"consumeResult":"CR_LATER"}"#).unwrap();
+        let partial: DirectResult =
+            serde_json::from_slice(br#"{"consumeResult":"CR_LATER"}"#).unwrap();
         assert_eq!(partial.consume_result.as_deref(), Some("CR_LATER"));
     }
 
