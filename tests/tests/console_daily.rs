@@ -825,6 +825,7 @@ async fn the_run_time_keys_change_from_the_configuration_page() {
             ("csrf", &token),
             ("brokerPermission", "4"),
             ("longPollingEnable", "maybe"),
+            ("confirm", "yes"),
         ],
     )
     .await;
@@ -835,6 +836,28 @@ async fn the_run_time_keys_change_from_the_configuration_page() {
             .contains("id=\"cfg-brokerPermission\" value=\"6\""),
         "all or none"
     );
+    // Taking write away asks first, naming what stops.
+    let asked = post(
+        &console,
+        "/config/update",
+        &[
+            ("csrf", &token),
+            ("brokerPermission", "4"),
+            ("listenPort", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert_eq!(
+        by_id(&asked.body, "loss-sends"),
+        "every send to this broker is refused"
+    );
+    let page = http::get(&console, "/config").await;
+    assert!(
+        page.body
+            .contains("id=\"cfg-brokerPermission\" value=\"6\""),
+        "nothing changes before the confirmation"
+    );
     let done = post(
         &console,
         "/config/update",
@@ -842,6 +865,7 @@ async fn the_run_time_keys_change_from_the_configuration_page() {
             ("csrf", &token),
             ("brokerPermission", "4"),
             ("listenPort", "1"),
+            ("confirm", "yes"),
         ],
     )
     .await;

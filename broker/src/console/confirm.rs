@@ -8,8 +8,11 @@ use std::fmt::Write;
 use super::html::{esc, form, hidden, size, url};
 use super::Console;
 
-/// Whether the action at `path` loses something and must be confirmed.
-pub(crate) fn needed(path: &str) -> bool {
+/// Whether the action at `path` with `form` loses something and must be confirmed.
+pub(crate) fn needed(c: &Console, path: &str, form: &[(String, String)]) -> bool {
+    if path == "/config/update" {
+        return super::broker_config::takes_permission_away(c, form);
+    }
     matches!(
         path,
         "/topics/delete"
@@ -68,6 +71,11 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
             let (title, effect) = super::detail::consume_effect(c, &field);
             let button = format!("Resend to group {}", field("group"));
             (title, effect, button, field("back"))
+        }
+        "/config/update" => {
+            let (title, loss) = super::broker_config::loss(c, fields);
+            let button = "Change the permission".to_owned();
+            (title, loss, button, "/config".to_owned())
         }
         "/offsets/reset" => {
             let (title, loss) = super::offsets::loss(c, &field);

@@ -345,7 +345,7 @@ impl Console {
         if let Err(denied) = viewer.check(code, viewer::action_access(&r.path, &topic)) {
             return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
         }
-        if confirm::needed(&r.path) && !confirm::confirmed(&form) {
+        if confirm::needed(self, &r.path, &form) && !confirm::confirmed(&form) {
             let (title, body) = confirm::page(self, &r.path, &form);
             return HttpResponse::html(self.frame(Some(viewer), &title, None, &body))
                 .with_header("cache-control", "no-store");
