@@ -361,6 +361,7 @@ mod tests {
             code::CLEAN_EXPIRED_CONSUMEQUEUE,
             code::DELETE_EXPIRED_COMMITLOG,
             code::GET_CONSUMER_RUNNING_INFO,
+            code::CONSUME_MESSAGE_DIRECTLY,
             code::QUERY_TOPIC_CONSUME_BY_WHO,
             code::GET_BROKER_CONSUME_STATS,
             code::GET_SUBSCRIPTIONGROUP_CONFIG,
