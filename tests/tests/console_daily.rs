@@ -643,6 +643,31 @@ async fn each_action_needs_the_rights_of_its_own_request() {
     let console = exposed.console_addr.clone().expect("console address");
     let page = http::get(&console, "/offsets?group=G").await;
     assert!(!page.body.contains("skip-accumulated"), "{}", page.body);
+    // A message with a consumer online: its page shows no resend button.
+    let anyone = TestClient::default();
+    assert_eq!(anyone.create_topic(&exposed.addr, "T", 1).await.code, 0);
+    let stored = anyone
+        .send(
+            &exposed.addr,
+            "T",
+            0,
+            "x",
+            TestClient::properties(None, None),
+        )
+        .await;
+    let r = anyone
+        .heartbeat_consumer(&exposed.addr, "G", "T", "*")
+        .await;
+    assert_eq!(r.code, 0, "{}", r.remark());
+    anyone.wait_dispatched(&exposed.addr).await;
+    let page = http::get(&console, &format!("/message?topic=T&id={}", stored.msg_id)).await;
+    assert!(
+        page.body.contains("id=\"message-body\">x<"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("id=\"read-only\""), "{}", page.body);
+    assert!(!page.body.contains("Resend to group"), "{}", page.body);
     for path in [
         "/offsets/reset",
         "/groups/update",
