@@ -9,6 +9,7 @@
 
 pub mod acl;
 pub mod client;
+pub mod console;
 pub mod controller;
 pub mod freeze;
 pub mod http;

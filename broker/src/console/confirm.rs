@@ -1,5 +1,5 @@
 //! Confirmation of the actions that lose something (delete a topic, remove a
-//! message). The first POST changes nothing: it answers a page that names what will be
+//! message) or send one (resend a message to a group). The first POST changes nothing: it answers a page that names what will be
 //! lost, with a second form carrying the same fields, `confirm=yes` and the form token.
 //! It works without script, and a forged or replayed first form does nothing.
 
@@ -8,9 +8,20 @@ use std::fmt::Write;
 use super::html::{esc, form, hidden, size, url};
 use super::Console;
 
-/// Whether the action at `path` loses something and must be confirmed.
-pub(crate) fn needed(path: &str) -> bool {
-    matches!(path, "/topics/delete" | "/messages/remove")
+/// Whether the action at `path` with `form` loses something and must be confirmed.
+pub(crate) fn needed(c: &Console, path: &str, form: &[(String, String)]) -> bool {
+    if path == "/config/update" {
+        return super::broker_config::takes_permission_away(c, form);
+    }
+    matches!(
+        path,
+        "/topics/delete"
+            | "/topics/update"
+            | "/messages/remove"
+            | "/offsets/reset"
+            | "/groups/delete"
+            | "/messages/consume"
+    )
 }
 
 /// Whether the form says the operator confirmed.
@@ -36,6 +47,43 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
                 loss,
                 format!("Delete topic {topic}"),
                 "/topics".to_owned(),
+            )
+        }
+        "/topics/update" => {
+            let (title, loss) = super::topic_admin::loss(c, &field);
+            (
+                title,
+                loss,
+                "Change topic".to_owned(),
+                super::topic_admin::back(&field),
+            )
+        }
+        "/groups/delete" => {
+            let (title, loss) = super::groups_admin::delete_loss(c, &field);
+            (
+                title,
+                loss,
+                format!("Delete group {}", field("group")),
+                "/groups".to_owned(),
+            )
+        }
+        "/messages/consume" => {
+            let (title, effect) = super::detail::consume_effect(c, &field);
+            let button = format!("Resend to group {}", field("group"));
+            (title, effect, button, field("back"))
+        }
+        "/config/update" => {
+            let (title, loss) = super::broker_config::loss(c, fields);
+            let button = "Change the permission".to_owned();
+            (title, loss, button, "/config".to_owned())
+        }
+        "/offsets/reset" => {
+            let (title, loss) = super::offsets::loss(c, &field);
+            (
+                title,
+                loss,
+                "Reset offsets".to_owned(),
+                super::offsets::back(&field),
             )
         }
         _ => {

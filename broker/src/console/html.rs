@@ -20,6 +20,7 @@ header{background:#1d3557;color:#fff;padding:8px 16px}header a{color:#fff;margin
 main{padding:12px 16px}table{border-collapse:collapse;margin:8px 0}\
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f1f1f1}\
 td,.msg p{overflow-wrap:anywhere;word-break:break-word}table{max-width:100%}\
+pre.body{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:6px;max-height:40em;overflow:auto}\
 .confirm{border:2px solid #b00;padding:8px 12px;margin:8px 0}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}.warn{color:#b00}\
 form.inline{display:inline}.plots{display:flex;flex-wrap:wrap;gap:12px}\
@@ -38,7 +39,7 @@ pub(crate) fn page(
     let mut out = String::with_capacity(body.len() + 2048);
     let _ = write!(
         out,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} · Vostok {}</title><style>{STYLE}</style></head><body><header><strong>Vostok · {}</strong> &nbsp; <a href=\"/\">Cluster</a><a href=\"/topics\">Topics</a><a href=\"/groups\">Groups</a><a href=\"/clients\">Clients</a><a href=\"/messages\">Messages</a>",
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} · Vostok {}</title><style>{STYLE}</style></head><body><header><strong>Vostok · {}</strong> &nbsp; <a href=\"/\">Cluster</a><a href=\"/topics\">Topics</a><a href=\"/groups\">Groups</a><a href=\"/clients\">Clients</a><a href=\"/messages\">Messages</a><a href=\"/producers\">Producers</a><a href=\"/config\">Config</a>",
         esc(title),
         esc(broker_name),
         esc(broker_name),
@@ -157,7 +158,7 @@ pub(crate) fn zone(offset_minutes: i64) -> String {
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date.
-fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
+pub(crate) fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
     let (m, d) = (i64::from(month), i64::from(day));
     let y = i64::from(year) - i64::from(m <= 2);
     let era = y.div_euclid(400);

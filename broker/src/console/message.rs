@@ -116,6 +116,12 @@ fn status_view(c: &Console, m: &MessageStatus, back: Option<&str>) -> String {
         esc(&m.tags),
         size(i64::from(m.body_size))
     );
+    let _ = write!(
+        out,
+        "<p><a href=\"/message?topic={}&amp;id={}\" class=\"detail\">Body, properties, trace and resend to a group</a></p>",
+        url(&m.topic),
+        url(&m.msg_id)
+    );
     if m.removed {
         out.push_str(
             "<p class=\"warn\" id=\"removed\">Removed by an operator: no group receives it.</p>",

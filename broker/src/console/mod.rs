@@ -10,7 +10,8 @@
 //! * [`remote`]: the other broker groups' topics, groups, clients and messages, asked
 //!   as the signed-in account, for the cluster-wide pages; [`others`] draws their rows.
 //! * [`message`]: search by key, id or time, "where is my message", browse, and the
-//!   remove and resend forms.
+//!   remove and resend forms; [`detail`]: one message's body, properties, trace
+//!   ([`trace`]) and "resend to group X".
 //! * [`history`]: the last hour of rates and lag, sampled every 10 s, drawn by [`svg`].
 //!
 //! * [`host`]: requests addressed to another name (DNS rebinding) or sent by another
@@ -22,17 +23,26 @@
 //! What loses messages asks first ([`confirm`]). With ACL off, a console listening off
 //! loopback is read-only unless `consoleAdminEnable=true`.
 
+mod broker_config;
 mod cluster;
 mod confirm;
+mod detail;
+mod dlq;
+mod groups_admin;
 mod history;
 mod host;
 mod html;
 mod message;
+mod offsets;
 mod others;
 mod pages;
+mod producers;
 mod remote;
 mod session;
 mod svg;
+mod test_send;
+mod topic_admin;
+mod trace;
 mod viewer;
 
 use std::net::SocketAddr;
@@ -283,10 +293,38 @@ impl Console {
                 "Messages".to_owned(),
                 message::search(self, r, admin) + &others::other_messages(view.others()),
             ),
+            "/message" => ("Message".to_owned(), detail::page(self, r, viewer, admin)),
             "/browse" => (
                 "Waiting messages".to_owned(),
                 message::browse(self, r, admin),
             ),
+            "/subscription" => (
+                "Group settings".to_owned(),
+                groups_admin::page(self, r, admin),
+            ),
+            "/topic/edit" => (
+                format!("Change topic {name}"),
+                topic_admin::page(self, r, admin),
+            ),
+            "/send" => (
+                "Send a test message".to_owned(),
+                test_send::page(
+                    self,
+                    r,
+                    viewer.may_send(&r.param("topic").unwrap_or_default()),
+                ),
+            ),
+            "/dlq" => (
+                format!("Dead letters of {}", r.param("group").unwrap_or_default()),
+                dlq::page(self, r, admin),
+            ),
+            "/dlq/export" => return dlq::export(self, r),
+            "/config" => (
+                "Broker configuration".to_owned(),
+                broker_config::page(self, r, admin),
+            ),
+            "/producers" => ("Producers".to_owned(), producers::page(self, r)),
+            "/offsets" => ("Reset offsets".to_owned(), offsets::page(self, r, admin)),
             "/favicon.ico" => return HttpResponse::text(404, ""),
             _ => return HttpResponse::text(404, "no such page\n"),
         };
@@ -312,9 +350,6 @@ impl Console {
         let Some(code) = viewer::action_code(&r.path) else {
             return HttpResponse::text(404, "no such action\n");
         };
-        if let Err(denied) = viewer.check(code, vostok_auth::Access::Admin) {
-            return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
-        }
         let form: Vec<(String, String)> = r.form();
         let field = |k: &str| {
             form.iter()
@@ -322,7 +357,11 @@ impl Console {
                 .map(|(_, v)| v.trim().to_owned())
                 .unwrap_or_default()
         };
-        if confirm::needed(&r.path) && !confirm::confirmed(&form) {
+        let topic = field("topic");
+        if let Err(denied) = viewer.check(code, viewer::action_access(&r.path, &topic)) {
+            return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
+        }
+        if confirm::needed(self, &r.path, &form) && !confirm::confirmed(&form) {
             let (title, body) = confirm::page(self, &r.path, &form);
             return HttpResponse::html(self.frame(Some(viewer), &title, None, &body))
                 .with_header("cache-control", "no-store");
@@ -338,6 +377,26 @@ impl Console {
             ),
             "/messages/remove" => (field("back"), message::remove(self, &field).await),
             "/messages/resend" => (field("back"), message::resend(self, &field).await),
+            "/messages/consume" => (field("back"), detail::consume(self, &field).await),
+            "/groups/update" => (
+                groups_admin::update_back(&field),
+                groups_admin::update(self, &field).await,
+            ),
+            "/groups/delete" => (
+                "/groups".to_owned(),
+                groups_admin::delete(self, &field).await,
+            ),
+            "/topics/update" => (
+                topic_admin::back(&field),
+                topic_admin::update(self, &field).await,
+            ),
+            "/messages/send" => (
+                test_send::back(&field),
+                test_send::send(self, &field, r.peer).await,
+            ),
+            "/dlq/resend-all" => (dlq::back(&field), dlq::resend_all(self, &field).await),
+            "/config/update" => ("/config".to_owned(), broker_config::update(self, &form)),
+            "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),
         };
         info!(peer = %r.peer, account = viewer.account().unwrap_or("-"), action = %r.path, "console action");

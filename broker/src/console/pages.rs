@@ -240,6 +240,13 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
         &["Queue", "Min offset", "Max offset", "Last stored", ""],
         &rows,
     );
+    if viewer.is_admin() {
+        let _ = write!(
+            out,
+            "<p><a href=\"/topic/edit?name={0}\" id=\"edit-topic\">Change permission or queues</a> · <a href=\"/send?topic={0}\" id=\"send-test\">Send a test message</a></p>",
+            url(name)
+        );
+    }
     let groups: Vec<String> = b
         .groups_of_topic(name)
         .into_iter()
@@ -328,6 +335,9 @@ pub(crate) fn groups(
         ],
         &rows,
     ));
+    if viewer.is_admin() {
+        out.push_str("<p><a href=\"/subscription\" id=\"create-group\">Create a group</a></p>");
+    }
     out
 }
 
@@ -360,9 +370,14 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
         .collect();
     let total: i64 = lag.queues.iter().map(|q| q.lag).sum();
     let mut out = format!(
-        "<p>Behind: <strong id=\"lag-total\">{total}</strong> messages; DLQ: <span id=\"dlq\">{}</span> (<a href=\"/browse?topic={}\">browse</a>)</p>",
+        "<p>Behind: <strong id=\"lag-total\">{total}</strong> messages; DLQ: <span id=\"dlq\">{}</span> (<a href=\"/dlq?group={}\" id=\"dlq-page\">dead letters</a>)</p>",
         lag.dlq_messages,
-        url(&topic::dlq_topic(name))
+        url(name)
+    );
+    let _ = write!(
+        out,
+        "<p><a href=\"/offsets?group={0}\" id=\"reset-offsets\">Reset offsets</a> · <a href=\"/subscription?name={0}\" id=\"group-settings\">Settings</a></p>",
+        url(name)
     );
     out.push_str(&table(
         "progress",

@@ -5,11 +5,14 @@
 //!
 //! | page or action | stands for | needs |
 //! |---|---|---|
-//! | `/` (brokers), `/clients` | GET_BROKER_RUNTIME_INFO, connection lists | admin |
+//! | `/` (brokers), `/clients`, `/producers`, `/config` | GET_BROKER_RUNTIME_INFO, connection lists, GET_BROKER_CONFIG | admin |
 //! | `/topics`, `/groups` | listings | nothing; each row SUB on its topic or group |
-//! | `/topic`, `/messages`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after) |
+//! | `/topic`, `/topic/edit`, `/messages`, `/message`, `/browse` | QUERY_MESSAGE, PULL_MESSAGE | SUB on the topic (and the group browsed after); a message's trace also SUB on the trace topic |
 //! | `/group` | QUERY_CONSUMER_OFFSET | SUB on the group |
-//! | create, delete topic; remove, resend message | their admin requests | admin |
+//! | `/offsets`, `/subscription` | QUERY_CONSUMER_OFFSET | SUB on the group (a new group's form: nothing) |
+//! | `/dlq`, `/dlq/export` | PULL_MESSAGE | SUB on the group and its DLQ topic |
+//! | `/send` (a test message) | SEND_MESSAGE | PUB on the topic |
+//! | create, change, delete topic; remove, resend message (one or a DLQ's all); resend a message to a group (CONSUME_MESSAGE_DIRECTLY); reset offsets; create, change, delete group; change run-time keys | their admin requests | admin |
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -82,6 +85,15 @@ impl Viewer {
         !self.read_only && self.may(code::UPDATE_AND_CREATE_TOPIC, Access::Admin)
     }
 
+    /// Whether the viewer may send to `topic` from the console (a SEND_MESSAGE).
+    pub(crate) fn may_send(&self, topic: &str) -> bool {
+        !self.read_only
+            && self.may(
+                code::SEND_MESSAGE,
+                Access::Needs(vec![Need::publish(Resource::topic(topic))]),
+            )
+    }
+
     /// Whether the viewer may read `topic` (a listing's row).
     pub(crate) fn reads_topic(&self, topic: &str) -> bool {
         self.may(code::QUERY_MESSAGE, sub([Resource::topic(topic)]))
@@ -105,21 +117,31 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
     match r.path.as_str() {
         "/" => Some((code::GET_BROKER_RUNTIME_INFO, Access::Admin)),
         "/clients" => Some((code::VOSTOK_GET_CONNECTED_CLIENTS, Access::Admin)),
-        "/topic" => {
+        "/config" => Some((code::GET_BROKER_CONFIG, Access::Admin)),
+        "/producers" => Some((code::GET_PRODUCER_CONNECTION_LIST, Access::Admin)),
+        "/topic" | "/topic/edit" => {
             let name = param("name").unwrap_or_default();
             Some((code::QUERY_MESSAGE, sub([owned(Resource::topic(&name))])))
         }
-        "/group" => {
-            let name = param("name").unwrap_or_default();
+        "/group" | "/offsets" | "/subscription" => {
+            let name = param("name").or_else(|| param("group")).unwrap_or_default();
             Some((
                 code::QUERY_CONSUMER_OFFSET,
                 sub([owned(Resource::group(&name))]),
             ))
         }
         // The search form alone shows nothing.
-        "/messages" => param("topic")
+        "/messages" | "/message" => param("topic")
             .filter(|t| !t.trim().is_empty())
             .map(|t| (code::QUERY_MESSAGE, sub([owned(Resource::topic(t.trim()))]))),
+        "/dlq" | "/dlq/export" => {
+            let group = param("group").unwrap_or_default();
+            let dlq = vostok_remoting::protocol::topic::dlq_topic(&group);
+            Some((
+                code::PULL_MESSAGE,
+                sub([owned(Resource::topic(&dlq)), owned(Resource::group(&group))]),
+            ))
+        }
         "/browse" => {
             let topic = param("topic").unwrap_or_default();
             let group = param("group").filter(|g| !g.is_empty());
@@ -131,13 +153,29 @@ pub(crate) fn page_needs(r: &HttpRequest) -> Option<(i32, Access<'static>)> {
     }
 }
 
-/// What action `path` (a form POST) needs: every change is an admin request.
+/// What the action at `path` on `topic` needs: a test send PUB on its topic, every
+/// other change an admin account.
+pub(crate) fn action_access<'a>(path: &str, topic: &'a str) -> Access<'a> {
+    match path {
+        "/messages/send" => Access::Needs(vec![Need::publish(Resource::topic(topic))]),
+        _ => Access::Admin,
+    }
+}
+
+/// The request the action at `path` (a form POST) stands for.
 pub(crate) fn action_code(path: &str) -> Option<i32> {
     match path {
         "/topics/create" => Some(code::UPDATE_AND_CREATE_TOPIC),
         "/topics/delete" => Some(code::DELETE_TOPIC_IN_BROKER),
         "/messages/remove" => Some(code::VOSTOK_REMOVE_MESSAGE),
-        "/messages/resend" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
+        "/messages/resend" | "/dlq/resend-all" => Some(code::VOSTOK_RESEND_DLQ_MESSAGE),
+        "/offsets/reset" => Some(code::INVOKE_BROKER_TO_RESET_OFFSET),
+        "/config/update" => Some(code::UPDATE_BROKER_CONFIG),
+        "/topics/update" => Some(code::UPDATE_AND_CREATE_TOPIC),
+        "/messages/send" => Some(code::SEND_MESSAGE),
+        "/messages/consume" => Some(code::CONSUME_MESSAGE_DIRECTLY),
+        "/groups/update" => Some(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
+        "/groups/delete" => Some(code::DELETE_SUBSCRIPTIONGROUP),
         _ => None,
     }
 }

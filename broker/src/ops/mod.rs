@@ -10,7 +10,15 @@
 //! - [`transaction`]: a half message committed or rolled back.
 //! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
 //! - [`topic`]: a topic created, changed or deleted.
+//! - [`broker_config`]: the keys that change at run time changed.
+//! - [`group`]: a subscription group created, changed or deleted.
+//! - [`offset_reset`]: a group's offsets moved to a time or to the end.
+//! - [`consume_directly`]: a stored message handed to a consumer's listener once more.
 
+pub(crate) mod broker_config;
+pub(crate) mod consume_directly;
+pub(crate) mod group;
+pub(crate) mod offset_reset;
 pub(crate) mod pop;
 pub(crate) mod send;
 pub(crate) mod send_back;

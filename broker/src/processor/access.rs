@@ -397,6 +397,7 @@ mod tests {
             code::CLEAN_EXPIRED_CONSUMEQUEUE,
             code::DELETE_EXPIRED_COMMITLOG,
             code::GET_CONSUMER_RUNNING_INFO,
+            code::CONSUME_MESSAGE_DIRECTLY,
             code::QUERY_CONSUME_QUEUE,
             code::GET_BROKER_HA_STATUS,
             code::RESET_MASTER_FLUSH_OFFSET,

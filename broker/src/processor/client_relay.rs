@@ -2,15 +2,17 @@
 //! whose answer it returns as is (Apache's `AdminBrokerProcessor.callConsumer`),
 //! GET_CONSUMER_RUNNING_INFO (307, `mqadmin consumerStatus`); to each online client,
 //! whose answers it gathers (Apache's `Broker2Client.getConsumeStatus`),
-//! INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, `mqadmin getConsumerStatus`);
-//! docs/commands.md#broker-to-client-requests.
+//! INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, `mqadmin getConsumerStatus`); and
+//! CONSUME_MESSAGE_DIRECTLY (309) with the stored message, through
+//! [`crate::ops::consume_directly`]; docs/commands.md#broker-to-client-requests.
 
 use std::time::Duration;
 
 use tracing::debug;
 use vostok_remoting::protocol::body::{ConsumerStatusTable, GetConsumerStatusBody};
 use vostok_remoting::protocol::header::{
-    GetConsumerRunningInfoRequestHeader, GetConsumerStatusRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
 };
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
@@ -60,6 +62,26 @@ pub(crate) async fn get_consumer_running_info(
                 ),
             )
         }
+    }
+}
+
+/// CONSUME_MESSAGE_DIRECTLY: the message `msgId` (an offset id) to client `clientId`
+/// of `consumerGroup` (without one, its first online client); the client's answer
+/// as is.
+pub(crate) async fn consume_message_directly(
+    broker: &Broker,
+    request: RemotingCommand,
+) -> RemotingCommand {
+    let header = decode_header!(request, ConsumeMessageDirectlyResultRequestHeader);
+    let ask = crate::ops::consume_directly::ConsumeDirectly {
+        group: header.consumer_group,
+        client_id: header.client_id,
+        msg_id: header.msg_id.unwrap_or_default(),
+        topic: header.topic,
+    };
+    match crate::ops::consume_directly::consume_directly(broker, ask).await {
+        Ok(consumed) => RemotingCommand::success().with_body(consumed.body),
+        Err(refusal) => super::refused(refusal),
     }
 }
 

@@ -12,11 +12,12 @@ use vostok_remoting::protocol::header::{
     GetConsumerConnectionListRequestHeader, GetProducerConnectionListRequestHeader,
     GetSubscriptionGroupConfigRequestHeader,
 };
-use vostok_remoting::protocol::topic::{self};
 use vostok_remoting::protocol::{json, response_code};
 use vostok_remoting::RemotingCommand;
 
-use super::{decode_body, decode_header, error};
+use super::{decode_body, decode_header, error, refused};
+use crate::ops;
+use crate::ops::group::DeleteGroup;
 use crate::state::client_registry::ClientChannelInfo;
 use crate::state::subscription::SubscriptionGroupConfig;
 use crate::state::Broker;
@@ -84,12 +85,10 @@ pub(crate) async fn update_and_create_subscription_group(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let config = decode_body!(request, SubscriptionGroupConfig, "SubscriptionGroupConfig");
-    if let Err(reason) = topic::validate_group(&config.group_name) {
-        return error(response_code::INVALID_PARAMETER, reason);
+    match ops::group::update_group(broker, config).await {
+        Ok(()) => RemotingCommand::success(),
+        Err(refusal) => refused(refusal),
     }
-    broker.subscriptions.update(config);
-    broker.persist_configs().await;
-    RemotingCommand::success()
 }
 
 /// GET_SUBSCRIPTIONGROUP_CONFIG: one group's settings; a group this broker does not
@@ -126,15 +125,14 @@ pub(crate) async fn delete_subscription_group(
             "bad request header: missing groupName",
         );
     };
-    broker.subscriptions.delete(group);
-    // Its offsets (or its mark as a consumer that has not committed yet) would keep
-    // holding retention back.
-    if request.ext_fields.get("cleanOffset") == Some("true") && broker.offsets.remove_group(group) {
-        let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.offsets.persist(false)).await;
+    let delete = DeleteGroup {
+        group: group.to_owned(),
+        clean_offset: request.ext_fields.get("cleanOffset") == Some("true"),
+    };
+    match ops::group::delete_group(broker, delete).await {
+        Ok(()) => RemotingCommand::success(),
+        Err(refusal) => refused(refusal),
     }
-    broker.persist_configs().await;
-    RemotingCommand::success()
 }
 
 fn connections(infos: &[ClientChannelInfo]) -> Vec<Connection> {

@@ -218,6 +218,9 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::GET_CONSUMER_RUNNING_INFO => {
                     client_relay::get_consumer_running_info(b, request).await
                 }
+                request_code::CONSUME_MESSAGE_DIRECTLY => {
+                    client_relay::consume_message_directly(b, request).await
+                }
                 request_code::GET_PRODUCER_CONNECTION_LIST => {
                     group_admin::get_producer_connection_list(b, request)
                 }

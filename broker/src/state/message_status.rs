@@ -45,18 +45,7 @@ impl Broker {
     ) -> MessageStatusBody {
         let mut found: Vec<MessageExt> = Vec::new();
         if let Some(id) = msg_id.filter(|s| !s.is_empty()) {
-            // An offset message id names a commitlog position of this broker.
-            if let Ok((_, offset)) = decode_offset_msg_id(id) {
-                if let Some(m) = self.store.look_message_by_offset(offset) {
-                    if m.topic == topic_name {
-                        found.push(m);
-                    }
-                }
-            }
-            // A unique (client) id is indexed as a key.
-            if found.is_empty() {
-                found.extend(self.find_by_key(topic_name, id));
-            }
+            found.extend(self.messages_by_id(topic_name, id));
         }
         if let Some(k) = key.filter(|s| !s.is_empty()) {
             for m in self.find_by_key(topic_name, k) {
@@ -75,6 +64,19 @@ impl Broker {
             messages: found.iter().map(|m| self.status_of(m)).collect(),
             unknowable: UNKNOWABLE.iter().map(|s| (*s).to_owned()).collect(),
         }
+    }
+
+    /// The messages of `topic_name` with id `id`: an offset message id (a commitlog
+    /// position of this broker) or a unique (client) id, which is indexed as a key.
+    pub(crate) fn messages_by_id(&self, topic_name: &str, id: &str) -> Vec<MessageExt> {
+        if let Ok((_, offset)) = decode_offset_msg_id(id) {
+            if let Some(m) = self.store.look_message_by_offset(offset) {
+                if m.topic == topic_name {
+                    return vec![m];
+                }
+            }
+        }
+        self.find_by_key(topic_name, id)
     }
 
     fn find_by_key(&self, topic_name: &str, key: &str) -> Vec<MessageExt> {
