@@ -26,6 +26,8 @@ mod security;
 
 pub use controller::ControllerModeConfig;
 pub use grpc::GrpcConfig;
+/// Every `broker.conf` key (docs/keys.md is generated from it).
+pub use keys::KEYS;
 pub use metadata::MetadataLimits;
 pub use ops::OpsConfig;
 pub use pop::PopConfig;
