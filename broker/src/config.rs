@@ -484,10 +484,14 @@ impl BrokerConfig {
         }
     }
 
-    /// The replication port: `haListenPort`, else `listenPort + 1`.
+    /// The replication port: `haListenPort`, else `listenPort + 1`, or a free port
+    /// (0) when `listenPort` is.
     pub fn ha_listen_port(&self) -> u16 {
-        self.ha_listen_port
-            .unwrap_or_else(|| self.listen_port.wrapping_add(1))
+        match (self.ha_listen_port, self.listen_port) {
+            (Some(port), _) => port,
+            (None, 0) => 0,
+            (None, listen) => listen.wrapping_add(1),
+        }
     }
 
     pub fn is_master(&self) -> bool {

@@ -32,7 +32,7 @@ pub static KEYS: Table<BrokerConfig> = Table {
             },
             |c| c.ha_listen_port().to_string(),
         )
-        .default_text("`listenPort + 1`"),
+        .default_text("`listenPort + 1` (a free port when `listenPort` is 0)"),
         config_key!("portOffset", port_offset: Num, "added to every port the broker binds (a port of 0 stays free-port)"),
         config_key!("fastListenEnable", fast_listen_enable: Flag, "also serve `listenPort - 2`, where Java clients up to 4.4 send"),
         config_key!("namesrvAddr", namesrv_addr: OptText, "`host:port;host:port`; empty: an embedded name server (standalone)", default = "`$NAMESRV_ADDR`, else none (standalone)"),
@@ -154,5 +154,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("did you mean 'flushDiskType'"), "{e}");
+    }
+
+    #[test]
+    fn the_ha_port_of_a_free_listen_port_is_a_free_port() {
+        let mut config = BrokerConfig::default();
+        config.apply_property("listenPort", "0").unwrap();
+        let printed = config.to_properties();
+        assert!(printed.contains(&("haListenPort".to_owned(), "0".to_owned())));
     }
 }
