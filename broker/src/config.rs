@@ -90,6 +90,8 @@ pub struct BrokerConfig {
     /// `metricsPromExporterPort`; a port of 0 stays 0), so that a second broker on
     /// one host is one setting. Applied once by [`BrokerConfig::apply_port_offset`].
     pub port_offset: u16,
+    /// Whether the ports have been moved by `port_offset` (not a key).
+    pub port_offset_applied: bool,
     /// Also listen on `listenPort - 2`, where Java clients up to 4.4 send (the "VIP" channel).
     pub fast_listen_enable: bool,
     /// `;`-separated name server list. `None`: run an embedded name server.
@@ -190,6 +192,7 @@ impl Default for BrokerConfig {
             listen_port: 10911,
             ha_listen_port: None,
             port_offset: 0,
+            port_offset_applied: false,
             fast_listen_enable: true,
             namesrv_addr: std::env::var("NAMESRV_ADDR")
                 .ok()
@@ -440,11 +443,11 @@ impl BrokerConfig {
             .collect()
     }
 
-    /// Adds `portOffset` to every port the broker binds, once (it is 0 afterwards, so
-    /// a second call changes nothing). A port of 0 (any free port) stays 0.
+    /// Adds `portOffset` to every port the broker binds, once (a second call changes
+    /// nothing; `-p` prints the offset and the moved ports). A port of 0 stays 0.
     pub fn apply_port_offset(&mut self) -> Result<(), BrokerError> {
         let offset = self.port_offset;
-        if offset == 0 {
+        if offset == 0 || self.port_offset_applied {
             return Ok(());
         }
         let shift = |key: &str, port: u16| -> Result<u16, BrokerError> {
@@ -464,7 +467,7 @@ impl BrokerConfig {
         self.grpc.grpc_server_port = shift("grpcServerPort", self.grpc.grpc_server_port)?;
         self.ops.console_port = shift("consolePort", self.ops.console_port)?;
         self.ops.metrics.prom_port = shift("metricsPromExporterPort", self.ops.metrics.prom_port)?;
-        self.port_offset = 0;
+        self.port_offset_applied = true;
         Ok(())
     }
 

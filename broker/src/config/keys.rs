@@ -163,4 +163,22 @@ mod tests {
         let printed = config.to_properties();
         assert!(printed.contains(&("haListenPort".to_owned(), "0".to_owned())));
     }
+
+    #[test]
+    fn p_prints_the_port_offset_given_beside_the_moved_ports() {
+        let mut config = BrokerConfig::default();
+        config.apply_property("portOffset", "57").unwrap();
+        config.apply_port_offset().unwrap();
+        config.apply_port_offset().unwrap();
+        let printed = config.to_properties();
+        let value = |key: &str| {
+            printed
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(value("portOffset"), Some("57"));
+        assert_eq!(value("listenPort"), Some("10968"));
+        assert_eq!(value("haListenPort"), Some("10969"));
+    }
 }
