@@ -26,6 +26,8 @@ mod security;
 
 pub use controller::ControllerModeConfig;
 pub use grpc::GrpcConfig;
+/// Every `broker.conf` key (docs/keys.md is generated from it).
+pub use keys::KEYS;
 pub use metadata::MetadataLimits;
 pub use ops::OpsConfig;
 pub use pop::PopConfig;
@@ -88,6 +90,8 @@ pub struct BrokerConfig {
     /// `metricsPromExporterPort`; a port of 0 stays 0), so that a second broker on
     /// one host is one setting. Applied once by [`BrokerConfig::apply_port_offset`].
     pub port_offset: u16,
+    /// Whether the ports have been moved by `port_offset` (not a key).
+    pub port_offset_applied: bool,
     /// Also listen on `listenPort - 2`, where Java clients up to 4.4 send (the "VIP" channel).
     pub fast_listen_enable: bool,
     /// `;`-separated name server list. `None`: run an embedded name server.
@@ -188,6 +192,7 @@ impl Default for BrokerConfig {
             listen_port: 10911,
             ha_listen_port: None,
             port_offset: 0,
+            port_offset_applied: false,
             fast_listen_enable: true,
             namesrv_addr: std::env::var("NAMESRV_ADDR")
                 .ok()
@@ -438,11 +443,11 @@ impl BrokerConfig {
             .collect()
     }
 
-    /// Adds `portOffset` to every port the broker binds, once (it is 0 afterwards, so
-    /// a second call changes nothing). A port of 0 (any free port) stays 0.
+    /// Adds `portOffset` to every port the broker binds, once (a second call changes
+    /// nothing; `-p` prints the offset and the moved ports). A port of 0 stays 0.
     pub fn apply_port_offset(&mut self) -> Result<(), BrokerError> {
         let offset = self.port_offset;
-        if offset == 0 {
+        if offset == 0 || self.port_offset_applied {
             return Ok(());
         }
         let shift = |key: &str, port: u16| -> Result<u16, BrokerError> {
@@ -462,7 +467,7 @@ impl BrokerConfig {
         self.grpc.grpc_server_port = shift("grpcServerPort", self.grpc.grpc_server_port)?;
         self.ops.console_port = shift("consolePort", self.ops.console_port)?;
         self.ops.metrics.prom_port = shift("metricsPromExporterPort", self.ops.metrics.prom_port)?;
-        self.port_offset = 0;
+        self.port_offset_applied = true;
         Ok(())
     }
 
@@ -482,10 +487,14 @@ impl BrokerConfig {
         }
     }
 
-    /// The replication port: `haListenPort`, else `listenPort + 1`.
+    /// The replication port: `haListenPort`, else `listenPort + 1`, or a free port
+    /// (0) when `listenPort` is.
     pub fn ha_listen_port(&self) -> u16 {
-        self.ha_listen_port
-            .unwrap_or_else(|| self.listen_port.wrapping_add(1))
+        match (self.ha_listen_port, self.listen_port) {
+            (Some(port), _) => port,
+            (None, 0) => 0,
+            (None, listen) => listen.wrapping_add(1),
+        }
     }
 
     pub fn is_master(&self) -> bool {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use vostok_remoting::support::keys::unknown_key;
 use vostok_remoting::support::process;
 
 use crate::{Controller, ControllerConfig, ControllerError};
@@ -52,10 +53,13 @@ fn build_config(args: &Args) -> Result<ControllerConfig, String> {
             .load_properties_file(file)
             .map_err(|e| e.to_string())?;
         if let Some(key) = unknown.first() {
-            return Err(format!("unknown config key {key:?} in {}", file.display()));
+            let reason = unknown_key(key, crate::config::KEYS.names());
+            return Err(format!("{reason} in {}", file.display()));
         }
     }
-    process::apply_settings(&args.set, |k, v| config.apply_property(k, v))?;
+    process::apply_settings(&args.set, &crate::config::KEYS.names(), |k, v| {
+        config.apply_property(k, v)
+    })?;
     config.validate().map_err(|e| e.to_string())?;
     Ok(config)
 }

@@ -9,6 +9,11 @@ use std::time::Duration;
 
 use vostok_remoting::auth::SessionCredentials;
 
+use vostok_remoting::config_key;
+use vostok_remoting::support::keys::{
+    flag, Flag, Key, Millis, Path as PathCodec, RawText, Section, Table, Text,
+};
+
 use crate::error::ControllerError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,56 +116,101 @@ pub fn node_number(id: &str) -> Option<u64> {
     id.strip_prefix('n')?.parse().ok()
 }
 
+fn comma_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every key a controller reads.
+pub static KEYS: Table<ControllerConfig> = Table {
+    keys: &[
+        config_key!("controllerDLegerGroup", group: RawText, "the quorum's name"),
+        Key::new(
+            "controllerDLegerPeers",
+            "every controller, `n0-ip:port;n1-ip:port;n2-ip:port`",
+            |c, v| {
+                c.peers = parse_peers(v).map_err(|e| match e {
+                    ControllerError::InvalidConfig { reason, .. } => reason,
+                    other => other.to_string(),
+                })?;
+                Ok(())
+            },
+            |c| c.peers_string(),
+        ),
+        config_key!("controllerDLegerSelfId", self_id: Text, "this controller's id in `controllerDLegerPeers`"),
+        config_key!("controllerStorePath", store_path: PathCodec, "the Raft log, vote and snapshot", default = "`$HOME/DLedgerController`"),
+        config_key!("scanNotActiveBrokerInterval", scan_not_active_broker_interval: Millis, "how often the leader looks for dead masters"),
+        config_key!("enableElectUncleanMaster", enable_elect_unclean_master: Flag, "elect a replica outside the SyncStateSet when no member is alive (may lose acknowledged messages); changes at run time"),
+        config_key!("controllerHeartBeatTimeoutMills", heartbeat_timeout: Millis, "a broker silent this long is dead"),
+        config_key!("bindAddress", bind_address: RawText, "where to bind; the peer address's port is used"),
+        config_key!("raftHeartbeatIntervalMills", raft_heartbeat_interval: Millis, "Raft heartbeat period"),
+        config_key!("raftElectionTimeoutMills", raft_election_timeout: Millis, "Raft election timeout (min; max is twice it)"),
+        config_key!("notifyBrokerRoleChanged", notify_broker_role_changed: Flag, "after an election, tell the group's brokers their new roles at once; changes at run time"),
+        Key::new(
+            "aclEnable",
+            "every request must be signed by an account of `$ROCKETMQ_HOME/conf/plain_acl.yml`",
+            // Either switch turns the check on; `false` never turns off the other.
+            |c, v| {
+                c.acl_enable |= flag(v)?;
+                Ok(())
+            },
+            |c| c.acl_enable.to_string(),
+        ),
+        Key::alias("authenticationEnabled", "aclEnable", |c, v| {
+            c.acl_enable |= flag(v)?;
+            Ok(())
+        }),
+        config_key!("rocketmqHome", rocketmq_home: Text, "where `conf/plain_acl.yml` is looked for; empty: `$ROCKETMQ_HOME`"),
+        config_key!("accessKey", access_key: Text, "what this controller signs its own requests with"),
+        Key::new(
+            "controllerAccessKeys",
+            "the access keys the quorum's controllers sign with, comma separated; empty: `accessKey`",
+            |c, v| {
+                c.controller_access_keys = comma_list(v);
+                Ok(())
+            },
+            |c| c.controller_access_keys.join(","),
+        ),
+        Key::new(
+            "secretKey",
+            "its secret; printed as `***`",
+            |c, v| {
+                c.secret_key = v.trim().to_owned();
+                Ok(())
+            },
+            |c| {
+                if c.secret_key.is_empty() {
+                    String::new()
+                } else {
+                    "***".into()
+                }
+            },
+        ),
+        Key::ignored("controllerType"),
+        Key::ignored("scanInactiveMasterInterval"),
+        Key::ignored("controllerThreadPoolNums"),
+        Key::ignored("controllerRequestThreadPoolQueueCapacity"),
+        Key::ignored("mappedFileSize"),
+        Key::ignored("electMasterMaxRetryCount"),
+        Key::ignored("isProcessReadEvent"),
+    ],
+    nested: &[],
+};
+
+impl Section for ControllerConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
+    }
+}
+
 impl ControllerConfig {
     /// Applies one key; `Ok(false)` for a key that is not a controller key.
     pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, ControllerError> {
-        let ms = |v: &str| {
-            v.trim()
-                .parse::<u64>()
-                .map(Duration::from_millis)
-                .map_err(|_| ControllerError::config(key, v, "not a number of milliseconds"))
-        };
-        let flag = |v: &str| match v.trim() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(ControllerError::config(key, v, "true or false")),
-        };
-        match key {
-            "controllerDLegerGroup" => self.group = v.to_owned(),
-            "controllerDLegerPeers" => self.peers = parse_peers(v)?,
-            "controllerDLegerSelfId" => self.self_id = v.trim().to_owned(),
-            "controllerStorePath" => self.store_path = PathBuf::from(v),
-            "scanNotActiveBrokerInterval" => self.scan_not_active_broker_interval = ms(v)?,
-            "enableElectUncleanMaster" => self.enable_elect_unclean_master = flag(v)?,
-            "controllerHeartBeatTimeoutMills" => self.heartbeat_timeout = ms(v)?,
-            "bindAddress" => self.bind_address = v.to_owned(),
-            "raftHeartbeatIntervalMills" => self.raft_heartbeat_interval = ms(v)?,
-            "raftElectionTimeoutMills" => self.raft_election_timeout = ms(v)?,
-            "notifyBrokerRoleChanged" => self.notify_broker_role_changed = flag(v)?,
-            // Either switch turns the check on; `false` never turns off the other.
-            "aclEnable" | "authenticationEnabled" => self.acl_enable |= flag(v)?,
-            "rocketmqHome" => self.rocketmq_home = v.trim().to_owned(),
-            "accessKey" => self.access_key = v.trim().to_owned(),
-            "secretKey" => self.secret_key = v.trim().to_owned(),
-            "controllerAccessKeys" => {
-                self.controller_access_keys = v
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|k| !k.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            }
-            // Apache keys with nothing to configure here.
-            "controllerType"
-            | "scanInactiveMasterInterval"
-            | "controllerThreadPoolNums"
-            | "controllerRequestThreadPoolQueueCapacity"
-            | "mappedFileSize"
-            | "electMasterMaxRetryCount"
-            | "isProcessReadEvent" => {}
-            _ => return Ok(false),
-        }
-        Ok(true)
+        self.set_key(key, v)
+            .map_err(|reason| ControllerError::config(key, v, reason))
     }
 
     /// Loads a `.properties` file; returns the keys it did not know.
@@ -219,50 +269,7 @@ impl ControllerConfig {
     }
 
     pub fn to_properties(&self) -> Vec<(&'static str, String)> {
-        let ms = |d: Duration| d.as_millis().to_string();
-        vec![
-            ("controllerDLegerGroup", self.group.clone()),
-            ("controllerDLegerPeers", self.peers_string()),
-            ("controllerDLegerSelfId", self.self_id.clone()),
-            ("controllerStorePath", self.store_path.display().to_string()),
-            (
-                "scanNotActiveBrokerInterval",
-                ms(self.scan_not_active_broker_interval),
-            ),
-            (
-                "enableElectUncleanMaster",
-                self.enable_elect_unclean_master.to_string(),
-            ),
-            (
-                "controllerHeartBeatTimeoutMills",
-                ms(self.heartbeat_timeout),
-            ),
-            ("bindAddress", self.bind_address.clone()),
-            (
-                "raftHeartbeatIntervalMills",
-                ms(self.raft_heartbeat_interval),
-            ),
-            ("raftElectionTimeoutMills", ms(self.raft_election_timeout)),
-            (
-                "notifyBrokerRoleChanged",
-                self.notify_broker_role_changed.to_string(),
-            ),
-            ("aclEnable", self.acl_enable.to_string()),
-            ("rocketmqHome", self.rocketmq_home.clone()),
-            ("accessKey", self.access_key.clone()),
-            (
-                "controllerAccessKeys",
-                self.controller_access_keys.join(","),
-            ),
-            (
-                "secretKey",
-                if self.secret_key.is_empty() {
-                    String::new()
-                } else {
-                    "***".into()
-                },
-            ),
-        ]
+        KEYS.values(self)
     }
 
     /// The accounts whose Raft messages this controller takes (`controllerAccessKeys`,
@@ -303,6 +310,16 @@ mod tests {
         assert!(parse_peers("n0").is_err());
         c.apply_property("controllerDLegerSelfId", "n5").unwrap();
         assert!(c.validate().is_err());
+    }
+
+    /// `mqcontroller -p` prints every key it reads and nothing else; each reads back.
+    #[test]
+    fn every_key_is_printed_once_and_reads_back() {
+        let mut c = ControllerConfig::default();
+        c.apply_property("secretKey", "s").unwrap();
+        c.apply_property("controllerAccessKeys", "a,b").unwrap();
+        vostok_remoting::support::keys::check_printed_keys(&KEYS, &c, ControllerConfig::default())
+            .unwrap();
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use vostok_remoting::support::keys::unknown_key;
 use vostok_remoting::support::process;
 
 use crate::{NameServer, NamesrvConfig, NamesrvError};
@@ -62,10 +63,13 @@ fn build_config(args: &Args) -> Result<NamesrvConfig, String> {
             .load_properties_file(file)
             .map_err(|e| e.to_string())?;
         if let Some(key) = unknown.first() {
-            return Err(format!("unknown config key {key:?} in {}", file.display()));
+            let reason = unknown_key(key, crate::config::KEYS.names());
+            return Err(format!("{reason} in {}", file.display()));
         }
     }
-    process::apply_settings(&args.set, |k, v| config.apply_property(k, v))?;
+    process::apply_settings(&args.set, &crate::config::KEYS.names(), |k, v| {
+        config.apply_property(k, v)
+    })?;
     if let Some(port) = args.listen_port {
         config.listen_port = port;
     }

@@ -10,6 +10,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use vostok_remoting::support::keys::{
+    flag, Codec, Flag, Key, KeyDoc, Kind, Millis, Num, Part, Path as PathCodec, RawText, Section,
+    Table,
+};
+use vostok_remoting::{config_key, config_within};
+
 use crate::error::NamesrvError;
 
 /// Name server settings. Tests build them in code:
@@ -135,32 +141,6 @@ impl Default for NamesrvConfig {
     }
 }
 
-fn parse_bool(key: &str, value: &str) -> Result<bool, NamesrvError> {
-    // Stricter than Java's `Boolean.parseBoolean`, which reads a typo as false.
-    match value.to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(NamesrvError::invalid(key, value, "expected true or false")),
-    }
-}
-
-fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, NamesrvError>
-where
-    T::Err: std::fmt::Display,
-{
-    value
-        .parse()
-        .map_err(|e: T::Err| NamesrvError::invalid(key, value, e.to_string()))
-}
-
-fn parse_millis(key: &str, value: &str) -> Result<Duration, NamesrvError> {
-    parse_num::<u64>(key, value).map(Duration::from_millis)
-}
-
-fn millis(d: Duration) -> String {
-    d.as_millis().to_string()
-}
-
 /// Keys both the name server and its embedded controller read: applied to both, and
 /// listed once (as the name server's) in the effective configuration.
 const SHARED_WITH_CONTROLLER: [&str; 5] = [
@@ -171,80 +151,155 @@ const SHARED_WITH_CONTROLLER: [&str; 5] = [
     "rocketmqHome",
 ];
 
+/// A shared key: the name server's own rule, then the controller's.
+macro_rules! shared_key {
+    ($name:literal, $doc:literal, $apply:expr, $print:expr) => {
+        Key::new(
+            $name,
+            $doc,
+            |c: &mut NamesrvConfig, v| {
+                ($apply)(&mut *c, v)?;
+                vostok_controller::config::KEYS.apply_known(&mut c.controller, $name, v)
+            },
+            $print,
+        )
+    };
+}
+
+fn or_flag(on: &mut bool, v: &str) -> Result<(), String> {
+    // Either switch turns the check on; `false` never turns off the other.
+    *on |= flag(v)?;
+    Ok(())
+}
+
+/// Every key a name server reads.
+pub static KEYS: Table<NamesrvConfig> = Table {
+    keys: &[
+        shared_key!(
+            "rocketmqHome",
+            "the installation directory; also where `conf/plain_acl.yml` is looked for",
+            |c: &mut NamesrvConfig, v: &str| {
+                c.rocketmq_home = v.trim().to_owned();
+                Ok::<(), String>(())
+            },
+            |c| c.rocketmq_home.clone()
+        )
+        .default_text("`$ROCKETMQ_HOME`"),
+        config_key!("kvConfigPath", kv_config_path: PathCodec, "where the KV store lives", default = "`$HOME/namesrv/kvConfig.json`"),
+        config_key!("configStorePath", config_store_path: PathCodec, "the properties file this config came from", default = "`$HOME/namesrv/namesrv.properties`"),
+        config_key!("productEnvName", product_env_name: RawText, "informational"),
+        config_key!("clusterTest", cluster_test: Flag, "informational (Java's cluster-test routing is not supported)"),
+        config_key!("orderMessageEnable", order_message_enable: Flag, "add `orderTopicConf` from the KV namespace `ORDER_TOPIC_CONFIG` to routes"),
+        config_key!("returnOrderTopicConfigToBroker", return_order_topic_config_to_broker: Flag, "answer REGISTER_BROKER with that namespace"),
+        shared_key!(
+            "scanNotActiveBrokerInterval",
+            "how often silent brokers are looked for",
+            |c: &mut NamesrvConfig, v: &str| {
+                c.scan_not_active_broker_interval = Millis.parse(v)?;
+                Ok::<(), String>(())
+            },
+            |c| Millis.print(&c.scan_not_active_broker_interval)
+        ),
+        config_key!("brokerChannelExpiredTime", broker_channel_expired_time: Millis, "a broker silent this long is dropped, unless it registered with its own timeout"),
+        config_key!("supportActingMaster", support_acting_master: Flag, "show the lowest slave as master of a broker name that lost its master"),
+        config_key!("enableAllTopicList", enable_all_topic_list: Flag, "serve GET_ALL_TOPIC_LIST_FROM_NAMESERVER"),
+        config_key!("enableTopicList", enable_topic_list: Flag, "serve GET_TOPICS_BY_CLUSTER and the unit topic lists"),
+        config_key!("needWaitForService", need_wait_for_service: Flag, "refuse route lookups for `waitSecondsForService` after start"),
+        config_key!("waitSecondsForService", wait_seconds_for_service: Num, "seconds route lookups wait after start"),
+        config_key!("deleteTopicWithBrokerRegistration", delete_topic_with_broker_registration: Flag, "a master's registration also removes the topics it no longer reports"),
+        config_key!("listenPort", listen_port: Num, "the port; 0 binds a free port"),
+        shared_key!(
+            "bindAddress",
+            "the address to bind",
+            |c: &mut NamesrvConfig, v: &str| {
+                c.bind_address = v.trim().to_owned();
+                Ok::<(), String>(())
+            },
+            |c| c.bind_address.clone()
+        ),
+        config_key!("serverChannelMaxIdleTimeSeconds", server_channel_max_idle_time_seconds: Num, "connections silent this long are closed; 0 never"),
+        shared_key!(
+            "aclEnable",
+            "broker registration, topic deletion and KV writes need a signed admin account",
+            |c: &mut NamesrvConfig, v: &str| or_flag(&mut c.acl_enable, v),
+            |c| c.acl_enable.to_string()
+        ),
+        Key {
+            kind: Kind::Alias("aclEnable"),
+            ..shared_key!(
+                "authenticationEnabled",
+                "",
+                |c: &mut NamesrvConfig, v: &str| or_flag(&mut c.acl_enable, v),
+                |_| String::new()
+            )
+        },
+        shared_key!(
+            "authConfigPath",
+            "a directory holding a broker's ACL 2.0 users (`users.json`, `acls.json`), followed as it changes: queries those users sign are answered within their namespaces",
+            |c: &mut NamesrvConfig, v: &str| {
+                c.auth_config_path = Some(v.trim()).filter(|v| !v.is_empty()).map(PathBuf::from);
+                Ok::<(), String>(())
+            },
+            |c| c.auth_config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+        ),
+        config_key!("enableControllerInNamesrv", enable_controller_in_namesrv: Flag, "also run a controller, set up by the controller keys of the same file (printed only then)", default = "`false`"),
+        config_key!("routeQueryAclEnable", route_query_acl_enable: Flag, "route and topic-list queries need a signed account too"),
+    ],
+    nested: &[
+        &EmbeddedController,
+        config_within!(NamesrvConfig, limits, vostok_remoting::limits::KEYS),
+        config_within!(NamesrvConfig, tls, vostok_remoting::tls::config::KEYS),
+        config_within!(NamesrvConfig, metrics, vostok_observe::exporter::KEYS),
+    ],
+};
+
+/// The controller's keys other than the shared ones, printed only when the controller
+/// runs.
+struct EmbeddedController;
+
+impl Part<NamesrvConfig> for EmbeddedController {
+    fn apply(
+        &self,
+        config: &mut NamesrvConfig,
+        key: &str,
+        value: &str,
+    ) -> Option<Result<(), String>> {
+        vostok_controller::config::KEYS.apply(&mut config.controller, key, value)
+    }
+
+    fn print(&self, config: &NamesrvConfig, out: &mut Vec<(&'static str, String)>) {
+        if config.enable_controller_in_namesrv {
+            out.extend(
+                vostok_controller::config::KEYS
+                    .values(&config.controller)
+                    .into_iter()
+                    .filter(|(k, _)| !SHARED_WITH_CONTROLLER.contains(k)),
+            );
+        }
+    }
+
+    fn describe(&self, out: &mut Vec<KeyDoc>) {
+        out.extend(
+            vostok_controller::config::KEYS
+                .describe()
+                .into_iter()
+                .filter(|k| !SHARED_WITH_CONTROLLER.contains(&k.name)),
+        );
+    }
+}
+
+impl Section for NamesrvConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
+    }
+}
+
 impl NamesrvConfig {
     /// Sets the field of a RocketMQ key. `Ok(false)` for a key this name server does
     /// not know (the command line refuses those).
     pub fn apply_property(&mut self, key: &str, value: &str) -> Result<bool, NamesrvError> {
-        if key == "enableControllerInNamesrv" {
-            self.enable_controller_in_namesrv = parse_bool(key, value.trim())?;
-            return Ok(true);
-        }
-        // Controller keys; the few both share (scanNotActiveBrokerInterval, the ACL
-        // switch and where its accounts are) go to both.
-        let controller_key = self
-            .controller
-            .apply_property(key, value.trim())
-            .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))?;
-        if controller_key && !SHARED_WITH_CONTROLLER.contains(&key) {
-            return Ok(true);
-        }
-        let raw = value;
-        let value = value.trim();
-        match key {
-            "rocketmqHome" => self.rocketmq_home = value.to_owned(),
-            "kvConfigPath" => self.kv_config_path = PathBuf::from(value),
-            "configStorePath" => self.config_store_path = PathBuf::from(value),
-            "productEnvName" => self.product_env_name = raw.to_owned(),
-            "clusterTest" => self.cluster_test = parse_bool(key, value)?,
-            "orderMessageEnable" => self.order_message_enable = parse_bool(key, value)?,
-            "returnOrderTopicConfigToBroker" => {
-                self.return_order_topic_config_to_broker = parse_bool(key, value)?
-            }
-            "scanNotActiveBrokerInterval" => {
-                self.scan_not_active_broker_interval = parse_millis(key, value)?
-            }
-            "brokerChannelExpiredTime" => {
-                self.broker_channel_expired_time = parse_millis(key, value)?
-            }
-            "supportActingMaster" => self.support_acting_master = parse_bool(key, value)?,
-            "enableAllTopicList" => self.enable_all_topic_list = parse_bool(key, value)?,
-            "enableTopicList" => self.enable_topic_list = parse_bool(key, value)?,
-            "needWaitForService" => self.need_wait_for_service = parse_bool(key, value)?,
-            "waitSecondsForService" => self.wait_seconds_for_service = parse_num(key, value)?,
-            "deleteTopicWithBrokerRegistration" => {
-                self.delete_topic_with_broker_registration = parse_bool(key, value)?
-            }
-            "listenPort" => self.listen_port = parse_num(key, value)?,
-            "bindAddress" => self.bind_address = value.to_owned(),
-            "serverChannelMaxIdleTimeSeconds" => {
-                self.server_channel_max_idle_time_seconds = parse_num(key, value)?
-            }
-            "aclEnable" | "authenticationEnabled" => {
-                // Either switch turns the check on; `false` never turns off the other.
-                self.acl_enable |= parse_bool(key, value)?
-            }
-            "routeQueryAclEnable" => self.route_query_acl_enable = parse_bool(key, value)?,
-            "authConfigPath" => {
-                self.auth_config_path = Some(value.trim())
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            }
-            _ if self
-                .limits
-                .apply(key, value)
-                .map_err(|reason| NamesrvError::invalid(key, value, reason))? => {}
-            _ if self
-                .metrics
-                .apply_property(key, value)
-                .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))? => {}
-            _ => {
-                return self
-                    .tls
-                    .apply(key, value)
-                    .map_err(|e| NamesrvError::invalid(key, value, e.to_string()))
-            }
-        }
-        Ok(true)
+        self.set_key(key, value)
+            .map_err(|reason| NamesrvError::invalid(key, value, reason))
     }
 
     /// The ceiling of the process's memory: `maxMemoryBytes`, else an eighth of the
@@ -257,83 +312,7 @@ impl NamesrvConfig {
     /// Every setting as a RocketMQ key and its text, in a fixed order; feeding them
     /// back through [`Self::apply_property`] gives the same config.
     pub fn to_properties(&self) -> Vec<(String, String)> {
-        let entries: [(&str, String); 18] = [
-            ("rocketmqHome", self.rocketmq_home.clone()),
-            ("kvConfigPath", self.kv_config_path.display().to_string()),
-            (
-                "configStorePath",
-                self.config_store_path.display().to_string(),
-            ),
-            ("productEnvName", self.product_env_name.clone()),
-            ("clusterTest", self.cluster_test.to_string()),
-            ("orderMessageEnable", self.order_message_enable.to_string()),
-            (
-                "returnOrderTopicConfigToBroker",
-                self.return_order_topic_config_to_broker.to_string(),
-            ),
-            (
-                "scanNotActiveBrokerInterval",
-                millis(self.scan_not_active_broker_interval),
-            ),
-            (
-                "brokerChannelExpiredTime",
-                millis(self.broker_channel_expired_time),
-            ),
-            (
-                "supportActingMaster",
-                self.support_acting_master.to_string(),
-            ),
-            ("enableAllTopicList", self.enable_all_topic_list.to_string()),
-            ("enableTopicList", self.enable_topic_list.to_string()),
-            ("needWaitForService", self.need_wait_for_service.to_string()),
-            (
-                "waitSecondsForService",
-                self.wait_seconds_for_service.to_string(),
-            ),
-            (
-                "deleteTopicWithBrokerRegistration",
-                self.delete_topic_with_broker_registration.to_string(),
-            ),
-            ("listenPort", self.listen_port.to_string()),
-            ("bindAddress", self.bind_address.clone()),
-            (
-                "serverChannelMaxIdleTimeSeconds",
-                self.server_channel_max_idle_time_seconds.to_string(),
-            ),
-        ];
-        let mut out: Vec<(String, String)> = entries
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
-        out.push(("aclEnable".into(), self.acl_enable.to_string()));
-        out.push((
-            "authConfigPath".into(),
-            self.auth_config_path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-        ));
-        out.push((
-            "enableControllerInNamesrv".into(),
-            self.enable_controller_in_namesrv.to_string(),
-        ));
-        if self.enable_controller_in_namesrv {
-            out.extend(
-                self.controller
-                    .to_properties()
-                    .into_iter()
-                    .filter(|(k, _)| !SHARED_WITH_CONTROLLER.contains(k))
-                    .map(|(k, v)| (k.to_owned(), v)),
-            );
-        }
-        out.push((
-            "routeQueryAclEnable".into(),
-            self.route_query_acl_enable.to_string(),
-        ));
-        out.extend(self.limits.to_properties());
-        out.extend(self.tls.to_properties());
-        out.extend(self.metrics.to_properties());
-        out
+        self.key_values()
     }
 
     /// The effective config as `.properties` text (`mqnamesrv -p`, GET_NAMESRV_CONFIG).
@@ -396,7 +375,7 @@ impl NamesrvConfig {
         if let Err((key, reason)) = self.limits.validate() {
             let value = self
                 .limits
-                .to_properties()
+                .key_values()
                 .into_iter()
                 .find(|(k, _)| k == key)
                 .map(|(_, v)| v)
@@ -456,6 +435,26 @@ mod tests {
             parsed.apply_property(&k, &v).unwrap();
         }
         assert_eq!(parsed, c);
+    }
+
+    /// `mqnamesrv -p` prints every key it reads and nothing else; each reads back.
+    #[test]
+    fn every_key_is_printed_once_and_reads_back() {
+        let c = NamesrvConfig {
+            enable_controller_in_namesrv: true,
+            ..Default::default()
+        };
+        vostok_remoting::support::keys::check_printed_keys(&KEYS, &c, NamesrvConfig::default())
+            .unwrap();
+        let plain = NamesrvConfig::default().to_properties();
+        assert!(!plain.iter().any(|(k, _)| k == "controllerDLegerPeers"));
+        assert!(!NamesrvConfig::default()
+            .apply_property("listenPrt", "1")
+            .unwrap());
+        assert_eq!(
+            vostok_remoting::support::keys::unknown_key("listenPrt", KEYS.names()),
+            "unknown key 'listenPrt' (did you mean 'listenPort'?)"
+        );
     }
 
     #[test]

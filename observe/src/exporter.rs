@@ -19,6 +19,8 @@ use prometheus_client::registry::Registry;
 
 use crate::http::{BoxFuture, HttpHandler, HttpRequest, HttpResponse};
 use crate::ObserveError;
+use vostok_remoting::config_key;
+use vostok_remoting::support::keys::{Key, Num, Section, Table, Text};
 
 /// `metricsExporterType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,30 +129,44 @@ impl Default for MetricsConfig {
     }
 }
 
+/// The exporter keys, RocketMQ 5's names.
+pub static KEYS: Table<MetricsConfig> = Table {
+    keys: &[
+        Key::new(
+            "metricsExporterType",
+            "`PROM`: serve Prometheus metrics in RocketMQ 5's names; `DISABLE`: none",
+            |c, v| {
+                c.exporter_type = v.parse()?;
+                Ok(())
+            },
+            |c| c.exporter_type.name().to_owned(),
+        ),
+        config_key!("metricsPromExporterHost", prom_host: Text, "where `/metrics` listens; empty: the server's bind address"),
+        config_key!("metricsPromExporterPort", prom_port: Num, "its port; 0 a free port"),
+        config_key!("metricsLabel", label: Text, "`k1:v1,k2:v2` added to every metric"),
+        Key::new(
+            "metricsBearerToken",
+            "what a scrape must send as `Authorization: Bearer`; empty: nothing (printed as `******`)",
+            |c, v| {
+                c.bearer_token = BearerToken(v.trim().to_owned());
+                Ok(())
+            },
+            |c| c.bearer_token.get().map_or("", |_| "******").to_owned(),
+        ),
+    ],
+    nested: &[],
+};
+
+impl Section for MetricsConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
+    }
+}
+
 impl MetricsConfig {
     /// True when `/metrics` is served.
     pub fn is_prom(&self) -> bool {
         self.exporter_type == ExporterType::Prom
-    }
-
-    /// Applies one key; `Ok(false)` when the key is not an exporter key.
-    pub fn apply_property(&mut self, key: &str, value: &str) -> Result<bool, ObserveError> {
-        let bad = |reason: String| ObserveError::Config {
-            key: key.to_owned(),
-            reason,
-        };
-        let v = value.trim();
-        match key {
-            "metricsExporterType" => self.exporter_type = v.parse().map_err(bad)?,
-            "metricsPromExporterHost" => self.prom_host = v.to_owned(),
-            "metricsPromExporterPort" => {
-                self.prom_port = v.parse().map_err(|_| bad(format!("cannot parse {v:?}")))?
-            }
-            "metricsLabel" => self.label = v.to_owned(),
-            "metricsBearerToken" => self.bearer_token = BearerToken(v.to_owned()),
-            _ => return Ok(false),
-        }
-        Ok(true)
     }
 
     /// Refuses the exporters Vostok does not have.
@@ -165,22 +181,6 @@ impl MetricsConfig {
             }),
             _ => Ok(()),
         }
-    }
-
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        vec![
-            (
-                "metricsExporterType".into(),
-                self.exporter_type.name().into(),
-            ),
-            ("metricsPromExporterHost".into(), self.prom_host.clone()),
-            ("metricsPromExporterPort".into(), self.prom_port.to_string()),
-            ("metricsLabel".into(), self.label.clone()),
-            (
-                "metricsBearerToken".into(),
-                self.bearer_token.get().map_or("", |_| "******").to_owned(),
-            ),
-        ]
     }
 
     /// `metricsLabel` as pairs; malformed items are skipped (Apache warns and skips).
@@ -309,13 +309,11 @@ mod tests {
     #[test]
     fn keys_round_trip_and_labels_parse() {
         let mut c = MetricsConfig::default();
-        assert!(c.apply_property("metricsExporterType", "prom").unwrap());
-        assert!(c.apply_property("metricsPromExporterPort", "6000").unwrap());
-        assert!(c
-            .apply_property("metricsLabel", "dc:eu1, bad ,rack:r2")
-            .unwrap());
-        assert!(!c.apply_property("listenPort", "1").unwrap());
-        assert!(c.apply_property("metricsPromExporterPort", "x").is_err());
+        assert!(c.set_key("metricsExporterType", "prom").unwrap());
+        assert!(c.set_key("metricsPromExporterPort", "6000").unwrap());
+        assert!(c.set_key("metricsLabel", "dc:eu1, bad ,rack:r2").unwrap());
+        assert!(!c.set_key("listenPort", "1").unwrap());
+        assert!(c.set_key("metricsPromExporterPort", "x").is_err());
         assert!(c.is_prom());
         assert_eq!(
             c.extra_labels(),
@@ -324,7 +322,7 @@ mod tests {
         c.validate().unwrap();
         c.exporter_type = ExporterType::OtlpGrpc;
         assert!(c.validate().is_err());
-        let props = c.to_properties();
+        let props = c.key_values();
         assert!(props.contains(&("metricsPromExporterPort".into(), "6000".into())));
     }
 
@@ -332,9 +330,7 @@ mod tests {
     fn a_bearer_token_is_checked_and_never_shown() {
         let mut c = MetricsConfig::default();
         assert!(c.bearer_token.admits(None), "no token set: open");
-        assert!(c
-            .apply_property("metricsBearerToken", "s3cret-t0ken")
-            .unwrap());
+        assert!(c.set_key("metricsBearerToken", "s3cret-t0ken").unwrap());
         let t = &c.bearer_token;
         assert!(t.admits(Some("Bearer s3cret-t0ken")));
         assert!(t.admits(Some("bearer  s3cret-t0ken ")));
@@ -348,7 +344,7 @@ mod tests {
         }
         assert!(!format!("{c:?}").contains("s3cret"));
         assert!(c
-            .to_properties()
+            .key_values()
             .contains(&("metricsBearerToken".into(), "******".into())));
     }
 }

@@ -24,6 +24,8 @@ use std::time::Duration;
 
 use crate::budget::MemoryBudget;
 use crate::channel::ConnectionConfig;
+use crate::config_key;
+use crate::support::keys::{Millis, Num, Section, Table};
 
 /// What one connection costs before it carries anything: its tasks, its tables'
 /// entries and a small read buffer.
@@ -110,59 +112,26 @@ fn parse_cgroup_limit(text: &str) -> Option<u64> {
     (bytes < 1 << 60).then_some(bytes)
 }
 
-fn parse<T: std::str::FromStr>(value: &str) -> Result<T, String> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| format!("cannot parse {value:?}"))
+/// The keys of the table above.
+pub static KEYS: Table<ServerLimits> = Table {
+    keys: &[
+        config_key!("maxMemoryBytes", max_memory_bytes: Num, "ceiling of the process's memory; 0 sizes it from the machine (docs/limits.md)"),
+        config_key!("serverMaxConnections", max_connections: Num, "connections at once; 0 sizes it from the memory budget"),
+        config_key!("writeBufferHighWaterMark", write_high_water: Num, "bytes queued for one connection before it stops being read"),
+        config_key!("writeBufferLowWaterMark", write_low_water: Num, "reading resumes below it"),
+        config_key!("writeStallTimeoutMillis", write_stall_timeout: Millis, "how long a connection may stay stopped without its peer reading"),
+        config_key!("frameReadTimeoutMillis", frame_read_timeout: Millis, "how long a peer has to finish a frame it started"),
+    ],
+    nested: &[],
+};
+
+impl Section for ServerLimits {
+    fn table() -> &'static Table<Self> {
+        &KEYS
+    }
 }
 
 impl ServerLimits {
-    /// Sets the field of one of this module's keys; `Ok(false)` for any other key.
-    pub fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
-        match key {
-            "maxMemoryBytes" => self.max_memory_bytes = parse(value)?,
-            "serverMaxConnections" => self.max_connections = parse(value)?,
-            "writeBufferHighWaterMark" => self.write_high_water = parse(value)?,
-            "writeBufferLowWaterMark" => self.write_low_water = parse(value)?,
-            "writeStallTimeoutMillis" => {
-                self.write_stall_timeout = Duration::from_millis(parse(value)?)
-            }
-            "frameReadTimeoutMillis" => {
-                self.frame_read_timeout = Duration::from_millis(parse(value)?)
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// The keys as set (0 for the sized ones left to the machine).
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        vec![
-            ("maxMemoryBytes".into(), self.max_memory_bytes.to_string()),
-            (
-                "serverMaxConnections".into(),
-                self.max_connections.to_string(),
-            ),
-            (
-                "writeBufferHighWaterMark".into(),
-                self.write_high_water.to_string(),
-            ),
-            (
-                "writeBufferLowWaterMark".into(),
-                self.write_low_water.to_string(),
-            ),
-            (
-                "writeStallTimeoutMillis".into(),
-                self.write_stall_timeout.as_millis().to_string(),
-            ),
-            (
-                "frameReadTimeoutMillis".into(),
-                self.frame_read_timeout.as_millis().to_string(),
-            ),
-        ]
-    }
-
     /// The first key whose value cannot work, with the reason.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.write_high_water == 0 {
@@ -232,15 +201,15 @@ mod tests {
     #[test]
     fn keys_apply_and_round_trip() {
         let mut limits = ServerLimits::default();
-        assert!(limits.apply("maxMemoryBytes", "536870912").unwrap());
-        assert!(limits.apply("serverMaxConnections", " 100 ").unwrap());
-        assert!(limits.apply("frameReadTimeoutMillis", "1500").unwrap());
-        assert!(!limits.apply("listenPort", "1").unwrap());
-        assert!(limits.apply("writeBufferHighWaterMark", "lots").is_err());
+        assert!(limits.set_key("maxMemoryBytes", "536870912").unwrap());
+        assert!(limits.set_key("serverMaxConnections", " 100 ").unwrap());
+        assert!(limits.set_key("frameReadTimeoutMillis", "1500").unwrap());
+        assert!(!limits.set_key("listenPort", "1").unwrap());
+        assert!(limits.set_key("writeBufferHighWaterMark", "lots").is_err());
         assert_eq!(limits.frame_read_timeout, Duration::from_millis(1500));
         let mut back = ServerLimits::default();
-        for (k, v) in limits.to_properties() {
-            assert!(back.apply(&k, &v).unwrap(), "{k}");
+        for (k, v) in limits.key_values() {
+            assert!(back.set_key(&k, &v).unwrap(), "{k}");
         }
         assert_eq!(back, limits);
         limits.validate().unwrap();

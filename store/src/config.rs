@@ -8,6 +8,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use vostok_remoting::support::keys::{num, Codec, Flag, Key, Millis, Num, Path, Section, Table};
+use vostok_remoting::{config_key, config_within};
+
 use crate::error::{Result, StoreError};
 use crate::ha::HaConfig;
 
@@ -153,35 +156,119 @@ impl Default for StoreConfig {
     }
 }
 
-fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| StoreError::config(key, value, "not a number"))
-}
+/// A percentage, at most 100.
+struct Ratio;
 
-fn parse_bool(key: &str, value: &str) -> Result<bool> {
-    match value.trim() {
-        v if v.eq_ignore_ascii_case("true") => Ok(true),
-        v if v.eq_ignore_ascii_case("false") => Ok(false),
-        _ => Err(StoreError::config(key, value, "expected true or false")),
+impl Codec<u32> for Ratio {
+    fn parse(&self, text: &str) -> std::result::Result<u32, String> {
+        match num::<u32>(text)? {
+            ratio if ratio > 100 => Err(format!("{text:?}: a percentage is at most 100")),
+            ratio => Ok(ratio),
+        }
+    }
+    fn print(&self, value: &u32) -> String {
+        value.to_string()
     }
 }
 
-fn parse_ratio(key: &str, value: &str) -> Result<u32> {
-    let ratio: u32 = parse_num(key, value)?;
-    if ratio > 100 {
-        return Err(StoreError::config(
-            key,
-            value,
-            "a percentage is at most 100",
-        ));
+/// Whole hours.
+struct Hours;
+
+impl Codec<Duration> for Hours {
+    fn parse(&self, text: &str) -> std::result::Result<Duration, String> {
+        Ok(Duration::from_secs(num::<u64>(text)?.saturating_mul(3600)))
     }
-    Ok(ratio)
+    fn print(&self, value: &Duration) -> String {
+        (value.as_secs() / 3600).to_string()
+    }
 }
 
-fn millis(key: &str, value: &str) -> Result<Duration> {
-    Ok(Duration::from_millis(parse_num(key, value)?))
+/// The store keys, RocketMQ's `MessageStoreConfig` names and units.
+pub static KEYS: Table<StoreConfig> = Table {
+    keys: &[
+        config_key!("storePathRootDir", store_path_root_dir: Path, "where the store keeps its files (RocketMQ: `~/store`)"),
+        Key::new(
+            "storePathCommitLog",
+            "the commitlog's directory",
+            |c: &mut StoreConfig, v| {
+                let v = v.trim();
+                c.store_path_commit_log = (!v.is_empty()).then(|| PathBuf::from(v));
+                Ok(())
+            },
+            |c| c.commit_log_dir().display().to_string(),
+        )
+        .default_text("`<storePathRootDir>/commitlog`"),
+        config_key!("mappedFileSizeCommitLog", mapped_file_size_commit_log: Num, "bytes of one commitlog file"),
+        config_key!("mappedFileSizeConsumeQueue", mapped_file_size_consume_queue: Num, "bytes of one consume queue file"),
+        Key::new(
+            "flushDiskType",
+            "`ASYNC_FLUSH`, or `SYNC_FLUSH`: a send is acknowledged after fdatasync (group commit)",
+            |c, v| {
+                c.flush_disk_type = match v.trim() {
+                    "ASYNC_FLUSH" => FlushDiskType::AsyncFlush,
+                    "SYNC_FLUSH" => FlushDiskType::SyncFlush,
+                    _ => return Err(format!("expected ASYNC_FLUSH or SYNC_FLUSH, got {v:?}")),
+                };
+                Ok(())
+            },
+            |c| c.flush_disk_type.as_str().to_owned(),
+        ),
+        config_key!("flushIntervalCommitLog", flush_interval_commit_log: Millis, "ms between two flushes of an ASYNC_FLUSH commitlog"),
+        config_key!("flushCommitLogLeastPages", flush_commit_log_least_pages: Num, "pages a flush waits for, unless the thorough interval passed"),
+        config_key!("flushCommitLogThoroughInterval", flush_commit_log_thorough_interval: Millis, "ms after which a flush goes ahead with any number of pages"),
+        config_key!("syncFlushTimeout", sync_flush_timeout: Millis, "how long a SYNC_FLUSH send waits for the disk"),
+        config_key!("flushIntervalConsumeQueue", flush_interval_consume_queue: Millis, "ms between two flushes of the consume queues"),
+        config_key!("maxMessageSize", max_message_size: Num, "larger bodies get MESSAGE_ILLEGAL"),
+        config_key!("fileReservedTime", file_reserved_time: Hours, "hours before a commitlog file may be deleted"),
+        Key::new(
+            "deleteWhen",
+            "hours of day for deletion, `;` separated",
+            |c, v| {
+                let v = v.trim();
+                parse_delete_hours(v)
+                    .ok_or_else(|| format!("expected hours 00-23 separated by ';', got {v:?}"))?;
+                c.delete_when = v.to_owned();
+                Ok(())
+            },
+            |c| c.delete_when.clone(),
+        ),
+        config_key!("diskMaxUsedSpaceRatio", disk_max_used_space_ratio: Ratio, "above this % files are deleted at once, not at `deleteWhen`"),
+        config_key!("diskSpaceCleanForciblyRatio", disk_space_clean_forcibly_ratio: Ratio, "above this % the oldest consumed files go even if not expired"),
+        config_key!("diskSpaceWarningLevelRatio", disk_space_warning_level_ratio: Ratio, "above this % sends are refused until space is freed"),
+        config_key!("cleanFileForciblyEnable", clean_file_forcibly_enable: Flag, "forced deletion may drop messages a group has not consumed"),
+        config_key!("cleanResourceInterval", clean_resource_interval: Millis, "ms between two looks for files to delete"),
+        config_key!("messageIndexEnable", message_index_enable: Flag, "keep the key and unique-id index"),
+        config_key!("maxHashSlotNum", max_hash_slot_num: Num, "hash slots of one index file"),
+        config_key!("maxIndexNum", max_index_num: Num, "entries of one index file"),
+        config_key!("maxMsgsNumBatch", max_msgs_num_batch: Num, "most messages one query answers"),
+        config_key!("checkCRCOnRecover", check_crc_on_recover: Flag, "check each record's CRC when recovering"),
+        config_key!("recoveryProgressInterval", recovery_progress_interval: Millis, "ms between two progress lines of a start-up recovery"),
+        Key::new(
+            "messageDelayLevel",
+            "delay levels (units s, m, h, d)",
+            |c, v| {
+                let v = v.trim();
+                parse_delay_levels(v).map_err(|item| format!("bad delay level {item:?}"))?;
+                c.message_delay_level = v.to_owned();
+                Ok(())
+            },
+            |c| c.message_delay_level.clone(),
+        ),
+        config_key!("maxTransferBytesOnMessageInMemory", max_transfer_bytes_on_message_in_memory: Num, "bytes one pull returns from memory"),
+        config_key!("maxTransferCountOnMessageInMemory", max_transfer_count_on_message_in_memory: Num, "messages one pull returns from memory"),
+        config_key!("maxTransferBytesOnMessageInDisk", max_transfer_bytes_on_message_in_disk: Num, "bytes one pull returns from disk"),
+        config_key!("maxTransferCountOnMessageInDisk", max_transfer_count_on_message_in_disk: Num, "messages one pull returns from disk"),
+        config_key!("accessMessageInMemoryMaxRatio", access_message_in_memory_max_ratio: Ratio, "% of memory beyond which a read counts as from disk"),
+        config_key!("defaultQueryMaxNum", default_query_max_num: Num, "messages a key query returns unless told"),
+        config_key!("osPageCacheBusyTimeOutMills", os_page_cache_busy_timeout: Millis, "a put holding the commitlog lock longer than this makes sends SYSTEM_BUSY"),
+    ],
+    nested: &[config_within!(StoreConfig, ha, crate::ha::config::KEYS)],
+};
+
+impl Section for StoreConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
+    }
 }
 
 /// Parses one `messageDelayLevel` item such as `5s`, `2m`, `1h`, `1d`.
@@ -229,189 +316,13 @@ impl StoreConfig {
     /// Sets one field from a RocketMQ `.properties` key. `Ok(true)`: the key is a store
     /// key and was applied; `Ok(false)`: not a store key; `Err`: a store key with a bad value.
     pub fn apply_property(&mut self, key: &str, value: &str) -> Result<bool> {
-        let v = value.trim();
-        match key {
-            "storePathRootDir" => self.store_path_root_dir = PathBuf::from(v),
-            "storePathCommitLog" => {
-                self.store_path_commit_log = (!v.is_empty()).then(|| PathBuf::from(v))
-            }
-            "mappedFileSizeCommitLog" => self.mapped_file_size_commit_log = parse_num(key, v)?,
-            "mappedFileSizeConsumeQueue" => {
-                self.mapped_file_size_consume_queue = parse_num(key, v)?
-            }
-            "flushDiskType" => {
-                self.flush_disk_type = match v {
-                    "ASYNC_FLUSH" => FlushDiskType::AsyncFlush,
-                    "SYNC_FLUSH" => FlushDiskType::SyncFlush,
-                    _ => {
-                        return Err(StoreError::config(
-                            key,
-                            value,
-                            "expected ASYNC_FLUSH or SYNC_FLUSH",
-                        ))
-                    }
-                }
-            }
-            "flushIntervalCommitLog" => self.flush_interval_commit_log = millis(key, v)?,
-            "flushCommitLogLeastPages" => self.flush_commit_log_least_pages = parse_num(key, v)?,
-            "flushCommitLogThoroughInterval" => {
-                self.flush_commit_log_thorough_interval = millis(key, v)?
-            }
-            "syncFlushTimeout" => self.sync_flush_timeout = millis(key, v)?,
-            "flushIntervalConsumeQueue" => self.flush_interval_consume_queue = millis(key, v)?,
-            "maxMessageSize" => self.max_message_size = parse_num(key, v)?,
-            "fileReservedTime" => {
-                let hours: u64 = parse_num(key, v)?;
-                self.file_reserved_time = Duration::from_secs(hours.saturating_mul(3600));
-            }
-            "deleteWhen" => {
-                parse_delete_hours(v).ok_or_else(|| {
-                    StoreError::config(key, value, "expected hours 00-23 separated by ';'")
-                })?;
-                self.delete_when = v.to_owned();
-            }
-            "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = parse_ratio(key, v)?,
-            "diskSpaceCleanForciblyRatio" => {
-                self.disk_space_clean_forcibly_ratio = parse_ratio(key, v)?
-            }
-            "diskSpaceWarningLevelRatio" => {
-                self.disk_space_warning_level_ratio = parse_ratio(key, v)?
-            }
-            "cleanFileForciblyEnable" => self.clean_file_forcibly_enable = parse_bool(key, v)?,
-            "cleanResourceInterval" => self.clean_resource_interval = millis(key, v)?,
-            "messageIndexEnable" => self.message_index_enable = parse_bool(key, v)?,
-            "maxHashSlotNum" => self.max_hash_slot_num = parse_num(key, v)?,
-            "maxIndexNum" => self.max_index_num = parse_num(key, v)?,
-            "maxMsgsNumBatch" => self.max_msgs_num_batch = parse_num(key, v)?,
-            "checkCRCOnRecover" => self.check_crc_on_recover = parse_bool(key, v)?,
-            "recoveryProgressInterval" => self.recovery_progress_interval = millis(key, v)?,
-            "messageDelayLevel" => {
-                parse_delay_levels(v).map_err(|item| {
-                    StoreError::config(key, value, format!("bad delay level {item:?}"))
-                })?;
-                self.message_delay_level = v.to_owned();
-            }
-            "maxTransferBytesOnMessageInMemory" => {
-                self.max_transfer_bytes_on_message_in_memory = parse_num(key, v)?
-            }
-            "maxTransferCountOnMessageInMemory" => {
-                self.max_transfer_count_on_message_in_memory = parse_num(key, v)?
-            }
-            "maxTransferBytesOnMessageInDisk" => {
-                self.max_transfer_bytes_on_message_in_disk = parse_num(key, v)?
-            }
-            "maxTransferCountOnMessageInDisk" => {
-                self.max_transfer_count_on_message_in_disk = parse_num(key, v)?
-            }
-            "accessMessageInMemoryMaxRatio" => {
-                self.access_message_in_memory_max_ratio = parse_ratio(key, v)?
-            }
-            "defaultQueryMaxNum" => self.default_query_max_num = parse_num(key, v)?,
-            "osPageCacheBusyTimeOutMills" => self.os_page_cache_busy_timeout = millis(key, v)?,
-            _ => return self.ha.apply_property(key, v),
-        }
-        Ok(true)
+        self.set_key(key, value)
+            .map_err(|reason| StoreError::config(key, value, reason))
     }
 
     /// The effective configuration as RocketMQ key/value pairs, in RocketMQ's units.
     pub fn to_properties(&self) -> Vec<(String, String)> {
-        let ms = |d: Duration| d.as_millis().to_string();
-        let pairs: Vec<(&str, String)> = vec![
-            (
-                "storePathRootDir",
-                self.store_path_root_dir.display().to_string(),
-            ),
-            (
-                "storePathCommitLog",
-                self.commit_log_dir().display().to_string(),
-            ),
-            (
-                "mappedFileSizeCommitLog",
-                self.mapped_file_size_commit_log.to_string(),
-            ),
-            (
-                "mappedFileSizeConsumeQueue",
-                self.mapped_file_size_consume_queue.to_string(),
-            ),
-            ("flushDiskType", self.flush_disk_type.as_str().to_owned()),
-            ("flushIntervalCommitLog", ms(self.flush_interval_commit_log)),
-            (
-                "flushCommitLogLeastPages",
-                self.flush_commit_log_least_pages.to_string(),
-            ),
-            (
-                "flushCommitLogThoroughInterval",
-                ms(self.flush_commit_log_thorough_interval),
-            ),
-            ("syncFlushTimeout", ms(self.sync_flush_timeout)),
-            (
-                "flushIntervalConsumeQueue",
-                ms(self.flush_interval_consume_queue),
-            ),
-            ("maxMessageSize", self.max_message_size.to_string()),
-            (
-                "fileReservedTime",
-                (self.file_reserved_time.as_secs() / 3600).to_string(),
-            ),
-            ("deleteWhen", self.delete_when.clone()),
-            (
-                "diskMaxUsedSpaceRatio",
-                self.disk_max_used_space_ratio.to_string(),
-            ),
-            (
-                "diskSpaceCleanForciblyRatio",
-                self.disk_space_clean_forcibly_ratio.to_string(),
-            ),
-            (
-                "diskSpaceWarningLevelRatio",
-                self.disk_space_warning_level_ratio.to_string(),
-            ),
-            (
-                "cleanFileForciblyEnable",
-                self.clean_file_forcibly_enable.to_string(),
-            ),
-            ("cleanResourceInterval", ms(self.clean_resource_interval)),
-            ("messageIndexEnable", self.message_index_enable.to_string()),
-            ("maxHashSlotNum", self.max_hash_slot_num.to_string()),
-            ("maxIndexNum", self.max_index_num.to_string()),
-            ("maxMsgsNumBatch", self.max_msgs_num_batch.to_string()),
-            ("checkCRCOnRecover", self.check_crc_on_recover.to_string()),
-            (
-                "recoveryProgressInterval",
-                ms(self.recovery_progress_interval),
-            ),
-            ("messageDelayLevel", self.message_delay_level.clone()),
-            (
-                "maxTransferBytesOnMessageInMemory",
-                self.max_transfer_bytes_on_message_in_memory.to_string(),
-            ),
-            (
-                "maxTransferCountOnMessageInMemory",
-                self.max_transfer_count_on_message_in_memory.to_string(),
-            ),
-            (
-                "maxTransferBytesOnMessageInDisk",
-                self.max_transfer_bytes_on_message_in_disk.to_string(),
-            ),
-            (
-                "maxTransferCountOnMessageInDisk",
-                self.max_transfer_count_on_message_in_disk.to_string(),
-            ),
-            (
-                "accessMessageInMemoryMaxRatio",
-                self.access_message_in_memory_max_ratio.to_string(),
-            ),
-            ("defaultQueryMaxNum", self.default_query_max_num.to_string()),
-            (
-                "osPageCacheBusyTimeOutMills",
-                ms(self.os_page_cache_busy_timeout),
-            ),
-        ];
-        pairs
-            .into_iter()
-            .chain(self.ha.to_properties())
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect()
+        self.key_values()
     }
 
     /// The parsed `messageDelayLevel`: entry `i` is the delay of level `i + 1`.

@@ -23,7 +23,7 @@ async fn stats_all_counts_and_rates_come_from_the_broker() {
             ("metricsPromExporterHost", "127.0.0.1"),
             ("metricsPromExporterPort", "0"),
         ] {
-            c.ops.metrics.apply_property(k, v).expect("exporter key");
+            c.apply_property(k, v).expect("exporter key");
         }
     })
     .await;

@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use vostok_remoting::config_key;
+use vostok_remoting::support::keys::{Flag, Key, Millis, Num, Section, Table};
+
 use crate::error::BrokerError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,98 +51,46 @@ impl Default for ControllerModeConfig {
     }
 }
 
-fn bad(key: &str, v: &str) -> BrokerError {
-    BrokerError::Config {
-        key: key.to_owned(),
-        reason: format!("cannot parse {v:?}"),
-    }
-}
-
-fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, BrokerError> {
-    v.trim().parse().map_err(|_| bad(key, v))
-}
-
-fn ms(key: &str, v: &str) -> Result<Duration, BrokerError> {
-    num(key, v).map(Duration::from_millis)
-}
-
-fn flag(key: &str, v: &str) -> Result<bool, BrokerError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(bad(key, v)),
-    }
-}
-
-impl ControllerModeConfig {
-    /// Applies one key; false when it is not a controller-mode key.
-    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, BrokerError> {
-        match key {
-            "enableControllerMode" => self.enable = flag(key, v)?,
-            "controllerAddr" => {
-                self.controller_addr = v
+/// The controller-mode keys.
+pub static KEYS: Table<ControllerModeConfig> = Table {
+    keys: &[
+        config_key!("enableControllerMode", enable: Flag, "the controllers assign this broker's id and role (docs/controller.md)"),
+        Key::new(
+            "controllerAddr",
+            "the controllers, `ip:port;ip:port`",
+            |c, v| {
+                c.controller_addr = v
                     .split(';')
                     .map(str::trim)
                     .filter(|s| !s.is_empty())
                     .map(str::to_owned)
-                    .collect()
-            }
-            "allAckInSyncStateSet" => self.all_ack_in_sync_state_set = flag(key, v)?,
-            "haMaxTimeSlaveNotCatchup" => self.ha_max_time_slave_not_catchup = ms(key, v)?,
-            "controllerHeartBeatTimeoutMills" => self.controller_heartbeat_timeout = ms(key, v)?,
-            "brokerHeartbeatInterval" => self.broker_heartbeat_interval = ms(key, v)?,
-            "syncBrokerMetadataPeriod" => self.sync_broker_metadata_period = ms(key, v)?,
-            "checkSyncStateSetPeriod" => self.check_sync_state_set_period = ms(key, v)?,
-            "brokerElectionPriority" => self.broker_election_priority = num(key, v)?,
-            // Apache keys with nothing to configure here.
-            "fetchControllerAddrByDnsLookup"
-            | "syncControllerMetadataPeriod"
-            | "storePathBrokerIdentity"
-            | "storePathEpochFile" => {}
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
+                    .collect();
+                Ok(())
+            },
+            |c| c.controller_addr.join(";"),
+        ),
+        config_key!("allAckInSyncStateSet", all_ack_in_sync_state_set: Flag, "a send is acknowledged once every member of the SyncStateSet holds it"),
+        config_key!("haMaxTimeSlaveNotCatchup", ha_max_time_slave_not_catchup: Millis, "a replica behind this long leaves the SyncStateSet"),
+        config_key!("controllerHeartBeatTimeoutMills", controller_heartbeat_timeout: Millis, "silence after which the controllers count the broker dead; also the master's lease"),
+        config_key!("brokerHeartbeatInterval", broker_heartbeat_interval: Millis, "ms between heartbeats to the controllers"),
+        config_key!("syncBrokerMetadataPeriod", sync_broker_metadata_period: Millis, "how often the broker asks for its group's master and epoch"),
+        config_key!("checkSyncStateSetPeriod", check_sync_state_set_period: Millis, "how often a master reconsiders its SyncStateSet"),
+        config_key!("brokerElectionPriority", broker_election_priority: Num, "lower wins an election among equals"),
+        Key::ignored("fetchControllerAddrByDnsLookup"),
+        Key::ignored("syncControllerMetadataPeriod"),
+        Key::ignored("storePathBrokerIdentity"),
+        Key::ignored("storePathEpochFile"),
+    ],
+    nested: &[],
+};
 
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        let ms = |d: Duration| d.as_millis().to_string();
-        [
-            ("enableControllerMode", self.enable.to_string()),
-            ("controllerAddr", self.controller_addr.join(";")),
-            (
-                "allAckInSyncStateSet",
-                self.all_ack_in_sync_state_set.to_string(),
-            ),
-            (
-                "haMaxTimeSlaveNotCatchup",
-                ms(self.ha_max_time_slave_not_catchup),
-            ),
-            (
-                "controllerHeartBeatTimeoutMills",
-                ms(self.controller_heartbeat_timeout),
-            ),
-            (
-                "brokerHeartbeatInterval",
-                ms(self.broker_heartbeat_interval),
-            ),
-            (
-                "syncBrokerMetadataPeriod",
-                ms(self.sync_broker_metadata_period),
-            ),
-            (
-                "checkSyncStateSetPeriod",
-                ms(self.check_sync_state_set_period),
-            ),
-            (
-                "brokerElectionPriority",
-                self.broker_election_priority.to_string(),
-            ),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
+impl Section for ControllerModeConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
     }
+}
 
+impl ControllerModeConfig {
     pub(crate) fn validate(&self) -> Result<(), BrokerError> {
         if self.enable && self.controller_addr.is_empty() {
             return Err(BrokerError::Config {

@@ -1,6 +1,9 @@
 //! gRPC keys of `broker.conf` (docs/grpc.md#configuration): the endpoint of the 5.x
 //! clients, served by the broker process itself (Apache runs it in its proxy).
 
+use vostok_remoting::config_key;
+use vostok_remoting::support::keys::{Flag, Num, Section, Table};
+
 use crate::error::BrokerError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,50 +32,24 @@ impl Default for GrpcConfig {
     }
 }
 
-fn bad(key: &str, value: &str) -> BrokerError {
-    BrokerError::Config {
-        key: key.to_owned(),
-        reason: format!("cannot parse {value:?}"),
-    }
-}
+/// The gRPC keys.
+pub static KEYS: Table<GrpcConfig> = Table {
+    keys: &[
+        config_key!("grpcServerEnable", grpc_server_enable: Flag, "serve the gRPC endpoint of the 5.x clients at all"),
+        config_key!("grpcServerPort", grpc_server_port: Num, "its port (TLS and plaintext on one port); 0 a free port"),
+        config_key!("grpcMaxSessions", grpc_max_sessions: Num, "client sessions kept at once; a new client beyond is refused"),
+        config_key!("grpcMaxConnections", grpc_max_connections: Num, "gRPC connections at once; more wait in the listen backlog"),
+    ],
+    nested: &[],
+};
 
-fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, BrokerError> {
-    v.trim().parse().map_err(|_| bad(key, v))
-}
-
-fn flag(key: &str, v: &str) -> Result<bool, BrokerError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(bad(key, v)),
+impl Section for GrpcConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
     }
 }
 
 impl GrpcConfig {
-    /// Applies one key; false when it is not a gRPC key.
-    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, BrokerError> {
-        match key {
-            "grpcServerEnable" => self.grpc_server_enable = flag(key, v)?,
-            "grpcServerPort" => self.grpc_server_port = num(key, v)?,
-            "grpcMaxSessions" => self.grpc_max_sessions = num(key, v)?,
-            "grpcMaxConnections" => self.grpc_max_connections = num(key, v)?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        [
-            ("grpcServerEnable", self.grpc_server_enable.to_string()),
-            ("grpcServerPort", self.grpc_server_port.to_string()),
-            ("grpcMaxSessions", self.grpc_max_sessions.to_string()),
-            ("grpcMaxConnections", self.grpc_max_connections.to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
-    }
-
     pub(crate) fn validate(&self) -> Result<(), BrokerError> {
         let invalid = |key: &str| {
             Err(BrokerError::Config {
@@ -98,13 +75,13 @@ mod tests {
     fn keys_apply_and_print() {
         let mut c = GrpcConfig::default();
         assert_eq!(c.grpc_server_port, 8081);
-        assert!(c.apply_property("grpcServerPort", "0").unwrap());
-        assert!(c.apply_property("grpcServerEnable", "false").unwrap());
-        assert!(!c.apply_property("listenPort", "1").unwrap());
-        assert!(c.apply_property("grpcServerPort", "x").is_err());
+        assert!(c.set_key("grpcServerPort", "0").unwrap());
+        assert!(c.set_key("grpcServerEnable", "false").unwrap());
+        assert!(!c.set_key("listenPort", "1").unwrap());
+        assert!(c.set_key("grpcServerPort", "x").is_err());
         assert_eq!(c.grpc_server_port, 0);
         assert!(c
-            .to_properties()
+            .key_values()
             .iter()
             .any(|(k, v)| k == "grpcServerEnable" && v == "false"));
         c.grpc_max_sessions = 0;

@@ -5,7 +5,8 @@
 //! client connection and in total, so that no client (and no number of them) can grow
 //! the tables, their files and the name-server registration without end.
 
-use crate::error::BrokerError;
+use vostok_remoting::config_key;
+use vostok_remoting::support::keys::{Codec, Section, Table};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataLimits {
@@ -44,55 +45,41 @@ impl Default for MetadataLimits {
     }
 }
 
-impl MetadataLimits {
-    fn fields(&mut self) -> [(&'static str, &mut usize); 7] {
-        [
-            ("maxSubscriptionGroupNum", &mut self.max_subscription_groups),
-            ("maxTopicNum", &mut self.max_topics),
-            ("maxProducerGroupNum", &mut self.max_producer_groups),
-            (
-                "maxConsumerGroupNumPerClient",
-                &mut self.max_consumer_groups_per_client,
-            ),
-            (
-                "maxProducerGroupNumPerClient",
-                &mut self.max_producer_groups_per_client,
-            ),
-            (
-                "maxAutoCreateGroupNumPerClient",
-                &mut self.max_auto_created_groups_per_client,
-            ),
-            (
-                "maxAutoCreateTopicNumPerClient",
-                &mut self.max_auto_created_topics_per_client,
-            ),
-        ]
-    }
+/// A bound of at least 1: switching creation off is `autoCreateSubscriptionGroup` /
+/// `autoCreateTopicEnable`.
+struct AtLeastOne;
 
-    /// Applies one key; false when it is not one of these. Every bound is at least 1:
-    /// switching creation off is `autoCreateSubscriptionGroup` / `autoCreateTopicEnable`.
-    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, BrokerError> {
-        let Some((_, field)) = self.fields().into_iter().find(|(k, _)| *k == key) else {
-            return Ok(false);
-        };
-        *field = match v.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => n,
-            _ => {
-                return Err(BrokerError::Config {
-                    key: key.to_owned(),
-                    reason: format!("expected a whole number of at least 1, got {v:?}"),
-                })
-            }
-        };
-        Ok(true)
+impl Codec<usize> for AtLeastOne {
+    fn parse(&self, text: &str) -> Result<usize, String> {
+        match text.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(format!(
+                "expected a whole number of at least 1, got {text:?}"
+            )),
+        }
     }
+    fn print(&self, value: &usize) -> String {
+        value.to_string()
+    }
+}
 
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        self.clone()
-            .fields()
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_string()))
-            .collect()
+/// The bounds.
+pub static KEYS: Table<MetadataLimits> = Table {
+    keys: &[
+        config_key!("maxSubscriptionGroupNum", max_subscription_groups: AtLeastOne, "no subscription group is created on first use once the broker holds this many"),
+        config_key!("maxTopicNum", max_topics: AtLeastOne, "no topic is created by a send once the broker holds this many"),
+        config_key!("maxProducerGroupNum", max_producer_groups: AtLeastOne, "producer groups online at once"),
+        config_key!("maxConsumerGroupNumPerClient", max_consumer_groups_per_client: AtLeastOne, "consumer groups one client connection is in"),
+        config_key!("maxProducerGroupNumPerClient", max_producer_groups_per_client: AtLeastOne, "producer groups one client connection is in"),
+        config_key!("maxAutoCreateGroupNumPerClient", max_auto_created_groups_per_client: AtLeastOne, "subscription groups created on first use by one client connection"),
+        config_key!("maxAutoCreateTopicNumPerClient", max_auto_created_topics_per_client: AtLeastOne, "topics created by the sends of one client connection"),
+    ],
+    nested: &[],
+};
+
+impl Section for MetadataLimits {
+    fn table() -> &'static Table<Self> {
+        &KEYS
     }
 }
 
@@ -103,20 +90,20 @@ mod tests {
     #[test]
     fn keys_round_trip_and_zero_is_refused() {
         let mut limits = MetadataLimits::default();
-        assert!(limits.apply_property("maxTopicNum", "5").unwrap());
+        assert!(limits.set_key("maxTopicNum", "5").unwrap());
         assert!(limits
-            .apply_property("maxAutoCreateGroupNumPerClient", " 7 ")
+            .set_key("maxAutoCreateGroupNumPerClient", " 7 ")
             .unwrap());
-        assert!(!limits.apply_property("maxTopicNumber", "5").unwrap());
-        assert!(limits.apply_property("maxProducerGroupNum", "0").is_err());
-        assert!(limits.apply_property("maxProducerGroupNum", "-1").is_err());
+        assert!(!limits.set_key("maxTopicNumber", "5").unwrap());
+        assert!(limits.set_key("maxProducerGroupNum", "0").is_err());
+        assert!(limits.set_key("maxProducerGroupNum", "-1").is_err());
         assert_eq!(limits.max_topics, 5);
         assert_eq!(limits.max_auto_created_groups_per_client, 7);
-        let props = limits.to_properties();
+        let props = limits.key_values();
         assert_eq!(props.len(), 7);
         let mut back = MetadataLimits::default();
         for (k, v) in &props {
-            assert!(back.apply_property(k, v).unwrap(), "{k}");
+            assert!(back.set_key(k, v).unwrap(), "{k}");
         }
         assert_eq!(back, limits);
     }

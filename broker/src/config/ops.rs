@@ -5,6 +5,9 @@
 
 use vostok_observe::MetricsConfig;
 
+use vostok_remoting::support::keys::{flag, Flag, Key, Num, Section, Table, Text};
+use vostok_remoting::{config_key, config_within};
+
 use crate::error::BrokerError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,58 +53,41 @@ fn bad(key: &str, reason: String) -> BrokerError {
     }
 }
 
-fn flag(key: &str, v: &str) -> Result<bool, BrokerError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(bad(key, format!("expected true or false, got {v:?}"))),
+/// The exporter and console keys.
+pub static KEYS: Table<OpsConfig> = Table {
+    keys: &[
+        Key::new(
+            "consoleEnable",
+            "serve the web console; empty: on in standalone mode, else off",
+            |c: &mut OpsConfig, v| {
+                c.console_enable = match v.trim() {
+                    "" => None,
+                    v => Some(flag(v)?),
+                };
+                Ok(())
+            },
+            |c| c.console_enable.map_or_else(String::new, |b| b.to_string()),
+        )
+        .default_text("on in standalone mode, else `false`"),
+        config_key!("consolePort", console_port: Num, "where the console listens; 0 a free port"),
+        config_key!("consoleHost", console_host: Text, "the address the console binds; empty: `bindAddress`"),
+        config_key!("consoleAllowedHosts", console_allowed_hosts: Text, "host names, comma separated, the console answers to besides `localhost` and IP addresses"),
+        config_key!("consoleAdminEnable", console_admin_enable: Flag, "let a console off loopback with ACL off change things; without it such a console is read-only"),
+    ],
+    nested: &[config_within!(
+        OpsConfig,
+        metrics,
+        vostok_observe::exporter::KEYS
+    )],
+};
+
+impl Section for OpsConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
     }
 }
 
 impl OpsConfig {
-    /// Applies one key; false when it is not an operations key.
-    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, BrokerError> {
-        let v = v.trim();
-        match key {
-            "consoleEnable" => self.console_enable = Some(flag(key, v)?),
-            "consolePort" => {
-                self.console_port = v
-                    .parse()
-                    .map_err(|_| bad(key, format!("cannot parse {v:?}")))?
-            }
-            "consoleHost" => self.console_host = v.to_owned(),
-            "consoleAllowedHosts" => self.console_allowed_hosts = v.to_owned(),
-            "consoleAdminEnable" => self.console_admin_enable = flag(key, v)?,
-            _ => {
-                return self
-                    .metrics
-                    .apply_property(key, v)
-                    .map_err(|e| bad(key, e.to_string()))
-            }
-        }
-        Ok(true)
-    }
-
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        let mut out = self.metrics.to_properties();
-        out.extend(
-            [
-                (
-                    "consoleEnable",
-                    self.console_enable
-                        .map_or_else(String::new, |b| b.to_string()),
-                ),
-                ("consolePort", self.console_port.to_string()),
-                ("consoleHost", self.console_host.clone()),
-                ("consoleAllowedHosts", self.console_allowed_hosts.clone()),
-                ("consoleAdminEnable", self.console_admin_enable.to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v)),
-        );
-        out
-    }
-
     pub(crate) fn validate(&self) -> Result<(), BrokerError> {
         self.metrics
             .validate()
@@ -122,11 +108,11 @@ mod tests {
     fn console_admin_enable_is_off_unless_set_and_printed() {
         let mut ops = OpsConfig::default();
         assert!(!ops.console_admin_enable);
-        assert!(ops.apply_property("consoleAdminEnable", " TRUE ").unwrap());
+        assert!(ops.set_key("consoleAdminEnable", " TRUE ").unwrap());
         assert!(ops.console_admin_enable);
-        assert!(ops.apply_property("consoleAdminEnable", "yes").is_err());
+        assert!(ops.set_key("consoleAdminEnable", "yes").is_err());
         assert!(ops
-            .to_properties()
+            .key_values()
             .contains(&("consoleAdminEnable".to_owned(), "true".to_owned())));
     }
 }

@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use vostok_remoting::config_key;
+use vostok_remoting::support::keys::{Flag, Millis, Num, Section, Table};
+
 use crate::error::BrokerError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,72 +46,28 @@ impl Default for PopConfig {
     }
 }
 
-fn bad(key: &str, value: &str) -> BrokerError {
-    BrokerError::Config {
-        key: key.to_owned(),
-        reason: format!("cannot parse {value:?}"),
-    }
-}
+/// The POP keys.
+pub static KEYS: Table<PopConfig> = Table {
+    keys: &[
+        config_key!("reviveQueueNum", revive_queue_num: Num, "POP: queues of the revive topic `rmq_sys_REVIVE_LOG_<cluster>`"),
+        config_key!("reviveInterval", revive_interval: Millis, "POP: ms between revive passes (messages not acked in time come back)"),
+        config_key!("enableRetryTopicV2", enable_retry_topic_v2: Flag, "POP retry topics `%RETRY%group+topic` instead of `%RETRY%group_topic`"),
+        config_key!("popFromRetryProbability", pop_from_retry_probability: Num, "POP: percent of pops that read the retry topic first"),
+        config_key!("popPollingSize", pop_polling_size: Num, "POP requests held per (topic, group, queue), beyond which POLLING_FULL"),
+        config_key!("maxPopPollingSize", max_pop_polling_size: Num, "POP requests held in all, beyond which POLLING_FULL"),
+        config_key!("popResponseReturnActualRetryTopic", pop_response_return_actual_retry_topic: Flag, "POP: show retried messages under their retry topic"),
+        config_key!("popCkMaxBufferSize", pop_ck_max_buffer_size: Num, "POP: most live checkpoints; beyond, pops answer POLLING_FULL"),
+    ],
+    nested: &[],
+};
 
-fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, BrokerError> {
-    v.trim().parse().map_err(|_| bad(key, v))
-}
-
-fn flag(key: &str, v: &str) -> Result<bool, BrokerError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(bad(key, v)),
+impl Section for PopConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
     }
 }
 
 impl PopConfig {
-    /// Applies one key; false when it is not a POP key.
-    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool, BrokerError> {
-        match key {
-            "reviveQueueNum" => self.revive_queue_num = num(key, v)?,
-            "reviveInterval" => self.revive_interval = Duration::from_millis(num(key, v)?),
-            "enableRetryTopicV2" => self.enable_retry_topic_v2 = flag(key, v)?,
-            "popFromRetryProbability" => self.pop_from_retry_probability = num(key, v)?,
-            "popPollingSize" => self.pop_polling_size = num(key, v)?,
-            "maxPopPollingSize" => self.max_pop_polling_size = num(key, v)?,
-            "popResponseReturnActualRetryTopic" => {
-                self.pop_response_return_actual_retry_topic = flag(key, v)?
-            }
-            "popCkMaxBufferSize" => self.pop_ck_max_buffer_size = num(key, v)?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        [
-            ("reviveQueueNum", self.revive_queue_num.to_string()),
-            (
-                "reviveInterval",
-                self.revive_interval.as_millis().to_string(),
-            ),
-            ("enableRetryTopicV2", self.enable_retry_topic_v2.to_string()),
-            (
-                "popFromRetryProbability",
-                self.pop_from_retry_probability.to_string(),
-            ),
-            ("popPollingSize", self.pop_polling_size.to_string()),
-            ("maxPopPollingSize", self.max_pop_polling_size.to_string()),
-            (
-                "popResponseReturnActualRetryTopic",
-                self.pop_response_return_actual_retry_topic.to_string(),
-            ),
-            (
-                "popCkMaxBufferSize",
-                self.pop_ck_max_buffer_size.to_string(),
-            ),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
-    }
-
     pub(crate) fn validate(&self) -> Result<(), BrokerError> {
         let invalid = |key: &str, reason: &str| {
             Err(BrokerError::Config {
@@ -136,13 +95,13 @@ mod tests {
     #[test]
     fn keys_apply_and_print() {
         let mut c = PopConfig::default();
-        assert!(c.apply_property("reviveQueueNum", "4").unwrap());
-        assert!(c.apply_property("enableRetryTopicV2", "true").unwrap());
-        assert!(!c.apply_property("listenPort", "1").unwrap());
-        assert!(c.apply_property("popPollingSize", "x").is_err());
+        assert!(c.set_key("reviveQueueNum", "4").unwrap());
+        assert!(c.set_key("enableRetryTopicV2", "true").unwrap());
+        assert!(!c.set_key("listenPort", "1").unwrap());
+        assert!(c.set_key("popPollingSize", "x").is_err());
         assert_eq!(c.revive_queue_num, 4);
         assert!(c
-            .to_properties()
+            .key_values()
             .iter()
             .any(|(k, v)| k == "enableRetryTopicV2" && v == "true"));
         c.revive_queue_num = 0;

@@ -8,16 +8,10 @@ use vostok_auth::{GuardConfig, TimeWindow};
 use vostok_remoting::auth::SessionCredentials;
 use vostok_remoting::tls::TlsConfig;
 
-use crate::error::BrokerError;
+use vostok_remoting::support::keys::{Flag, Key, Section, Table, Text};
+use vostok_remoting::{config_key, config_within};
 
-/// Keys Apache reads to pick its ACL 2.0 providers; Vostok has one of each, so the
-/// values are accepted and not used.
-const PROVIDER_KEYS: &[&str] = &[
-    "authenticationProvider",
-    "authenticationMetadataProvider",
-    "authorizationProvider",
-    "authorizationMetadataProvider",
-];
+use crate::error::BrokerError;
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct SecurityConfig {
@@ -51,18 +45,7 @@ pub struct SecurityConfig {
 
 impl std::fmt::Debug for SecurityConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.to_properties()).finish()
-    }
-}
-
-fn bool_value(key: &str, value: &str) -> Result<bool, BrokerError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(BrokerError::Config {
-            key: key.to_owned(),
-            reason: format!("expected true or false, got {value:?}"),
-        }),
+        f.debug_map().entries(self.key_values()).finish()
     }
 }
 
@@ -79,102 +62,76 @@ fn codes(key: &str, list: &str) -> Result<Vec<i32>, BrokerError> {
         .collect()
 }
 
-impl SecurityConfig {
-    /// Applies a security key: `Ok(false)` when `key` is not one.
-    pub fn apply(&mut self, key: &str, value: &str) -> Result<bool, BrokerError> {
-        let v = value.trim();
-        match key {
-            "aclEnable" => self.acl_enable = bool_value(key, v)?,
-            "authenticationEnabled" => self.authentication_enabled = bool_value(key, v)?,
-            "authorizationEnabled" => self.authorization_enabled = bool_value(key, v)?,
-            "migrateAuthFromV1Enabled" => self.migrate_auth_from_v1_enabled = bool_value(key, v)?,
-            "initAuthenticationUser" => self.init_authentication_user = v.to_owned(),
-            "authenticationWhitelist" => self.authentication_whitelist = v.to_owned(),
-            "authorizationWhitelist" => self.authorization_whitelist = v.to_owned(),
-            "accessKey" => self.access_key = v.to_owned(),
-            "secretKey" => self.secret_key = v.to_owned(),
-            "rocketmqHome" => self.rocketmq_home = v.to_owned(),
-            "authenticationMaxTimeSkewMillis" => {
-                self.time_window.max_skew_ms = match v.parse::<i64>() {
+fn mask(s: &str) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        "******".to_owned()
+    }
+}
+
+/// The ACL, credential and `tls.*` keys.
+pub static KEYS: Table<SecurityConfig> = Table {
+    keys: &[
+        config_key!("aclEnable", acl_enable: Flag, "ACL 1.0: accounts from `$ROCKETMQ_HOME/conf/plain_acl.yml`"),
+        config_key!("authenticationEnabled", authentication_enabled: Flag, "ACL 2.0 authentication"),
+        config_key!("authorizationEnabled", authorization_enabled: Flag, "ACL 2.0 authorization"),
+        config_key!("migrateAuthFromV1Enabled", migrate_auth_from_v1_enabled: Flag, "import `plain_acl.yml` accounts into ACL 2.0"),
+        Key::new(
+            "initAuthenticationUser",
+            "`{\"username\":...,\"password\":...}`, a SUPER user created when absent; printed as `******`",
+            |c, v| {
+                c.init_authentication_user = v.trim().to_owned();
+                Ok(())
+            },
+            |c| mask(&c.init_authentication_user),
+        ),
+        config_key!("authenticationWhitelist", authentication_whitelist: Text, "request codes, comma separated, that skip authentication"),
+        config_key!("authorizationWhitelist", authorization_whitelist: Text, "request codes, comma separated, that skip authorization"),
+        config_key!("accessKey", access_key: Text, "what the broker signs its own requests with"),
+        Key::new(
+            "secretKey",
+            "its secret; printed as `******`",
+            |c, v| {
+                c.secret_key = v.trim().to_owned();
+                Ok(())
+            },
+            |c| mask(&c.secret_key),
+        ),
+        config_key!("rocketmqHome", rocketmq_home: Text, "where `conf/plain_acl.yml` is looked for; empty: `$ROCKETMQ_HOME`, else the working directory"),
+        Key::new(
+            "authenticationMaxTimeSkewMillis",
+            "how far a signed time may be from the clock (docs/security.md#replay)",
+            |c, v| {
+                c.time_window.max_skew_ms = match v.trim().parse::<i64>() {
                     Ok(ms) if ms > 0 => ms,
                     _ => {
-                        return Err(BrokerError::Config {
-                            key: key.to_owned(),
-                            reason: format!(
-                                "expected a positive number of milliseconds, got {v:?}"
-                            ),
-                        })
+                        return Err(format!(
+                            "expected a positive number of milliseconds, got {v:?}"
+                        ))
                     }
-                }
-            }
-            "authenticationTimeRequired" => self.time_window.required = bool_value(key, v)?,
-            "grpcSignedDateUtc" => self.time_window.grpc_date_utc = bool_value(key, v)?,
-            k if PROVIDER_KEYS.contains(&k) => {}
-            _ => {
-                return self.tls.apply(key, v).map_err(|e| BrokerError::Config {
-                    key: key.to_owned(),
-                    reason: e.to_string(),
-                })
-            }
-        }
-        Ok(true)
-    }
+                };
+                Ok(())
+            },
+            |c| c.time_window.max_skew_ms.to_string(),
+        ),
+        config_key!("authenticationTimeRequired", time_window.required: Flag, "a signed request must carry its time"),
+        config_key!("grpcSignedDateUtc", time_window.grpc_date_utc: Flag, "gRPC clients sign their date in UTC"),
+        Key::ignored("authenticationProvider"),
+        Key::ignored("authenticationMetadataProvider"),
+        Key::ignored("authorizationProvider"),
+        Key::ignored("authorizationMetadataProvider"),
+    ],
+    nested: &[config_within!(SecurityConfig, tls, vostok_remoting::tls::config::KEYS)],
+};
 
-    /// The keys as `mqbroker -p` prints them; the secret key is masked.
-    pub fn to_properties(&self) -> Vec<(String, String)> {
-        let mask = |s: &str| {
-            if s.is_empty() {
-                String::new()
-            } else {
-                "******".to_owned()
-            }
-        };
-        let mut out: Vec<(String, String)> = vec![
-            ("aclEnable".into(), self.acl_enable.to_string()),
-            (
-                "authenticationEnabled".into(),
-                self.authentication_enabled.to_string(),
-            ),
-            (
-                "authorizationEnabled".into(),
-                self.authorization_enabled.to_string(),
-            ),
-            (
-                "migrateAuthFromV1Enabled".into(),
-                self.migrate_auth_from_v1_enabled.to_string(),
-            ),
-            (
-                "initAuthenticationUser".into(),
-                mask(&self.init_authentication_user),
-            ),
-            (
-                "authenticationWhitelist".into(),
-                self.authentication_whitelist.clone(),
-            ),
-            (
-                "authorizationWhitelist".into(),
-                self.authorization_whitelist.clone(),
-            ),
-            ("accessKey".into(), self.access_key.clone()),
-            ("secretKey".into(), mask(&self.secret_key)),
-            ("rocketmqHome".into(), self.rocketmq_home.clone()),
-            (
-                "authenticationMaxTimeSkewMillis".into(),
-                self.time_window.max_skew_ms.to_string(),
-            ),
-            (
-                "authenticationTimeRequired".into(),
-                self.time_window.required.to_string(),
-            ),
-            (
-                "grpcSignedDateUtc".into(),
-                self.time_window.grpc_date_utc.to_string(),
-            ),
-        ];
-        out.extend(self.tls.to_properties());
-        out
+impl Section for SecurityConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
     }
+}
 
+impl SecurityConfig {
     pub fn is_on(&self) -> bool {
         self.acl_enable || self.authentication_enabled || self.authorization_enabled
     }

@@ -7,6 +7,9 @@
 //! * [`sync`]: lock helpers that recover from poisoning, so a panic in one request
 //!   never turns every later lock of the same table into a second panic.
 //! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
+//! * [`keys`]: configuration keys declared once per section: apply, print, the
+//!   unknown-key suggestion and the key reference come from one table.
+//! * [`did_you_mean`]: the nearest known key, named in the error for an unknown one.
 //! * [`properties`]: Java `.properties` files (`broker.conf`, `namesrv.conf`).
 //! * [`namesrv_addr`]: name server address lists, parsed strictly at start.
 //! * [`log_limit`]: at most one log line a second for events a flood repeats.
@@ -17,6 +20,8 @@
 //!   `-o KEY=VALUE` settings.
 
 pub mod config_file;
+pub mod did_you_mean;
+pub mod keys;
 pub mod latency_trace;
 pub mod log_limit;
 pub mod namesrv_addr;

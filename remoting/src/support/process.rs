@@ -162,9 +162,11 @@ async fn wait_for_signal() -> std::io::Result<&'static str> {
 }
 
 /// Applies `-o KEY=VALUE` settings in order through `apply`, which answers whether it
-/// knows the key: an unknown key, or an item without `=`, is an error.
+/// knows the key: an unknown key (named with the nearest of `known`), or an item
+/// without `=`, is an error.
 pub fn apply_settings<E: Display>(
     settings: &[String],
+    known: &[&'static str],
     mut apply: impl FnMut(&str, &str) -> Result<bool, E>,
 ) -> Result<(), String> {
     for item in settings {
@@ -173,7 +175,10 @@ pub fn apply_settings<E: Display>(
             .ok_or_else(|| format!("-o expects KEY=VALUE, got {item:?}"))?;
         let key = key.trim();
         if !apply(key, value).map_err(|e| e.to_string())? {
-            return Err(format!("unknown config key {key:?}"));
+            return Err(crate::support::keys::unknown_key(
+                key,
+                known.iter().copied(),
+            ));
         }
     }
     Ok(())
@@ -201,16 +206,26 @@ mod tests {
             seen.push((k.to_owned(), v.to_owned()));
             Ok::<_, String>(k != "nope")
         };
-        apply_settings(&["a=1".into(), " b =x=y".into()], |k, v| {
+        apply_settings(&["a=1".into(), " b =x=y".into()], &["a", "b"], |k, v| {
             known(k, v, &mut seen)
         })
         .expect("known keys");
         assert_eq!(seen, [("a".into(), "1".into()), ("b".into(), "x=y".into())]);
-        let e = apply_settings(&["nope=1".into()], |k, v| known(k, v, &mut seen)).unwrap_err();
-        assert!(e.contains("unknown config key \"nope\""), "{e}");
-        let e = apply_settings(&["novalue".into()], |k, v| known(k, v, &mut seen)).unwrap_err();
+        let e =
+            apply_settings(&["nope=1".into()], &["a"], |k, v| known(k, v, &mut seen)).unwrap_err();
+        assert_eq!(e, "unknown key 'nope'");
+        let e = apply_settings(&["listenport=1".into()], &["a", "listenPort"], |_, _| {
+            Ok::<_, String>(false)
+        });
+        assert_eq!(
+            e.unwrap_err(),
+            "unknown key 'listenport' (did you mean 'listenPort'?)"
+        );
+        let e =
+            apply_settings(&["novalue".into()], &["a"], |k, v| known(k, v, &mut seen)).unwrap_err();
         assert!(e.contains("KEY=VALUE"), "{e}");
-        let e = apply_settings(&["a=1".into()], |_, _| Err::<bool, _>("bad value")).unwrap_err();
+        let e = apply_settings(&["a=1".into()], &["a"], |_, _| Err::<bool, _>("bad value"))
+            .unwrap_err();
         assert_eq!(e, "bad value");
     }
 }

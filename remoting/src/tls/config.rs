@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::TlsError;
+use crate::support::keys::{flag, unknown_key, Key, Section, Table};
 
 /// `tls.server.mode`: what a server port accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,25 +124,6 @@ impl std::fmt::Debug for ClientTlsOptions {
     }
 }
 
-/// Every `tls.*` key RocketMQ defines.
-pub const KEYS: &[&str] = &[
-    "tls.server.mode",
-    "tls.enable",
-    "tls.config.file",
-    "tls.test.mode.enable",
-    "tls.server.need.client.auth",
-    "tls.server.keyPath",
-    "tls.server.keyPassword",
-    "tls.server.certPath",
-    "tls.server.authClient",
-    "tls.server.trustCertPath",
-    "tls.client.keyPath",
-    "tls.client.keyPassword",
-    "tls.client.certPath",
-    "tls.client.authServer",
-    "tls.client.trustCertPath",
-];
-
 /// Keys whose values stay out of printed configurations and logs.
 pub const SECRET_KEYS: &[&str] = &["tls.server.keyPassword", "tls.client.keyPassword"];
 
@@ -157,66 +139,85 @@ impl std::fmt::Debug for TlsConfig {
     }
 }
 
-fn parse_bool(key: &str, value: &str) -> Result<bool, TlsError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(TlsError::key(
-            key,
-            format!("expected true or false, got {value:?}"),
-        )),
+fn check_mode(v: &str) -> Result<(), String> {
+    v.parse::<TlsMode>().map(drop)
+}
+
+fn check_client_auth(v: &str) -> Result<(), String> {
+    v.parse::<ClientAuth>().map(drop)
+}
+
+fn check_flag(v: &str) -> Result<(), String> {
+    flag(v).map(drop)
+}
+
+fn any(_: &str) -> Result<(), String> {
+    Ok(())
+}
+
+/// A `tls.*` key: kept as given once `check` accepts it; empty unsets it.
+macro_rules! tls_key {
+    ($name:literal, $check:expr, $doc:literal) => {
+        Key::new(
+            $name,
+            $doc,
+            |c: &mut TlsConfig, v| {
+                let v = v.trim();
+                if v.is_empty() {
+                    c.keys.remove($name);
+                } else {
+                    ($check)(v)?;
+                    c.keys.insert($name.to_owned(), v.to_owned());
+                }
+                Ok(())
+            },
+            |c| match c.get($name) {
+                Some(_) if SECRET_KEYS.contains(&$name) => "******".to_owned(),
+                Some(v) => v.to_owned(),
+                None => String::new(),
+            },
+        )
+    };
+}
+
+/// Every `tls.*` key RocketMQ defines.
+pub static KEYS: Table<TlsConfig> = Table {
+    keys: &[
+        tls_key!("tls.server.mode", check_mode, "`disabled`, `permissive` (TLS and plain on one port) or `enforcing`; empty: permissive with a certificate, else disabled"),
+        tls_key!("tls.enable", check_flag, "the server's own outgoing connections use TLS"),
+        tls_key!("tls.config.file", any, "a properties file with more `tls.*` keys; keys given directly win"),
+        tls_key!("tls.test.mode.enable", check_flag, "accepted; Vostok has no self-signed test mode"),
+        tls_key!("tls.server.need.client.auth", check_client_auth, "`none`, `optional` or `require` a client certificate"),
+        tls_key!("tls.server.keyPath", any, "the server's private key (PEM)"),
+        tls_key!("tls.server.keyPassword", any, "its password; printed as `******`"),
+        tls_key!("tls.server.certPath", any, "the server's certificate chain (PEM)"),
+        tls_key!("tls.server.authClient", check_flag, "accepted; client certificates are always verified"),
+        tls_key!("tls.server.trustCertPath", any, "CA certificates client certificates are verified against"),
+        tls_key!("tls.client.keyPath", any, "the client certificate's private key"),
+        tls_key!("tls.client.keyPassword", any, "its password; printed as `******`"),
+        tls_key!("tls.client.certPath", any, "a client certificate, for servers that require one"),
+        tls_key!("tls.client.authServer", check_flag, "verify the server's certificate; `false` trusts any server"),
+        tls_key!("tls.client.trustCertPath", any, "CA certificates the server's certificate is verified against"),
+    ],
+    nested: &[],
+};
+
+impl Section for TlsConfig {
+    fn table() -> &'static Table<Self> {
+        &KEYS
     }
 }
 
 impl TlsConfig {
-    /// Records `key` if it is a `tls.*` key: `Ok(false)` for other keys, an error for a
-    /// `tls.` key RocketMQ does not define or a value that does not parse.
-    pub fn apply(&mut self, key: &str, value: &str) -> Result<bool, TlsError> {
-        if !key.starts_with("tls.") {
-            return Ok(false);
-        }
-        if !KEYS.contains(&key) {
-            return Err(TlsError::key(key, "unknown tls key"));
-        }
-        Self::check(key, value)?;
-        self.keys.insert(key.to_owned(), value.trim().to_owned());
-        Ok(true)
-    }
-
-    fn check(key: &str, value: &str) -> Result<(), TlsError> {
-        match key {
-            "tls.server.mode" => value
-                .parse::<TlsMode>()
-                .map(drop)
-                .map_err(|r| TlsError::key(key, r)),
-            "tls.server.need.client.auth" => value
-                .parse::<ClientAuth>()
-                .map(drop)
-                .map_err(|r| TlsError::key(key, r)),
-            "tls.enable"
-            | "tls.test.mode.enable"
-            | "tls.server.authClient"
-            | "tls.client.authServer" => parse_bool(key, value).map(drop),
-            _ => Ok(()),
-        }
-    }
-
     pub fn get(&self, key: &str) -> Option<&str> {
         self.keys.get(key).map(String::as_str)
     }
 
-    /// The keys given, secrets masked, for `-p` and the start-up log.
+    /// The keys given, secrets masked, for the start-up log.
     pub fn to_properties(&self) -> Vec<(String, String)> {
-        self.keys
-            .iter()
-            .map(|(k, v)| {
-                let v = if SECRET_KEYS.contains(&k.as_str()) {
-                    "******".to_owned()
-                } else {
-                    v.clone()
-                };
-                (k.clone(), v)
-            })
+        self.key_values()
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
             .collect()
     }
 
@@ -235,8 +236,14 @@ impl TlsConfig {
         let mut merged = TlsConfig::default();
         for (k, v) in pairs {
             // The file may carry other keys (Java's carries none): only tls.* count.
-            if k != "tls.config.file" {
-                merged.apply(&k, &v)?;
+            if k != "tls.config.file" && k.starts_with("tls.") {
+                merged
+                    .set_key(&k, &v)
+                    .map_err(|reason| TlsError::key(&k, reason))
+                    .and_then(|known| match known {
+                        true => Ok(()),
+                        false => Err(TlsError::key(&k, unknown_key(&k, KEYS.names()))),
+                    })?;
             }
         }
         for (k, v) in &self.keys {
@@ -250,7 +257,7 @@ impl TlsConfig {
     }
 
     fn flag(&self, key: &str) -> Option<bool> {
-        self.get(key).and_then(|v| parse_bool(key, v).ok())
+        self.get(key).and_then(|v| flag(v).ok())
     }
 
     /// The server side: `None` when no TLS is served (no certificate and no mode, or
@@ -344,7 +351,7 @@ mod tests {
     fn config(pairs: &[(&str, &str)]) -> TlsConfig {
         let mut c = TlsConfig::default();
         for (k, v) in pairs {
-            assert!(c.apply(k, v).unwrap(), "{k}");
+            assert!(c.set_key(k, v).unwrap(), "{k}");
         }
         c
     }
@@ -369,10 +376,13 @@ mod tests {
     #[test]
     fn bad_keys_and_values_are_errors() {
         let mut c = TlsConfig::default();
-        assert!(!c.apply("listenPort", "1").unwrap());
-        assert!(c.apply("tls.server.moed", "enforcing").is_err());
-        assert!(c.apply("tls.server.mode", "strict").is_err());
-        assert!(c.apply("tls.enable", "yes").is_err());
+        assert!(!c.set_key("listenPort", "1").unwrap());
+        let e = KEYS
+            .apply_known(&mut c, "tls.server.moed", "enforcing")
+            .unwrap_err();
+        assert!(e.contains("did you mean 'tls.server.mode'"), "{e}");
+        assert!(c.set_key("tls.server.mode", "strict").is_err());
+        assert!(c.set_key("tls.enable", "yes").is_err());
     }
 
     #[test]

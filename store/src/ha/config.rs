@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+use vostok_remoting::config_key;
+use vostok_remoting::support::keys::{Key, Millis, Num, Table};
+
 use crate::error::{Result, StoreError};
 
 #[derive(Debug, Clone)]
@@ -49,42 +52,29 @@ impl Default for HaConfig {
     }
 }
 
-fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T> {
-    value
-        .parse()
-        .map_err(|_| StoreError::config(key, value, "not a number"))
-}
+/// The replication keys.
+pub static KEYS: Table<HaConfig> = Table {
+    keys: &[
+        config_key!("haSendHeartbeatInterval", send_heartbeat_interval: Millis, "an idle replication connection sends a heartbeat after this"),
+        config_key!("haHousekeepingInterval", housekeeping_interval: Millis, "either side drops a replication connection silent this long"),
+        config_key!("haTransferBatchSize", transfer_batch_size: Num, "the largest transfer a master sends"),
+        config_key!("haMaxGapNotInSync", max_gap_not_in_sync: Num, "a SYNC_MASTER answers SLAVE_NOT_AVAILABLE when no slave is within this many bytes"),
+        Key::new(
+            "haMasterAddress",
+            "a slave's fixed master HA address; otherwise the name servers say where the master is",
+            |c, v| {
+                // RocketMQ ignores addresses shorter than 6 characters (`HA_ADDRESS_MIN_LENGTH`).
+                let v = v.trim();
+                c.master_address = (v.len() >= 6).then(|| v.to_owned());
+                Ok(())
+            },
+            |c| c.master_address.clone().unwrap_or_default(),
+        ),
+    ],
+    nested: &[],
+};
 
 impl HaConfig {
-    /// As `StoreConfig::apply_property`: `Ok(false)` for a key that is not an HA key.
-    pub fn apply_property(&mut self, key: &str, v: &str) -> Result<bool> {
-        let ms = |key: &str, v: &str| num(key, v).map(Duration::from_millis);
-        match key {
-            "haSendHeartbeatInterval" => self.send_heartbeat_interval = ms(key, v)?,
-            "haHousekeepingInterval" => self.housekeeping_interval = ms(key, v)?,
-            "haTransferBatchSize" => self.transfer_batch_size = num(key, v)?,
-            "haMaxGapNotInSync" => self.max_gap_not_in_sync = num(key, v)?,
-            // RocketMQ ignores addresses shorter than 6 characters (`HA_ADDRESS_MIN_LENGTH`).
-            "haMasterAddress" => self.master_address = (v.len() >= 6).then(|| v.to_owned()),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    pub fn to_properties(&self) -> Vec<(&'static str, String)> {
-        let ms = |d: Duration| d.as_millis().to_string();
-        vec![
-            ("haSendHeartbeatInterval", ms(self.send_heartbeat_interval)),
-            ("haHousekeepingInterval", ms(self.housekeeping_interval)),
-            ("haTransferBatchSize", self.transfer_batch_size.to_string()),
-            ("haMaxGapNotInSync", self.max_gap_not_in_sync.to_string()),
-            (
-                "haMasterAddress",
-                self.master_address.clone().unwrap_or_default(),
-            ),
-        ]
-    }
-
     pub fn validate(&self) -> Result<()> {
         let max = super::wire::MAX_TRANSFER_BODY;
         if self.transfer_batch_size == 0 || self.transfer_batch_size > max {
