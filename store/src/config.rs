@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::error::{Result, StoreError};
 use crate::ha::HaConfig;
+use crate::tier::TierConfig;
 
 /// When a put is acknowledged relative to the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +109,8 @@ pub struct StoreConfig {
     pub os_page_cache_busy_timeout: Duration,
     /// Replication (`haSendHeartbeatInterval`, `haMaxGapNotInSync`, ...).
     pub ha: HaConfig,
+    /// Tiered storage (`messageStorePlugIn`, `tiered*`, `objectStore*`).
+    pub tier: TierConfig,
 }
 
 impl Default for StoreConfig {
@@ -149,6 +152,7 @@ impl Default for StoreConfig {
             default_query_max_num: 32,
             os_page_cache_busy_timeout: Duration::from_millis(1000),
             ha: HaConfig::default(),
+            tier: TierConfig::default(),
         }
     }
 }
@@ -308,6 +312,7 @@ impl StoreConfig {
             }
             "defaultQueryMaxNum" => self.default_query_max_num = parse_num(key, v)?,
             "osPageCacheBusyTimeOutMills" => self.os_page_cache_busy_timeout = millis(key, v)?,
+            _ if self.tier.apply_property(key, v)? => {}
             _ => return self.ha.apply_property(key, v),
         }
         Ok(true)
@@ -410,6 +415,7 @@ impl StoreConfig {
         pairs
             .into_iter()
             .chain(self.ha.to_properties())
+            .chain(self.tier.to_properties())
             .map(|(k, v)| (k.to_owned(), v))
             .collect()
     }
@@ -472,6 +478,7 @@ impl StoreConfig {
             StoreError::config("deleteWhen", &self.delete_when, "expected hours 00-23")
         })?;
         self.delay_levels()?;
+        self.tier.validate()?;
         self.ha.validate()
     }
 

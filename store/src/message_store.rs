@@ -11,6 +11,7 @@
 //! | `store-cq-flush` | flushes consume queues, index and the checkpoint |
 //! | `store-allocate` | creates the next commitlog file ahead of the writer |
 //! | `store-clean` | retention and the disk-usage check |
+//! | `store-tier` | uploads sealed commitlog files to the tier, expires tier segments (when on) |
 
 mod get;
 mod ha;
@@ -107,6 +108,7 @@ impl MessageStore {
             .iter()
             .map(|d| d.as_millis() as i64)
             .collect();
+        let tier = crate::tier::Tier::open_configured(&config)?;
         let inner = Arc::new(StoreInner {
             config,
             commitlog,
@@ -122,6 +124,7 @@ impl MessageStore {
             consumed: RwLock::new(None),
             tombstones: Tombstones::load(&root),
             ha: Default::default(),
+            tier,
         });
         inner
             .ha
@@ -209,6 +212,9 @@ impl MessageStore {
                 .run(|| c.next_file_due().then(|| (c.files(), c.next_file_base())))
         })?);
         threads.push(spawn("store-clean", Background, crate::retention::run)?);
+        if self.inner.tier.is_some() {
+            threads.push(spawn("store-tier", Background, crate::tier::upload::run)?);
+        }
         Ok(())
     }
 
@@ -230,11 +236,21 @@ impl MessageStore {
             .map_or(0, |cq| cq.max_offset())
     }
 
+    /// Min offset of a queue; with the tier on, the tier's when it goes further back.
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
-        self.inner
-            .queues
-            .find(topic, queue_id)
-            .map_or(0, |cq| cq.min_offset())
+        let local = self.inner.queues.find(topic, queue_id);
+        let tier = self
+            .inner
+            .tier
+            .as_deref()
+            .filter(|t| t.serves_reads())
+            .and_then(|t| t.queue_range(topic, queue_id));
+        match (local, tier) {
+            (Some(cq), Some((min, _))) => cq.min_offset().min(min),
+            (Some(cq), None) => cq.min_offset(),
+            (None, Some((min, _))) => min,
+            (None, None) => 0,
+        }
     }
 
     /// The next queue offset the append path will assign (0 for an unknown queue).

@@ -123,4 +123,23 @@ impl MessageStore {
             .ok()
             .map(|m| m.store_timestamp)
     }
+
+    /// The tier's state, `None` when tiered storage is off.
+    pub fn tier_status(&self) -> Option<crate::tier::TierStatus> {
+        self.inner().tier.as_deref().map(|t| t.status())
+    }
+
+    /// Waits until `done` holds for the tier's state (re-checked whenever the tier
+    /// records or expires a segment); `false` on timeout or with the tier off.
+    /// Blocking: for tests and tools.
+    pub fn wait_tier(
+        &self,
+        timeout: std::time::Duration,
+        done: impl Fn(&crate::tier::TierStatus) -> bool,
+    ) -> bool {
+        self.inner()
+            .tier
+            .as_deref()
+            .is_some_and(|t| t.wait_for(timeout, done))
+    }
 }

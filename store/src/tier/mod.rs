@@ -1,0 +1,382 @@
+//! Tiered storage (docs/tiered-storage.md): a second tier behind the local store, in
+//! an object store (S3-compatible, a directory, or memory).
+//!
+//! | part | role |
+//! |---|---|
+//! | `config` | the keys (Apache's names where Apache has them) |
+//! | `backend` | the object store, behind a small blocking trait |
+//! | `segment` | a segment's queue index (consume-queue entries of its messages) |
+//! | `meta` | the durable record of uploaded segments |
+//! | `upload` | thread `store-tier`: uploads sealed commitlog files, expires old segments |
+//! | this module | the tier's state and the read side, with its bounded cache |
+//!
+//! A tier segment is one sealed local commitlog file (its record data), stored as
+//! `commitlog/<offset>`, with its queue index as `index/<offset>`. Reads that the local
+//! store can no longer answer (`MessageStore::get_message`) come here.
+
+pub mod backend;
+pub mod config;
+mod meta;
+mod segment;
+pub(crate) mod upload;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
+
+pub use backend::{TierBackend, TierError};
+pub use config::{StorageLevel, TierConfig, TierProvider};
+pub(crate) use meta::{SegmentMeta, TierMeta, TierState};
+pub(crate) use segment::{IndexEntry, SegmentIndex};
+
+use crate::mapped_file::offset_file_name;
+
+pub(crate) fn data_key(base: i64) -> String {
+    format!("commitlog/{}", offset_file_name(base))
+}
+
+pub(crate) fn index_key(base: i64) -> String {
+    format!("index/{}", offset_file_name(base))
+}
+
+/// Counters of the tier.
+#[derive(Debug, Default)]
+pub struct TierStats {
+    pub segments_uploaded: AtomicU64,
+    pub bytes_uploaded: AtomicU64,
+    pub upload_failures: AtomicU64,
+    pub segments_expired: AtomicU64,
+    pub reads: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub cache_misses: AtomicU64,
+}
+
+/// A snapshot of the tier's state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TierStatus {
+    /// Segments recorded in the tier.
+    pub segments: usize,
+    /// Commitlog offset of the oldest segment's first byte, if any.
+    pub min_offset: Option<i64>,
+    /// Commitlog offset of the newest segment's first byte, if any.
+    pub last_segment: Option<i64>,
+    pub segments_uploaded: u64,
+    pub bytes_uploaded: u64,
+    pub upload_failures: u64,
+    pub reads: u64,
+    pub cache_hits: u64,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum CacheKey {
+    Block(i64, u64),
+    Index(i64),
+}
+
+#[derive(Clone)]
+enum Cached {
+    Block(Bytes),
+    Index(Arc<SegmentIndex>),
+}
+
+/// The read cache: least recently used entries go first once `max` bytes are held.
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<CacheKey, (Cached, u64, u64)>,
+    bytes: u64,
+    tick: u64,
+}
+
+impl Cache {
+    fn get(&mut self, key: &CacheKey) -> Option<Cached> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.entries.get_mut(key).map(|(v, _, t)| {
+            *t = tick;
+            v.clone()
+        })
+    }
+
+    fn put(&mut self, key: CacheKey, value: Cached, weight: u64, max: u64) {
+        self.tick += 1;
+        if let Some((_, w, _)) = self.entries.insert(key, (value, weight, self.tick)) {
+            self.bytes -= w;
+        }
+        self.bytes += weight;
+        while self.bytes > max && self.entries.len() > 1 {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, _, t))| *t)
+                .map(|(k, _)| k.clone());
+            match oldest.and_then(|k| self.entries.remove(&k)) {
+                Some((_, w, _)) => self.bytes -= w,
+                None => break,
+            }
+        }
+    }
+
+    fn forget(&mut self, base: i64) {
+        let bytes = &mut self.bytes;
+        self.entries.retain(|k, (_, w, _)| {
+            let keep = !matches!(k, CacheKey::Block(b, _) | CacheKey::Index(b) if *b == base);
+            if !keep {
+                *bytes -= *w;
+            }
+            keep
+        });
+    }
+}
+
+/// The tier: its backend, what it holds, and the read cache.
+pub(crate) struct Tier {
+    pub(crate) config: TierConfig,
+    pub(crate) backend: Box<dyn TierBackend>,
+    pub(crate) meta: TierMeta,
+    pub(crate) state: RwLock<TierState>,
+    cache: Mutex<Cache>,
+    pub(crate) stats: TierStats,
+    /// Expired local files already warned about for not being uploaded yet.
+    pub(crate) warned: Mutex<HashSet<i64>>,
+    /// Bumped whenever the recorded segments change.
+    progress: (Mutex<u64>, Condvar),
+}
+
+impl Tier {
+    pub(crate) fn open(
+        config: TierConfig,
+        root: &std::path::Path,
+        backend: Box<dyn TierBackend>,
+    ) -> Result<Self, TierError> {
+        let meta = TierMeta::new(root);
+        let state = meta.load()?;
+        tracing::info!(
+            backend = %backend.describe(),
+            segments = state.segments.len(),
+            "tiered storage on"
+        );
+        Ok(Tier {
+            config,
+            backend,
+            meta,
+            state: RwLock::new(state),
+            cache: Mutex::new(Cache::default()),
+            stats: TierStats::default(),
+            warned: Mutex::new(HashSet::new()),
+            progress: (Mutex::new(0), Condvar::new()),
+        })
+    }
+
+    pub(crate) fn notify_progress(&self) {
+        *self.progress.0.locked() += 1;
+        self.progress.1.notify_all();
+    }
+
+    /// Waits until `done` holds for the tier's status, re-checking whenever the
+    /// recorded segments change; `false` on timeout.
+    pub(crate) fn wait_for(&self, timeout: Duration, done: impl Fn(&TierStatus) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut seen = self.progress.0.locked();
+        loop {
+            if done(&self.status()) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            seen = match self.progress.1.wait_timeout(seen, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+
+    /// The tier the store configuration turns on, if any.
+    pub(crate) fn open_configured(
+        c: &crate::config::StoreConfig,
+    ) -> crate::error::Result<Option<Arc<Tier>>> {
+        if !c.tier.enabled() {
+            return Ok(None);
+        }
+        let fail = |e: TierError| crate::error::StoreError::Tier(e.to_string());
+        let backend = backend::ObjectBackend::from_config(&c.tier).map_err(fail)?;
+        let tier =
+            Tier::open(c.tier.clone(), &c.store_path_root_dir, Box::new(backend)).map_err(fail)?;
+        Ok(Some(Arc::new(tier)))
+    }
+
+    /// Whether reads may come here.
+    pub(crate) fn serves_reads(&self) -> bool {
+        self.config.storage_level != StorageLevel::Disable
+    }
+
+    /// Whether the local commitlog file starting at `base` is in the tier.
+    pub(crate) fn holds(&self, base: i64) -> bool {
+        self.state.read_locked().segments.contains_key(&base)
+    }
+
+    /// The tier's first and end queue offset of a queue.
+    pub(crate) fn queue_range(&self, topic: &str, qid: i32) -> Option<(i64, i64)> {
+        self.state.read_locked().queue_range(topic, qid)
+    }
+
+    pub(crate) fn status(&self) -> TierStatus {
+        let s = self.state.read_locked();
+        let st = &self.stats;
+        TierStatus {
+            segments: s.segments.len(),
+            min_offset: s.segments.keys().next().copied(),
+            last_segment: s.segments.keys().next_back().copied(),
+            segments_uploaded: st.segments_uploaded.load(Ordering::Relaxed),
+            bytes_uploaded: st.bytes_uploaded.load(Ordering::Relaxed),
+            upload_failures: st.upload_failures.load(Ordering::Relaxed),
+            reads: st.reads.load(Ordering::Relaxed),
+            cache_hits: st.cache_hits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Queue entries from `offset`: those of the segment holding it (or of the next
+    /// segment with the queue, when `offset` fell in a gap), with the segment's base.
+    pub(crate) fn entries_from(
+        &self,
+        topic: &str,
+        qid: i32,
+        offset: i64,
+    ) -> Result<Option<(i64, Vec<IndexEntry>)>, TierError> {
+        let Some((base, from)) = self.state.read_locked().segment_for(topic, qid, offset) else {
+            return Ok(None);
+        };
+        let index = self.index(base)?;
+        Ok(Some((base, index.entries_from(topic, qid, from).to_vec())))
+    }
+
+    fn index(&self, base: i64) -> Result<Arc<SegmentIndex>, TierError> {
+        let key = CacheKey::Index(base);
+        if let Some(Cached::Index(i)) = self.cache.locked().get(&key) {
+            return Ok(i);
+        }
+        let key_name = index_key(base);
+        let size = self
+            .backend
+            .size(&key_name)?
+            .ok_or_else(|| TierError::Corrupt {
+                what: key_name.clone(),
+                reason: "missing from the tier".to_owned(),
+            })?;
+        let raw = self.backend.get_range(&key_name, 0..size)?;
+        let index = Arc::new(SegmentIndex::decode(&raw)?);
+        let weight = index.weight();
+        self.cache.locked().put(
+            key,
+            Cached::Index(Arc::clone(&index)),
+            weight,
+            self.config.read_cache_max_size,
+        );
+        Ok(index)
+    }
+
+    /// The `size` bytes at commitlog offset `phy` of the segment at `base`, read in
+    /// blocks of `tieredStoreReadBlockSize` (the whole segment when it is smaller)
+    /// through the cache.
+    pub(crate) fn read(&self, base: i64, phy: i64, size: usize) -> Result<Bytes, TierError> {
+        Stats::bump(&self.stats.reads);
+        let seg_size = self
+            .state
+            .read_locked()
+            .segments
+            .get(&base)
+            .map(|m| m.size)
+            .ok_or_else(|| TierError::Corrupt {
+                what: data_key(base),
+                reason: "no longer in the tier".to_owned(),
+            })?;
+        let block = self.config.read_block_size.max(1);
+        let from = (phy - base) as u64;
+        let to = from + size as u64;
+        if to > seg_size {
+            return Err(TierError::Corrupt {
+                what: data_key(base),
+                reason: format!("record at {phy} ends past the segment's {seg_size} bytes"),
+            });
+        }
+        let (first, last) = (from / block, (to - 1) / block);
+        if first == last {
+            let b = self.block(base, first, block, seg_size)?;
+            let at = (from - first * block) as usize;
+            return Ok(b.slice(at..at + size));
+        }
+        let mut out = BytesMut::with_capacity(size);
+        for n in first..=last {
+            let b = self.block(base, n, block, seg_size)?;
+            let start = from.max(n * block) - n * block;
+            let end = to.min((n + 1) * block) - n * block;
+            out.extend_from_slice(&b[start as usize..end as usize]);
+        }
+        Ok(out.freeze())
+    }
+
+    fn block(&self, base: i64, n: u64, block: u64, seg_size: u64) -> Result<Bytes, TierError> {
+        let key = CacheKey::Block(base, n);
+        if let Some(Cached::Block(b)) = self.cache.locked().get(&key) {
+            Stats::bump(&self.stats.cache_hits);
+            return Ok(b);
+        }
+        Stats::bump(&self.stats.cache_misses);
+        let range = n * block..((n + 1) * block).min(seg_size);
+        let want = range.end - range.start;
+        let b = self.backend.get_range(&data_key(base), range)?;
+        if b.len() as u64 != want {
+            return Err(TierError::Corrupt {
+                what: data_key(base),
+                reason: format!("read {} bytes where {want} were asked", b.len()),
+            });
+        }
+        self.cache.locked().put(
+            key,
+            Cached::Block(b.clone()),
+            want,
+            self.config.read_cache_max_size,
+        );
+        Ok(b)
+    }
+
+    pub(crate) fn forget_cached(&self, base: i64) {
+        self.cache.locked().forget(base);
+    }
+}
+
+struct Stats;
+
+impl Stats {
+    fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_drops_the_least_recently_used_first() {
+        let mut c = Cache::default();
+        let b = |n: usize| Cached::Block(Bytes::from(vec![0u8; n]));
+        c.put(CacheKey::Block(0, 0), b(40), 40, 100);
+        c.put(CacheKey::Block(0, 1), b(40), 40, 100);
+        assert!(c.get(&CacheKey::Block(0, 0)).is_some());
+        c.put(CacheKey::Block(0, 2), b(40), 40, 100);
+        assert!(
+            c.get(&CacheKey::Block(0, 1)).is_none(),
+            "least recently used"
+        );
+        assert!(c.get(&CacheKey::Block(0, 0)).is_some());
+        assert_eq!(c.bytes, 80);
+        c.forget(0);
+        assert_eq!(c.bytes, 0);
+    }
+}
