@@ -28,6 +28,8 @@ fn every_hour() -> String {
 fn tier_config(root: &Path, keys: &[(&str, &str)]) -> StoreConfig {
     let mut c = StoreConfig {
         delete_when: every_hour(),
+        // Uploads wait for the flush; flushed at once, the tests wait less.
+        flush_commit_log_thorough_interval: Duration::from_millis(50),
         ..small_config(root, FILE)
     };
     c.apply_property(
@@ -403,4 +405,32 @@ async fn s3_tier_serves_every_message_after_local_deletion() {
     let dir = tempfile::tempdir().unwrap();
     round_trip(dir.path(), &keys).await;
     drop(moto);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tier_segments_expire_once_their_local_files_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let mut keys = fs_keys(&tier_dir);
+    keys.push(("tieredStoreFileReservedTime", "0".to_owned()));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    wait_uploaded(&store);
+    // Still on the local disk: kept in the tier, however old.
+    let segments = store.tier_status().unwrap().segments as u64;
+    assert!(segments > 0);
+    let deleted = expire_local(&store);
+    assert!(deleted > 0);
+    assert!(
+        store.wait_tier(WAIT, |s| s.segments_expired == segments),
+        "{:?}",
+        store.tier_status()
+    );
+    // Emptied (the file-system backend removes empty directories too).
+    for sub in ["commitlog", "index"] {
+        let left = std::fs::read_dir(tier_dir.join(sub)).map_or(0, |d| d.count());
+        assert_eq!(left, 0, "{sub}");
+    }
 }

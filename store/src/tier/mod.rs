@@ -67,6 +67,8 @@ pub struct TierStatus {
     pub segments_uploaded: u64,
     pub bytes_uploaded: u64,
     pub upload_failures: u64,
+    /// Segments deleted from the tier (objects included) for their age.
+    pub segments_expired: u64,
     pub reads: u64,
     pub cache_hits: u64,
 }
@@ -235,6 +237,7 @@ impl Tier {
             segments_uploaded: st.segments_uploaded.load(Ordering::Relaxed),
             bytes_uploaded: st.bytes_uploaded.load(Ordering::Relaxed),
             upload_failures: st.upload_failures.load(Ordering::Relaxed),
+            segments_expired: st.segments_expired.load(Ordering::Relaxed),
             reads: st.reads.load(Ordering::Relaxed),
             cache_hits: st.cache_hits.load(Ordering::Relaxed),
         }

@@ -30,6 +30,7 @@ pub(crate) fn run(inner: &StoreInner) {
         let mut wait = IDLE;
         if let Err(e) = upload_pending(inner, tier) {
             tier.stats.upload_failures.fetch_add(1, Ordering::Relaxed);
+            tier.notify_progress();
             tracing::warn!(
                 error = %e,
                 retry_in_ms = backoff.as_millis() as u64,
