@@ -422,6 +422,9 @@ impl MessageStore {
         // No append is half-done once we get the lock, and none starts after.
         i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
+        if let Some(tier) = &i.tier {
+            tier.backend.stop(); // an upload waiting on the object store gives up
+        }
         i.commitlog.unpark_prefaulter();
         i.commitlog.allocator.stop();
         i.dispatch.stop();

@@ -8,131 +8,11 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use bytes::Bytes;
-use common::{message, props, settle, small_config};
-use vostok_store::{GetMessageStatus, MessageStore, StoreConfig};
-
-const FILE: usize = 4096;
-const TOPIC: &str = "TierTopic";
-const WAIT: Duration = Duration::from_secs(30);
-
-fn every_hour() -> String {
-    (0..24)
-        .map(|h| format!("{h:02}"))
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
-fn tier_config(root: &Path, keys: &[(&str, &str)]) -> StoreConfig {
-    let mut c = StoreConfig {
-        delete_when: every_hour(),
-        // Uploads wait for the flush; flushed at once, the tests wait less.
-        flush_commit_log_thorough_interval: Duration::from_millis(50),
-        ..small_config(root, FILE)
-    };
-    c.apply_property(
-        "messageStorePlugIn",
-        "org.apache.rocketmq.tieredstore.TieredMessageStore",
-    )
-    .unwrap();
-    for (k, v) in keys {
-        assert!(c.apply_property(k, v).unwrap(), "{k}");
-    }
-    c
-}
-
-fn fs_keys(tier_dir: &Path) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "tieredBackendServiceProvider",
-            "org.apache.rocketmq.tieredstore.provider.PosixFileSegment".to_owned(),
-        ),
-        ("tieredStoreFilePath", tier_dir.display().to_string()),
-    ]
-}
-
-fn as_refs<'a>(keys: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    keys.iter().map(|(k, v)| (*k, v.as_str())).collect()
-}
-
-async fn fill(store: &MessageStore, from: usize, n: usize) {
-    for i in from..from + n {
-        let body = format!("message {i} ").repeat(1 + i % 17);
-        let r = store
-            .put_message(message(
-                TOPIC,
-                (i % 3) as i32,
-                body.into_bytes(),
-                props(
-                    Some(&format!("tag{}", i % 4)),
-                    Some(&format!("key{i}")),
-                    None,
-                ),
-            ))
-            .await;
-        assert!(r.is_ok(), "put {i}: {r:?}");
-    }
-}
-
-fn file_count(store: &MessageStore) -> usize {
-    store.runtime_info()["commitLogFileCount"].parse().unwrap()
-}
-
-/// Every queue read from offset 0 with pulls of 32.
-fn read_from_zero(store: &MessageStore) -> Vec<Vec<Bytes>> {
-    (0..3)
-        .map(|q| {
-            let mut out = Vec::new();
-            let mut offset = 0;
-            loop {
-                let r = store.get_message(TOPIC, q, offset, 32, 0, None);
-                if r.messages.is_empty() {
-                    assert!(
-                        matches!(
-                            r.status,
-                            GetMessageStatus::OffsetOverflowOne
-                                | GetMessageStatus::NoMessageInQueue
-                        ),
-                        "queue {q} stopped at {offset}: {:?}",
-                        r.status
-                    );
-                    return out;
-                }
-                out.extend(r.messages);
-                offset = r.next_begin_offset;
-            }
-        })
-        .collect()
-}
-
-/// Waits until every sealed local file is in the tier.
-fn wait_uploaded(store: &MessageStore) {
-    let sealed = file_count(store) - 1;
-    assert!(
-        store.wait_tier(WAIT, |s| s.segments >= sealed),
-        "tier did not catch up: {:?}, {sealed} sealed files",
-        store.tier_status()
-    );
-}
-
-/// Deletes every local file retention may delete (all but the writer's, if uploaded).
-fn expire_local(store: &MessageStore) -> usize {
-    let later = SystemTime::now() + Duration::from_secs(400 * 24 * 3600);
-    let mut deleted = 0;
-    loop {
-        // A pass deletes at most 10 files.
-        match store
-            .run_retention(later, 0.0)
-            .unwrap()
-            .commit_log_files_deleted
-        {
-            0 => return deleted,
-            n => deleted += n,
-        }
-    }
-}
+use common::settle;
+use common::tier::*;
+use vostok_store::{GetMessageStatus, MessageStore};
 
 /// Writes several files, uploads them, deletes them locally, and reads everything
 /// back from offset 0.
@@ -433,4 +313,127 @@ async fn tier_segments_expire_once_their_local_files_are_gone() {
         let left = std::fs::read_dir(tier_dir.join(sub)).map_or(0, |d| d.count());
         assert_eq!(left, 0, "{sub}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tier_read_keeps_the_consumer_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let keys = fs_keys(&tier_dir);
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) > 0);
+    // The segments' data vanish from the tier (their queue indexes stay).
+    std::fs::remove_dir_all(tier_dir.join("commitlog")).unwrap();
+    let r = store.get_message(TOPIC, 0, 0, 32, 0, None);
+    assert!(r.messages.is_empty());
+    assert_eq!(r.status, GetMessageStatus::OffsetFoundNull);
+    assert_eq!(r.next_begin_offset, 0, "asked again, not skipped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_segment_missing_from_the_tier_is_uploaded_again_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let keys = fs_keys(&tier_dir);
+    let root = dir.path().join("store");
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    wait_uploaded(&store);
+    let segments = store.tier_status().unwrap().segments;
+    store.shutdown();
+    drop(store);
+    // An object removed behind the broker's back while it was down.
+    let mut objects: Vec<PathBuf> = std::fs::read_dir(tier_dir.join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    objects.sort();
+    std::fs::remove_file(&objects[1]).unwrap();
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    assert!(
+        store.wait_tier(WAIT, |s| s.segments_uploaded == 1 && s.segments == segments),
+        "{:?}",
+        store.tier_status()
+    );
+    assert!(objects[1].exists(), "uploaded again");
+    let before = read_from_zero(&store);
+    assert!(expire_local(&store) > 0);
+    assert_eq!(read_from_zero(&store), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_catch_up_once_the_tier_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    // A file where the tier's directory of segments belongs: every upload fails.
+    std::fs::create_dir_all(&tier_dir).unwrap();
+    std::fs::write(tier_dir.join("commitlog"), b"in the way").unwrap();
+    let keys = fs_keys(&tier_dir);
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    assert!(
+        store.wait_tier(WAIT, |s| s.upload_failures > 0),
+        "no upload attempt"
+    );
+    assert_eq!(store.tier_status().unwrap().segments, 0);
+    fill(&store, 60, 20).await;
+    std::fs::remove_file(tier_dir.join("commitlog")).unwrap();
+    settle(&store);
+    wait_uploaded(&store);
+    let before = read_from_zero(&store);
+    assert_eq!(before.iter().map(Vec::len).sum::<usize>(), 80);
+    assert!(expire_local(&store) > 0);
+    assert_eq!(read_from_zero(&store), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_store_that_never_answers_holds_up_neither_puts_nor_shutdown() {
+    // Connections are accepted by the kernel, and never answered.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", silent.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", endpoint.as_str()),
+        ("objectStoreBucket", "silent"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "test"),
+        ("objectStoreSecretKey", "test"),
+        ("tieredStoreUploadTimeout", "600000"),
+    ];
+    let store = MessageStore::open(tier_config(dir.path(), &keys)).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    assert!(file_count(&store) >= 5);
+    assert_eq!(
+        read_from_zero(&store).iter().map(Vec::len).sum::<usize>(),
+        120
+    );
+    // An upload is under way: the store has connected, and waits for an answer.
+    let (conn_tx, conn_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = conn_tx.send(silent.accept().map(|(c, _)| c));
+    });
+    let held = conn_rx.recv_timeout(WAIT).expect("no upload attempt");
+    let status = store.tier_status().unwrap();
+    assert_eq!((status.segments, status.upload_failures), (0, 0), "still waiting");
+    // Shutdown does not wait for the upload (it would wait 10 minutes).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        store.shutdown();
+        drop(store);
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(WAIT).is_ok(),
+        "shutdown waited for the object store"
+    );
+    drop(held);
 }

@@ -231,7 +231,8 @@ impl MessageStore {
         } else {
             tier_min
         };
-        let found = match tier.entries_from(topic, queue_id, offset) {
+        let examine = (16_000 / CQ_UNIT_SIZE).max(limits.max_count);
+        let found = match tier.entries_from(topic, queue_id, offset, examine) {
             Ok(Some(found)) => found,
             Ok(None) => return None,
             Err(e) => {
@@ -243,10 +244,7 @@ impl MessageStore {
         let (base, entries) = found;
         let first = entries.first()?.queue_offset;
         let mut result = GetMessageResult::empty(NoMatchedMessage, first, min, max);
-        let examine = entries
-            .len()
-            .min((16_000 / CQ_UNIT_SIZE).max(limits.max_count));
-        for e in &entries[..examine] {
+        for e in &entries {
             let size = e.size.max(0) as usize;
             if limits.full(size, result.buffer_total_size, result.messages.len(), true) {
                 break;

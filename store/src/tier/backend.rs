@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,13 +41,21 @@ pub trait TierBackend: Send + Sync {
     fn put(&self, key: &str, data: &[u8]) -> Result<(), TierError>;
     /// The size of `key`, `None` if it does not exist.
     fn size(&self, key: &str) -> Result<Option<u64>, TierError>;
+    /// The whole object `key`.
+    fn get(&self, key: &str) -> Result<Bytes, TierError>;
     /// Bytes `range` of `key`.
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes, TierError>;
     /// Deletes `key`; deleting a missing object is not an error.
     fn delete(&self, key: &str) -> Result<(), TierError>;
     /// A description for logs: kind and place, never credentials.
     fn describe(&self) -> String;
+    /// The store is shutting down: operations waited for now, and later ones, give up
+    /// with [`TierError::Shutdown`] instead of holding the shutdown up.
+    fn stop(&self) {}
 }
+
+/// How often a wait for the object store checks for a shutdown.
+const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// Parts above this size are uploaded in parts of this size (S3's minimum is 5 MiB).
 const PART_SIZE: usize = 8 * 1024 * 1024;
@@ -56,10 +65,13 @@ pub struct ObjectBackend {
     store: Arc<dyn ObjectStore>,
     runtime: Option<tokio::runtime::Runtime>,
     timeout: Duration,
+    read_timeout: Duration,
     prefix: String,
     description: String,
     /// The file-system provider's root: objects are fsynced there after a put.
     fs_root: Option<PathBuf>,
+    /// Set by [`TierBackend::stop`].
+    stopped: AtomicBool,
 }
 
 impl ObjectBackend {
@@ -144,9 +156,11 @@ impl ObjectBackend {
             store,
             runtime: Some(runtime),
             timeout: c.op_timeout,
+            read_timeout: c.read_timeout,
             prefix,
             description,
             fs_root,
+            stopped: AtomicBool::new(false),
         })
     }
 
@@ -160,17 +174,41 @@ impl ObjectBackend {
         T: Send + 'static,
         F: Future<Output = Result<T, TierError>> + Send + 'static,
     {
+        self.run_within(self.timeout, f)
+    }
+
+    fn run_within<T, F>(&self, timeout: Duration, f: F) -> Result<T, TierError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, TierError>> + Send + 'static,
+    {
         let runtime = self.runtime.as_ref().ok_or(TierError::Shutdown)?;
-        let timeout = self.timeout;
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(TierError::Shutdown);
+        }
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        runtime.spawn(async move {
+        let task = runtime.spawn(async move {
             let r = match tokio::time::timeout(timeout, f).await {
                 Ok(r) => r,
                 Err(_) => Err(TierError::Timeout(timeout)),
             };
             let _ = tx.send(r);
         });
-        rx.recv().map_err(|_| TierError::Shutdown)?
+        // Woken every so often to notice a shutdown.
+        loop {
+            match rx.recv_timeout(STOP_CHECK) {
+                Ok(r) => return r,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if self.stopped.load(Ordering::Acquire) {
+                        task.abort();
+                        return Err(TierError::Shutdown);
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(TierError::Shutdown)
+                }
+            }
+        }
     }
 
     /// Makes a file-system object durable: the file, then its directory.
@@ -239,10 +277,20 @@ impl TierBackend for ObjectBackend {
         })
     }
 
+    fn get(&self, key: &str) -> Result<Bytes, TierError> {
+        let path = self.path(key);
+        let store = Arc::clone(&self.store);
+        self.run_within(self.read_timeout, async move {
+            Ok(store.get(&path).await?.bytes().await?)
+        })
+    }
+
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes, TierError> {
         let path = self.path(key);
         let store = Arc::clone(&self.store);
-        self.run(async move { Ok(store.get_range(&path, range).await?) })
+        self.run_within(self.read_timeout, async move {
+            Ok(store.get_range(&path, range).await?)
+        })
     }
 
     fn delete(&self, key: &str) -> Result<(), TierError> {
@@ -258,6 +306,10 @@ impl TierBackend for ObjectBackend {
 
     fn describe(&self) -> String {
         self.description.clone()
+    }
+
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
     }
 }
 

@@ -144,6 +144,9 @@ pub struct TierConfig {
     pub read_block_size: u64,
     /// `tieredStoreUploadTimeout` (Vostok, ms): one object operation is abandoned after this.
     pub op_timeout: Duration,
+    /// `tieredStoreReadTimeout` (Vostok, ms): a read from the tier is given up after
+    /// this (the consumer asks again); a pull waits for it.
+    pub read_timeout: Duration,
     /// Apache keys accepted and printed back, without effect.
     pub accepted_only: BTreeMap<String, String>,
 }
@@ -182,6 +185,7 @@ impl Default for TierConfig {
             read_cache_max_size: 256 * 1024 * 1024,
             read_block_size: 16 * 1024 * 1024,
             op_timeout: Duration::from_secs(60),
+            read_timeout: Duration::from_secs(3),
             accepted_only: BTreeMap::new(),
         }
     }
@@ -259,6 +263,7 @@ impl TierConfig {
                 }
             }
             "tieredStoreUploadTimeout" => self.op_timeout = Duration::from_millis(num(key, v)?),
+            "tieredStoreReadTimeout" => self.read_timeout = Duration::from_millis(num(key, v)?),
             k if ACCEPTED_ONLY.contains(&k) => {
                 self.accepted_only.insert(k.to_owned(), v.to_owned());
             }
@@ -310,6 +315,10 @@ impl TierConfig {
             (
                 "tieredStoreUploadTimeout",
                 self.op_timeout.as_millis().to_string(),
+            ),
+            (
+                "tieredStoreReadTimeout",
+                self.read_timeout.as_millis().to_string(),
             ),
         ];
         for key in ACCEPTED_ONLY {

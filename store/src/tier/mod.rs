@@ -243,19 +243,22 @@ impl Tier {
         }
     }
 
-    /// Queue entries from `offset`: those of the segment holding it (or of the next
-    /// segment with the queue, when `offset` fell in a gap), with the segment's base.
+    /// At most `limit` queue entries from `offset`: those of the segment holding it (or
+    /// of the next segment with the queue, when `offset` fell in a gap), with the
+    /// segment's base.
     pub(crate) fn entries_from(
         &self,
         topic: &str,
         qid: i32,
         offset: i64,
+        limit: usize,
     ) -> Result<Option<(i64, Vec<IndexEntry>)>, TierError> {
         let Some((base, from)) = self.state.read_locked().segment_for(topic, qid, offset) else {
             return Ok(None);
         };
         let index = self.index(base)?;
-        Ok(Some((base, index.entries_from(topic, qid, from).to_vec())))
+        let entries = index.entries_from(topic, qid, from);
+        Ok(Some((base, entries[..entries.len().min(limit)].to_vec())))
     }
 
     fn index(&self, base: i64) -> Result<Arc<SegmentIndex>, TierError> {
@@ -263,15 +266,7 @@ impl Tier {
         if let Some(Cached::Index(i)) = self.cache.locked().get(&key) {
             return Ok(i);
         }
-        let key_name = index_key(base);
-        let size = self
-            .backend
-            .size(&key_name)?
-            .ok_or_else(|| TierError::Corrupt {
-                what: key_name.clone(),
-                reason: "missing from the tier".to_owned(),
-            })?;
-        let raw = self.backend.get_range(&key_name, 0..size)?;
+        let raw = self.backend.get(&index_key(base))?;
         let index = Arc::new(SegmentIndex::decode(&raw)?);
         let weight = index.weight();
         self.cache.locked().put(

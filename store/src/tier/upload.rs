@@ -2,7 +2,9 @@
 //! flushed and dispatched) to the tier with its queue index, records it durably, and
 //! deletes tier segments older than `tieredStoreFileReservedTime`. It never takes the
 //! append lock, so puts never wait for it; a failed upload is retried with backoff
-//! (1 s doubling to 60 s) while local retention keeps the file (`retention`).
+//! (1 s doubling to 60 s) while local retention keeps the file (`retention`). Before
+//! its first upload it checks the recorded segments still on the local disk against
+//! the tier (`verify_recorded`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -26,9 +28,21 @@ pub(crate) fn run(inner: &StoreInner) {
         return;
     };
     let mut backoff = BACKOFF_MIN;
+    let mut verified = false;
     loop {
         let mut wait = IDLE;
-        if let Err(e) = upload_pending(inner, tier) {
+        let pass = if verified {
+            upload_pending(inner, tier)
+        } else {
+            verify_recorded(inner, tier).and_then(|_| {
+                verified = true;
+                upload_pending(inner, tier)
+            })
+        };
+        if let Err(TierError::Shutdown) = pass {
+            break;
+        }
+        if let Err(e) = pass {
             tier.stats.upload_failures.fetch_add(1, Ordering::Relaxed);
             tier.notify_progress();
             tracing::warn!(
@@ -48,6 +62,54 @@ pub(crate) fn run(inner: &StoreInner) {
             break;
         }
     }
+}
+
+/// At start: checks that every recorded segment whose local file is still here is
+/// whole in the tier, and forgets those that are not (an object deleted or damaged
+/// behind the broker's back), so that they are uploaded again. Segments whose local
+/// file is gone cannot be uploaded again and are left recorded. Returns how many
+/// were forgotten.
+pub(crate) fn verify_recorded(inner: &StoreInner, tier: &Tier) -> Result<usize, TierError> {
+    let local: Vec<i64> = inner.commitlog.files().files().iter().map(|f| f.base()).collect();
+    let recorded: Vec<(i64, u64)> = {
+        let state = tier.state.read_locked();
+        local
+            .iter()
+            .filter_map(|b| state.segments.get(b).map(|m| (*b, m.size)))
+            .collect()
+    };
+    let mut missing = Vec::new();
+    for (base, size) in recorded {
+        let data = tier.backend.size(&data_key(base))?;
+        let index = tier.backend.size(&index_key(base))?;
+        if data != Some(size) || index.is_none() {
+            tracing::warn!(
+                base,
+                data_bytes = ?data,
+                index_found = index.is_some(),
+                "a recorded tier segment is missing or incomplete in the tier; it is uploaded again"
+            );
+            missing.push(base);
+        }
+    }
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    let mut state = tier.state.write_locked();
+    let before = state.segments.clone();
+    for base in &missing {
+        state.segments.remove(base);
+    }
+    if let Err(e) = tier.meta.save(&mut state) {
+        state.segments = before;
+        return Err(e);
+    }
+    drop(state);
+    for base in &missing {
+        tier.forget_cached(*base);
+    }
+    tier.notify_progress();
+    Ok(missing.len())
 }
 
 /// Uploads every sealed file not yet in the tier, oldest first.
