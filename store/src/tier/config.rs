@@ -392,6 +392,68 @@ mod tests {
         assert_eq!(c.storage_level, StorageLevel::NotInMem);
     }
 
+    /// A `broker.conf` for Apache's tiered store, every key of its `MessageStoreConfig`.
+    const APACHE_CONF: &str = "\
+messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore
+tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment
+tieredMetadataServiceProvider=org.apache.rocketmq.tieredstore.metadata.DefaultMetadataStore
+tieredStoreFilePath=/data/tier
+tieredStorageLevel=NOT_IN_DISK
+tieredStoreFileReservedTime=720
+tieredStoreCommitLogMaxSize=1073741824
+tieredStoreConsumeQueueMaxSize=104857600
+tieredStoreIndexFileMaxHashSlotNum=5000000
+tieredStoreIndexFileMaxIndexNum=20000000
+tieredStoreIndexFileRollingIdleInterval=10800000
+commitLogRollingInterval=24
+commitLogRollingMinimumSize=134217728
+maxCommitJitter=100
+tieredStoreGroupCommit=true
+tieredStoreGroupCommitCount=4096
+tieredStoreGroupCommitSize=4194304
+tieredStoreMaxGroupCommitCount=10000
+tieredStoreMaxFallBehindSize=134217728
+readAheadCacheEnable=true
+readAheadMessageCountThreshold=4096
+readAheadMessageSizeThreshold=16777216
+readAheadCacheExpireDuration=15000
+readAheadCacheSizeThresholdRate=0.3
+tieredStoreMaxPendingLimit=10000
+tieredStoreCrcCheckEnable=false
+objectStoreEndpoint=
+objectStoreBucket=
+objectStoreAccessKey=
+objectStoreSecretKey=
+";
+
+    #[test]
+    fn every_key_of_apaches_tiered_store_is_accepted_and_unknown_ones_are_not() {
+        let mut c = crate::StoreConfig::default();
+        for (k, v) in vostok_remoting::support::properties::parse(APACHE_CONF) {
+            assert!(c.apply_property(&k, &v).unwrap(), "{k}");
+        }
+        c.validate().unwrap();
+        assert!(c.tier.enabled());
+        assert_eq!(c.tier.provider, TierProvider::FileSystem);
+        assert_eq!(c.tier.file_path, PathBuf::from("/data/tier"));
+        assert_eq!(c.tier.storage_level, StorageLevel::NotInDisk);
+        assert_eq!(c.tier.file_reserved_time, Duration::from_secs(720 * 3600));
+        // Printed back, they read the same.
+        let printed = c.to_properties();
+        for (k, v) in vostok_remoting::support::properties::parse(APACHE_CONF) {
+            assert!(
+                printed.iter().any(|(pk, pv)| *pk == k && *pv == v),
+                "{k}={v} not printed back"
+            );
+        }
+        // A misspelt tier key is unknown to the store (the broker refuses it).
+        for key in ["tieredStoreFileReserveTime", "tieredStorageLvl", "objectStoreBucketName"] {
+            assert!(!c.apply_property(key, "1").unwrap(), "{key}");
+        }
+        assert!(c.apply_property("tieredStorageLevel", "SOMETIMES").is_err());
+        assert!(c.apply_property("tieredStoreFileReservedTime", "-1").is_err());
+    }
+
     #[test]
     fn the_secret_key_is_never_printed() {
         let mut c = TierConfig::default();
