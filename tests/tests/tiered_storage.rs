@@ -1,6 +1,7 @@
 //! Tiered storage through a broker process: with local retention deleting commitlog
 //! files as soon as they are in the tier, a consumer group created afterwards reads
-//! every message from offset 0, in order per queue, with its tags, keys and body.
+//! every message from offset 0, in order per queue, with its tags, keys and body; the
+//! tier's figures are in `mqadmin brokerStatus` and in the Prometheus metrics.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use vostok_client::{
     Producer, ProducerConfig, PushConsumer,
 };
 use vostok_tests::sdk::{client, wait_until};
-use vostok_tests::{Broker, BrokerOptions};
+use vostok_tests::{binary, http, Broker, BrokerOptions};
 
 const N: usize = 400;
 
@@ -53,7 +54,12 @@ async fn a_group_created_after_local_deletion_reads_everything_from_the_tier() {
             .set("fileReservedTime", 0)
             .set("deleteWhen", every_hour())
             .set("cleanResourceInterval", 200)
-            .set("flushCommitLogThoroughInterval", 50),
+            .set("flushCommitLogThoroughInterval", 50)
+            .set("tieredStorageLevel", "NOT_IN_DISK")
+            .set("tieredStoreFileReservedTime", 720)
+            .set("tieredStoreCommitLogMaxSize", 1073741824)
+            .set("tieredStoreGroupCommitCount", 4096)
+            .set("metricsExporterType", "PROM"),
     );
     let ns = broker.namesrv.clone();
     let topic = "ArchiveTopic";
@@ -119,5 +125,49 @@ async fn a_group_created_after_local_deletion_reads_everything_from_the_tier() {
         sorted.sort();
         assert_eq!(sorted[0], 0, "queue {q} read from offset 0");
         assert!(sorted.windows(2).all(|w| w[1] == w[0] + 1), "queue {q}");
+    }
+
+    // The tier's state, as an operator sees it.
+    let out = std::process::Command::new(binary("vostok-test-mqadmin"))
+        .args(["-n", &ns, "brokerStatus", "-b", &broker.addr])
+        .env_remove("NAMESRV_ADDR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{status}");
+    let figure = |key: &str| -> i64 {
+        status
+            .lines()
+            .find_map(|l| {
+                let mut words = l.split_whitespace();
+                (words.next() == Some(key))
+                    .then(|| words.last().and_then(|v| v.parse().ok()))
+                    .flatten()
+            })
+            .unwrap_or_else(|| panic!("{key} in {status}"))
+    };
+    assert!(figure("tierSegments") >= 1);
+    assert!(figure("tierMessagesRead") >= N as i64);
+    assert!(figure("tierBytesUploaded") > 0);
+    assert!(figure("tierUploadLagBytes") > 0, "the writer's file");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("tierState") && l.ends_with(": OK")),
+        "{status}"
+    );
+    let metrics = http::get(&broker.metrics_addr.clone().expect("metrics"), "/metrics")
+        .await
+        .body;
+    for name in [
+        "rocketmq_tiered_store_uploaded_bytes_total",
+        "rocketmq_tiered_store_upload_lag_bytes",
+        "rocketmq_tiered_store_upload_lag_seconds",
+        "rocketmq_tiered_store_messages_read_total",
+        "rocketmq_tiered_store_read_latency_seconds_count",
+        "rocketmq_tiered_store_cache_hits_total",
+    ] {
+        assert!(metrics.contains(name), "{name} in {metrics}");
     }
 }

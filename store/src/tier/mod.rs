@@ -43,16 +43,51 @@ pub(crate) fn index_key(base: i64) -> String {
     format!("index/{}", offset_file_name(base))
 }
 
+/// Upper bounds (ms) of the buckets of the tier's read latency histogram.
+pub const READ_LATENCY_BOUNDS_MS: [u64; 8] = [1, 5, 10, 50, 100, 500, 1000, 5000];
+
 /// Counters of the tier.
 #[derive(Debug, Default)]
 pub struct TierStats {
     pub segments_uploaded: AtomicU64,
     pub bytes_uploaded: AtomicU64,
     pub upload_failures: AtomicU64,
+    /// Whether the last upload pass failed.
+    pub failing: std::sync::atomic::AtomicBool,
     pub segments_expired: AtomicU64,
     pub reads: AtomicU64,
     pub cache_hits: AtomicU64,
     pub cache_misses: AtomicU64,
+    /// Reads from the object store (cache misses answered, or failed).
+    pub object_reads: AtomicU64,
+    pub object_read_bytes: AtomicU64,
+    pub object_read_failures: AtomicU64,
+    /// Object-store read latency: per bucket of [`READ_LATENCY_BOUNDS_MS`], then
+    /// those above the last bound.
+    pub read_latency_buckets: [AtomicU64; READ_LATENCY_BOUNDS_MS.len() + 1],
+    pub read_latency_micros: AtomicU64,
+}
+
+impl TierStats {
+    /// Records one read from the object store.
+    fn object_read(&self, took: Duration, bytes: Option<usize>) {
+        let ms = took.as_millis() as u64;
+        let bucket = READ_LATENCY_BOUNDS_MS
+            .iter()
+            .position(|b| ms <= *b)
+            .unwrap_or(READ_LATENCY_BOUNDS_MS.len());
+        Stats::bump(&self.read_latency_buckets[bucket]);
+        self.read_latency_micros
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        Stats::bump(&self.object_reads);
+        match bytes {
+            Some(n) => {
+                self.object_read_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            None => Stats::bump(&self.object_read_failures),
+        }
+    }
 }
 
 /// A snapshot of the tier's state.
@@ -71,6 +106,24 @@ pub struct TierStatus {
     pub segments_expired: u64,
     pub reads: u64,
     pub cache_hits: u64,
+    pub cache_misses: u64,
+    /// Bytes the read cache holds.
+    pub cache_bytes: u64,
+    /// Whether the last upload attempt failed.
+    pub failing: bool,
+    pub object_reads: u64,
+    pub object_read_bytes: u64,
+    pub object_read_failures: u64,
+    /// Object-store reads per latency bucket ([`READ_LATENCY_BOUNDS_MS`], then above).
+    pub read_latency_buckets: Vec<u64>,
+    /// Sum of the object-store reads' latencies.
+    pub read_latency_micros: u64,
+    /// Commitlog bytes not in the tier yet (the writer's file included).
+    pub upload_lag_bytes: i64,
+    /// Age of the oldest message not in the tier yet, ms (0 when none).
+    pub upload_lag_ms: i64,
+    /// The object store, for people: kind and place, never credentials.
+    pub backend: String,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -240,6 +293,21 @@ impl Tier {
             segments_expired: st.segments_expired.load(Ordering::Relaxed),
             reads: st.reads.load(Ordering::Relaxed),
             cache_hits: st.cache_hits.load(Ordering::Relaxed),
+            cache_misses: st.cache_misses.load(Ordering::Relaxed),
+            cache_bytes: self.cache.locked().bytes,
+            failing: st.failing.load(Ordering::Relaxed),
+            object_reads: st.object_reads.load(Ordering::Relaxed),
+            object_read_bytes: st.object_read_bytes.load(Ordering::Relaxed),
+            object_read_failures: st.object_read_failures.load(Ordering::Relaxed),
+            read_latency_buckets: st
+                .read_latency_buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect(),
+            read_latency_micros: st.read_latency_micros.load(Ordering::Relaxed),
+            upload_lag_bytes: 0,
+            upload_lag_ms: 0,
+            backend: self.backend.describe(),
         }
     }
 
@@ -266,7 +334,13 @@ impl Tier {
         if let Some(Cached::Index(i)) = self.cache.locked().get(&key) {
             return Ok(i);
         }
-        let raw = self.backend.get(&index_key(base))?;
+        let started = Instant::now();
+        let raw = self.backend.get(&index_key(base));
+        self.stats.object_read(
+            started.elapsed(),
+            raw.as_ref().ok().map(|r: &Bytes| r.len()),
+        );
+        let raw = raw?;
         let index = Arc::new(SegmentIndex::decode(&raw)?);
         let weight = index.weight();
         self.cache.locked().put(
@@ -327,7 +401,13 @@ impl Tier {
         Stats::bump(&self.stats.cache_misses);
         let range = n * block..((n + 1) * block).min(seg_size);
         let want = range.end - range.start;
-        let b = self.backend.get_range(&data_key(base), range)?;
+        let started = Instant::now();
+        let b = self.backend.get_range(&data_key(base), range);
+        self.stats.object_read(
+            started.elapsed(),
+            b.as_ref().ok().map(|r: &Bytes| r.len()),
+        );
+        let b = b?;
         if b.len() as u64 != want {
             return Err(TierError::Corrupt {
                 what: data_key(base),

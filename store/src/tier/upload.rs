@@ -42,6 +42,7 @@ pub(crate) fn run(inner: &StoreInner) {
         if let Err(TierError::Shutdown) = pass {
             break;
         }
+        tier.stats.failing.store(pass.is_err(), Ordering::Relaxed);
         if let Err(e) = pass {
             tier.stats.upload_failures.fetch_add(1, Ordering::Relaxed);
             tier.notify_progress();
