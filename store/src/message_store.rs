@@ -135,6 +135,13 @@ impl MessageStore {
             .sync_master
             .store(inner.config.ha.sync_master, Ordering::Release);
         inner.recover(last_exit_ok)?;
+        if let Some(tier) = &inner.tier {
+            // A deletion cut short between its tombstone and the tier's record.
+            for (topic, end) in inner.tombstones.all() {
+                tier.forget_topic(&topic, end)
+                    .map_err(|e| crate::error::StoreError::Tier(e.to_string()))?;
+            }
+        }
         // Before the first put: the file the writer continues in has the blocks of its
         // next step, and the next file is ready if it is due (the first file of an
         // empty store always is).
@@ -294,8 +301,10 @@ impl MessageStore {
 
     /// Deletes `topics` for good: a durable tombstone first (so neither a crash
     /// recovery nor a re-created topic of the same name brings their messages back),
-    /// then their consume queues. Their commitlog records stay until retention removes
-    /// their files. Blocking file I/O: call it off the async runtime.
+    /// then their consume queues and their queues in the tier. Their commitlog records
+    /// stay until retention removes their files (tier segments: until they expire, or
+    /// at once when nothing else is in them). Blocking file I/O: call it off the async
+    /// runtime.
     pub fn delete_topics(&self, topics: &[String]) -> Result<()> {
         for topic in topics {
             let end = {
@@ -310,6 +319,10 @@ impl MessageStore {
             // Records the dispatcher has not reached yet are hidden by the tombstone.
             if let Err(e) = self.inner.queues.delete_topic(topic) {
                 tracing::warn!(topic = %topic, error = %e, "could not delete a topic's consume queues");
+            }
+            if let Some(tier) = &self.inner.tier {
+                tier.forget_topic(topic, end)
+                    .map_err(|e| crate::error::StoreError::Tier(e.to_string()))?;
             }
             tracing::info!(topic = %topic, end, "deleted topic from the store");
         }

@@ -26,10 +26,21 @@ pub struct QueueEntries {
     pub entries: Vec<QueueEntry>,
 }
 
+/// Whether the record is of `topic` and has `key` as its `UNIQ_KEY` or among its `KEYS`.
+fn has_key(raw: &[u8], topic: &str, key: &str) -> bool {
+    RecordView::parse_message(raw, false).is_ok_and(|v| {
+        v.topic() == topic
+            && (property::find(v.properties(), property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+                == Some(key)
+                || property::find(v.properties(), property::KEYS)
+                    .is_some_and(|keys| keys.split(KEY_SEPARATOR).any(|k| k == key)))
+    })
+}
+
 impl MessageStore {
     /// The decoded record at `commit_log_offset` (which must be a record start).
     pub fn look_message_by_offset(&self, commit_log_offset: i64) -> Option<MessageExt> {
-        let raw = self.inner().commitlog.read_record(commit_log_offset)?;
+        let raw = self.select_one_message_by_offset(commit_log_offset)?;
         MessageExt::decode(&raw, false).ok()
     }
 
@@ -40,9 +51,21 @@ impl MessageStore {
         self.look_message_by_offset(offset)
     }
 
-    /// The raw record at `commit_log_offset`, as stored.
+    /// The raw record at `commit_log_offset`, as stored; from the tier when its local
+    /// file is gone.
     pub fn select_one_message_by_offset(&self, commit_log_offset: i64) -> Option<bytes::Bytes> {
-        self.inner().commitlog.read_record(commit_log_offset)
+        let i = self.inner();
+        if let Some(raw) = i.commitlog.read_record(commit_log_offset) {
+            return Some(raw);
+        }
+        if commit_log_offset >= i.commitlog.min_offset() {
+            return None;
+        }
+        let tier = i.tier.as_deref().filter(|t| t.serves_reads())?;
+        tier.read_record(commit_log_offset)
+            .map_err(|e| tracing::warn!(commit_log_offset, error = %e, "tier read failed"))
+            .ok()
+            .flatten()
     }
 
     /// Records of `topic` whose `KEYS` contain `key` or whose `UNIQ_KEY` is `key`,
@@ -78,19 +101,58 @@ impl MessageStore {
             let Some(raw) = i.commitlog.read_record(phy) else {
                 continue;
             };
-            let matches = RecordView::parse_message(&raw, false).is_ok_and(|v| {
-                v.topic() == topic
-                    && (property::find(v.properties(), property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-                        == Some(key)
-                        || property::find(v.properties(), property::KEYS)
-                            .is_some_and(|keys| keys.split(KEY_SEPARATOR).any(|k| k == key)))
-            });
-            if matches && !out.messages.iter().any(|m| m == &raw) {
+            if has_key(&raw, topic, key) && !out.messages.iter().any(|m| m == &raw) {
                 out.buffer_total_size += raw.len();
                 out.messages.push(raw);
             }
         }
+        if out.messages.len() < max {
+            self.query_tier_by_key(topic, key, max, begin_ms, end_ms, &mut out);
+        }
         out
+    }
+
+    /// Adds to `out` the messages with `key` that only the tier still has.
+    fn query_tier_by_key(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        begin_ms: i64,
+        end_ms: i64,
+        out: &mut QueryMessageResult,
+    ) {
+        let i = self.inner();
+        let Some(tier) = i.tier.as_deref().filter(|t| t.serves_reads()) else {
+            return;
+        };
+        let local_min = i.commitlog.min_offset();
+        let found = match tier.find_by_key(topic, key, max * 2, begin_ms, end_ms) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(topic, error = %e, "tier lookup by key failed");
+                return;
+            }
+        };
+        for (base, e) in found {
+            if out.messages.len() >= max {
+                break;
+            }
+            if e.phy >= local_min {
+                continue; // the local index answers for it
+            }
+            let raw = match tier.read(base, e.phy, e.size.max(0) as usize) {
+                Ok(raw) => raw,
+                Err(err) => {
+                    tracing::warn!(topic, error = %err, "tier read failed");
+                    continue;
+                }
+            };
+            if has_key(&raw, topic, key) && !out.messages.iter().any(|m| m == &raw) {
+                out.buffer_total_size += raw.len();
+                out.messages.push(raw);
+            }
+        }
     }
 
     /// Up to `count` entries of a consume queue from queue offset `from` (holes a
@@ -154,7 +216,12 @@ impl MessageStore {
     /// The queue offset of the message stored nearest to `timestamp_ms` (an exact
     /// match first; otherwise the closer neighbour, RocketMQ 4.x
     /// `getOffsetInQueueByTime`). Binary search over the consume queue.
+    /// With the tier on, a time before the local queue's oldest message is looked up in
+    /// the tier (the first message stored at or after it).
     pub fn offset_in_queue_by_time(&self, topic: &str, queue_id: i32, timestamp_ms: i64) -> i64 {
+        if let Some(offset) = self.tier_offset_by_time(topic, queue_id, timestamp_ms) {
+            return offset;
+        }
         let Some(cq) = self.inner().queues.find(topic, queue_id) else {
             return 0;
         };
@@ -191,6 +258,26 @@ impl MessageStore {
             lo
         } else {
             lo - 1
+        }
+    }
+
+    /// The tier's answer to [`Self::offset_in_queue_by_time`], when the time is before
+    /// the local queue's oldest message and the tier has a message at or after it.
+    fn tier_offset_by_time(&self, topic: &str, queue_id: i32, timestamp_ms: i64) -> Option<i64> {
+        let tier = self.inner().tier.as_deref().filter(|t| t.serves_reads())?;
+        if let Some(cq) = self.inner().queues.find(topic, queue_id) {
+            let oldest = self.message_store_timestamp(topic, queue_id, cq.min_offset());
+            // Equal: older messages of the same millisecond may be in the tier.
+            if oldest.is_some_and(|t| t < timestamp_ms) {
+                return None;
+            }
+        }
+        match tier.offset_by_time(topic, queue_id, timestamp_ms) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(topic, queue_id, error = %e, "tier lookup by time failed");
+                None
+            }
         }
     }
 }

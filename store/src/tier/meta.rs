@@ -67,6 +67,21 @@ impl TierState {
             .map(|(first, (_, base))| (*base, *first))
     }
 
+    /// The segments holding a queue, oldest first: segment base and the store time of
+    /// the segment's newest message.
+    pub(crate) fn queue_segments(&self, topic: &str, qid: i32) -> Vec<(i64, i64)> {
+        let Some(ranges) = self.queues.get(&(topic.to_owned(), qid)) else {
+            return Vec::new();
+        };
+        ranges
+            .values()
+            .filter_map(|(_, base)| {
+                let s = self.segments.get(base)?;
+                Some((*base, s.last_store_timestamp))
+            })
+            .collect()
+    }
+
     /// The smallest and the end queue offset the tier holds for a queue.
     pub(crate) fn queue_range(&self, topic: &str, qid: i32) -> Option<(i64, i64)> {
         let ranges = self.queues.get(&(topic.to_owned(), qid))?;

@@ -329,6 +329,100 @@ impl Tier {
         Ok(Some((base, entries[..entries.len().min(limit)].to_vec())))
     }
 
+    /// The queue offset of the first message of a queue the tier holds that was stored
+    /// at or after `timestamp_ms`; `None` when every one is older.
+    pub(crate) fn offset_by_time(
+        &self,
+        topic: &str,
+        qid: i32,
+        timestamp_ms: i64,
+    ) -> Result<Option<i64>, TierError> {
+        let segments = self.state.read_locked().queue_segments(topic, qid);
+        for (base, newest) in segments {
+            if newest < timestamp_ms {
+                continue; // every message in it is older
+            }
+            let index = self.index(base)?;
+            let found = index
+                .entries_from(topic, qid, i64::MIN)
+                .iter()
+                .find(|e| e.store_timestamp >= timestamp_ms);
+            if let Some(e) = found {
+                return Ok(Some(e.queue_offset));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The whole record starting at commitlog offset `phy`, from the segment holding it.
+    pub(crate) fn read_record(&self, phy: i64) -> Result<Option<Bytes>, TierError> {
+        let Some((base, size)) = self
+            .state
+            .read_locked()
+            .segments
+            .range(..=phy)
+            .next_back()
+            .map(|(b, s)| (*b, s.size))
+        else {
+            return Ok(None);
+        };
+        if phy + 4 > base + size as i64 {
+            return Ok(None);
+        }
+        let head = self.read(base, phy, 4)?;
+        let total = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        if total <= 4 || phy + total as i64 > base + size as i64 {
+            return Ok(None);
+        }
+        self.read(base, phy, total as usize).map(Some)
+    }
+
+    /// Up to `max` messages of `topic` with `key` among their keys (`UNIQ_KEY`,
+    /// `KEYS`) stored within `begin_ms..=end_ms`, newest first: segment base and entry.
+    /// Only the segments that may hold that time span are read.
+    pub(crate) fn find_by_key(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        begin_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<(i64, IndexEntry)>, TierError> {
+        let candidates: Vec<i64> = {
+            let state = self.state.read_locked();
+            // A segment's messages are newer than the previous segment's newest.
+            let mut older_than = i64::MIN;
+            let mut out = Vec::new();
+            for s in state.segments.values() {
+                let lower = older_than;
+                older_than = s.last_store_timestamp;
+                if s.last_store_timestamp >= begin_ms
+                    && lower <= end_ms
+                    && s.queues.iter().any(|(t, ..)| t == topic)
+                {
+                    out.push(s.base);
+                }
+            }
+            out
+        };
+        let mut found = Vec::new();
+        for base in candidates.into_iter().rev() {
+            let index = self.index(base)?;
+            let mut here: Vec<IndexEntry> = index
+                .with_key(topic, key)
+                .filter(|e| (begin_ms..=end_ms).contains(&e.store_timestamp))
+                .copied()
+                .collect();
+            here.sort_by_key(|e| std::cmp::Reverse(e.phy));
+            found.extend(here.into_iter().map(|e| (base, e)));
+            if found.len() >= max {
+                found.truncate(max);
+                break;
+            }
+        }
+        Ok(found)
+    }
+
     fn index(&self, base: i64) -> Result<Arc<SegmentIndex>, TierError> {
         let key = CacheKey::Index(base);
         if let Some(Cached::Index(i)) = self.cache.locked().get(&key) {
@@ -421,6 +515,38 @@ impl Tier {
             self.config.read_cache_max_size,
         );
         Ok(b)
+    }
+
+    /// Forgets the queues of `topic` in every segment that ends at or before commitlog
+    /// offset `end` (the topic's deletion point): the tier no longer serves them, and a
+    /// topic re-created with the same name starts afresh. Their bytes stay in the
+    /// segments' objects, unread, until those expire; a segment left without any queue
+    /// goes at once (`upload::expire`). Returns the segments changed.
+    pub(crate) fn forget_topic(&self, topic: &str, end: i64) -> Result<usize, TierError> {
+        let mut state = self.state.write_locked();
+        let before = state.segments.clone();
+        let mut changed = 0;
+        for s in state.segments.values_mut() {
+            if s.base.saturating_add(s.size as i64) > end {
+                continue;
+            }
+            let n = s.queues.len();
+            s.queues.retain(|(t, ..)| t != topic);
+            if s.queues.len() != n {
+                changed += 1;
+            }
+        }
+        if changed == 0 {
+            return Ok(0);
+        }
+        if let Err(e) = self.meta.save(&mut state) {
+            state.segments = before;
+            return Err(e);
+        }
+        drop(state);
+        tracing::info!(topic, segments = changed, "deleted topic forgotten by the tier");
+        self.notify_progress();
+        Ok(changed)
     }
 
     pub(crate) fn forget_cached(&self, base: i64) {

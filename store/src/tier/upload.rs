@@ -9,6 +9,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use vostok_remoting::protocol::message::property;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
@@ -146,6 +147,12 @@ fn scan_file(inner: &StoreInner, f: &MappedFile) -> (SegmentIndex, i64) {
                 let total = view.total_size();
                 if gets_queue_offset(view.sys_flag()) && !inner.tombstones.hides(view.topic(), phy)
                 {
+                    let props = view.properties();
+                    let keys = [
+                        property::find(props, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                        property::find(props, property::KEYS),
+                    ];
+                    let keys = keys.into_iter().flatten().collect::<Vec<_>>().join(" ");
                     index.push(
                         view.topic(),
                         view.queue_id(),
@@ -156,6 +163,7 @@ fn scan_file(inner: &StoreInner, f: &MappedFile) -> (SegmentIndex, i64) {
                             tags_code: inner.queue_tags_code(&view),
                             store_timestamp: view.store_timestamp(),
                         },
+                        &keys,
                     );
                 }
                 last_ts = last_ts.max(view.store_timestamp());
@@ -194,13 +202,17 @@ fn upload_one(inner: &StoreInner, tier: &Tier, f: &MappedFile) -> Result<(), Tie
     }
     {
         let mut state = tier.state.write_locked();
+        // A topic deleted since the scan (`Tier::forget_topic` ran before this lock).
+        let last = base + data_len as i64 - 1;
+        let mut queues = index.ranges();
+        queues.retain(|(t, ..)| !inner.tombstones.hides(t, last));
         state.segments.insert(
             base,
             SegmentMeta {
                 base,
                 size: data_len,
                 last_store_timestamp: last_ts,
-                queues: index.ranges(),
+                queues,
             },
         );
         if let Err(e) = tier.meta.save(&mut state) {
@@ -226,8 +238,9 @@ fn upload_one(inner: &StoreInner, tier: &Tier, f: &MappedFile) -> Result<(), Tie
     Ok(())
 }
 
-/// Deletes tier segments whose newest message is older than
-/// `tieredStoreFileReservedTime` and whose local file is gone.
+/// Deletes tier segments whose local file is gone and whose newest message is older
+/// than `tieredStoreFileReservedTime`, or that no longer hold any queue (every topic
+/// in them was deleted).
 pub(crate) fn expire(inner: &StoreInner, tier: &Tier, now_ms: i64) -> Result<usize, TierError> {
     let keep = tier.config.file_reserved_time.as_millis() as i64;
     let local_min = inner.commitlog.min_offset();
@@ -236,7 +249,12 @@ pub(crate) fn expire(inner: &StoreInner, tier: &Tier, now_ms: i64) -> Result<usi
         .read_locked()
         .segments
         .values()
-        .filter(|s| s.base < local_min && s.last_store_timestamp.saturating_add(keep) <= now_ms)
+        .filter(|s| {
+            s.base < local_min
+                && (s.last_store_timestamp.saturating_add(keep) <= now_ms
+                    // Every queue it held was of deleted topics.
+                    || (s.queues.is_empty() && s.size > 0))
+        })
         .map(|s| s.base)
         .collect();
     if expired.is_empty() {
