@@ -15,9 +15,7 @@
 //! | `rocketmq_tiered_store_cache_hits_total`, `..._cache_misses_total` | counter | read cache |
 //! | `rocketmq_tiered_store_cache_bytes` | gauge | bytes the read cache holds |
 
-use vostok_observe::prometheus_client::encoding::{
-    DescriptorEncoder, EncodeMetric, NoLabelSet,
-};
+use vostok_observe::prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use vostok_observe::prometheus_client::metrics::counter::ConstCounter;
 use vostok_observe::prometheus_client::metrics::gauge::ConstGauge;
 use vostok_observe::prometheus_client::metrics::MetricType;
@@ -90,12 +88,7 @@ fn encode_status(t: &TierStatus, e: &mut DescriptorEncoder) -> Result<(), std::f
         "Age of the oldest message not in the tier yet, seconds",
         t.upload_lag_ms / 1000,
     )?;
-    counter(
-        e,
-        "messages_read",
-        "Messages served from the tier",
-        t.reads,
-    )?;
+    counter(e, "messages_read", "Messages served from the tier", t.reads)?;
     counter(
         e,
         "read_bytes",
