@@ -124,3 +124,48 @@ async fn deleting_a_topic_deletes_it_from_the_tier() {
     let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
     assert_eq!(read_from_zero(&store), again);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_queue_entries_and_store_times_reach_the_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = fs_keys(&dir.path().join("tier"));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let before = decoded(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) > 0);
+    for (q, msgs) in &before {
+        assert_eq!(
+            store.message_store_timestamp(TOPIC, *q, 0),
+            Some(msgs[0].store_timestamp),
+            "queue {q}"
+        );
+        assert_eq!(
+            store.earliest_message_time(TOPIC, *q),
+            Some(msgs[0].store_timestamp)
+        );
+        // Entries from 0 cross from the tier into the local queue without a gap.
+        let all = store.queue_entries(TOPIC, *q, 0, 1000).unwrap();
+        assert_eq!(all.min_offset, 0);
+        let got: Vec<(i64, i64)> = all
+            .entries
+            .iter()
+            .map(|e| (e.queue_offset, e.phy_offset))
+            .collect();
+        let want: Vec<(i64, i64)> = msgs
+            .iter()
+            .map(|m| (m.queue_offset, m.commit_log_offset))
+            .collect();
+        assert_eq!(got, want, "queue {q}");
+        let some = store.queue_entries(TOPIC, *q, 3, 5).unwrap();
+        assert_eq!(
+            some.entries
+                .iter()
+                .map(|e| e.queue_offset)
+                .collect::<Vec<_>>(),
+            [3, 4, 5, 6, 7]
+        );
+    }
+}

@@ -157,7 +157,8 @@ impl MessageStore {
 
     /// Up to `count` entries of a consume queue from queue offset `from` (holes a
     /// truncation left are skipped), with the queue's bounds; `None` when the queue
-    /// does not exist (Apache's `ConsumeQueue.iterateFrom`).
+    /// does not exist (Apache's `ConsumeQueue.iterateFrom`). With the tier on, the
+    /// entries below the local queue's first come from the tier.
     pub fn queue_entries(
         &self,
         topic: &str,
@@ -166,10 +167,18 @@ impl MessageStore {
         count: usize,
     ) -> Option<QueueEntries> {
         let cq = self.inner().queues.find(topic, queue_id)?;
-        let (min_offset, max_offset) = (cq.min_offset(), cq.max_offset());
-        let start = from.max(min_offset);
-        let entries = (start..max_offset)
-            .take(count)
+        let (local_min, max_offset) = (cq.min_offset(), cq.max_offset());
+        let mut entries = if from < local_min {
+            self.tier_entries(topic, queue_id, from, local_min, count)
+        } else {
+            Vec::new()
+        };
+        let start = entries
+            .last()
+            .map_or(from, |e| e.queue_offset + 1)
+            .max(local_min);
+        let local: Vec<QueueEntry> = (start..max_offset)
+            .take(count - entries.len())
             .filter_map(|offset| {
                 let e = cq.entry(offset)?;
                 (!e.is_blank()).then_some(QueueEntry {
@@ -180,11 +189,52 @@ impl MessageStore {
                 })
             })
             .collect();
+        entries.extend(local);
         Some(QueueEntries {
-            min_offset,
+            min_offset: self.min_offset_in_queue(topic, queue_id),
             max_offset,
             entries,
         })
+    }
+
+    /// Up to `count` entries of a queue from `from` to `below` that only the tier has.
+    fn tier_entries(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        from: i64,
+        below: i64,
+        count: usize,
+    ) -> Vec<QueueEntry> {
+        let Some(tier) = self.inner().tier.as_deref().filter(|t| t.serves_reads()) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut at = from;
+        while out.len() < count && at < below {
+            let found = match tier.entries_from(topic, queue_id, at, count - out.len()) {
+                Ok(Some((_, found))) if !found.is_empty() => found,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(topic, queue_id, error = %e, "tier read failed");
+                    break;
+                }
+            };
+            let before = out.len();
+            for e in found.into_iter().take_while(|e| e.queue_offset < below) {
+                at = e.queue_offset + 1;
+                out.push(QueueEntry {
+                    queue_offset: e.queue_offset,
+                    phy_offset: e.phy,
+                    size: e.size,
+                    tags_code: e.tags_code,
+                });
+            }
+            if out.len() == before {
+                break; // past `below`
+            }
+        }
+        out
     }
 
     /// Store time of the record at a queue offset.
@@ -195,20 +245,31 @@ impl MessageStore {
         consume_queue_offset: i64,
     ) -> Option<i64> {
         let i = self.inner();
-        let e = i
+        let local = i
             .queues
-            .find(topic, queue_id)?
-            .entry(consume_queue_offset)?;
-        if e.is_blank() {
-            return None;
+            .find(topic, queue_id)
+            .and_then(|cq| cq.entry(consume_queue_offset))
+            .filter(|e| !e.is_blank())
+            .and_then(|e| i.commitlog.store_timestamp_at(e.phy, e.size as usize));
+        if local.is_some() {
+            return local;
         }
-        i.commitlog.store_timestamp_at(e.phy, e.size as usize)
+        // Gone from the local disk: the tier's queue index has it.
+        let tier = i.tier.as_deref().filter(|t| t.serves_reads())?;
+        match tier.entries_from(topic, queue_id, consume_queue_offset, 1) {
+            Ok(Some((_, e))) => e
+                .first()
+                .filter(|e| e.queue_offset == consume_queue_offset)
+                .map(|e| e.store_timestamp),
+            _ => None,
+        }
     }
 
-    /// Store time of the oldest message still in the queue.
+    /// Store time of the oldest message still in the queue (with the tier on, the
+    /// oldest the tier has).
     pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
         let cq = self.inner().queues.find(topic, queue_id)?;
-        (cq.min_offset()..cq.max_offset())
+        (self.min_offset_in_queue(topic, queue_id)..cq.max_offset())
             .take(64)
             .find_map(|o| self.message_store_timestamp(topic, queue_id, o))
     }
