@@ -175,10 +175,7 @@ fn tier_runtime_info(t: &crate::tier::TierStatus, put: &mut impl FnMut(&str, Str
         if t.failing { "UPLOAD_FAILING" } else { "OK" }.to_owned(),
     );
     put("tierSegments", t.segments.to_string());
-    put(
-        "tierMinOffset",
-        t.min_offset.map_or(-1, |o| o).to_string(),
-    );
+    put("tierMinOffset", t.min_offset.map_or(-1, |o| o).to_string());
     put("tierSegmentsUploaded", t.segments_uploaded.to_string());
     put("tierBytesUploaded", t.bytes_uploaded.to_string());
     put("tierUploadFailures", t.upload_failures.to_string());

@@ -447,11 +447,17 @@ objectStoreSecretKey=
             );
         }
         // A misspelt tier key is unknown to the store (the broker refuses it).
-        for key in ["tieredStoreFileReserveTime", "tieredStorageLvl", "objectStoreBucketName"] {
+        for key in [
+            "tieredStoreFileReserveTime",
+            "tieredStorageLvl",
+            "objectStoreBucketName",
+        ] {
             assert!(!c.apply_property(key, "1").unwrap(), "{key}");
         }
         assert!(c.apply_property("tieredStorageLevel", "SOMETIMES").is_err());
-        assert!(c.apply_property("tieredStoreFileReservedTime", "-1").is_err());
+        assert!(c
+            .apply_property("tieredStoreFileReservedTime", "-1")
+            .is_err());
     }
 
     #[test]

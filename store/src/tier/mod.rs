@@ -497,10 +497,8 @@ impl Tier {
         let want = range.end - range.start;
         let started = Instant::now();
         let b = self.backend.get_range(&data_key(base), range);
-        self.stats.object_read(
-            started.elapsed(),
-            b.as_ref().ok().map(|r: &Bytes| r.len()),
-        );
+        self.stats
+            .object_read(started.elapsed(), b.as_ref().ok().map(|r: &Bytes| r.len()));
         let b = b?;
         if b.len() as u64 != want {
             return Err(TierError::Corrupt {
@@ -544,7 +542,11 @@ impl Tier {
             return Err(e);
         }
         drop(state);
-        tracing::info!(topic, segments = changed, "deleted topic forgotten by the tier");
+        tracing::info!(
+            topic,
+            segments = changed,
+            "deleted topic forgotten by the tier"
+        );
         self.notify_progress();
         Ok(changed)
     }

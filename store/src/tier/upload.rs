@@ -72,7 +72,13 @@ pub(crate) fn run(inner: &StoreInner) {
 /// file is gone cannot be uploaded again and are left recorded. Returns how many
 /// were forgotten.
 pub(crate) fn verify_recorded(inner: &StoreInner, tier: &Tier) -> Result<usize, TierError> {
-    let local: Vec<i64> = inner.commitlog.files().files().iter().map(|f| f.base()).collect();
+    let local: Vec<i64> = inner
+        .commitlog
+        .files()
+        .files()
+        .iter()
+        .map(|f| f.base())
+        .collect();
     let recorded: Vec<(i64, u64)> = {
         let state = tier.state.read_locked();
         local

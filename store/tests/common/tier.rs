@@ -128,4 +128,3 @@ pub fn expire_local(store: &MessageStore) -> usize {
         }
     }
 }
-
