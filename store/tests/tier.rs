@@ -423,7 +423,11 @@ async fn an_object_store_that_never_answers_holds_up_neither_puts_nor_shutdown()
     });
     let held = conn_rx.recv_timeout(WAIT).expect("no upload attempt");
     let status = store.tier_status().unwrap();
-    assert_eq!((status.segments, status.upload_failures), (0, 0), "still waiting");
+    assert_eq!(
+        (status.segments, status.upload_failures),
+        (0, 0),
+        "still waiting"
+    );
     // Shutdown does not wait for the upload (it would wait 10 minutes).
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -436,4 +440,24 @@ async fn an_object_store_that_never_answers_holds_up_neither_puts_nor_shutdown()
         "shutdown waited for the object store"
     );
     drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_cache_stays_within_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut keys = fs_keys(&dir.path().join("tier"));
+    keys.push(("tieredStoreReadCacheMaxSize", "10000".to_owned()));
+    keys.push(("tieredStoreReadBlockSize", "4096".to_owned()));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let before = read_from_zero(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) >= 4);
+    assert_eq!(read_from_zero(&store), before);
+    let status = store.tier_status().unwrap();
+    assert!(status.cache_bytes <= 10_000, "{status:?}");
+    assert!(status.cache_hits > 0, "blocks are reused: {status:?}");
+    assert!(status.object_reads > 0 && status.object_read_failures == 0);
 }
