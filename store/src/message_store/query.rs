@@ -127,7 +127,13 @@ impl MessageStore {
             return;
         };
         let local_min = i.commitlog.min_offset();
-        let found = match tier.find_by_key(topic, key, max * 2, begin_ms, end_ms) {
+        // A span that starts after the oldest local message is the local index's alone.
+        let oldest_local = self.look_message_by_offset(local_min);
+        if oldest_local.is_some_and(|m| begin_ms > m.store_timestamp) {
+            return;
+        }
+        let span = (begin_ms, end_ms);
+        let found = match tier.find_by_key(topic, key, max * 2, span, local_min) {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(topic, error = %e, "tier lookup by key failed");

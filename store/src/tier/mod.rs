@@ -8,6 +8,7 @@
 //! | `segment` | a segment's queue index (consume-queue entries of its messages) |
 //! | `meta` | the durable record of uploaded segments |
 //! | `upload` | thread `store-tier`: uploads sealed commitlog files, expires old segments |
+//! | `cache` | the bounded read cache |
 //! | this module | the tier's state and the read side, with its bounded cache |
 //!
 //! A tier segment is one sealed local commitlog file (its record data), stored as
@@ -15,12 +16,13 @@
 //! store can no longer answer (`MessageStore::get_message`) come here.
 
 pub mod backend;
+mod cache;
 pub mod config;
 mod meta;
 mod segment;
 pub(crate) mod upload;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -34,6 +36,7 @@ pub(crate) use meta::{SegmentMeta, TierMeta, TierState};
 pub(crate) use segment::{IndexEntry, SegmentIndex};
 
 use crate::mapped_file::offset_file_name;
+use cache::{Cache, CacheKey, Cached};
 
 pub(crate) fn data_key(base: i64) -> String {
     format!("commitlog/{}", offset_file_name(base))
@@ -42,6 +45,9 @@ pub(crate) fn data_key(base: i64) -> String {
 pub(crate) fn index_key(base: i64) -> String {
     format!("index/{}", offset_file_name(base))
 }
+
+/// The most tier segments a query by key reads (newest first).
+pub const KEY_QUERY_MAX_SEGMENTS: usize = 256;
 
 /// Upper bounds (ms) of the buckets of the tier's read latency histogram.
 pub const READ_LATENCY_BOUNDS_MS: [u64; 8] = [1, 5, 10, 50, 100, 500, 1000, 5000];
@@ -124,67 +130,6 @@ pub struct TierStatus {
     pub upload_lag_ms: i64,
     /// The object store, for people: kind and place, never credentials.
     pub backend: String,
-}
-
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum CacheKey {
-    Block(i64, u64),
-    Index(i64),
-}
-
-#[derive(Clone)]
-enum Cached {
-    Block(Bytes),
-    Index(Arc<SegmentIndex>),
-}
-
-/// The read cache: least recently used entries go first once `max` bytes are held.
-#[derive(Default)]
-struct Cache {
-    entries: HashMap<CacheKey, (Cached, u64, u64)>,
-    bytes: u64,
-    tick: u64,
-}
-
-impl Cache {
-    fn get(&mut self, key: &CacheKey) -> Option<Cached> {
-        self.tick += 1;
-        let tick = self.tick;
-        self.entries.get_mut(key).map(|(v, _, t)| {
-            *t = tick;
-            v.clone()
-        })
-    }
-
-    fn put(&mut self, key: CacheKey, value: Cached, weight: u64, max: u64) {
-        self.tick += 1;
-        if let Some((_, w, _)) = self.entries.insert(key, (value, weight, self.tick)) {
-            self.bytes -= w;
-        }
-        self.bytes += weight;
-        while self.bytes > max && self.entries.len() > 1 {
-            let oldest = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, _, t))| *t)
-                .map(|(k, _)| k.clone());
-            match oldest.and_then(|k| self.entries.remove(&k)) {
-                Some((_, w, _)) => self.bytes -= w,
-                None => break,
-            }
-        }
-    }
-
-    fn forget(&mut self, base: i64) {
-        let bytes = &mut self.bytes;
-        self.entries.retain(|k, (_, w, _)| {
-            let keep = !matches!(k, CacheKey::Block(b, _) | CacheKey::Index(b) if *b == base);
-            if !keep {
-                *bytes -= *w;
-            }
-            keep
-        });
-    }
 }
 
 /// The tier: its backend, what it holds, and the read cache.
@@ -379,14 +324,16 @@ impl Tier {
 
     /// Up to `max` messages of `topic` with `key` among their keys (`UNIQ_KEY`,
     /// `KEYS`) stored within `begin_ms..=end_ms`, newest first: segment base and entry.
-    /// Only the segments that may hold that time span are read.
+    /// Only the segments below commitlog offset `below` (those the local index no
+    /// longer covers) that may hold that time span are read, at most
+    /// [`KEY_QUERY_MAX_SEGMENTS`] of them, newest first.
     pub(crate) fn find_by_key(
         &self,
         topic: &str,
         key: &str,
         max: usize,
-        begin_ms: i64,
-        end_ms: i64,
+        (begin_ms, end_ms): (i64, i64),
+        below: i64,
     ) -> Result<Vec<(i64, IndexEntry)>, TierError> {
         let candidates: Vec<i64> = {
             let state = self.state.read_locked();
@@ -396,7 +343,8 @@ impl Tier {
             for s in state.segments.values() {
                 let lower = older_than;
                 older_than = s.last_store_timestamp;
-                if s.last_store_timestamp >= begin_ms
+                if s.base < below
+                    && s.last_store_timestamp >= begin_ms
                     && lower <= end_ms
                     && s.queues.iter().any(|(t, ..)| t == topic)
                 {
@@ -406,7 +354,14 @@ impl Tier {
             out
         };
         let mut found = Vec::new();
-        for base in candidates.into_iter().rev() {
+        if candidates.len() > KEY_QUERY_MAX_SEGMENTS {
+            tracing::debug!(
+                topic,
+                segments = candidates.len(),
+                "a query by key reads only the newest tier segments of its time span"
+            );
+        }
+        for base in candidates.into_iter().rev().take(KEY_QUERY_MAX_SEGMENTS) {
             let index = self.index(base)?;
             let mut here: Vec<IndexEntry> = index
                 .with_key(topic, key)
@@ -561,28 +516,5 @@ struct Stats;
 impl Stats {
     fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cache_drops_the_least_recently_used_first() {
-        let mut c = Cache::default();
-        let b = |n: usize| Cached::Block(Bytes::from(vec![0u8; n]));
-        c.put(CacheKey::Block(0, 0), b(40), 40, 100);
-        c.put(CacheKey::Block(0, 1), b(40), 40, 100);
-        assert!(c.get(&CacheKey::Block(0, 0)).is_some());
-        c.put(CacheKey::Block(0, 2), b(40), 40, 100);
-        assert!(
-            c.get(&CacheKey::Block(0, 1)).is_none(),
-            "least recently used"
-        );
-        assert!(c.get(&CacheKey::Block(0, 0)).is_some());
-        assert_eq!(c.bytes, 80);
-        c.forget(0);
-        assert_eq!(c.bytes, 0);
     }
 }
