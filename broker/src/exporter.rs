@@ -17,6 +17,7 @@
 //! | `rocketmq_broker_permission` | | `brokerPermission` |
 //! | `rocketmq_topic_number`, `rocketmq_consumer_group_number` | | |
 //! | store, timer and transaction gauges | | [`store`] |
+//! | `rocketmq_tiered_store_*` (Vostok), with tiered storage on | | [`tier`] |
 //! | `process_*` | | `vostok_observe::process` |
 //!
 //! Every metric carries `cluster`, `node_type` (`broker`), `node_id` (the broker name
@@ -39,6 +40,7 @@ use crate::state::Broker;
 
 pub(crate) mod accounts;
 mod store;
+mod tier;
 
 /// The registry `/metrics` serves for `broker`.
 pub(crate) fn registry(broker: &Arc<Broker>) -> Registry {
@@ -260,6 +262,6 @@ impl Collector for ScrapeCollector {
         for family in self.families() {
             family.encode(&mut encoder)?;
         }
-        Ok(())
+        tier::encode(&self.0, &mut encoder)
     }
 }

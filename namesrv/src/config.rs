@@ -233,7 +233,7 @@ pub static KEYS: Table<NamesrvConfig> = Table {
                 |_| String::new()
             )
         },
-        shared_key!(
+        Key::new(
             "authConfigPath",
             "a directory holding a broker's ACL 2.0 users (`users.json`, `acls.json`), followed as it changes: queries those users sign are answered within their namespaces",
             |c: &mut NamesrvConfig, v: &str| {

@@ -13,6 +13,7 @@ use vostok_remoting::{config_key, config_within};
 
 use crate::error::{Result, StoreError};
 use crate::ha::HaConfig;
+use crate::tier::TierConfig;
 
 /// When a put is acknowledged relative to the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +112,8 @@ pub struct StoreConfig {
     pub os_page_cache_busy_timeout: Duration,
     /// Replication (`haSendHeartbeatInterval`, `haMaxGapNotInSync`, ...).
     pub ha: HaConfig,
+    /// Tiered storage (`messageStorePlugIn`, `tiered*`, `objectStore*`).
+    pub tier: TierConfig,
 }
 
 impl Default for StoreConfig {
@@ -152,6 +155,7 @@ impl Default for StoreConfig {
             default_query_max_num: 32,
             os_page_cache_busy_timeout: Duration::from_millis(1000),
             ha: HaConfig::default(),
+            tier: TierConfig::default(),
         }
     }
 }
@@ -262,7 +266,10 @@ pub static KEYS: Table<StoreConfig> = Table {
         config_key!("defaultQueryMaxNum", default_query_max_num: Num, "messages a key query returns unless told"),
         config_key!("osPageCacheBusyTimeOutMills", os_page_cache_busy_timeout: Millis, "a put holding the commitlog lock longer than this makes sends SYSTEM_BUSY"),
     ],
-    nested: &[config_within!(StoreConfig, ha, crate::ha::config::KEYS)],
+    nested: &[
+        config_within!(StoreConfig, ha, crate::ha::config::KEYS),
+        config_within!(StoreConfig, tier, crate::tier::config::KEYS),
+    ],
 };
 
 impl Section for StoreConfig {
@@ -383,6 +390,7 @@ impl StoreConfig {
             StoreError::config("deleteWhen", &self.delete_when, "expected hours 00-23")
         })?;
         self.delay_levels()?;
+        self.tier.validate()?;
         self.ha.validate()
     }
 

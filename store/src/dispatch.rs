@@ -67,6 +67,12 @@ impl StoreInner {
         tags_code(props.tags)
     }
 
+    /// The consume-queue tag field of a record (the tier's queue index holds it too).
+    pub(crate) fn queue_tags_code(&self, view: &RecordView<'_>) -> i64 {
+        let props = RecordProps::of(view.properties());
+        self.tags_code_of(view.topic(), &props, view.store_timestamp())
+    }
+
     /// Builds the consume-queue entry and index entries of one record. With `notify`
     /// (live dispatch) it also tells the arrival listener; without it (recovery,
     /// before readers exist) it also repairs consume-queue entries that differ.

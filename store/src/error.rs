@@ -64,6 +64,8 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    #[error("tiered storage: {0}")]
+    Tier(String),
     #[error("the store is shut down")]
     Shutdown,
     #[error("no room in {path} for a {needed}-byte file: {available} bytes available")]

@@ -11,6 +11,7 @@
 //! | `store-cq-flush` | flushes consume queues, index and the checkpoint |
 //! | `store-allocate` | creates the next commitlog file ahead of the writer |
 //! | `store-clean` | retention and the disk-usage check |
+//! | `store-tier` | uploads sealed commitlog files to the tier, expires tier segments (when on) |
 
 mod get;
 mod ha;
@@ -107,6 +108,7 @@ impl MessageStore {
             .iter()
             .map(|d| d.as_millis() as i64)
             .collect();
+        let tier = crate::tier::Tier::open_configured(&config)?;
         let inner = Arc::new(StoreInner {
             config,
             commitlog,
@@ -122,6 +124,7 @@ impl MessageStore {
             consumed: RwLock::new(None),
             tombstones: Tombstones::load(&root),
             ha: Default::default(),
+            tier,
         });
         inner
             .ha
@@ -132,6 +135,13 @@ impl MessageStore {
             .sync_master
             .store(inner.config.ha.sync_master, Ordering::Release);
         inner.recover(last_exit_ok)?;
+        if let Some(tier) = &inner.tier {
+            // A deletion cut short between its tombstone and the tier's record.
+            for (topic, end) in inner.tombstones.all() {
+                tier.forget_topic(&topic, end)
+                    .map_err(|e| crate::error::StoreError::Tier(e.to_string()))?;
+            }
+        }
         // Before the first put: the file the writer continues in has the blocks of its
         // next step, and the next file is ready if it is due (the first file of an
         // empty store always is).
@@ -209,6 +219,9 @@ impl MessageStore {
                 .run(|| c.next_file_due().then(|| (c.files(), c.next_file_base())))
         })?);
         threads.push(spawn("store-clean", Background, crate::retention::run)?);
+        if self.inner.tier.is_some() {
+            threads.push(spawn("store-tier", Background, crate::tier::upload::run)?);
+        }
         Ok(())
     }
 
@@ -230,11 +243,21 @@ impl MessageStore {
             .map_or(0, |cq| cq.max_offset())
     }
 
+    /// Min offset of a queue; with the tier on, the tier's when it goes further back.
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
-        self.inner
-            .queues
-            .find(topic, queue_id)
-            .map_or(0, |cq| cq.min_offset())
+        let local = self.inner.queues.find(topic, queue_id);
+        let tier = self
+            .inner
+            .tier
+            .as_deref()
+            .filter(|t| t.serves_reads())
+            .and_then(|t| t.queue_range(topic, queue_id));
+        match (local, tier) {
+            (Some(cq), Some((min, _))) => cq.min_offset().min(min),
+            (Some(cq), None) => cq.min_offset(),
+            (None, Some((min, _))) => min,
+            (None, None) => 0,
+        }
     }
 
     /// The next queue offset the append path will assign (0 for an unknown queue).
@@ -278,8 +301,10 @@ impl MessageStore {
 
     /// Deletes `topics` for good: a durable tombstone first (so neither a crash
     /// recovery nor a re-created topic of the same name brings their messages back),
-    /// then their consume queues. Their commitlog records stay until retention removes
-    /// their files. Blocking file I/O: call it off the async runtime.
+    /// then their consume queues and their queues in the tier. Their commitlog records
+    /// stay until retention removes their files (tier segments: until they expire, or
+    /// at once when nothing else is in them). Blocking file I/O: call it off the async
+    /// runtime.
     pub fn delete_topics(&self, topics: &[String]) -> Result<()> {
         for topic in topics {
             let end = {
@@ -294,6 +319,10 @@ impl MessageStore {
             // Records the dispatcher has not reached yet are hidden by the tombstone.
             if let Err(e) = self.inner.queues.delete_topic(topic) {
                 tracing::warn!(topic = %topic, error = %e, "could not delete a topic's consume queues");
+            }
+            if let Some(tier) = &self.inner.tier {
+                tier.forget_topic(topic, end)
+                    .map_err(|e| crate::error::StoreError::Tier(e.to_string()))?;
             }
             tracing::info!(topic = %topic, end, "deleted topic from the store");
         }
@@ -406,6 +435,9 @@ impl MessageStore {
         // No append is half-done once we get the lock, and none starts after.
         i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
+        if let Some(tier) = &i.tier {
+            tier.backend.stop(); // an upload waiting on the object store gives up
+        }
         i.commitlog.unpark_prefaulter();
         i.commitlog.allocator.stop();
         i.dispatch.stop();

@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
+use vostok_remoting::support::sync::MutexExt;
 use vostok_remoting::support::time::{millis_of, LocalTime};
 
 use crate::error::Result;
@@ -168,6 +169,19 @@ impl StoreInner {
                 break;
             }
             let expired = f.modified().map(|m| now >= m + reserved).unwrap_or(false);
+            if let Some(tier) = &self.tier {
+                // A file not yet in the tier is kept, whatever its age or the disk's
+                // state: losing it would lose its messages for good.
+                if (expired || pressure) && !tier.holds(f.base()) {
+                    if tier.warned.locked().insert(f.base()) {
+                        tracing::warn!(
+                            path = %f.path().display(),
+                            "a commitlog file due for deletion is not in the tier yet: kept until its upload succeeds"
+                        );
+                    }
+                    break;
+                }
+            }
             if expired {
                 d.files += 1;
                 continue;

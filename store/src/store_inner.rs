@@ -55,6 +55,8 @@ pub(crate) struct StoreInner {
     pub(crate) tombstones: Tombstones,
     /// Replication: connected slaves, SYNC_MASTER waiters, a slave's master link.
     pub(crate) ha: HaState,
+    /// The second tier, when `messageStorePlugIn` turns it on.
+    pub(crate) tier: Option<Arc<crate::tier::Tier>>,
 }
 
 /// Physical memory in bytes.

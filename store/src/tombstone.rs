@@ -83,6 +83,15 @@ impl Tombstones {
         Ok(())
     }
 
+    /// Every tombstone: topic and the commitlog offset at its deletion.
+    pub(crate) fn all(&self) -> Vec<(String, i64)> {
+        self.table
+            .read_locked()
+            .iter()
+            .map(|(t, end)| (t.clone(), *end))
+            .collect()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.table.read_locked().len()
     }

@@ -1,5 +1,6 @@
 //! The pull path (RocketMQ `DefaultMessageStore.getMessage`, docs/commands.md#pulling,
-//! docs/store.md#read-path).
+//! docs/store.md#read-path), falling through to the tier (docs/tiered-storage.md) for
+//! offsets whose local files are gone.
 
 use vostok_remoting::protocol::message::record::{RecordKind, RecordView};
 
@@ -86,27 +87,6 @@ impl MessageStore {
         if i.state.shutdown.load(std::sync::atomic::Ordering::Acquire) {
             return GetMessageResult::empty(OffsetFoundNull, offset, 0, 0);
         }
-        let Some(cq) = i.queues.find(topic, queue_id) else {
-            return GetMessageResult::empty(NoMatchedLogicQueue, 0, 0, 0);
-        };
-        let (min, max) = (cq.min_offset(), cq.max_offset());
-        if max == 0 {
-            return GetMessageResult::empty(NoMessageInQueue, 0, min, max);
-        }
-        if offset < min {
-            return GetMessageResult::empty(OffsetTooSmall, min, min, max);
-        }
-        if offset == max {
-            return GetMessageResult::empty(OffsetOverflowOne, offset, min, max);
-        }
-        if offset > max {
-            let next = if min == 0 { min } else { max };
-            return GetMessageResult::empty(OffsetOverflowBadly, next, min, max);
-        }
-        let Some(span) = cq.span(offset) else {
-            return GetMessageResult::empty(OffsetFoundNull, cq.roll_next_file(offset), min, max);
-        };
-
         let c = &i.config;
         let max_count = if max_count > 0 { max_count as usize } else { 1 };
         let limits = Limits {
@@ -120,6 +100,35 @@ impl MessageStore {
             memory_count: c.max_transfer_count_on_message_in_memory,
             disk_bytes: c.max_transfer_bytes_on_message_in_disk,
             disk_count: c.max_transfer_count_on_message_in_disk,
+        };
+        // What the local store no longer has, the tier may.
+        let from_tier = |min: i64, max: i64| {
+            self.get_from_tier(topic, queue_id, offset, &limits, filter, min, max)
+        };
+        let Some(cq) = i.queues.find(topic, queue_id) else {
+            return from_tier(0, 0)
+                .unwrap_or_else(|| GetMessageResult::empty(NoMatchedLogicQueue, 0, 0, 0));
+        };
+        let (min, max) = (cq.min_offset(), cq.max_offset());
+        if max == 0 {
+            return from_tier(min, max)
+                .unwrap_or_else(|| GetMessageResult::empty(NoMessageInQueue, 0, min, max));
+        }
+        if offset < min {
+            return from_tier(min, max)
+                .unwrap_or_else(|| GetMessageResult::empty(OffsetTooSmall, min, min, max));
+        }
+        if offset == max {
+            return GetMessageResult::empty(OffsetOverflowOne, offset, min, max);
+        }
+        if offset > max {
+            let next = if min == 0 { min } else { max };
+            return GetMessageResult::empty(OffsetOverflowBadly, next, min, max);
+        }
+        let Some(span) = cq.span(offset) else {
+            return from_tier(min, max).unwrap_or_else(|| {
+                GetMessageResult::empty(OffsetFoundNull, cq.roll_next_file(offset), min, max)
+            });
         };
         let max_phy = i.commitlog.max_offset();
         let window = i.memory_window();
@@ -155,6 +164,11 @@ impl MessageStore {
                 }
             }
             let Some(bytes) = i.commitlog.read(e.phy, size) else {
+                if result.messages.is_empty() && k == 1 {
+                    if let Some(r) = from_tier(min, max) {
+                        return r;
+                    }
+                }
                 if result.messages.is_empty() {
                     result.status = MessageWasRemoving;
                 }
@@ -192,5 +206,100 @@ impl MessageStore {
         result.next_begin_offset = offset + k as i64;
         result.suggest_pulling_from_slave = max_phy - max_phy_pulling > window;
         result
+    }
+
+    /// Serves a pull from the tier: `None` when the tier is off or does not hold
+    /// `offset` of the queue (the local answer stands). `min`/`max` are the local
+    /// queue's; the answer's min offset is the tier's when it goes further back.
+    #[allow(clippy::too_many_arguments)]
+    fn get_from_tier(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        limits: &Limits,
+        filter: Option<&dyn MessageFilter>,
+        min: i64,
+        max: i64,
+    ) -> Option<GetMessageResult> {
+        use GetMessageStatus::*;
+        let tier = self.inner().tier.as_deref().filter(|t| t.serves_reads())?;
+        let (tier_min, tier_end) = tier.queue_range(topic, queue_id)?;
+        let max = max.max(tier_end);
+        let min = if min > 0 || max > 0 {
+            min.min(tier_min)
+        } else {
+            tier_min
+        };
+        let examine = (16_000 / CQ_UNIT_SIZE).max(limits.max_count);
+        let found = match tier.entries_from(topic, queue_id, offset, examine) {
+            Ok(Some(found)) => found,
+            Ok(None) => return None,
+            Err(e) => {
+                // Unreachable or damaged: the consumer asks again from the same offset.
+                tracing::warn!(topic, queue_id, offset, error = %e, "tier read failed");
+                return Some(GetMessageResult::empty(OffsetFoundNull, offset, min, max));
+            }
+        };
+        let (base, entries) = found;
+        let first = entries.first()?.queue_offset;
+        let mut result = GetMessageResult::empty(NoMatchedMessage, first, min, max);
+        for e in &entries {
+            let size = e.size.max(0) as usize;
+            if limits.full(size, result.buffer_total_size, result.messages.len(), true) {
+                break;
+            }
+            result.next_begin_offset = e.queue_offset + 1;
+            if let Some(f) = filter {
+                if f.skips_queue_offset(e.queue_offset)
+                    || !f.is_matched_by_consume_queue(e.tags_code)
+                {
+                    continue;
+                }
+            }
+            let bytes = match tier.read(base, e.phy, size) {
+                Ok(b) => b,
+                Err(err) => {
+                    tracing::warn!(topic, queue_id, offset = e.queue_offset, error = %err, "tier read failed");
+                    if result.messages.is_empty() {
+                        result.status = OffsetFoundNull;
+                        result.next_begin_offset = e.queue_offset;
+                    } else {
+                        result.next_begin_offset = e.queue_offset;
+                    }
+                    break;
+                }
+            };
+            let intact = if tier.config.crc_check_enable {
+                intact_record(&bytes, size, e.phy)
+            } else {
+                matches!(
+                    RecordView::parse(&bytes, false),
+                    Ok(RecordKind::Message(v)) if v.physical_offset() == e.phy && bytes.len() == size
+                )
+            };
+            if !intact {
+                tracing::error!(
+                    topic,
+                    queue_id,
+                    queue_offset = e.queue_offset,
+                    commit_log_offset = e.phy,
+                    "skipping a corrupt tier record"
+                );
+                continue;
+            }
+            if let Some(f) = filter {
+                let props = RecordView::parse_message(&bytes, false)
+                    .map(|v| v.properties())
+                    .unwrap_or("");
+                if !f.is_matched_by_commit_log(props) {
+                    continue;
+                }
+            }
+            result.buffer_total_size += size;
+            result.messages.push(bytes);
+            result.status = Found;
+        }
+        Some(result)
     }
 }

@@ -64,6 +64,9 @@ impl MessageStore {
             "pageCacheLockTimeMills",
             i.commitlog.lock_held_ms(now_millis()).to_string(),
         );
+        if let Some(t) = self.tier_status() {
+            tier_runtime_info(&t, &mut put);
+        }
         put(
             "diskFull",
             i.state.disk_full.load(Ordering::Relaxed).to_string(),
@@ -123,4 +126,73 @@ impl MessageStore {
             .ok()
             .map(|m| m.store_timestamp)
     }
+
+    /// The tier's state, `None` when tiered storage is off.
+    pub fn tier_status(&self) -> Option<crate::tier::TierStatus> {
+        let tier = self.inner().tier.as_deref()?;
+        let mut status = tier.status();
+        // From the first local file not in the tier (the writer's at best) to the end.
+        let first_missing = self
+            .inner()
+            .commitlog
+            .files()
+            .files()
+            .iter()
+            .map(|f| f.base())
+            .find(|b| !tier.holds(*b));
+        if let Some(base) = first_missing {
+            let max = self.max_phy_offset();
+            status.upload_lag_bytes = (max - base).max(0);
+            if max > base {
+                status.upload_lag_ms = self
+                    .look_message_by_offset(base)
+                    .map_or(0, |m| (now_millis() - m.store_timestamp).max(0));
+            }
+        }
+        Some(status)
+    }
+
+    /// Waits until `done` holds for the tier's state (re-checked whenever the tier
+    /// records or expires a segment); `false` on timeout or with the tier off.
+    /// Blocking: for tests and tools.
+    pub fn wait_tier(
+        &self,
+        timeout: std::time::Duration,
+        done: impl Fn(&crate::tier::TierStatus) -> bool,
+    ) -> bool {
+        self.inner()
+            .tier
+            .as_deref()
+            .is_some_and(|t| t.wait_for(timeout, done))
+    }
+}
+
+/// The tier's figures in `runtime_info` (`mqadmin brokerStatus`), all named `tier*`.
+fn tier_runtime_info(t: &crate::tier::TierStatus, put: &mut impl FnMut(&str, String)) {
+    put("tierBackend", t.backend.clone());
+    put(
+        "tierState",
+        if t.failing { "UPLOAD_FAILING" } else { "OK" }.to_owned(),
+    );
+    put("tierSegments", t.segments.to_string());
+    put("tierMinOffset", t.min_offset.map_or(-1, |o| o).to_string());
+    put("tierSegmentsUploaded", t.segments_uploaded.to_string());
+    put("tierBytesUploaded", t.bytes_uploaded.to_string());
+    put("tierUploadFailures", t.upload_failures.to_string());
+    put("tierUploadLagBytes", t.upload_lag_bytes.to_string());
+    put("tierUploadLagSeconds", (t.upload_lag_ms / 1000).to_string());
+    put("tierSegmentsExpired", t.segments_expired.to_string());
+    put("tierMessagesRead", t.reads.to_string());
+    put("tierObjectReads", t.object_reads.to_string());
+    put("tierObjectReadFailures", t.object_read_failures.to_string());
+    put(
+        "tierObjectReadAvgMillis",
+        format!(
+            "{:.1}",
+            t.read_latency_micros as f64 / 1000.0 / t.object_reads.max(1) as f64
+        ),
+    );
+    put("tierCacheHits", t.cache_hits.to_string());
+    put("tierCacheMisses", t.cache_misses.to_string());
+    put("tierCacheBytes", t.cache_bytes.to_string());
 }

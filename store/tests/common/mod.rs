@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)] // each test binary uses a different subset of these helpers
 
+pub mod tier;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;

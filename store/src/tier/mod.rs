@@ -1,0 +1,520 @@
+//! Tiered storage (docs/tiered-storage.md): a second tier behind the local store, in
+//! an object store (S3-compatible, a directory, or memory).
+//!
+//! | part | role |
+//! |---|---|
+//! | `config` | the keys (Apache's names where Apache has them) |
+//! | `backend` | the object store, behind a small blocking trait |
+//! | `segment` | a segment's queue index (consume-queue entries of its messages) |
+//! | `meta` | the durable record of uploaded segments |
+//! | `upload` | thread `store-tier`: uploads sealed commitlog files, expires old segments |
+//! | `cache` | the bounded read cache |
+//! | this module | the tier's state and the read side, with its bounded cache |
+//!
+//! A tier segment is one sealed local commitlog file (its record data), stored as
+//! `commitlog/<offset>`, with its queue index as `index/<offset>`. Reads that the local
+//! store can no longer answer (`MessageStore::get_message`) come here.
+
+pub mod backend;
+mod cache;
+pub mod config;
+mod meta;
+mod segment;
+pub(crate) mod upload;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
+
+pub use backend::{TierBackend, TierError};
+pub use config::{StorageLevel, TierConfig, TierProvider};
+pub(crate) use meta::{SegmentMeta, TierMeta, TierState};
+pub(crate) use segment::{IndexEntry, SegmentIndex};
+
+use crate::mapped_file::offset_file_name;
+use cache::{Cache, CacheKey, Cached};
+
+pub(crate) fn data_key(base: i64) -> String {
+    format!("commitlog/{}", offset_file_name(base))
+}
+
+pub(crate) fn index_key(base: i64) -> String {
+    format!("index/{}", offset_file_name(base))
+}
+
+/// The most tier segments a query by key reads (newest first).
+pub const KEY_QUERY_MAX_SEGMENTS: usize = 256;
+
+/// Upper bounds (ms) of the buckets of the tier's read latency histogram.
+pub const READ_LATENCY_BOUNDS_MS: [u64; 8] = [1, 5, 10, 50, 100, 500, 1000, 5000];
+
+/// Counters of the tier.
+#[derive(Debug, Default)]
+pub struct TierStats {
+    pub segments_uploaded: AtomicU64,
+    pub bytes_uploaded: AtomicU64,
+    pub upload_failures: AtomicU64,
+    /// Whether the last upload pass failed.
+    pub failing: std::sync::atomic::AtomicBool,
+    pub segments_expired: AtomicU64,
+    pub reads: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub cache_misses: AtomicU64,
+    /// Reads from the object store (cache misses answered, or failed).
+    pub object_reads: AtomicU64,
+    pub object_read_bytes: AtomicU64,
+    pub object_read_failures: AtomicU64,
+    /// Object-store read latency: per bucket of [`READ_LATENCY_BOUNDS_MS`], then
+    /// those above the last bound.
+    pub read_latency_buckets: [AtomicU64; READ_LATENCY_BOUNDS_MS.len() + 1],
+    pub read_latency_micros: AtomicU64,
+}
+
+impl TierStats {
+    /// Records one read from the object store.
+    fn object_read(&self, took: Duration, bytes: Option<usize>) {
+        let ms = took.as_millis() as u64;
+        let bucket = READ_LATENCY_BOUNDS_MS
+            .iter()
+            .position(|b| ms <= *b)
+            .unwrap_or(READ_LATENCY_BOUNDS_MS.len());
+        Stats::bump(&self.read_latency_buckets[bucket]);
+        self.read_latency_micros
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        Stats::bump(&self.object_reads);
+        match bytes {
+            Some(n) => {
+                self.object_read_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            None => Stats::bump(&self.object_read_failures),
+        }
+    }
+}
+
+/// A snapshot of the tier's state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TierStatus {
+    /// Segments recorded in the tier.
+    pub segments: usize,
+    /// Commitlog offset of the oldest segment's first byte, if any.
+    pub min_offset: Option<i64>,
+    /// Commitlog offset of the newest segment's first byte, if any.
+    pub last_segment: Option<i64>,
+    pub segments_uploaded: u64,
+    pub bytes_uploaded: u64,
+    pub upload_failures: u64,
+    /// Segments deleted from the tier (objects included) for their age.
+    pub segments_expired: u64,
+    pub reads: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    /// Bytes the read cache holds.
+    pub cache_bytes: u64,
+    /// Whether the last upload attempt failed.
+    pub failing: bool,
+    pub object_reads: u64,
+    pub object_read_bytes: u64,
+    pub object_read_failures: u64,
+    /// Object-store reads per latency bucket ([`READ_LATENCY_BOUNDS_MS`], then above).
+    pub read_latency_buckets: Vec<u64>,
+    /// Sum of the object-store reads' latencies.
+    pub read_latency_micros: u64,
+    /// Commitlog bytes not in the tier yet (the writer's file included).
+    pub upload_lag_bytes: i64,
+    /// Age of the oldest message not in the tier yet, ms (0 when none).
+    pub upload_lag_ms: i64,
+    /// The object store, for people: kind and place, never credentials.
+    pub backend: String,
+}
+
+/// The tier: its backend, what it holds, and the read cache.
+pub(crate) struct Tier {
+    pub(crate) config: TierConfig,
+    pub(crate) backend: Box<dyn TierBackend>,
+    pub(crate) meta: TierMeta,
+    pub(crate) state: RwLock<TierState>,
+    cache: Mutex<Cache>,
+    pub(crate) stats: TierStats,
+    /// Expired local files already warned about for not being uploaded yet.
+    pub(crate) warned: Mutex<HashSet<i64>>,
+    /// Bumped whenever the recorded segments change.
+    progress: (Mutex<u64>, Condvar),
+}
+
+impl Tier {
+    pub(crate) fn open(
+        config: TierConfig,
+        root: &std::path::Path,
+        backend: Box<dyn TierBackend>,
+    ) -> Result<Self, TierError> {
+        let meta = TierMeta::new(root);
+        let state = meta.load()?;
+        tracing::info!(
+            backend = %backend.describe(),
+            segments = state.segments.len(),
+            "tiered storage on"
+        );
+        Ok(Tier {
+            config,
+            backend,
+            meta,
+            state: RwLock::new(state),
+            cache: Mutex::new(Cache::default()),
+            stats: TierStats::default(),
+            warned: Mutex::new(HashSet::new()),
+            progress: (Mutex::new(0), Condvar::new()),
+        })
+    }
+
+    pub(crate) fn notify_progress(&self) {
+        *self.progress.0.locked() += 1;
+        self.progress.1.notify_all();
+    }
+
+    /// Waits until `done` holds for the tier's status, re-checking whenever the
+    /// recorded segments change; `false` on timeout.
+    pub(crate) fn wait_for(&self, timeout: Duration, done: impl Fn(&TierStatus) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut seen = self.progress.0.locked();
+        loop {
+            if done(&self.status()) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            seen = match self.progress.1.wait_timeout(seen, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+
+    /// The tier the store configuration turns on, if any.
+    pub(crate) fn open_configured(
+        c: &crate::config::StoreConfig,
+    ) -> crate::error::Result<Option<Arc<Tier>>> {
+        if !c.tier.enabled() {
+            return Ok(None);
+        }
+        let fail = |e: TierError| crate::error::StoreError::Tier(e.to_string());
+        let backend = backend::ObjectBackend::from_config(&c.tier).map_err(fail)?;
+        let tier =
+            Tier::open(c.tier.clone(), &c.store_path_root_dir, Box::new(backend)).map_err(fail)?;
+        Ok(Some(Arc::new(tier)))
+    }
+
+    /// Whether reads may come here.
+    pub(crate) fn serves_reads(&self) -> bool {
+        self.config.storage_level != StorageLevel::Disable
+    }
+
+    /// Whether the local commitlog file starting at `base` is in the tier.
+    pub(crate) fn holds(&self, base: i64) -> bool {
+        self.state.read_locked().segments.contains_key(&base)
+    }
+
+    /// The tier's first and end queue offset of a queue.
+    pub(crate) fn queue_range(&self, topic: &str, qid: i32) -> Option<(i64, i64)> {
+        self.state.read_locked().queue_range(topic, qid)
+    }
+
+    pub(crate) fn status(&self) -> TierStatus {
+        let s = self.state.read_locked();
+        let st = &self.stats;
+        TierStatus {
+            segments: s.segments.len(),
+            min_offset: s.segments.keys().next().copied(),
+            last_segment: s.segments.keys().next_back().copied(),
+            segments_uploaded: st.segments_uploaded.load(Ordering::Relaxed),
+            bytes_uploaded: st.bytes_uploaded.load(Ordering::Relaxed),
+            upload_failures: st.upload_failures.load(Ordering::Relaxed),
+            segments_expired: st.segments_expired.load(Ordering::Relaxed),
+            reads: st.reads.load(Ordering::Relaxed),
+            cache_hits: st.cache_hits.load(Ordering::Relaxed),
+            cache_misses: st.cache_misses.load(Ordering::Relaxed),
+            cache_bytes: self.cache.locked().bytes,
+            failing: st.failing.load(Ordering::Relaxed),
+            object_reads: st.object_reads.load(Ordering::Relaxed),
+            object_read_bytes: st.object_read_bytes.load(Ordering::Relaxed),
+            object_read_failures: st.object_read_failures.load(Ordering::Relaxed),
+            read_latency_buckets: st
+                .read_latency_buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect(),
+            read_latency_micros: st.read_latency_micros.load(Ordering::Relaxed),
+            upload_lag_bytes: 0,
+            upload_lag_ms: 0,
+            backend: self.backend.describe(),
+        }
+    }
+
+    /// At most `limit` queue entries from `offset`: those of the segment holding it (or
+    /// of the next segment with the queue, when `offset` fell in a gap), with the
+    /// segment's base.
+    pub(crate) fn entries_from(
+        &self,
+        topic: &str,
+        qid: i32,
+        offset: i64,
+        limit: usize,
+    ) -> Result<Option<(i64, Vec<IndexEntry>)>, TierError> {
+        let Some((base, from)) = self.state.read_locked().segment_for(topic, qid, offset) else {
+            return Ok(None);
+        };
+        let index = self.index(base)?;
+        let entries = index.entries_from(topic, qid, from);
+        Ok(Some((base, entries[..entries.len().min(limit)].to_vec())))
+    }
+
+    /// The queue offset of the first message of a queue the tier holds that was stored
+    /// at or after `timestamp_ms`; `None` when every one is older.
+    pub(crate) fn offset_by_time(
+        &self,
+        topic: &str,
+        qid: i32,
+        timestamp_ms: i64,
+    ) -> Result<Option<i64>, TierError> {
+        let segments = self.state.read_locked().queue_segments(topic, qid);
+        for (base, newest) in segments {
+            if newest < timestamp_ms {
+                continue; // every message in it is older
+            }
+            let index = self.index(base)?;
+            let found = index
+                .entries_from(topic, qid, i64::MIN)
+                .iter()
+                .find(|e| e.store_timestamp >= timestamp_ms);
+            if let Some(e) = found {
+                return Ok(Some(e.queue_offset));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The whole record starting at commitlog offset `phy`, from the segment holding it.
+    pub(crate) fn read_record(&self, phy: i64) -> Result<Option<Bytes>, TierError> {
+        let Some((base, size)) = self
+            .state
+            .read_locked()
+            .segments
+            .range(..=phy)
+            .next_back()
+            .map(|(b, s)| (*b, s.size))
+        else {
+            return Ok(None);
+        };
+        if phy + 4 > base + size as i64 {
+            return Ok(None);
+        }
+        let head = self.read(base, phy, 4)?;
+        let total = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        if total <= 4 || phy + total as i64 > base + size as i64 {
+            return Ok(None);
+        }
+        self.read(base, phy, total as usize).map(Some)
+    }
+
+    /// Up to `max` messages of `topic` with `key` among their keys (`UNIQ_KEY`,
+    /// `KEYS`) stored within `begin_ms..=end_ms`, newest first: segment base and entry.
+    /// Only the segments below commitlog offset `below` (those the local index no
+    /// longer covers) that may hold that time span are read, at most
+    /// [`KEY_QUERY_MAX_SEGMENTS`] of them, newest first.
+    pub(crate) fn find_by_key(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        (begin_ms, end_ms): (i64, i64),
+        below: i64,
+    ) -> Result<Vec<(i64, IndexEntry)>, TierError> {
+        let candidates: Vec<i64> = {
+            let state = self.state.read_locked();
+            // A segment's messages are newer than the previous segment's newest.
+            let mut older_than = i64::MIN;
+            let mut out = Vec::new();
+            for s in state.segments.values() {
+                let lower = older_than;
+                older_than = s.last_store_timestamp;
+                if s.base < below
+                    && s.last_store_timestamp >= begin_ms
+                    && lower <= end_ms
+                    && s.queues.iter().any(|(t, ..)| t == topic)
+                {
+                    out.push(s.base);
+                }
+            }
+            out
+        };
+        let mut found = Vec::new();
+        if candidates.len() > KEY_QUERY_MAX_SEGMENTS {
+            tracing::debug!(
+                topic,
+                segments = candidates.len(),
+                "a query by key reads only the newest tier segments of its time span"
+            );
+        }
+        for base in candidates.into_iter().rev().take(KEY_QUERY_MAX_SEGMENTS) {
+            let index = self.index(base)?;
+            let mut here: Vec<IndexEntry> = index
+                .with_key(topic, key)
+                .filter(|e| (begin_ms..=end_ms).contains(&e.store_timestamp))
+                .copied()
+                .collect();
+            here.sort_by_key(|e| std::cmp::Reverse(e.phy));
+            found.extend(here.into_iter().map(|e| (base, e)));
+            if found.len() >= max {
+                found.truncate(max);
+                break;
+            }
+        }
+        Ok(found)
+    }
+
+    fn index(&self, base: i64) -> Result<Arc<SegmentIndex>, TierError> {
+        let key = CacheKey::Index(base);
+        if let Some(Cached::Index(i)) = self.cache.locked().get(&key) {
+            return Ok(i);
+        }
+        let started = Instant::now();
+        let raw = self.backend.get(&index_key(base));
+        self.stats.object_read(
+            started.elapsed(),
+            raw.as_ref().ok().map(|r: &Bytes| r.len()),
+        );
+        let raw = raw?;
+        let index = Arc::new(SegmentIndex::decode(&raw)?);
+        let weight = index.weight();
+        self.cache.locked().put(
+            key,
+            Cached::Index(Arc::clone(&index)),
+            weight,
+            self.config.read_cache_max_size,
+        );
+        Ok(index)
+    }
+
+    /// The `size` bytes at commitlog offset `phy` of the segment at `base`, read in
+    /// blocks of `tieredStoreReadBlockSize` (the whole segment when it is smaller)
+    /// through the cache.
+    pub(crate) fn read(&self, base: i64, phy: i64, size: usize) -> Result<Bytes, TierError> {
+        Stats::bump(&self.stats.reads);
+        let seg_size = self
+            .state
+            .read_locked()
+            .segments
+            .get(&base)
+            .map(|m| m.size)
+            .ok_or_else(|| TierError::Corrupt {
+                what: data_key(base),
+                reason: "no longer in the tier".to_owned(),
+            })?;
+        let block = self.config.read_block_size.max(1);
+        let from = (phy - base) as u64;
+        let to = from + size as u64;
+        if to > seg_size {
+            return Err(TierError::Corrupt {
+                what: data_key(base),
+                reason: format!("record at {phy} ends past the segment's {seg_size} bytes"),
+            });
+        }
+        let (first, last) = (from / block, (to - 1) / block);
+        if first == last {
+            let b = self.block(base, first, block, seg_size)?;
+            let at = (from - first * block) as usize;
+            return Ok(b.slice(at..at + size));
+        }
+        let mut out = BytesMut::with_capacity(size);
+        for n in first..=last {
+            let b = self.block(base, n, block, seg_size)?;
+            let start = from.max(n * block) - n * block;
+            let end = to.min((n + 1) * block) - n * block;
+            out.extend_from_slice(&b[start as usize..end as usize]);
+        }
+        Ok(out.freeze())
+    }
+
+    fn block(&self, base: i64, n: u64, block: u64, seg_size: u64) -> Result<Bytes, TierError> {
+        let key = CacheKey::Block(base, n);
+        if let Some(Cached::Block(b)) = self.cache.locked().get(&key) {
+            Stats::bump(&self.stats.cache_hits);
+            return Ok(b);
+        }
+        Stats::bump(&self.stats.cache_misses);
+        let range = n * block..((n + 1) * block).min(seg_size);
+        let want = range.end - range.start;
+        let started = Instant::now();
+        let b = self.backend.get_range(&data_key(base), range);
+        self.stats
+            .object_read(started.elapsed(), b.as_ref().ok().map(|r: &Bytes| r.len()));
+        let b = b?;
+        if b.len() as u64 != want {
+            return Err(TierError::Corrupt {
+                what: data_key(base),
+                reason: format!("read {} bytes where {want} were asked", b.len()),
+            });
+        }
+        self.cache.locked().put(
+            key,
+            Cached::Block(b.clone()),
+            want,
+            self.config.read_cache_max_size,
+        );
+        Ok(b)
+    }
+
+    /// Forgets the queues of `topic` in every segment that ends at or before commitlog
+    /// offset `end` (the topic's deletion point): the tier no longer serves them, and a
+    /// topic re-created with the same name starts afresh. Their bytes stay in the
+    /// segments' objects, unread, until those expire; a segment left without any queue
+    /// goes at once (`upload::expire`). Returns the segments changed.
+    pub(crate) fn forget_topic(&self, topic: &str, end: i64) -> Result<usize, TierError> {
+        let mut state = self.state.write_locked();
+        let before = state.segments.clone();
+        let mut changed = 0;
+        for s in state.segments.values_mut() {
+            if s.base.saturating_add(s.size as i64) > end {
+                continue;
+            }
+            let n = s.queues.len();
+            s.queues.retain(|(t, ..)| t != topic);
+            if s.queues.len() != n {
+                changed += 1;
+            }
+        }
+        if changed == 0 {
+            return Ok(0);
+        }
+        if let Err(e) = self.meta.save(&mut state) {
+            state.segments = before;
+            return Err(e);
+        }
+        drop(state);
+        tracing::info!(
+            topic,
+            segments = changed,
+            "deleted topic forgotten by the tier"
+        );
+        self.notify_progress();
+        Ok(changed)
+    }
+
+    pub(crate) fn forget_cached(&self, base: i64) {
+        self.cache.locked().forget(base);
+    }
+}
+
+struct Stats;
+
+impl Stats {
+    fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,463 @@
+//! Tiered storage: sealed commitlog files reach the tier (a directory, or a real
+//! S3-compatible server), local retention then deletes them, and every message is
+//! still read back byte-identical from offset 0; a file not yet in the tier is never
+//! deleted; a store killed during uploads resumes them without duplicates.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::settle;
+use common::tier::*;
+use vostok_store::{GetMessageStatus, MessageStore};
+
+/// Writes several files, uploads them, deletes them locally, and reads everything
+/// back from offset 0.
+async fn round_trip(root: &Path, keys: &[(&str, &str)]) {
+    let store = MessageStore::open(tier_config(root, keys)).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let before = read_from_zero(&store);
+    assert_eq!(before.iter().map(Vec::len).sum::<usize>(), 120);
+    let files = file_count(&store);
+    assert!(files >= 5, "{files} files");
+    wait_uploaded(&store);
+    assert_eq!(expire_local(&store), files - 1);
+    assert!(store.min_phy_offset() > 0);
+    assert_eq!(store.min_offset_in_queue(TOPIC, 0), 0, "the tier's min");
+    let after = read_from_zero(&store);
+    assert_eq!(after, before, "read back from the tier");
+    // A tag filter works on tier data too.
+    let status = store.tier_status().unwrap();
+    assert!(
+        status.reads > 0 && status.segments == files - 1,
+        "{status:?}"
+    );
+    // Reopened: the record of what is in the tier survives.
+    store.shutdown();
+    drop(store);
+    let store = MessageStore::open(tier_config(root, keys)).unwrap();
+    assert_eq!(read_from_zero(&store), before, "after a restart");
+    assert_eq!(
+        store.tier_status().unwrap().segments_uploaded,
+        0,
+        "nothing uploaded twice"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_system_tier_serves_every_message_after_local_deletion() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let keys = fs_keys(&tier_dir);
+    round_trip(&dir.path().join("store"), &as_refs(&keys)).await;
+    // The tier holds one data and one index object per segment.
+    let objects = std::fs::read_dir(tier_dir.join("commitlog"))
+        .unwrap()
+        .count();
+    let indexes = std::fs::read_dir(tier_dir.join("index")).unwrap().count();
+    assert_eq!(objects, indexes);
+    assert!(objects >= 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_not_in_the_tier_is_never_deleted_and_puts_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1: every upload fails quickly.
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", "http://127.0.0.1:1"),
+        ("objectStoreBucket", "unreachable"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "test"),
+        ("objectStoreSecretKey", "test"),
+        ("tieredStoreUploadTimeout", "2000"),
+    ];
+    let store = MessageStore::open(tier_config(dir.path(), &keys)).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let files = file_count(&store);
+    assert!(
+        store.wait_tier(WAIT, |s| s.upload_failures > 0),
+        "no upload attempt"
+    );
+    assert_eq!(expire_local(&store), 0, "files not in the tier are kept");
+    assert_eq!(file_count(&store), files);
+    fill(&store, 120, 10).await;
+    settle(&store);
+    assert_eq!(
+        read_from_zero(&store).iter().map(Vec::len).sum::<usize>(),
+        130
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_segment_already_in_the_tier_is_recorded_not_uploaded_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let keys = fs_keys(&tier_dir);
+    let root = dir.path().join("store");
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    wait_uploaded(&store);
+    let uploaded = store.tier_status().unwrap().segments_uploaded;
+    store.shutdown();
+    drop(store);
+    // As if killed after the uploads but before they were recorded.
+    std::fs::remove_file(root.join("tier/segments.json")).unwrap();
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    wait_uploaded(&store);
+    let status = store.tier_status().unwrap();
+    assert_eq!(status.segments as u64, uploaded);
+    assert_eq!(
+        status.segments_uploaded, 0,
+        "found in the tier, not uploaded again"
+    );
+}
+
+// ---- kill -9 during uploads ----
+
+const CHILD_ENV: &str = "VOSTOK_TIER_CHILD_DIR";
+
+/// The child: writes and uploads until killed, printing the tier's segment count.
+#[test]
+fn tier_child() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return; // not a child
+    };
+    let dir = PathBuf::from(dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let keys = fs_keys(&dir.join("tier"));
+        let store =
+            MessageStore::open(tier_config(&dir.join("store"), &as_refs(&keys))).expect("open");
+        let mut i = 0;
+        loop {
+            fill(&store, i, 10).await;
+            i += 10;
+            let segments = store.tier_status().map_or(0, |s| s.segments);
+            println!("segments {segments}");
+            let _ = std::io::stdout().flush();
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_uploads_resumes_without_duplicates_or_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(exe)
+        .args(["--exact", "tier_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    // Killed while it uploads: once a few segments are in the tier.
+    loop {
+        let line = lines.next().expect("child output").expect("child output");
+        let n: usize = line
+            .strip_prefix("segments ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        if n >= 4 {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    drop(lines);
+
+    let keys = fs_keys(&dir.path().join("tier"));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    settle(&store);
+    let before_restart = store.tier_status().unwrap().segments;
+    wait_uploaded(&store);
+    let status = store.tier_status().unwrap();
+    let sealed = file_count(&store) - 1;
+    assert_eq!(status.segments, sealed);
+    assert!(
+        status.segments_uploaded as usize <= sealed - before_restart,
+        "uploads resumed, none repeated: {status:?}, {before_restart} recorded before"
+    );
+    // One data object per segment, none left half-written.
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("tier/commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), sealed, "{names:?}");
+    let before = read_from_zero(&store);
+    assert_eq!(expire_local(&store), sealed);
+    assert_eq!(read_from_zero(&store), before);
+}
+
+// ---- S3 ----
+
+/// Starts moto's S3 server (`VOSTOK_MOTO` = a Python with `moto[server]`), or `None`.
+struct Moto {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_moto() -> Option<Moto> {
+    let python = std::env::var("VOSTOK_MOTO").ok()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let child = Command::new(&python)
+        .args([
+            "-m",
+            "moto.server",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let moto = Moto { child, port };
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "moto did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(moto)
+}
+
+/// Creates a bucket with a plain HTTP PUT (moto accepts unsigned requests).
+fn create_bucket(port: u16, bucket: &str) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_tier_serves_every_message_after_local_deletion() {
+    let Some(moto) = start_moto() else {
+        eprintln!(
+            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
+             installed (.ci/run does)"
+        );
+        return;
+    };
+    create_bucket(moto.port, "vostok-tier");
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", endpoint.as_str()),
+        ("objectStoreBucket", "vostok-tier"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "testing"),
+        ("objectStoreSecretKey", "testing"),
+        ("tieredStorePathPrefix", "cluster/broker-a"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    round_trip(dir.path(), &keys).await;
+    drop(moto);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tier_segments_expire_once_their_local_files_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let mut keys = fs_keys(&tier_dir);
+    keys.push(("tieredStoreFileReservedTime", "0".to_owned()));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    wait_uploaded(&store);
+    // Still on the local disk: kept in the tier, however old.
+    let segments = store.tier_status().unwrap().segments as u64;
+    assert!(segments > 0);
+    let deleted = expire_local(&store);
+    assert!(deleted > 0);
+    assert!(
+        store.wait_tier(WAIT, |s| s.segments_expired == segments),
+        "{:?}",
+        store.tier_status()
+    );
+    // Emptied (the file-system backend removes empty directories too).
+    for sub in ["commitlog", "index"] {
+        let left = std::fs::read_dir(tier_dir.join(sub)).map_or(0, |d| d.count());
+        assert_eq!(left, 0, "{sub}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tier_read_keeps_the_consumer_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let keys = fs_keys(&tier_dir);
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) > 0);
+    // The segments' data vanish from the tier (their queue indexes stay).
+    std::fs::remove_dir_all(tier_dir.join("commitlog")).unwrap();
+    let r = store.get_message(TOPIC, 0, 0, 32, 0, None);
+    assert!(r.messages.is_empty());
+    assert_eq!(r.status, GetMessageStatus::OffsetFoundNull);
+    assert_eq!(r.next_begin_offset, 0, "asked again, not skipped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_segment_missing_from_the_tier_is_uploaded_again_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let keys = fs_keys(&tier_dir);
+    let root = dir.path().join("store");
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    wait_uploaded(&store);
+    let segments = store.tier_status().unwrap().segments;
+    store.shutdown();
+    drop(store);
+    // An object removed behind the broker's back while it was down.
+    let mut objects: Vec<PathBuf> = std::fs::read_dir(tier_dir.join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    objects.sort();
+    std::fs::remove_file(&objects[1]).unwrap();
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    assert!(
+        store.wait_tier(WAIT, |s| s.segments_uploaded == 1 && s.segments == segments),
+        "{:?}",
+        store.tier_status()
+    );
+    assert!(objects[1].exists(), "uploaded again");
+    let before = read_from_zero(&store);
+    assert!(expire_local(&store) > 0);
+    assert_eq!(read_from_zero(&store), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_catch_up_once_the_tier_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    // A file where the tier's directory of segments belongs: every upload fails.
+    std::fs::create_dir_all(&tier_dir).unwrap();
+    std::fs::write(tier_dir.join("commitlog"), b"in the way").unwrap();
+    let keys = fs_keys(&tier_dir);
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 60).await;
+    settle(&store);
+    assert!(
+        store.wait_tier(WAIT, |s| s.upload_failures > 0),
+        "no upload attempt"
+    );
+    assert_eq!(store.tier_status().unwrap().segments, 0);
+    fill(&store, 60, 20).await;
+    std::fs::remove_file(tier_dir.join("commitlog")).unwrap();
+    settle(&store);
+    wait_uploaded(&store);
+    let before = read_from_zero(&store);
+    assert_eq!(before.iter().map(Vec::len).sum::<usize>(), 80);
+    assert!(expire_local(&store) > 0);
+    assert_eq!(read_from_zero(&store), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_store_that_never_answers_holds_up_neither_puts_nor_shutdown() {
+    // Connections are accepted by the kernel, and never answered.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", silent.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", endpoint.as_str()),
+        ("objectStoreBucket", "silent"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "test"),
+        ("objectStoreSecretKey", "test"),
+        ("tieredStoreUploadTimeout", "600000"),
+    ];
+    let store = MessageStore::open(tier_config(dir.path(), &keys)).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    assert!(file_count(&store) >= 5);
+    assert_eq!(
+        read_from_zero(&store).iter().map(Vec::len).sum::<usize>(),
+        120
+    );
+    // An upload is under way: the store has connected, and waits for an answer.
+    let (conn_tx, conn_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = conn_tx.send(silent.accept().map(|(c, _)| c));
+    });
+    let held = conn_rx.recv_timeout(WAIT).expect("no upload attempt");
+    let status = store.tier_status().unwrap();
+    assert_eq!(
+        (status.segments, status.upload_failures),
+        (0, 0),
+        "still waiting"
+    );
+    // Shutdown does not wait for the upload (it would wait 10 minutes).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        store.shutdown();
+        drop(store);
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(WAIT).is_ok(),
+        "shutdown waited for the object store"
+    );
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_cache_stays_within_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut keys = fs_keys(&dir.path().join("tier"));
+    keys.push(("tieredStoreReadCacheMaxSize", "10000".to_owned()));
+    keys.push(("tieredStoreReadBlockSize", "4096".to_owned()));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let before = read_from_zero(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) >= 4);
+    assert_eq!(read_from_zero(&store), before);
+    let status = store.tier_status().unwrap();
+    assert!(status.cache_bytes <= 10_000, "{status:?}");
+    assert!(status.cache_hits > 0, "blocks are reused: {status:?}");
+    assert!(status.object_reads > 0 && status.object_read_failures == 0);
+}

@@ -1,0 +1,176 @@
+//! Tiered storage through a broker process: with local retention deleting commitlog
+//! files as soon as they are in the tier, a consumer group created afterwards reads
+//! every message from offset 0, in order per queue, with its tags, keys and body; the
+//! tier's figures are in `mqadmin brokerStatus` and in the Prometheus metrics.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use vostok_client::{
+    CommonConsumerConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere,
+    ConsumerConfig, Message, MessageExt, MessageListener, MessageSelector, Producer,
+    ProducerConfig, PushConsumer,
+};
+use vostok_tests::sdk::{client, wait_until};
+use vostok_tests::{binary, http, Broker, BrokerOptions};
+
+const N: usize = 400;
+
+fn every_hour() -> String {
+    (0..24)
+        .map(|h| format!("{h:02}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Names of the broker's local commitlog files.
+fn local_files(broker: &Broker) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(broker.store_dir.join("commitlog"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_created_after_local_deletion_reads_everything_from_the_tier() {
+    let tier = tempfile::tempdir().unwrap();
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set(
+                "messageStorePlugIn",
+                "org.apache.rocketmq.tieredstore.TieredMessageStore",
+            )
+            .set(
+                "tieredBackendServiceProvider",
+                "org.apache.rocketmq.tieredstore.provider.PosixFileSegment",
+            )
+            .set("tieredStoreFilePath", tier.path().display())
+            .set("mappedFileSizeCommitLog", 64 * 1024)
+            .set("fileReservedTime", 0)
+            .set("deleteWhen", every_hour())
+            .set("cleanResourceInterval", 200)
+            .set("flushCommitLogThoroughInterval", 50)
+            .set("tieredStorageLevel", "NOT_IN_DISK")
+            .set("tieredStoreFileReservedTime", 720)
+            .set("tieredStoreCommitLogMaxSize", 1073741824)
+            .set("tieredStoreGroupCommitCount", 4096)
+            .set("metricsExporterType", "PROM"),
+    );
+    let ns = broker.namesrv.clone();
+    let topic = "ArchiveTopic";
+    broker.create_topic(topic, 4).await;
+    let producer = Producer::new(ProducerConfig {
+        client: client(&ns, "producer"),
+        producer_group: "archive-producer".into(),
+        ..Default::default()
+    });
+    producer.start().await.unwrap();
+    let mut sent = BTreeMap::new();
+    for i in 0..N {
+        let body = format!("archived {i:04} ").repeat(40);
+        let msg = Message::new(topic, body.clone())
+            .with_tags(format!("tag{}", i % 3))
+            .with_keys([format!("key{i}")]);
+        producer.send(msg).await.unwrap();
+        sent.insert(format!("key{i}"), (format!("tag{}", i % 3), body));
+    }
+    // Everything sealed reaches the tier and leaves the local disk.
+    wait_until("the first local commitlog files deleted", || {
+        let files = local_files(&broker);
+        files.len() <= 2 && files.first().is_some_and(|f| f != "00000000000000000000")
+    })
+    .await;
+
+    let seen: Arc<Mutex<Vec<MessageExt>>> = Arc::default();
+    let consumer = PushConsumer::new(ConsumerConfig {
+        common: CommonConsumerConfig {
+            client: client(&ns, "late"),
+            consumer_group: "late-group".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::push_defaults()
+        },
+        ..Default::default()
+    });
+    consumer
+        .subscribe_with_selector(topic, MessageSelector::by_tag("*"))
+        .unwrap();
+    let s = seen.clone();
+    consumer.register_message_listener(MessageListener::concurrently(
+        move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            s.lock().unwrap().extend(msgs.iter().cloned());
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        },
+    ));
+    consumer.start().await.unwrap();
+    wait_until("every message consumed", || seen.lock().unwrap().len() >= N).await;
+    consumer.shutdown().await;
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), N, "no duplicates");
+    let mut per_queue: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for m in &seen {
+        let key = m.property("KEYS").expect("keys").to_owned();
+        let (tags, body) = &sent[&key];
+        assert_eq!(m.tags(), Some(tags.as_str()), "{key}");
+        assert_eq!(&m.body[..], body.as_bytes(), "{key}");
+        per_queue
+            .entry(m.queue_id)
+            .or_default()
+            .push(m.queue_offset);
+    }
+    for (q, offsets) in per_queue {
+        let mut sorted = offsets.clone();
+        sorted.sort();
+        assert_eq!(sorted[0], 0, "queue {q} read from offset 0");
+        assert!(sorted.windows(2).all(|w| w[1] == w[0] + 1), "queue {q}");
+    }
+
+    // The tier's state, as an operator sees it.
+    let out = std::process::Command::new(binary("vostok-test-mqadmin"))
+        .args(["-n", &ns, "brokerStatus", "-b", &broker.addr])
+        .env_remove("NAMESRV_ADDR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{status}");
+    let figure = |key: &str| -> i64 {
+        status
+            .lines()
+            .find_map(|l| {
+                let mut words = l.split_whitespace();
+                (words.next() == Some(key))
+                    .then(|| words.last().and_then(|v| v.parse().ok()))
+                    .flatten()
+            })
+            .unwrap_or_else(|| panic!("{key} in {status}"))
+    };
+    assert!(figure("tierSegments") >= 1);
+    assert!(figure("tierMessagesRead") > 0, "{status}");
+    assert!(figure("tierBytesUploaded") > 0);
+    assert!(figure("tierUploadLagBytes") > 0, "the writer's file");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("tierState") && l.ends_with(": OK")),
+        "{status}"
+    );
+    let metrics = http::get(&broker.metrics_addr.clone().expect("metrics"), "/metrics")
+        .await
+        .body;
+    for name in [
+        "rocketmq_tiered_store_uploaded_bytes_total",
+        "rocketmq_tiered_store_upload_lag_bytes",
+        "rocketmq_tiered_store_upload_lag_seconds",
+        "rocketmq_tiered_store_messages_read_total",
+        "rocketmq_tiered_store_read_latency_seconds_count",
+        "rocketmq_tiered_store_cache_hits_total",
+    ] {
+        assert!(metrics.contains(name), "{name} in {metrics}");
+    }
+}
