@@ -33,8 +33,8 @@ use vostok_remoting::protocol::body::ConsumeType;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::time::now_millis;
 
+use crate::ops::lag::QueueLag;
 use crate::state::event_metrics;
-use crate::state::lag::QueueLag;
 use crate::state::Broker;
 
 pub(crate) mod accounts;
@@ -127,8 +127,8 @@ impl ScrapeCollector {
             "rocketmq_dlq_messages",
             "Messages in the consumer group's dead letter queue",
         );
-        for group in b.known_groups() {
-            let group_lag = b.group_lag(&group, None);
+        for group in crate::ops::lag::known_groups(b) {
+            let group_lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&group));
             let mut per_topic: BTreeMap<&str, [i64; 4]> = BTreeMap::new();
             for q in &group_lag.queues {
                 let e = per_topic.entry(&q.topic).or_default();

@@ -101,7 +101,7 @@ impl MessageArrivingListener for ArrivalBridge {
             }
         } else if topic == REMOVED_MESSAGE_TOPIC {
             // A slave learns removals as their records arrive from the master.
-            if let Some((t, q, o)) = crate::state::remove::from_properties(properties) {
+            if let Some((t, q, o)) = crate::state::removal::from_properties(properties) {
                 broker.removals.add(&t, q, o);
             }
         }
@@ -284,7 +284,10 @@ impl Broker {
         let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
         // Messages removed before a restart stay removed.
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.replay_removals()).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::state::removal::replay(&b.removals, &b.store)
+        })
+        .await;
         // Retries of sends answered before a restart must find their originals.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;

@@ -299,6 +299,7 @@ impl Console {
         if let Err(denied) = viewer.check(code, vostok_auth::Access::Admin) {
             return HttpResponse::text(403, format!("refused: {}\n", denied.reason));
         }
+        let by = crate::ops::Operator::Console(viewer.account().unwrap_or("").to_owned());
         let form: Vec<(String, String)> = r.form();
         let field = |k: &str| {
             form.iter()
@@ -320,8 +321,8 @@ impl Console {
                 "/topics".to_owned(),
                 message::delete_topic(self, &field).await,
             ),
-            "/messages/remove" => (field("back"), message::remove(self, &field).await),
-            "/messages/resend" => (field("back"), message::resend(self, &field).await),
+            "/messages/remove" => (field("back"), message::remove(self, &by, &field).await),
+            "/messages/resend" => (field("back"), message::resend(self, &by, &field).await),
             _ => return HttpResponse::text(404, "no such action\n"),
         };
         info!(peer = %r.peer, account = viewer.account().unwrap_or("-"), action = %r.path, "console action");

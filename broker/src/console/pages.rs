@@ -213,8 +213,7 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
         &["Queue", "Min offset", "Max offset", "Last stored", ""],
         &rows,
     );
-    let groups: Vec<String> = b
-        .groups_of_topic(name)
+    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(b, name)
         .into_iter()
         .filter(|g| viewer.reads_group(g))
         .map(|g| format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)))
@@ -241,14 +240,13 @@ pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
     let b = &c.broker;
     let now = now_millis();
     // The broker's own groups (revive, transaction check) are not the operator's.
-    let rows: Vec<Vec<String>> = b
-        .known_groups()
+    let rows: Vec<Vec<String>> = crate::ops::lag::known_groups(b)
         .into_iter()
         .filter(|g| {
             !g.starts_with("CID_RMQ_SYS_") && in_namespace(namespace, g) && viewer.reads_group(g)
         })
         .map(|g| {
-            let lag = b.group_lag(&g, None);
+            let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&g));
             let behind: i64 = lag.queues.iter().map(|q| q.lag).sum();
             let ms = lag
                 .queues
@@ -277,7 +275,7 @@ pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
 pub(crate) fn group(c: &Console, name: &str) -> String {
     let b = &c.broker;
     let now = now_millis();
-    let lag = b.group_lag(name, None);
+    let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(name));
     let rows: Vec<Vec<String>> = lag
         .queues
         .iter()

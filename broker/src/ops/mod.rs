@@ -10,14 +10,50 @@
 //! - [`transaction`]: a half message committed or rolled back.
 //! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
 //! - [`topic`]: a topic created, changed or deleted.
+//! - [`offset`]: a group's committed offsets queried, committed, reset to a time.
+//! - [`browse`]: waiting messages listed without consuming them; [`resend`]: a
+//!   dead-lettered message stored again in its topic; [`remove`]: one waiting message
+//!   removed (docs/operations.md).
+//! - [`message_status`]: "where is my message"; [`lag`]: a group's lag per queue.
+//!
+//! An operation that changes what consumers receive on an operator's word (remove,
+//! resend) takes the [`Operator`] the front end let through.
 
+pub(crate) mod browse;
+pub(crate) mod lag;
+pub(crate) mod message_status;
+pub(crate) mod offset;
 pub(crate) mod pop;
+pub(crate) mod remove;
+pub(crate) mod resend;
 pub(crate) mod send;
 pub(crate) mod send_back;
 pub(crate) mod send_dedupe;
 pub(crate) mod stored;
 pub(crate) mod topic;
 pub(crate) mod transaction;
+
+/// Who asks for an operator's operation, once the front end has let them through:
+/// the ACL guard (admin requests) for remoting, a signed-in admin session for the
+/// console. Operations log it with what they did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Operator {
+    /// A remoting request from this address that passed the ACL guard (or ACL is off).
+    Remoting(std::net::SocketAddr),
+    /// A console session allowed to change things, by its user name (empty without
+    /// ACL).
+    Console(String),
+}
+
+impl std::fmt::Display for Operator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Operator::Remoting(peer) => write!(f, "remoting client {peer}"),
+            Operator::Console(user) if user.is_empty() => f.write_str("console"),
+            Operator::Console(user) => write!(f, "console user {user}"),
+        }
+    }
+}
 
 /// Why an operation refused, in words every front end can map to its own codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +72,10 @@ pub(crate) enum Refused {
     TopicNotExist,
     /// The consumer group does not exist and was not created.
     GroupNotExist,
+    /// No consumer of the group is connected.
+    NotOnline,
+    /// The group has no offset there yet.
+    OffsetNotFound,
     /// The message itself is not acceptable (size, properties, timer).
     MessageIllegal,
     /// Something failed inside the broker.

@@ -11,22 +11,18 @@
 //! `&Broker`; start-up (`startup`) builds it.
 
 pub(crate) mod auto_create;
-pub(crate) mod browse;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
 pub(crate) mod event_metrics;
-pub(crate) mod lag;
 pub(crate) mod long_polling;
 pub(crate) mod master_services;
 pub(crate) mod memory;
-pub(crate) mod message_status;
 pub(crate) mod metrics;
 pub(crate) mod offset;
 pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
 pub(crate) mod removal;
-pub(crate) mod remove;
 pub(crate) mod replicas;
 pub(crate) mod request_mode;
 pub(crate) mod runtime_config;
@@ -309,6 +305,16 @@ impl Broker {
                     self.duplication_window(&t)
                 })
         });
+    }
+
+    /// Where the slowest consumer group of `topic` stands on each queue, for the
+    /// store's retention (`vostok_store::ConsumedOffsets`): the groups with offsets or
+    /// noted here and the online clustering subscribers count; one that has not
+    /// committed on a queue is at its start, whatever its `consumeFromWhere`, since
+    /// the broker cannot tell where it will begin.
+    pub(crate) fn min_committed_offsets(&self, topic: &str) -> std::collections::HashMap<i32, i64> {
+        let online = self.clients.clustering_groups_subscribing(topic);
+        self.offsets.min_committed_offsets(topic, &online)
     }
 
     /// Messages put since start (stats for runtime info).
