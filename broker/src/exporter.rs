@@ -151,7 +151,9 @@ impl ScrapeCollector {
                 ready.samples.push((labels, (messages - popped).max(0)));
             }
             // Kept at 0 once the group has a DLQ, so an emptied DLQ reads 0, not nothing.
-            if group_lag.dlq_messages > 0 || b.topics.get(&topic::dlq_topic(&group)).is_some() {
+            if group_lag.dlq_messages > 0
+                || b.storage.topics.get(&topic::dlq_topic(&group)).is_some()
+            {
                 dlq.samples
                     .push((vec![("consumer_group", group)], group_lag.dlq_messages));
             }
@@ -179,7 +181,8 @@ impl ScrapeCollector {
         if next <= committed {
             return q.latency_ms(now);
         }
-        b.store
+        b.storage
+            .store
             .message_store_timestamp(&q.topic, q.queue_id, next)
             .map_or(0, |t| (now - t).max(0))
     }
@@ -239,7 +242,7 @@ impl ScrapeCollector {
         let mut topics = GaugeFamily::new("rocketmq_topic_number", "Active topic number");
         topics
             .samples
-            .push((Vec::new(), b.topics.topic_names().len() as i64));
+            .push((Vec::new(), b.storage.topics.topic_names().len() as i64));
         let mut groups = GaugeFamily::new(
             "rocketmq_consumer_group_number",
             "Active subscription group number",

@@ -79,7 +79,7 @@ impl MessageArrivingListener for ArrivalBridge {
     ) {
         let broker = &self.0;
         if !broker.is_master() {
-            broker.topics.note_replicated(topic, queue_id);
+            broker.storage.topics.note_replicated(topic, queue_id);
         }
         if topic == TIMER_TOPIC {
             // The consume queue keeps the TAGS hash; the delivery time is a property.
@@ -102,7 +102,7 @@ impl MessageArrivingListener for ArrivalBridge {
         } else if topic == REMOVED_MESSAGE_TOPIC {
             // A slave learns removals as their records arrive from the master.
             if let Some((t, q, o)) = crate::state::removal::from_properties(properties) {
-                broker.removals.add(&t, q, o);
+                broker.storage.removals.add(&t, q, o);
             }
         }
         broker
@@ -265,27 +265,31 @@ impl Broker {
             guard.watch(broker.shutdown.clone());
         }
         broker
+            .storage
             .store
             .set_arrival_listener(Arc::new(ArrivalBridge(broker.clone())));
         broker
+            .storage
             .store
             .set_consumed_offsets(Arc::new(ConsumedBridge(broker.clone())));
         // Outcomes recorded before a restart must be known to the first END_TRANSACTION.
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.store)).await;
+        let _ =
+            tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.storage.store)).await;
         // Checkpoints popped before a restart must be known to the first ack.
-        broker.topics.get_or_create(
+        broker.storage.topics.get_or_create(
             &broker.pop.revive_topic,
             broker.pop.revive_queue_num,
             perm::READ | perm::WRITE,
             0,
         );
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
+        let _ =
+            tokio::task::spawn_blocking(move || b.pop.replay(&b.storage.store, &b.offsets)).await;
         // Messages removed before a restart stay removed.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            crate::state::removal::replay(&b.removals, &b.store)
+            crate::state::removal::replay(&b.storage.removals, &b.storage.store)
         })
         .await;
         // Retries of sends answered before a restart must find their originals.
@@ -382,7 +386,7 @@ fn start_replication(
         );
         *broker.ha_server_addr.write_locked() = addr;
         broker.tasks.spawn(vostok_store::ha::serve(
-            broker.store.clone(),
+            broker.storage.store.clone(),
             listener,
             server_tls,
             broker.tasks.clone(),
@@ -391,7 +395,7 @@ fn start_replication(
     }
     if !broker.config.is_master() || broker.config.controller.enable {
         let client = vostok_store::ha::HaClient::start(
-            broker.store.clone(),
+            broker.storage.store.clone(),
             client_tls,
             &broker.tasks,
             broker.shutdown.clone(),
@@ -419,7 +423,11 @@ fn build_state(
         namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
-        topics: TopicConfigManager::load(&config),
+        storage: crate::state::Storage {
+            topics: TopicConfigManager::load(&config),
+            removals: Default::default(),
+            store,
+        },
         subscriptions: SubscriptionGroupManager::load(&config),
         request_modes: crate::state::request_mode::MessageRequestModeManager::load(&config),
         offsets: ConsumerOffsetManager::load(&config),
@@ -439,7 +447,6 @@ fn build_state(
             config.ops.metrics.is_prom() || config.ops.console_on(),
         ),
         stats_windows: Default::default(),
-        removals: Default::default(),
         boot_timestamp: now_millis(),
         master_addr: RwLock::new(None),
         master_changed: tokio::sync::Notify::new(),
@@ -451,7 +458,6 @@ fn build_state(
         memory,
         duties,
         config,
-        store,
     }
 }
 
@@ -560,7 +566,7 @@ impl BrokerHandle {
         broker.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(10), broker.tasks.wait()).await;
         broker.offsets.persist(true);
-        broker.topics.persist();
+        broker.storage.topics.persist();
         broker.subscriptions.persist();
         broker.request_modes.persist();
         broker.delay_offsets.persist();
@@ -570,7 +576,7 @@ impl BrokerHandle {
         if let Some(ns) = self.namesrv {
             ns.shutdown().await;
         }
-        let store = broker.store.clone();
+        let store = broker.storage.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
         drop(self.runtimes);
         info!("broker stopped");

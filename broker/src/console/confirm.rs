@@ -69,13 +69,15 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
 fn topic_loss(c: &Console, topic: &str) -> (String, String) {
     let b = &c.broker;
     let title = format!("Delete topic {topic}?");
-    let Some(t) = b.topics.get(topic) else {
+    let Some(t) = b.storage.topics.get(topic) else {
         return (title, format!("There is no topic {} here.", esc(topic)));
     };
     let queues = t.read_queue_nums.max(t.write_queue_nums);
     let messages: i64 = (0..queues)
         .map(|q| {
-            (b.store.max_offset_in_queue(topic, q) - b.store.min_offset_in_queue(topic, q)).max(0)
+            (b.storage.store.max_offset_in_queue(topic, q)
+                - b.storage.store.min_offset_in_queue(topic, q))
+            .max(0)
         })
         .sum();
     let groups: Vec<String> = crate::ops::message_status::groups_of_topic(b, topic)

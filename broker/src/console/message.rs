@@ -75,9 +75,9 @@ pub(crate) fn search(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let to = parse_local(&end).unwrap_or(now);
     let b = &c.broker;
     let mut listed: Vec<BrowsedMessage> = Vec::new();
-    for q in b.store.queue_ids(&topic) {
-        let mut offset = b.store.offset_in_queue_by_time(&topic, q, from);
-        let max = b.store.max_offset_in_queue(&topic, q);
+    for q in b.storage.store.queue_ids(&topic) {
+        let mut offset = b.storage.store.offset_in_queue_by_time(&topic, q, from);
+        let max = b.storage.store.max_offset_in_queue(&topic, q);
         while offset < max && listed.len() < MAX_LISTED {
             match crate::ops::browse::message_at(b, &topic, q, offset) {
                 Some(m) if m.store_timestamp > to => break,

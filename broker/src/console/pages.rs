@@ -16,9 +16,9 @@ use super::{svg, Console};
 pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String {
     let b = &c.broker;
     let cfg = &b.config;
-    let info = b.store.runtime_info();
+    let info = b.storage.store.runtime_info();
     let get = |k: &str| info.get(k).cloned().unwrap_or_default();
-    let store = &b.store;
+    let store = &b.storage.store;
     let max = store.max_phy_offset();
     let mut rows = vec![
         vec!["Cluster".into(), esc(&cfg.broker_cluster_name)],
@@ -54,7 +54,7 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
             "Topics / groups".into(),
             format!(
                 "{} / {}",
-                b.topics.topic_names().len(),
+                b.storage.topics.topic_names().len(),
                 b.subscriptions.group_names().len()
             ),
         ],
@@ -113,7 +113,7 @@ fn in_namespace(namespace: Option<&str>, name: &str) -> bool {
 pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> String {
     let b = &c.broker;
     let admin = viewer.is_admin();
-    let mut names = b.topics.topic_names();
+    let mut names = b.storage.topics.topic_names();
     names.retain(|t| in_namespace(namespace, t) && (admin || viewer.reads_topic(t)));
     names.sort();
     let totals: std::collections::BTreeMap<String, u64> =
@@ -121,13 +121,13 @@ pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
     let rates = |t: &str| c.history.rate_in(Some(t)).last().map_or(0.0, |p| p.1);
     let rows: Vec<Vec<String>> = names
         .iter()
-        .filter_map(|n| b.topics.get(n))
+        .filter_map(|n| b.storage.topics.get(n))
         .map(|t| {
             let queues = t.read_queue_nums.max(t.write_queue_nums);
             let messages: i64 = (0..queues)
                 .map(|q| {
-                    b.store.max_offset_in_queue(&t.topic_name, q)
-                        - b.store.min_offset_in_queue(&t.topic_name, q)
+                    b.storage.store.max_offset_in_queue(&t.topic_name, q)
+                        - b.storage.store.min_offset_in_queue(&t.topic_name, q)
                 })
                 .sum();
             let delete = if !admin || topic::is_system_topic(&t.topic_name) {
@@ -183,21 +183,22 @@ pub(crate) fn topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
 /// One topic: queues with offsets, in rate over the hour.
 pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
     let b = &c.broker;
-    let Some(t) = b.topics.get(name) else {
+    let Some(t) = b.storage.topics.get(name) else {
         return format!("<p class=\"warn\">No topic {} here.</p>", esc(name));
     };
     let rows: Vec<Vec<String>> = (0..t.read_queue_nums.max(t.write_queue_nums))
         .map(|q| {
             let (min, max) = (
-                b.store.min_offset_in_queue(name, q),
-                b.store.max_offset_in_queue(name, q),
+                b.storage.store.min_offset_in_queue(name, q),
+                b.storage.store.max_offset_in_queue(name, q),
             );
             vec![
                 q.to_string(),
                 min.to_string(),
                 max.to_string(),
                 time(
-                    b.store
+                    b.storage
+                        .store
                         .message_store_timestamp(name, q, max - 1)
                         .unwrap_or(0),
                 ),

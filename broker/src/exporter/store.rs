@@ -22,7 +22,7 @@ fn with(mut labels: Labels, more: &[(&'static str, String)]) -> Labels {
 }
 
 pub(super) fn storage(b: &Broker) -> Vec<GaugeFamily> {
-    let store = &b.store;
+    let store = &b.storage.store;
     let max = store.max_phy_offset();
     let mut size = GaugeFamily::new("rocketmq_storage_size", "Broker storage size, bytes");
     size.samples

@@ -100,7 +100,7 @@ async fn pull(
             .unwrap_or(0)
             .clamp(0, CONSUMER_LONG_POLLING_MS);
         if timeout > 0 {
-            let store = broker.store.clone();
+            let store = broker.storage.store.clone();
             let (t, q) = (topic.clone(), queue.id);
             broker
                 .long_polling
@@ -212,7 +212,7 @@ pub(crate) fn query_offset(
 ) -> QueryOffsetResponse {
     let queue = request.message_queue.unwrap_or_default();
     let topic = ctx.name_of(queue.topic.as_ref());
-    let store = &svc.broker.store;
+    let store = &svc.broker.storage.store;
     let offset = match QueryOffsetPolicy::try_from(request.query_offset_policy) {
         Ok(QueryOffsetPolicy::End) => store.max_offset_in_queue(&topic, queue.id),
         Ok(QueryOffsetPolicy::Timestamp) => {

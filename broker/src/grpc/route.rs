@@ -57,7 +57,7 @@ pub(crate) async fn query_route(
             }
         }
     };
-    let types = accepted_types(svc.broker.topics.get(&topic).as_ref());
+    let types = accepted_types(svc.broker.storage.topics.get(&topic).as_ref());
     let resource = request.topic.unwrap_or_default();
     let mut queues = Vec::new();
     for queue_data in &route.queue_datas {
@@ -185,7 +185,7 @@ pub(crate) async fn route_of(
             _ => break,
         }
     }
-    let local = match broker.topics.get(topic_name) {
+    let local = match broker.storage.topics.get(topic_name) {
         Some(config) => Ok(config),
         None if broker.runtime.auto_create_topic_enable()
             && !topic::is_system_topic(topic_name) =>

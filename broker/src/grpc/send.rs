@@ -238,7 +238,10 @@ fn build_request(
         .as_ref()
         .map(millis_of)
         .unwrap_or_else(now_millis);
-    let queue_id = match (single && !group.is_empty(), broker.topics.get(topic_name)) {
+    let queue_id = match (
+        single && !group.is_empty(),
+        broker.storage.topics.get(topic_name),
+    ) {
         (true, Some(config)) if config.write_queue_nums > 0 => {
             consistent_hash(i64::from(java_string_hash(group)), config.write_queue_nums)
         }

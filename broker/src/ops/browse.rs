@@ -57,6 +57,7 @@ pub(crate) fn message_at(
     offset: i64,
 ) -> Option<MessageExt> {
     let got = broker
+        .storage
         .store
         .get_message(topic, queue_id, offset, 1, i32::MAX, None);
     let raw = got.messages.first()?;
@@ -70,7 +71,7 @@ pub(crate) fn message_at(
 /// have is refused.
 pub(crate) fn browse(broker: &Broker, request: &Browse) -> Result<Vec<BrowsedMessage>, Refusal> {
     let topic_name = request.topic.as_str();
-    if !broker.topics.contains(topic_name) {
+    if !broker.storage.topics.contains(topic_name) {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!("topic[{topic_name}] not exist"),
@@ -79,11 +80,11 @@ pub(crate) fn browse(broker: &Broker, request: &Browse) -> Result<Vec<BrowsedMes
     let max = request.max.clamp(1, MAX_BROWSE);
     let queues: Vec<i32> = match request.queue_id {
         Some(q) => vec![q],
-        None => broker.store.queue_ids(topic_name),
+        None => broker.storage.store.queue_ids(topic_name),
     };
     let mut out = Vec::new();
     for q in queues {
-        let min = broker.store.min_offset_in_queue(topic_name, q);
+        let min = broker.storage.store.min_offset_in_queue(topic_name, q);
         let from = request
             .group
             .as_deref()
@@ -121,7 +122,7 @@ pub(crate) mod tests {
             send(b, &peer(), to(topic)).await.unwrap();
         }
         let dispatched = async {
-            while b.store.max_offset_in_queue(topic, 0) < n {
+            while b.storage.store.max_offset_in_queue(topic, 0) < n {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         };

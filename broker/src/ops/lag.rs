@@ -120,22 +120,22 @@ pub(crate) fn group_topics(broker: &Broker, group: &str) -> BTreeSet<String> {
         topics.extend(info.subscriptions.keys().cloned());
     }
     let retry = topic::retry_topic(group);
-    if broker.topics.get(&retry).is_some() {
+    if broker.storage.topics.get(&retry).is_some() {
         topics.insert(retry);
     }
-    topics.retain(|t| !topic::is_dlq_topic(t) && broker.topics.get(t).is_some());
+    topics.retain(|t| !topic::is_dlq_topic(t) && broker.storage.topics.get(t).is_some());
     topics
 }
 
 /// The lag of `group` on one queue.
 pub(crate) fn queue_lag(broker: &Broker, group: &str, topic: &str, queue_id: i32) -> QueueLag {
-    let store = &broker.store;
+    let store = &broker.storage.store;
     let max = store.max_offset_in_queue(topic, queue_id);
     let min = store.min_offset_in_queue(topic, queue_id);
     let committed = broker.offsets.query(group, topic, queue_id);
     let consumer_offset = (committed >= 0).then_some(committed);
     let from = consumer_offset.unwrap_or(min).clamp(min, max.max(min));
-    let removed = broker.removals.of_queue(topic, queue_id);
+    let removed = broker.storage.removals.of_queue(topic, queue_id);
     let removed_behind = removed
         .as_ref()
         .map_or(0, |s| s.range(from..max.max(from)).count() as i64);
@@ -169,7 +169,7 @@ pub(crate) fn group_lag(broker: &Broker, request: &LagOf) -> GroupLag {
         Some(t) => {
             let mut ts = vec![t.to_owned()];
             let retry = topic::retry_topic(group);
-            if broker.topics.get(&retry).is_some() && t != retry {
+            if broker.storage.topics.get(&retry).is_some() && t != retry {
                 ts.push(retry);
             }
             ts
@@ -177,7 +177,7 @@ pub(crate) fn group_lag(broker: &Broker, request: &LagOf) -> GroupLag {
         None => group_topics(broker, group).into_iter().collect(),
     };
     for t in topics {
-        let Some(config) = broker.topics.get(&t) else {
+        let Some(config) = broker.storage.topics.get(&t) else {
             continue;
         };
         for queue_id in 0..config.read_queue_nums.max(config.write_queue_nums) {
@@ -185,12 +185,12 @@ pub(crate) fn group_lag(broker: &Broker, request: &LagOf) -> GroupLag {
         }
     }
     let dlq = topic::dlq_topic(group);
-    if let Some(config) = broker.topics.get(&dlq) {
+    if let Some(config) = broker.storage.topics.get(&dlq) {
         out.dlq_messages = (0..config.read_queue_nums.max(config.write_queue_nums))
             .map(|q| {
-                let max = broker.store.max_offset_in_queue(&dlq, q);
-                let min = broker.store.min_offset_in_queue(&dlq, q);
-                (max - min - broker.removals.count_in(&dlq, q, min, max)).max(0)
+                let max = broker.storage.store.max_offset_in_queue(&dlq, q);
+                let min = broker.storage.store.min_offset_in_queue(&dlq, q);
+                (max - min - broker.storage.removals.count_in(&dlq, q, min, max)).max(0)
             })
             .sum();
     }
@@ -215,7 +215,7 @@ mod tests {
         let q = queue_lag(b, "ops-lag-group", "ops-lag", 0);
         assert_eq!((q.broker_offset, q.consumer_offset, q.lag), (4, Some(1), 3));
         assert!(q.oldest_unconsumed.is_some());
-        b.removals.add("ops-lag", 0, 2);
+        b.storage.removals.add("ops-lag", 0, 2);
         let lag = group_lag(b, &LagOf::all("ops-lag-group"));
         let q0 = lag.queues.iter().find(|q| q.queue_id == 0).unwrap();
         assert_eq!(q0.lag, 2, "a removed message is not behind");

@@ -85,7 +85,7 @@ impl Status<'_> {
         if let Some(id) = msg_id.filter(|s| !s.is_empty()) {
             // An offset message id names a commitlog position of this broker.
             if let Ok((_, offset)) = decode_offset_msg_id(id) {
-                if let Some(m) = self.0.store.look_message_by_offset(offset) {
+                if let Some(m) = self.0.storage.store.look_message_by_offset(offset) {
                     if m.topic == topic_name {
                         found.push(m);
                     }
@@ -117,6 +117,7 @@ impl Status<'_> {
 
     fn find_by_key(&self, topic_name: &str, key: &str) -> Vec<MessageExt> {
         self.0
+            .storage
             .store
             .query_message(topic_name, key, MAX_FOUND, 0, i64::MAX)
             .messages
@@ -128,6 +129,7 @@ impl Status<'_> {
     fn status_of(&self, m: &MessageExt) -> MessageStatus {
         let removed = self
             .0
+            .storage
             .removals
             .is_removed(&m.topic, m.queue_id, m.queue_offset);
         let uniq = m

@@ -68,7 +68,7 @@ pub(crate) fn query_offset(broker: &Broker, request: &QueryOffset) -> Result<i64
     // still hot, so a new CONSUME_FROM_LAST_OFFSET group still reads a young topic
     // from the start.
     if request.zero_if_not_found
-        && broker.store.min_offset_in_queue(topic, queue_id) <= 0
+        && broker.storage.store.min_offset_in_queue(topic, queue_id) <= 0
         && first_message_in_memory(broker, topic, queue_id)
     {
         return Ok(0);
@@ -83,11 +83,12 @@ pub(crate) fn query_offset(broker: &Broker, request: &QueryOffset) -> Result<i64
 /// queue is still empty (its first message will be).
 fn first_message_in_memory(broker: &Broker, topic: &str, queue_id: i32) -> bool {
     let result = broker
+        .storage
         .store
         .get_message(topic, queue_id, 0, 1, i32::MAX, None);
     match result.messages.first() {
         Some(record) => RecordView::parse_message(record, false)
-            .is_ok_and(|view| broker.store.is_in_memory(view.physical_offset())),
+            .is_ok_and(|view| broker.storage.store.is_in_memory(view.physical_offset())),
         None => result.max_offset <= 0,
     }
 }
@@ -105,7 +106,7 @@ pub(crate) fn commit_offset(
             format!("subscription group not exist, {}: {reason}", request.group),
         ));
     }
-    if !broker.topics.contains(&request.topic) {
+    if !broker.storage.topics.contains(&request.topic) {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!("topic[{}] not exist", request.topic),
@@ -127,7 +128,7 @@ pub(crate) fn reset_offset(
     request: &ResetOffset,
 ) -> Result<ResetOffsetBody, Refusal> {
     let (group, topic_name) = (request.group.as_str(), request.topic.as_str());
-    let Some(topic) = broker.topics.get(topic_name) else {
+    let Some(topic) = broker.storage.topics.get(topic_name) else {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!(
@@ -156,9 +157,13 @@ pub(crate) fn reset_offset(
             ));
         }
         let at_time = if request.timestamp == -1 {
-            broker.store.max_offset_in_queue(topic_name, queue_id)
+            broker
+                .storage
+                .store
+                .max_offset_in_queue(topic_name, queue_id)
         } else {
             broker
+                .storage
                 .store
                 .offset_in_queue_by_time(topic_name, queue_id, request.timestamp)
         }

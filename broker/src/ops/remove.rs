@@ -74,6 +74,7 @@ pub(crate) async fn remove_message(
         removed_at: now_millis(),
     };
     if broker
+        .storage
         .removals
         .is_removed(&removal.topic, queue_id, queue_offset)
     {
@@ -90,11 +91,14 @@ pub(crate) async fn remove_message(
             broker.broker_addr,
         )
     };
-    let result = broker.store.put_message(record).await;
+    let result = broker.storage.store.put_message(record).await;
     if !result.is_ok() {
         return Err(RemoveError::NotStored(format!("{:?}", result.status)));
     }
-    broker.removals.add(&removal.topic, queue_id, queue_offset);
+    broker
+        .storage
+        .removals
+        .add(&removal.topic, queue_id, queue_offset);
     info!(topic = %removal.topic, queue_id, queue_offset, msg_id = %removal.msg_id, by = %by, "message removed by an operator");
     Ok(removal)
 }
@@ -122,14 +126,19 @@ mod tests {
         let by = Operator::Console(String::new());
         let removal = remove_message(b, &by, at("ops-remove", 0)).await.unwrap();
         assert_eq!((removal.queue_id, removal.queue_offset), (0, 0));
-        assert!(b.removals.is_removed("ops-remove", 0, 0));
+        assert!(b.storage.removals.is_removed("ops-remove", 0, 0));
         let again = remove_message(b, &by, at("ops-remove", 0)).await.unwrap();
         assert_eq!(again.msg_id, removal.msg_id, "removing twice is once");
         let got = b.get_for_consumer("ops-remove", 0, 0, 32, i32::MAX, None);
         assert_eq!(got.messages.len(), 1, "the pull path skips it");
         // The record replays into an empty table, once dispatched.
         let dispatched = async {
-            while b.store.max_offset_in_queue(REMOVED_MESSAGE_TOPIC, 0) < 1 {
+            while b
+                .storage
+                .store
+                .max_offset_in_queue(REMOVED_MESSAGE_TOPIC, 0)
+                < 1
+            {
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }
         };
@@ -137,7 +146,7 @@ mod tests {
             .await
             .expect("record dispatched");
         let table = crate::state::removal::RemovedMessages::default();
-        crate::state::removal::replay(&table, &b.store);
+        crate::state::removal::replay(&table, &b.storage.store);
         assert!(table.is_removed("ops-remove", 0, 0));
         handle.shutdown().await;
     }
@@ -160,7 +169,7 @@ mod tests {
             remove_message(b, &by, at(topic::SCHEDULE_TOPIC, 0)).await,
             Err(RemoveError::SystemTopic(topic::SCHEDULE_TOPIC.to_owned()))
         );
-        assert!(!b.removals.is_removed("ops-remove-none", 0, 5));
+        assert!(!b.storage.removals.is_removed("ops-remove-none", 0, 5));
         handle.shutdown().await;
     }
 }

@@ -46,7 +46,7 @@ pub(crate) async fn resend_dlq(
         return Err(ResendError::Slave);
     }
     let dlq = topic::dlq_topic(&group);
-    let store = &broker.store;
+    let store = &broker.storage.store;
     let by_offset = decode_offset_msg_id(&msg_id)
         .ok()
         .and_then(|(_, offset)| store.look_message_by_offset(offset))
@@ -65,6 +65,7 @@ pub(crate) async fn resend_dlq(
         .ok_or(ResendError::NoTopic)?
         .to_owned();
     let config = broker
+        .storage
         .topics
         .get(&target)
         .ok_or_else(|| ResendError::NoSuchTopic(target.clone()))?;
@@ -118,7 +119,7 @@ mod tests {
         let dlq = topic::dlq_topic("ops-resend-group");
         let dead = async {
             loop {
-                let got = b.store.get_message(&dlq, 0, 0, 1, i32::MAX, None);
+                let got = b.storage.store.get_message(&dlq, 0, 0, 1, i32::MAX, None);
                 if let Some(m) = got.messages.first() {
                     break MessageExt::decode(m, false).unwrap();
                 }
@@ -137,6 +138,7 @@ mod tests {
         let resent = resend_dlq(b, &by, resend(id)).await.unwrap();
         assert_eq!(resent.topic, "ops-resend");
         let copy = b
+            .storage
             .store
             .look_message_by_offset(decode_offset_msg_id(&resent.msg_id).unwrap().1);
         let copy = copy.expect("stored");

@@ -67,7 +67,7 @@ pub(crate) fn admit(broker: &Broker) -> Result<tokio::sync::SemaphorePermit<'_>,
             "[OVERLOAD]system busy, start flow control for a while",
         ));
     };
-    if broker.store.is_os_page_cache_busy() {
+    if broker.storage.store.is_os_page_cache_busy() {
         return Err(refused(
             Refused::Busy,
             "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
@@ -212,7 +212,7 @@ async fn send_checked(
             .trim_start_matches(topic::DLQ_GROUP_TOPIC_PREFIX)
             .to_owned()
     });
-    let result = broker.store.put_message(msg).await;
+    let result = broker.storage.store.put_message(msg).await;
     broker.count_put(1);
     broker
         .metrics
@@ -278,38 +278,40 @@ pub(crate) fn check_message(
             format!("Sending message to topic[{}] is forbidden.", to.topic),
         ));
     }
-    let config = match broker.topics.get(&to.topic) {
+    let config = match broker.storage.topics.get(&to.topic) {
         Some(config) => config,
         None => {
-            let created =
-                if let Some(group) = to.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX) {
-                    // A retry topic follows its group: created only with a group that exists
-                    // or may be created, so that the bounds on groups bound it too.
-                    if let Err(reason) = broker.find_or_create_group(group, Some(channel)) {
-                        return Err(refused(
-                            Refused::GroupNotExist,
-                            format!("subscription group not exist, {group}: {reason}"),
-                        ));
-                    }
-                    Ok(broker
-                        .topics
-                        .get_or_create(&to.topic, 1, perm::READ | perm::WRITE, 0))
-                } else if broker.runtime.auto_create_topic_enable()
-                    || to.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
-                {
-                    let sys_flag = if to.unit_mode { 1 } else { 0 };
-                    broker.create_topic_in_send(
-                        Some(channel),
-                        &to.topic,
-                        &to.default_topic,
-                        to.default_topic_queue_nums,
-                        sys_flag,
-                    )
-                } else {
-                    Err(NotCreated::NotAllowed(
-                        "autoCreateTopicEnable is off".to_owned(),
-                    ))
-                };
+            let created = if let Some(group) =
+                to.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX)
+            {
+                // A retry topic follows its group: created only with a group that exists
+                // or may be created, so that the bounds on groups bound it too.
+                if let Err(reason) = broker.find_or_create_group(group, Some(channel)) {
+                    return Err(refused(
+                        Refused::GroupNotExist,
+                        format!("subscription group not exist, {group}: {reason}"),
+                    ));
+                }
+                Ok(broker
+                    .storage
+                    .topics
+                    .get_or_create(&to.topic, 1, perm::READ | perm::WRITE, 0))
+            } else if broker.runtime.auto_create_topic_enable()
+                || to.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
+            {
+                let sys_flag = if to.unit_mode { 1 } else { 0 };
+                broker.create_topic_in_send(
+                    Some(channel),
+                    &to.topic,
+                    &to.default_topic,
+                    to.default_topic_queue_nums,
+                    sys_flag,
+                )
+            } else {
+                Err(NotCreated::NotAllowed(
+                    "autoCreateTopicEnable is off".to_owned(),
+                ))
+            };
             match created {
                 Ok(config) => config,
                 Err(reason) => {
@@ -384,9 +386,12 @@ fn handle_retry_and_dlq(
         return Ok(());
     }
     let dlq = topic::dlq_topic(&group);
-    broker
-        .topics
-        .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
+    broker.storage.topics.get_or_create(
+        &dlq,
+        topic::DLQ_NUMS_PER_GROUP,
+        perm::READ | perm::WRITE,
+        0,
+    );
     tracing::info!(group = %group, reconsume, max_reconsume, "retry message sent to the dead-letter queue");
     request.to.topic = dlq;
     request.to.queue_id = 0;
@@ -560,7 +565,7 @@ pub(crate) mod tests {
         assert_eq!(stored.queue_id, 0);
         let (_, at) =
             vostok_remoting::protocol::message::id::decode_offset_msg_id(&stored.msg_id).unwrap();
-        let record = b.store.look_message_by_offset(at).unwrap();
+        let record = b.storage.store.look_message_by_offset(at).unwrap();
         assert_eq!(
             record.topic,
             topic::dlq_topic("ops-group"),

@@ -66,17 +66,19 @@ pub(crate) async fn send_back(
         return Ok(SentBack::Dropped);
     }
     let retry = topic::retry_topic(&header.group);
-    let retry_config =
-        broker
-            .topics
-            .get_or_create(&retry, group.retry_queue_nums, perm::READ | perm::WRITE, 0);
+    let retry_config = broker.storage.topics.get_or_create(
+        &retry,
+        group.retry_queue_nums,
+        perm::READ | perm::WRITE,
+        0,
+    );
     if !perm::is_writeable(retry_config.perm) {
         return Err(refused(
             Refused::NoPermission,
             format!("the topic[{retry}] sending message is forbidden"),
         ));
     }
-    let Some(original) = broker.store.look_message_by_offset(header.offset) else {
+    let Some(original) = broker.storage.store.look_message_by_offset(header.offset) else {
         return Err(refused(
             Refused::SystemError,
             format!("look message by offset failed, {}", header.offset),
@@ -89,9 +91,12 @@ pub(crate) async fn send_back(
     let dead_letter = original.reconsume_times >= max_reconsume || header.delay_level < 0;
     let (target, queue_id, delay) = if dead_letter {
         let dlq = topic::dlq_topic(&header.group);
-        broker
-            .topics
-            .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
+        broker.storage.topics.get_or_create(
+            &dlq,
+            topic::DLQ_NUMS_PER_GROUP,
+            perm::READ | perm::WRITE,
+            0,
+        );
         tracing::info!(group = %header.group, msg_id = %original.msg_id(), reconsume = original.reconsume_times, "message sent to the dead-letter queue");
         (dlq, 0, 0)
     } else {
@@ -124,7 +129,7 @@ pub(crate) async fn send_back(
     } else {
         msg.properties = props.into_string();
     }
-    let result = broker.store.put_message(msg).await;
+    let result = broker.storage.store.put_message(msg).await;
     if stored(broker, result.clone(), queue_id, None).is_ok() {
         broker.count_put(1);
         if dead_letter {
@@ -178,6 +183,7 @@ mod tests {
             Ok(SentBack::Retry)
         );
         assert!(b
+            .storage
             .topics
             .get(&topic::retry_topic("ops-back-group"))
             .is_some());
@@ -185,7 +191,11 @@ mod tests {
             send_back(b, &peer(), back(offset, -1)).await,
             Ok(SentBack::DeadLetter)
         );
-        assert!(b.topics.get(&topic::dlq_topic("ops-back-group")).is_some());
+        assert!(b
+            .storage
+            .topics
+            .get(&topic::dlq_topic("ops-back-group"))
+            .is_some());
         handle.shutdown().await;
     }
 

@@ -80,7 +80,7 @@ pub(crate) async fn end_transaction(
                 "half message lacks its real topic",
             ));
         };
-        let result = broker.store.put_message(msg).await;
+        let result = broker.storage.store.put_message(msg).await;
         if let Err(refusal) = stored(broker, result, half.queue_id, None) {
             warn!(root, remark = %refusal.remark, "transaction commit not stored");
             return Err(refusal);
@@ -103,7 +103,7 @@ pub(crate) async fn end_transaction(
     claim.finish();
     if !broker
         .transactions
-        .write_op(&broker.store, broker.broker_addr, root)
+        .write_op(&broker.storage.store, broker.broker_addr, root)
         .await
     {
         return Err(refused(
@@ -116,6 +116,7 @@ pub(crate) async fn end_transaction(
 /// Reads the half message and checks it is the one the producer names.
 fn check_prepared(broker: &Broker, header: &EndTransaction) -> Result<MessageExt, Refusal> {
     let half = broker
+        .storage
         .store
         .look_message_by_offset(header.commit_log_offset)
         .ok_or_else(|| {
@@ -182,7 +183,7 @@ mod tests {
         let end = half(b, Resolution::Commit).await;
         assert_eq!(end_transaction(b, end.clone()).await, Ok(Ended::Committed));
         assert_eq!(end_transaction(b, end).await, Ok(Ended::Duplicate));
-        assert!(b.topics.get("ops-tx-topic").is_some());
+        assert!(b.storage.topics.get("ops-tx-topic").is_some());
         let undecided = half(b, Resolution::Unknown).await;
         assert_eq!(end_transaction(b, undecided).await, Ok(Ended::Undecided));
         handle.shutdown().await;

@@ -45,7 +45,7 @@ pub(crate) async fn set_message_request_mode(
             "retry topic is not allowed to set mode",
         );
     }
-    if !broker.topics.contains(&body.topic) {
+    if !broker.storage.topics.contains(&body.topic) {
         return error(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist", body.topic),

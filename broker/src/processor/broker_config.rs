@@ -27,7 +27,7 @@ pub(crate) fn update_broker_config(broker: &Broker, request: RemotingCommand) ->
         .subscriptions
         .set_auto_create(broker.runtime.auto_create_subscription_group());
     if broker.runtime.broker_permission() != before {
-        broker.topics.bump_version();
+        broker.storage.topics.bump_version();
     }
     RemotingCommand::success()
 }

@@ -46,7 +46,7 @@ pub(crate) fn get_broker_consume_stats(
         let mut topics = topics_by_group.remove(&group).unwrap_or_default();
         topics.sort();
         for topic in topics {
-            let Some(config) = broker.topics.get(&topic) else {
+            let Some(config) = broker.storage.topics.get(&topic) else {
                 continue;
             };
             if header.is_order && !config.order {
@@ -59,10 +59,15 @@ pub(crate) fn get_broker_consume_stats(
             }
             let mut stats = ConsumeStats::default();
             for queue_id in 0..config.write_queue_nums {
-                let broker_offset = broker.store.max_offset_in_queue(&topic, queue_id).max(0);
+                let broker_offset = broker
+                    .storage
+                    .store
+                    .max_offset_in_queue(&topic, queue_id)
+                    .max(0);
                 let consumer_offset = broker.offsets.query(&group, &topic, queue_id).max(0);
                 let last_timestamp = if consumer_offset > 0 {
                     broker
+                        .storage
                         .store
                         .message_store_timestamp(&topic, queue_id, consumer_offset - 1)
                         .unwrap_or(0)
@@ -104,6 +109,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
     let count = header.count.clamp(0, MAX_QUEUE_ENTRIES) as usize;
     let Some(queue) =
         broker
+            .storage
             .store
             .queue_entries(&header.topic, header.queue_id, header.index, count)
     else {
@@ -152,6 +158,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
         if let Some((_, Some(sub))) = &subscription {
             data.eval = match &sql {
                 Some(filter) => broker
+                    .storage
                     .store
                     .look_message_by_offset(e.phy_offset)
                     .is_some_and(|m| filter.matches(|k| m.property(k))),
@@ -170,7 +177,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
 /// GET_BROKER_HA_STATUS: a master's slaves (acknowledged offset, distance behind,
 /// in sync or not, bytes per second), or a slave's link to its master.
 pub(crate) fn get_broker_ha_status(broker: &Broker) -> RemotingCommand {
-    let store = &broker.store;
+    let store = &broker.storage.store;
     let max = store.max_phy_offset();
     let mut info = HaRuntimeInfo {
         master: broker.is_master(),
@@ -225,7 +232,7 @@ pub(crate) async fn reset_master_flush_offset(
             format!("masterFlushOffset {offset} is negative"),
         );
     }
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     match tokio::task::spawn_blocking(move || store.set_master_flushed_offset(offset)).await {
         Ok(Ok(())) => {
             info!(offset, "master flushed offset reset by an operator");

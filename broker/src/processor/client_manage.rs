@@ -90,7 +90,7 @@ pub(crate) async fn heart_beat(
             created += 1;
         }
         let sys_flag = if consumer.unit_mode { 2 } else { 0 };
-        broker.topics.get_or_create(
+        broker.storage.topics.get_or_create(
             &topic::retry_topic(&consumer.group_name),
             group_config.retry_queue_nums.max(1),
             perm::READ | perm::WRITE,

@@ -71,6 +71,7 @@ pub(crate) fn query_consumer_offset(broker: &Broker, request: RemotingCommand) -
 pub(crate) fn get_max_offset(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, GetMaxOffsetRequestHeader);
     let offset = broker
+        .storage
         .store
         .max_offset_in_queue(&header.topic, header.queue_id);
     success_with(&OffsetResponseHeader { offset })
@@ -79,6 +80,7 @@ pub(crate) fn get_max_offset(broker: &Broker, request: RemotingCommand) -> Remot
 pub(crate) fn get_min_offset(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, GetMinOffsetRequestHeader);
     let offset = broker
+        .storage
         .store
         .min_offset_in_queue(&header.topic, header.queue_id);
     success_with(&OffsetResponseHeader { offset })
@@ -89,10 +91,11 @@ pub(crate) fn search_offset_by_timestamp(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, SearchOffsetRequestHeader);
-    let offset =
-        broker
-            .store
-            .offset_in_queue_by_time(&header.topic, header.queue_id, header.timestamp);
+    let offset = broker.storage.store.offset_in_queue_by_time(
+        &header.topic,
+        header.queue_id,
+        header.timestamp,
+    );
     success_with(&OffsetResponseHeader { offset })
 }
 
@@ -102,6 +105,7 @@ pub(crate) fn get_earliest_msg_storetime(
 ) -> RemotingCommand {
     let header = decode_header!(request, GetEarliestMsgStoretimeRequestHeader);
     let timestamp = broker
+        .storage
         .store
         .earliest_message_time(&header.topic, header.queue_id)
         .unwrap_or(-1);

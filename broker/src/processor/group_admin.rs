@@ -37,6 +37,7 @@ pub(crate) fn get_consume_stats(broker: &Broker, request: RemotingCommand) -> Re
     let topics: Vec<String> = match request.ext_fields.get("topic").filter(|t| !t.is_empty()) {
         Some(t) => vec![t.to_owned()],
         None => broker
+            .storage
             .topics
             .topic_names()
             .into_iter()
@@ -46,7 +47,7 @@ pub(crate) fn get_consume_stats(broker: &Broker, request: RemotingCommand) -> Re
     let mut body = String::from("{\"consumeTps\":0.0,\"offsetTable\":{");
     let mut first = true;
     for topic in topics {
-        let Some(config) = broker.topics.get(&topic) else {
+        let Some(config) = broker.storage.topics.get(&topic) else {
             continue;
         };
         for queue_id in 0..config.read_queue_nums {
@@ -59,10 +60,11 @@ pub(crate) fn get_consume_stats(broker: &Broker, request: RemotingCommand) -> Re
                 &broker.config.broker_name,
                 queue_id,
             );
-            let broker_offset = broker.store.max_offset_in_queue(&topic, queue_id);
+            let broker_offset = broker.storage.store.max_offset_in_queue(&topic, queue_id);
             let consumer_offset = broker.offsets.query(&group, &topic, queue_id).max(0);
             let last = if consumer_offset > 0 {
                 broker
+                    .storage
                     .store
                     .message_store_timestamp(&topic, queue_id, consumer_offset - 1)
                     .unwrap_or(0)

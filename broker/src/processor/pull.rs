@@ -54,7 +54,7 @@ pub(crate) async fn pull_message(
     } else {
         broker.runtime.short_polling_time()
     };
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     let (topic, queue_id) = (header.topic.clone(), header.queue_id);
     let hold = broker.long_polling.hold(
         &header.topic,
@@ -133,7 +133,7 @@ fn pull_inner(
             ),
         ));
     }
-    let topic_config = broker.topics.get(&header.topic).ok_or_else(|| {
+    let topic_config = broker.storage.topics.get(&header.topic).ok_or_else(|| {
         error(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", header.topic),

@@ -76,7 +76,7 @@ pub(crate) async fn send_reply_message(
                 broker.broker_addr,
             )
         };
-        let result = broker.store.put_message(msg).await;
+        let result = broker.storage.store.put_message(msg).await;
         broker.count_put(1);
         // The stored copy's place goes into the answer; its code stays the push's.
         match result.append.filter(|_| result.status.is_stored()) {

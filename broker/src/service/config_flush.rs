@@ -21,7 +21,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
     broker.tasks.spawn(async move {
         loop {
             tokio::select! {
-                _ = b.topics.unsaved() => {}
+                _ = b.storage.topics.unsaved() => {}
                 _ = b.subscriptions.unsaved() => {}
                 _ = b.shutdown.cancelled() => break,
             }

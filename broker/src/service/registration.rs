@@ -43,7 +43,7 @@ async fn run(broker: Arc<Broker>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
-            _ = broker.topics.changed() => debug!("topic table changed; registering"),
+            _ = broker.storage.topics.changed() => debug!("topic table changed; registering"),
             _ = broker.shutdown.cancelled() => break,
         }
         register_all(&broker).await;
@@ -60,7 +60,7 @@ const MAX_REGISTER_BODY: usize = 8 << 20;
 /// applies on its own, as it does RocketMQ's split registrations.
 fn register_requests(broker: &Broker) -> Vec<RemotingCommand> {
     let config = &broker.config;
-    let mut wrapper = broker.topics.wrapper();
+    let mut wrapper = broker.storage.topics.wrapper();
     // A broker without write (or read) permission registers its topics without it,
     // so that clients send (or pull) elsewhere, as RocketMQ's registerBrokerAll does.
     let permission = broker.runtime.broker_permission();

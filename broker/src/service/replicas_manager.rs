@@ -180,7 +180,7 @@ async fn elect_self(broker: &Broker, link: &mut ControllerLink, id: i64) {
 
 fn heartbeat_header(broker: &Broker, id: i64) -> BrokerHeartbeatRequestHeader {
     let c = &broker.config.controller;
-    let max = broker.store.max_phy_offset();
+    let max = broker.storage.store.max_phy_offset();
     BrokerHeartbeatRequestHeader {
         cluster_name: broker.config.broker_cluster_name.clone(),
         broker_addr: broker.broker_addr.to_string(),
@@ -215,7 +215,7 @@ async fn run(broker: Arc<Broker>) {
         }
     };
     broker.replicas.broker_id.store(id, Ordering::Release);
-    broker.store.set_broker_id(id);
+    broker.storage.store.set_broker_id(id);
     info!(broker_id = id, "controller mode: broker id");
     // 2. Registered.
     while !register(&broker, &mut link, id).await {
@@ -256,7 +256,7 @@ async fn run(broker: Arc<Broker>) {
         tokio::select! {
             _ = broker.shutdown.cancelled() => return,
             _ = tokio::time::sleep(tick) => {}
-            _ = broker.store.sync_state_set_joined() => joined = true,
+            _ = broker.storage.store.sync_state_set_joined() => joined = true,
             _ = broker.replicas.notice_arrived.notified() => {
                 if let Some(info) = broker.replicas.take_notice() {
                     info!(

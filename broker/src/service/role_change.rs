@@ -38,11 +38,11 @@ async fn stop_replicating(broker: &Broker) {
 pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss: &SyncStateSet) {
     info!(broker_id = id, epoch, "controller mode: becoming master");
     broker.replicas.set_role(ReplicaRole::None);
-    broker.store.set_role(true, false);
+    broker.storage.store.set_role(true, false);
     stop_replicating(broker).await;
     // Not a master re-elected: its POP checkpoints are a slave's, stale.
     let reload_pop = !broker.replicas.master_services.is_running();
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     let b = broker.clone();
     let prepared = tokio::task::spawn_blocking(move || -> std::io::Result<i64> {
         // A record received only in part is cut.
@@ -81,6 +81,7 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
         .store(now_millis(), Ordering::Release);
     *broker.master_addr.write_locked() = None;
     broker
+        .storage
         .store
         .set_role(false, broker.config.controller.all_ack_in_sync_state_set);
     broker.replicas.set_role(ReplicaRole::Master);
@@ -126,7 +127,7 @@ fn entries(cache: &EpochEntryCache) -> Vec<(i32, i64)> {
 pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, info: &MasterInfo) {
     info!(master, epoch, "controller mode: becoming slave");
     broker.replicas.set_role(ReplicaRole::Slave);
-    broker.store.set_role(true, false);
+    broker.storage.store.set_role(true, false);
     // A demoted master stops what only a master runs (RocketMQ `changeToSlave`)
     // before its log may be cut.
     super::stop_master_services(broker).await;
@@ -143,7 +144,7 @@ pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, 
         return;
     };
     let master_entries = entries(&cache);
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     let b = broker.clone();
     let truncated = tokio::task::spawn_blocking(move || -> Result<i64, String> {
         let local = b.replicas.epochs.locked().entries().to_vec();
@@ -212,7 +213,7 @@ pub(crate) async fn refresh_slave(broker: &Arc<Broker>, info: &MasterInfo) {
         return;
     }
     if let Some(cache) = master_epochs(broker, &addr).await {
-        let max = broker.store.max_phy_offset();
+        let max = broker.storage.store.max_phy_offset();
         if let Err(e) = broker.replicas.epochs.locked().adopt(&entries(&cache), max) {
             warn!(error = %e, "cannot update the epoch file");
         }

@@ -83,8 +83,8 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     if let Some(r) = fetch(broker, master, request_code::GET_ALL_TOPIC_CONFIG).await {
         match json::from_slice::<TopicConfigSerializeWrapper>("topicConfigTable", &r.body) {
             Ok(wrapper) => {
-                let store = &broker.store;
-                broker.topics.replace_from_master(wrapper, |topic| {
+                let store = &broker.storage.store;
+                broker.storage.topics.replace_from_master(wrapper, |topic| {
                     match (master_end, store.topic_phy_end(topic)) {
                         (Some(master_end), Some(data_end)) => data_end > master_end,
                         (Some(_), None) => false,
@@ -138,7 +138,7 @@ async fn master_commitlog_end(broker: &Broker, master: &str) -> Option<i64> {
 async fn check_not_ahead(broker: &Broker, master: &str) {
     let master_end = master_commitlog_end(broker, master);
     if let Some((own, master_max)) =
-        ahead_of_master(|| broker.store.raw_write_end(), master_end).await
+        ahead_of_master(|| broker.storage.store.raw_write_end(), master_end).await
     {
         error!(
             master,

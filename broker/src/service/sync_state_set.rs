@@ -37,7 +37,7 @@ use crate::state::Broker;
 /// Takes `sss` as this master's SyncStateSet.
 pub(crate) fn adopt(broker: &Broker, sss: &SyncStateSet) {
     let members: Vec<i64> = sss.sync_state_set.iter().copied().collect();
-    broker.store.set_sync_state_set(&members);
+    broker.storage.store.set_sync_state_set(&members);
     *broker.replicas.sync_state_set.write_locked() =
         (sss.sync_state_set.clone(), sss.sync_state_set_epoch);
 }
@@ -51,6 +51,7 @@ fn caught_up(broker: &Broker) -> BTreeSet<i64> {
         .ha_max_time_slave_not_catchup
         .as_millis() as i64;
     broker
+        .storage
         .store
         .ha_slaves()
         .into_iter()
@@ -100,7 +101,7 @@ fn plan(
 
 pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i64) {
     let (current, sss_epoch) = broker.replicas.sync_state_set();
-    let joining = broker.store.sync_state_set_joining();
+    let joining = broker.storage.store.sync_state_set_joining();
     let plan = {
         let unanswered = broker.replicas.unanswered_joiners.locked();
         plan(
@@ -117,7 +118,10 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
             "replicas fell behind before the controller took them into the SyncStateSet: \
              sends stop waiting for them"
         );
-        broker.store.forget_sync_state_set_joining(&plan.forget_now);
+        broker
+            .storage
+            .store
+            .forget_sync_state_set_joining(&plan.forget_now);
     }
     let Some(new_set) = plan.proposal else {
         return;
@@ -159,7 +163,10 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
                 .filter(|r| !new_set.contains(r))
                 .collect();
             if !left_out.is_empty() {
-                broker.store.forget_sync_state_set_joining(&left_out);
+                broker
+                    .storage
+                    .store
+                    .forget_sync_state_set_joining(&left_out);
             }
         }
         Ok(r) if r.code == response_code::CONTROLLER_FENCED_MASTER_EPOCH => {
@@ -170,7 +177,7 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
                 "fenced by a newer master epoch: stepping down"
             );
             broker.replicas.set_role(ReplicaRole::None);
-            broker.store.set_role(true, false);
+            broker.storage.store.set_role(true, false);
         }
         Ok(r) => warn!(
             code = r.code,

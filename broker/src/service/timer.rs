@@ -69,6 +69,7 @@ async fn rebuild(broker: &Broker) {
     let mut candidates = Vec::new();
     loop {
         let result = broker
+            .storage
             .store
             .get_message(TIMER_TOPIC, 0, offset, 256, i32::MAX, None);
         match result.status {
@@ -98,7 +99,7 @@ async fn rebuild(broker: &Broker) {
             }
             let at = due_at(&parked);
             // Only a message already due could have been delivered before a crash.
-            let delivered = at <= now && reroute::already_restored(&broker.store, &parked);
+            let delivered = at <= now && reroute::already_restored(&broker.storage.store, &parked);
             let real_topic = parked
                 .property(property::REAL_TOPIC)
                 .unwrap_or_default()
@@ -179,6 +180,7 @@ async fn deliver_loop(broker: &Broker, stop: &CancellationToken) {
 /// Reads the timer record at `offset` and stores its message in the real topic.
 async fn deliver(broker: &Broker, offset: i64) -> bool {
     let result = broker
+        .storage
         .store
         .get_message(TIMER_TOPIC, 0, offset, 1, i32::MAX, None);
     let Some(record) = result.messages.first() else {
@@ -198,7 +200,7 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
         return true;
     };
     let topic = msg.topic.clone();
-    let status = broker.store.put_message(msg).await.status;
+    let status = broker.storage.store.put_message(msg).await.status;
     if status.is_stored() {
         debug!(offset, topic, "timer message delivered");
         {
@@ -226,6 +228,7 @@ async fn maybe_roll(broker: &Broker) {
             (p.watermark, p.delivered.len())
         };
         let result = broker
+            .storage
             .store
             .get_message(TIMER_TOPIC, 0, watermark, 1, i32::MAX, None);
         let Some(parked) = result
@@ -248,7 +251,7 @@ async fn maybe_roll(broker: &Broker) {
 /// Appends a copy of the timer record at `offset`; true when it was stored.
 async fn roll(broker: &Broker, parked: &MessageExt, offset: i64) -> bool {
     let copy = reroute::roll_timer(parked, offset, broker.broker_addr);
-    let status = broker.store.put_message(copy).await.status;
+    let status = broker.storage.store.put_message(copy).await.status;
     if status.is_stored() {
         debug!(offset, "timer rolled forward");
         let mut p = broker.timers.lock();

@@ -54,11 +54,12 @@ impl Broker {
         queue_nums: i32,
         topic_sys_flag: i32,
     ) -> Result<TopicConfig, NotCreated> {
-        if let Some(found) = self.topics.get(topic) {
+        if let Some(found) = self.storage.topics.get(topic) {
             return Ok(found);
         }
         self.counted(client, Creation::Topic, || {
-            self.topics
+            self.storage
+                .topics
                 .create_in_send(topic, default_topic, queue_nums, topic_sys_flag)
         })
     }

@@ -69,13 +69,22 @@ use timer::TimerTable;
 use topic::TopicConfigManager;
 use transaction::TransactionState;
 
-/// State shared by every request of one broker.
-pub struct Broker {
-    pub(crate) config: BrokerConfig,
-    /// The keys that change at run time (UPDATE_BROKER_CONFIG).
-    pub(crate) runtime: RuntimeConfig,
+/// The messages and what says where they go: the store, the topic table, and the
+/// messages an operator removed.
+pub(crate) struct Storage {
     pub(crate) store: Arc<MessageStore>,
     pub(crate) topics: TopicConfigManager,
+    /// Messages an operator removed: pulls and pops skip them.
+    pub(crate) removals: RemovedMessages,
+}
+
+/// State shared by every request of one broker: a few groups of tables, each handed
+/// alone to what needs only it, and what belongs to the broker as a whole.
+pub struct Broker {
+    pub(crate) config: BrokerConfig,
+    pub(crate) storage: Storage,
+    /// The keys that change at run time (UPDATE_BROKER_CONFIG).
+    pub(crate) runtime: RuntimeConfig,
     pub(crate) subscriptions: SubscriptionGroupManager,
     /// Pull or POP per topic and group (QUERY_ASSIGNMENT).
     pub(crate) request_modes: request_mode::MessageRequestModeManager,
@@ -96,8 +105,6 @@ pub struct Broker {
     pub(crate) metrics: BrokerMetrics,
     /// The last minute, hour and day of the metrics' counters (VIEW_BROKER_STATS_DATA).
     pub(crate) stats_windows: stats_window::StatsWindows,
-    /// Messages an operator removed: pulls and pops skip them.
-    pub(crate) removals: RemovedMessages,
     pub(crate) uniq_ids: UniqIdGenerator,
     pub(crate) boot_timestamp: i64,
     /// Client for the name servers.
@@ -141,7 +148,7 @@ impl Broker {
     }
 
     pub fn store(&self) -> &Arc<MessageStore> {
-        &self.store
+        &self.storage.store
     }
 
     pub fn broker_addr(&self) -> SocketAddr {
@@ -219,7 +226,7 @@ impl Broker {
         let group = registration.group.clone();
         let changed = self.clients.register_consumer(info, registration)?;
         for topic in noted {
-            if self.topics.contains(&topic) && self.offsets.note_consumer(&group, &topic) {
+            if self.storage.topics.contains(&topic) && self.offsets.note_consumer(&group, &topic) {
                 debug!(group = %group, topic = %topic, "consumer group noted on a topic before its first commit");
             }
         }
@@ -272,7 +279,7 @@ impl Broker {
     pub(crate) async fn persist_configs(self: &Arc<Self>) {
         let b = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            b.topics.persist();
+            b.storage.topics.persist();
             b.subscriptions.persist();
         })
         .await;
@@ -287,10 +294,11 @@ impl Broker {
     /// Refills the duplication window from the commitlog (start-up, before serving).
     pub(crate) fn rebuild_duplication_window(&self) {
         let longest = self
+            .storage
             .topics
             .topic_names()
             .iter()
-            .filter_map(|t| self.topics.get(t))
+            .filter_map(|t| self.storage.topics.get(t))
             .map(|t| self.duplication_window(&t))
             .max()
             .unwrap_or_default()
@@ -298,8 +306,9 @@ impl Broker {
         if longest.is_zero() {
             return;
         }
-        dedupe::rebuild::rebuild(&self.dedupe, &self.store, longest, |topic| {
-            self.topics
+        dedupe::rebuild::rebuild(&self.dedupe, &self.storage.store, longest, |topic| {
+            self.storage
+                .topics
                 .get(topic)
                 .map_or(self.config.duplication_window, |t| {
                     self.duplication_window(&t)

@@ -213,6 +213,7 @@ impl super::Broker {
         filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
         let skip = self
+            .storage
             .removals
             .of_queue(topic, queue_id)
             .map(|removed| SkipRemoved {
@@ -223,7 +224,8 @@ impl super::Broker {
             Some(s) => Some(s as &dyn MessageFilter),
             None => filter,
         };
-        self.store
+        self.storage
+            .store
             .get_message(topic, queue_id, offset, max_count, max_bytes, filter)
     }
 }

@@ -23,7 +23,7 @@ impl Broker {
         offset: i64,
         group: Option<&str>,
     ) -> Option<Vec<Resource<'static>>> {
-        let raw = self.store.select_one_message_by_offset(offset)?;
+        let raw = self.storage.store.select_one_message_by_offset(offset)?;
         let view = RecordView::parse_message(&raw, false).ok()?;
         Some(resources_of(
             view.topic(),

@@ -70,7 +70,7 @@ pub(crate) async fn ack_offsets(
         &broker.config.broker_name,
         broker.broker_addr,
     );
-    let status = broker.store.put_message(record).await.status;
+    let status = broker.storage.store.put_message(record).await.status;
     if !status.is_stored() {
         return Err(PopError::new(
             response_code::SYSTEM_ERROR,

@@ -40,7 +40,7 @@ impl PopError {
 
 /// The topic, which must exist and be readable.
 pub(crate) fn readable_topic(broker: &Broker, topic: &str) -> Result<TopicConfig, PopError> {
-    let config = broker.topics.get(topic).ok_or_else(|| {
+    let config = broker.storage.topics.get(topic).ok_or_else(|| {
         PopError::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{topic}] not exist, apply first please!"),
@@ -89,7 +89,7 @@ pub(crate) fn check_offset(
     offset: i64,
     max_inclusive: bool,
 ) -> Result<(), PopError> {
-    let config = broker.topics.get(topic).ok_or_else(|| {
+    let config = broker.storage.topics.get(topic).ok_or_else(|| {
         PopError::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{topic}] not exist, apply first please!"),
@@ -104,8 +104,8 @@ pub(crate) fn check_offset(
             ),
         ));
     }
-    let min = broker.store.min_offset_in_queue(topic, queue_id);
-    let max = broker.store.max_offset_in_queue(topic, queue_id);
+    let min = broker.storage.store.min_offset_in_queue(topic, queue_id);
+    let max = broker.storage.store.max_offset_in_queue(topic, queue_id);
     let above = if max_inclusive {
         offset > max
     } else {
