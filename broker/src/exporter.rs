@@ -190,7 +190,7 @@ impl ScrapeCollector {
     fn connections(&self) -> Vec<GaugeFamily> {
         let b = &*self.0;
         let mut producers: BTreeMap<(String, String), i64> = BTreeMap::new();
-        for (_, clients) in b.clients.producer_groups() {
+        for (_, clients) in b.consumers.clients.producer_groups() {
             for c in clients {
                 *producers
                     .entry((c.language.name().to_owned(), c.version.to_string()))
@@ -198,7 +198,7 @@ impl ScrapeCollector {
             }
         }
         let mut consumers: BTreeMap<(String, String, String, &str), i64> = BTreeMap::new();
-        for (group, info) in b.clients.consumer_groups() {
+        for (group, info) in b.consumers.clients.consumer_groups() {
             let mode = match info.consume_type {
                 ConsumeType::ConsumeActively => "pull",
                 ConsumeType::ConsumePassively => "push",
@@ -247,9 +247,10 @@ impl ScrapeCollector {
             "rocketmq_consumer_group_number",
             "Active subscription group number",
         );
-        groups
-            .samples
-            .push((Vec::new(), b.subscriptions.group_names().len() as i64));
+        groups.samples.push((
+            Vec::new(),
+            b.consumers.subscriptions.group_names().len() as i64,
+        ));
         let mut permission = GaugeFamily::new("rocketmq_broker_permission", "Broker permission");
         permission
             .samples

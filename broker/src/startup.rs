@@ -106,6 +106,7 @@ impl MessageArrivingListener for ArrivalBridge {
             }
         }
         broker
+            .consumers
             .long_polling
             .notify(topic, queue_id, max_offset, tags_code);
         broker.pop.polling.notify(topic, queue_id);
@@ -284,8 +285,10 @@ impl Broker {
             0,
         );
         let b = broker.clone();
-        let _ =
-            tokio::task::spawn_blocking(move || b.pop.replay(&b.storage.store, &b.offsets)).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            b.pop.replay(&b.storage.store, &b.consumers.offsets)
+        })
+        .await;
         // Messages removed before a restart stay removed.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || {
@@ -428,18 +431,20 @@ fn build_state(
             removals: Default::default(),
             store,
         },
-        subscriptions: SubscriptionGroupManager::load(&config),
-        request_modes: crate::state::request_mode::MessageRequestModeManager::load(&config),
-        offsets: ConsumerOffsetManager::load(&config),
+        consumers: crate::state::Consumers {
+            subscriptions: SubscriptionGroupManager::load(&config),
+            request_modes: crate::state::request_mode::MessageRequestModeManager::load(&config),
+            offsets: ConsumerOffsetManager::load(&config),
+            clients: ClientRegistry::new(config.metadata.clone()),
+            filters: Default::default(),
+            locks: RebalanceLockManager::default(),
+            long_polling: LongPolling::new(),
+        },
         delay_offsets: DelayOffsetTable::load(&config),
         timers: TimerTable::load(&config),
         transactions: TransactionState::load(&config),
         pop: PopState::new(&config),
-        clients: ClientRegistry::new(config.metadata.clone()),
-        filters: Default::default(),
         dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
-        locks: RebalanceLockManager::default(),
-        long_polling: LongPolling::new(),
         broker_addr,
         stats: BrokerStats::default(),
         runtime: crate::state::runtime_config::RuntimeConfig::new(&config),
@@ -554,7 +559,7 @@ impl BrokerHandle {
         info!("broker shutting down");
         registration::unregister_all(&broker).await;
         broker.shutdown.cancel();
-        broker.long_polling.wake_all();
+        broker.consumers.long_polling.wake_all();
         broker.pop.polling.wake_all();
         if let Some(grpc) = self.grpc {
             grpc.shutdown().await;
@@ -565,10 +570,10 @@ impl BrokerHandle {
         }
         broker.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(10), broker.tasks.wait()).await;
-        broker.offsets.persist(true);
+        broker.consumers.offsets.persist(true);
         broker.storage.topics.persist();
-        broker.subscriptions.persist();
-        broker.request_modes.persist();
+        broker.consumers.subscriptions.persist();
+        broker.consumers.request_modes.persist();
         broker.delay_offsets.persist();
         broker.timers.persist();
         broker.transactions.persist();

@@ -55,7 +55,7 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
             format!(
                 "{} / {}",
                 b.storage.topics.topic_names().len(),
-                b.subscriptions.group_names().len()
+                b.consumers.subscriptions.group_names().len()
             ),
         ],
     ];
@@ -255,7 +255,11 @@ pub(crate) fn groups(c: &Console, viewer: &Viewer, namespace: Option<&str>) -> S
                 .map(|q| q.latency_ms(now))
                 .max()
                 .unwrap_or(0);
-            let clients = b.clients.consumer_group(&g).map_or(0, |i| i.channels.len());
+            let clients = b
+                .consumers
+                .clients
+                .consumer_group(&g)
+                .map_or(0, |i| i.channels.len());
             vec![
                 format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)),
                 behind.to_string(),
@@ -320,6 +324,7 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
         &rows,
     ));
     let clients: Vec<Vec<String>> = b
+        .consumers
         .clients
         .connected_clients()
         .into_iter()
@@ -363,6 +368,7 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
 pub(crate) fn clients(c: &Console) -> String {
     let rows: Vec<Vec<String>> = c
         .broker
+        .consumers
         .clients
         .connected_clients()
         .into_iter()

@@ -116,6 +116,7 @@ pub(crate) fn register(
                 let name = ctx.name_of(Some(t));
                 valid_topic(&name)?;
                 broker
+                    .consumers
                     .clients
                     .register_producer(&name, channel_info(session))
                     .map_err(over_limit)?;

@@ -103,6 +103,7 @@ pub(crate) async fn query_assignment(
     };
     let fifo = svc
         .broker
+        .consumers
         .subscriptions
         .get(&group)
         .is_some_and(|g| g.consume_message_orderly);

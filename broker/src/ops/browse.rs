@@ -88,7 +88,7 @@ pub(crate) fn browse(broker: &Broker, request: &Browse) -> Result<Vec<BrowsedMes
         let from = request
             .group
             .as_deref()
-            .map(|g| broker.offsets.query(g, topic_name, q))
+            .map(|g| broker.consumers.offsets.query(g, topic_name, q))
             .filter(|o| *o >= 0)
             .unwrap_or(min)
             .max(min);
@@ -155,10 +155,17 @@ pub(crate) mod tests {
             [0, 1, 2]
         );
         assert_eq!(listed[0].body_preview, "hello");
-        b.offsets.commit("ops-browse-group", "ops-browse", 0, 2);
+        b.consumers
+            .offsets
+            .commit("ops-browse-group", "ops-browse", 0, 2);
         let after = browse(b, &all("ops-browse", Some("ops-browse-group"))).unwrap();
         assert_eq!(after.len(), 1, "from the committed offset");
-        assert_eq!(b.offsets.query("ops-browse-other", "ops-browse", 0), -1);
+        assert_eq!(
+            b.consumers
+                .offsets
+                .query("ops-browse-other", "ops-browse", 0),
+            -1
+        );
         let one = Browse {
             max: 1,
             ..all("ops-browse", None)

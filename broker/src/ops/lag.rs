@@ -97,12 +97,20 @@ pub(crate) struct GroupLag {
 /// Groups known here: with committed offsets or online.
 pub(crate) fn known_groups(broker: &Broker) -> BTreeSet<String> {
     let mut groups: BTreeSet<String> = broker
+        .consumers
         .offsets
         .topic_groups()
         .into_iter()
         .map(|(_, g)| g)
         .collect();
-    groups.extend(broker.clients.consumer_groups().into_iter().map(|(g, _)| g));
+    groups.extend(
+        broker
+            .consumers
+            .clients
+            .consumer_groups()
+            .into_iter()
+            .map(|(g, _)| g),
+    );
     groups
 }
 
@@ -110,13 +118,14 @@ pub(crate) fn known_groups(broker: &Broker) -> BTreeSet<String> {
 /// online client, and its retry topic when it exists. DLQs are not included.
 pub(crate) fn group_topics(broker: &Broker, group: &str) -> BTreeSet<String> {
     let mut topics: BTreeSet<String> = broker
+        .consumers
         .offsets
         .topic_groups()
         .into_iter()
         .filter(|(_, g)| g == group)
         .map(|(t, _)| t)
         .collect();
-    if let Some(info) = broker.clients.consumer_group(group) {
+    if let Some(info) = broker.consumers.clients.consumer_group(group) {
         topics.extend(info.subscriptions.keys().cloned());
     }
     let retry = topic::retry_topic(group);
@@ -132,7 +141,7 @@ pub(crate) fn queue_lag(broker: &Broker, group: &str, topic: &str, queue_id: i32
     let store = &broker.storage.store;
     let max = store.max_offset_in_queue(topic, queue_id);
     let min = store.min_offset_in_queue(topic, queue_id);
-    let committed = broker.offsets.query(group, topic, queue_id);
+    let committed = broker.consumers.offsets.query(group, topic, queue_id);
     let consumer_offset = (committed >= 0).then_some(committed);
     let from = consumer_offset.unwrap_or(min).clamp(min, max.max(min));
     let removed = broker.storage.removals.of_queue(topic, queue_id);
@@ -209,7 +218,7 @@ mod tests {
         let handle = broker(dir.path()).await;
         let b = handle.broker();
         stored(b, "ops-lag", 4).await;
-        b.offsets.commit("ops-lag-group", "ops-lag", 0, 1);
+        b.consumers.offsets.commit("ops-lag-group", "ops-lag", 0, 1);
         assert!(known_groups(b).contains("ops-lag-group"));
         assert!(group_topics(b, "ops-lag-group").contains("ops-lag"));
         let q = queue_lag(b, "ops-lag-group", "ops-lag", 0);

@@ -62,13 +62,14 @@ pub(crate) fn message_status(
 /// Groups that consume `topic_name` here: committed offsets or online subscriptions.
 pub(crate) fn groups_of_topic(broker: &Broker, topic_name: &str) -> BTreeSet<String> {
     let mut groups: BTreeSet<String> = broker
+        .consumers
         .offsets
         .topic_groups()
         .into_iter()
         .filter(|(t, _)| t == topic_name)
         .map(|(_, g)| g)
         .collect();
-    for (group, info) in broker.clients.consumer_groups() {
+    for (group, info) in broker.consumers.clients.consumer_groups() {
         if info.subscriptions.contains_key(topic_name) {
             groups.insert(group);
         }
@@ -162,6 +163,7 @@ impl Status<'_> {
     fn filter_verdict(&self, m: &MessageExt, group: &str) -> (String, String, &'static str) {
         let Some(sub) = self
             .0
+            .consumers
             .clients
             .consumer_group(group)
             .and_then(|info| info.subscriptions.get(&m.topic).cloned())
@@ -172,7 +174,7 @@ impl Status<'_> {
             let code = tags_code(m.properties.get(property::TAGS));
             matches_tags_code(&sub, code)
         } else {
-            match self.0.filters.get(&m.topic, group) {
+            match self.0.consumers.filters.get(&m.topic, group) {
                 Some(data) => match &data.compiled {
                     Ok(f) => f.matches_properties(&m.properties.encode()),
                     Err(_) => false,
@@ -188,7 +190,7 @@ impl Status<'_> {
 
     fn delivery(&self, m: &MessageExt, uniq: &str, removed: bool, group: String) -> GroupDelivery {
         let (expression_type, expression, filter) = self.filter_verdict(m, &group);
-        let committed = self.0.offsets.query(&group, &m.topic, m.queue_id);
+        let committed = self.0.consumers.offsets.query(&group, &m.topic, m.queue_id);
         let consumed = committed > m.queue_offset;
         let in_flight =
             self.0
@@ -220,8 +222,12 @@ impl Status<'_> {
                 }
             }
             if let Some(n) = newest {
-                retry_consumed =
-                    self.0.offsets.query(&group, &retry_topic, n.queue_id) > n.queue_offset;
+                retry_consumed = self
+                    .0
+                    .consumers
+                    .offsets
+                    .query(&group, &retry_topic, n.queue_id)
+                    > n.queue_offset;
             }
             if let Some(d) = self.find_by_key(&topic::dlq_topic(&group), uniq).first() {
                 in_dlq = true;
@@ -318,7 +324,9 @@ mod tests {
         let b = handle.broker();
         let m = stored(b, "ops-status", 1).await.remove(0);
         let id = create_offset_msg_id(m.store_host, m.commit_log_offset);
-        b.offsets.commit("ops-status-group", "ops-status", 0, 0);
+        b.consumers
+            .offsets
+            .commit("ops-status-group", "ops-status", 0, 0);
         let body = message_status(b, &find("ops-status", Some(&id), None)).unwrap();
         assert_eq!(body.messages.len(), 1);
         let groups = &body.messages[0].groups;
@@ -327,7 +335,9 @@ mod tests {
             (groups[0].group.as_str(), groups[0].state.as_str()),
             ("ops-status-group", "waiting")
         );
-        b.offsets.commit("ops-status-group", "ops-status", 0, 1);
+        b.consumers
+            .offsets
+            .commit("ops-status-group", "ops-status", 0, 1);
         let body = message_status(b, &find("ops-status", Some(&id), None)).unwrap();
         assert_eq!(body.messages[0].groups[0].state, "consumed");
         let other = message_status(b, &find("ops-status-other", Some(&id), None)).unwrap();

@@ -60,7 +60,10 @@ pub(crate) struct ResetOffset {
 /// The group's committed offset on the queue.
 pub(crate) fn query_offset(broker: &Broker, request: &QueryOffset) -> Result<i64, Refusal> {
     let (topic, queue_id) = (request.topic.as_str(), request.queue_id);
-    let offset = broker.offsets.query(&request.group, topic, queue_id);
+    let offset = broker
+        .consumers
+        .offsets
+        .query(&request.group, topic, queue_id);
     if offset >= 0 {
         return Ok(offset);
     }
@@ -112,7 +115,7 @@ pub(crate) fn commit_offset(
             format!("topic[{}] not exist", request.topic),
         ));
     }
-    broker.offsets.commit(
+    broker.consumers.offsets.commit(
         &request.group,
         &request.topic,
         request.queue_id,
@@ -136,7 +139,7 @@ pub(crate) fn reset_offset(
             ),
         ));
     };
-    let channels = broker.clients.consumer_channels(group);
+    let channels = broker.consumers.clients.consumer_channels(group);
     if channels.is_empty() {
         return Err(Refusal::new(
             Refused::NotOnline,
@@ -149,7 +152,7 @@ pub(crate) fn reset_offset(
     let force = request.force.unwrap_or(true);
     let mut table = ResetOffsetBody::default();
     for queue_id in 0..topic.write_queue_nums {
-        let committed = broker.offsets.query(group, topic_name, queue_id);
+        let committed = broker.consumers.offsets.query(group, topic_name, queue_id);
         if committed == -1 {
             return Err(Refusal::new(
                 Refused::SystemError,
@@ -178,6 +181,7 @@ pub(crate) fn reset_offset(
     }
     for (mq, offset) in &table.offset_table {
         broker
+            .consumers
             .offsets
             .commit(group, &mq.topic, mq.queue_id, *offset);
     }
@@ -277,7 +281,10 @@ mod tests {
             reset_offset(b, &reset("ops-reset")).unwrap_err().kind,
             Refused::NotOnline
         );
-        assert_eq!(b.offsets.query("ops-reset-group", "ops-reset", 0), -1);
+        assert_eq!(
+            b.consumers.offsets.query("ops-reset-group", "ops-reset", 0),
+            -1
+        );
         handle.shutdown().await;
     }
 }

@@ -380,6 +380,7 @@ fn handle_retry_and_dlq(
     }
     let reconsume = request.reconsume_times;
     let holds_locks = broker
+        .consumers
         .locks
         .group_holds_locks(&group, std::time::Instant::now());
     if reconsume <= max_reconsume && !holds_locks {

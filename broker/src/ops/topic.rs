@@ -137,7 +137,7 @@ pub(crate) async fn delete_topic(broker: &Arc<Broker>, header: DeleteTopic) -> R
         ));
     }
     broker.storage.topics.delete(&header.topic);
-    broker.offsets.remove_topic(&header.topic);
+    broker.consumers.offsets.remove_topic(&header.topic);
     broker.storage.removals.remove_topic(&header.topic);
     // Durable before the answer: the store's tombstone, the topic table and the
     // offsets, so that a crash right after cannot bring the topic back.
@@ -145,7 +145,7 @@ pub(crate) async fn delete_topic(broker: &Arc<Broker>, header: DeleteTopic) -> R
     let topic = header.topic.clone();
     let stored = tokio::task::spawn_blocking(move || {
         let deleted = b.storage.store.delete_topics(std::slice::from_ref(&topic));
-        b.offsets.persist(false);
+        b.consumers.offsets.persist(false);
         deleted
     })
     .await;

@@ -78,7 +78,7 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     );
     put(
         "pullRequestsHeld",
-        broker.long_polling.held_count().to_string(),
+        broker.consumers.long_polling.held_count().to_string(),
     );
     put("timerPendingMessages", broker.timers.pending().to_string());
     let dedupe = &broker.dedupe;

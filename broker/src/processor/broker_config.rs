@@ -24,6 +24,7 @@ pub(crate) fn update_broker_config(broker: &Broker, request: RemotingCommand) ->
     }
     info!(changes = ?changes, "broker config updated at run time");
     broker
+        .consumers
         .subscriptions
         .set_auto_create(broker.runtime.auto_create_subscription_group());
     if broker.runtime.broker_permission() != before {

@@ -35,13 +35,13 @@ pub(crate) fn get_broker_consume_stats(
 ) -> RemotingCommand {
     let header = decode_header!(request, GetConsumeStatsInBrokerHeader);
     let mut topics_by_group: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (topic, group) in broker.offsets.topic_groups() {
+    for (topic, group) in broker.consumers.offsets.topic_groups() {
         topics_by_group.entry(group).or_default().push(topic);
     }
     let mut list = Vec::new();
     let (mut total_diff, mut total_inflight_diff) = (0, 0);
-    for group in broker.subscriptions.group_names() {
-        let online = broker.clients.consumer_group(&group);
+    for group in broker.consumers.subscriptions.group_names() {
+        let online = broker.consumers.clients.consumer_group(&group);
         let mut stats_of_group = Vec::new();
         let mut topics = topics_by_group.remove(&group).unwrap_or_default();
         topics.sort();
@@ -64,7 +64,11 @@ pub(crate) fn get_broker_consume_stats(
                     .store
                     .max_offset_in_queue(&topic, queue_id)
                     .max(0);
-                let consumer_offset = broker.offsets.query(&group, &topic, queue_id).max(0);
+                let consumer_offset = broker
+                    .consumers
+                    .offsets
+                    .query(&group, &topic, queue_id)
+                    .max(0);
                 let last_timestamp = if consumer_offset > 0 {
                     broker
                         .storage
@@ -125,6 +129,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
     };
     let subscription = header.consumer_group.as_deref().map(|group| {
         let sub = broker
+            .consumers
             .clients
             .consumer_group(group)
             .and_then(|g| g.subscriptions.get(&header.topic).cloned());
@@ -132,6 +137,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
     });
     let sql = match &subscription {
         Some((group, Some(sub))) if !is_tag_type(&sub.expression_type) => broker
+            .consumers
             .filters
             .get(&header.topic, group)
             .and_then(|f| f.compiled.as_ref().ok().cloned()),

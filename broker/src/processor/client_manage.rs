@@ -62,7 +62,11 @@ pub(crate) async fn heart_beat(
     // the first, the client's next heartbeats try again.
     let mut refused: Vec<(i32, String)> = Vec::new();
     for consumer in heartbeat.consumer_data_set {
-        let exists = broker.subscriptions.get(&consumer.group_name).is_some();
+        let exists = broker
+            .consumers
+            .subscriptions
+            .get(&consumer.group_name)
+            .is_some();
         if !exists && created >= MAX_NEW_GROUPS_PER_HEARTBEAT {
             deferred += 1;
             continue;
@@ -114,7 +118,10 @@ pub(crate) async fn heart_beat(
             .collect();
         let registered = broker.register_consumer(info.clone(), registration);
         if registered.is_ok() {
-            broker.filters.register(&consumer.group_name, &filtered);
+            broker
+                .consumers
+                .filters
+                .register(&consumer.group_name, &filtered);
         }
         match registered {
             Ok(true) => {
@@ -127,6 +134,7 @@ pub(crate) async fn heart_beat(
     }
     for producer in &heartbeat.producer_data_set {
         if let Err(over) = broker
+            .consumers
             .clients
             .register_producer(&producer.group_name, info.clone())
         {
@@ -162,10 +170,10 @@ pub(crate) async fn unregister_client(
 ) -> RemotingCommand {
     let header = decode_header!(request, UnregisterClientRequestHeader);
     if let Some(group) = header.producer_group.as_deref().filter(|g| !g.is_empty()) {
-        broker.clients.unregister_producer(group, channel);
+        broker.consumers.clients.unregister_producer(group, channel);
     }
     if let Some(group) = header.consumer_group.as_deref().filter(|g| !g.is_empty()) {
-        if broker.clients.unregister_consumer(group, channel) {
+        if broker.consumers.clients.unregister_consumer(group, channel) {
             broker.notify_consumer_ids_changed(vec![group.to_owned()]);
         }
     }

@@ -24,7 +24,10 @@ pub(crate) fn get_consumer_list_by_group(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetConsumerListByGroupRequestHeader);
-    let ids = broker.clients.consumer_ids(&header.consumer_group);
+    let ids = broker
+        .consumers
+        .clients
+        .consumer_ids(&header.consumer_group);
     if ids.is_empty() {
         return error(
             response_code::SYSTEM_ERROR,
@@ -114,7 +117,7 @@ pub(crate) fn get_earliest_msg_storetime(
 
 pub(crate) fn lock_batch_mq(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let body = decode_body!(request, LockBatchRequestBody, "LockBatchRequestBody");
-    let locked = broker.locks.try_lock_batch(
+    let locked = broker.consumers.locks.try_lock_batch(
         &body.consumer_group,
         &body.mq_set,
         &body.client_id,
@@ -128,6 +131,7 @@ pub(crate) fn lock_batch_mq(broker: &Broker, request: RemotingCommand) -> Remoti
 pub(crate) fn unlock_batch_mq(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let body = decode_body!(request, LockBatchRequestBody, "UnlockBatchRequestBody");
     broker
+        .consumers
         .locks
         .unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
     RemotingCommand::success()
@@ -135,5 +139,5 @@ pub(crate) fn unlock_batch_mq(broker: &Broker, request: RemotingCommand) -> Remo
 
 /// GET_ALL_CONSUMER_OFFSET: the whole offset table (slaves sync it from the master).
 pub(crate) fn get_all_consumer_offset(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.offsets.encode(false))
+    RemotingCommand::success().with_body(broker.consumers.offsets.encode(false))
 }

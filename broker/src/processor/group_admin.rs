@@ -41,7 +41,7 @@ pub(crate) fn get_consume_stats(broker: &Broker, request: RemotingCommand) -> Re
             .topics
             .topic_names()
             .into_iter()
-            .filter(|t| !broker.offsets.query_all(&group, t).is_empty())
+            .filter(|t| !broker.consumers.offsets.query_all(&group, t).is_empty())
             .collect(),
     };
     let mut body = String::from("{\"consumeTps\":0.0,\"offsetTable\":{");
@@ -61,7 +61,11 @@ pub(crate) fn get_consume_stats(broker: &Broker, request: RemotingCommand) -> Re
                 queue_id,
             );
             let broker_offset = broker.storage.store.max_offset_in_queue(&topic, queue_id);
-            let consumer_offset = broker.offsets.query(&group, &topic, queue_id).max(0);
+            let consumer_offset = broker
+                .consumers
+                .offsets
+                .query(&group, &topic, queue_id)
+                .max(0);
             let last = if consumer_offset > 0 {
                 broker
                     .storage
@@ -89,7 +93,7 @@ pub(crate) async fn update_and_create_subscription_group(
     if let Err(reason) = topic::validate_group(&config.group_name) {
         return error(response_code::INVALID_PARAMETER, reason);
     }
-    broker.subscriptions.update(config);
+    broker.consumers.subscriptions.update(config);
     broker.persist_configs().await;
     RemotingCommand::success()
 }
@@ -101,7 +105,7 @@ pub(crate) fn get_subscription_group_config(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetSubscriptionGroupConfigRequestHeader);
-    match broker.subscriptions.get(&header.group) {
+    match broker.consumers.subscriptions.get(&header.group) {
         Some(config) => RemotingCommand::success().with_body(json::to_vec(&config)),
         None => error(
             response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -111,7 +115,7 @@ pub(crate) fn get_subscription_group_config(
 }
 
 pub(crate) fn get_all_subscription_group_config(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.subscriptions.encode())
+    RemotingCommand::success().with_body(broker.consumers.subscriptions.encode())
 }
 
 pub(crate) async fn delete_subscription_group(
@@ -128,12 +132,14 @@ pub(crate) async fn delete_subscription_group(
             "bad request header: missing groupName",
         );
     };
-    broker.subscriptions.delete(group);
+    broker.consumers.subscriptions.delete(group);
     // Its offsets (or its mark as a consumer that has not committed yet) would keep
     // holding retention back.
-    if request.ext_fields.get("cleanOffset") == Some("true") && broker.offsets.remove_group(group) {
+    if request.ext_fields.get("cleanOffset") == Some("true")
+        && broker.consumers.offsets.remove_group(group)
+    {
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.offsets.persist(false)).await;
+        let _ = tokio::task::spawn_blocking(move || b.consumers.offsets.persist(false)).await;
     }
     broker.persist_configs().await;
     RemotingCommand::success()
@@ -166,7 +172,11 @@ pub(crate) fn get_consumer_connection_list(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetConsumerConnectionListRequestHeader);
-    let Some(group) = broker.clients.consumer_group(&header.consumer_group) else {
+    let Some(group) = broker
+        .consumers
+        .clients
+        .consumer_group(&header.consumer_group)
+    else {
         return error(
             response_code::CONSUMER_NOT_ONLINE,
             format!("the consumer group[{}] not online", header.consumer_group),
@@ -194,7 +204,10 @@ pub(crate) fn get_producer_connection_list(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetProducerConnectionListRequestHeader);
-    let infos = broker.clients.producer_connections(&header.producer_group);
+    let infos = broker
+        .consumers
+        .clients
+        .producer_connections(&header.producer_group);
     if infos.is_empty() {
         return error(
             response_code::SYSTEM_ERROR,

@@ -83,7 +83,7 @@ fn has_message(broker: &Broker, h: &NotificationRequestHeader, queues: i32) -> b
     let order = h.order.unwrap_or(false);
     let backlog = |topic: &str, q: i32| {
         let store = &broker.storage.store;
-        let committed = broker.offsets.query(&h.consumer_group, topic, q);
+        let committed = broker.consumers.offsets.query(&h.consumer_group, topic, q);
         let from = if committed >= 0 {
             committed
         } else {

@@ -110,7 +110,7 @@ pub(crate) fn group_lag(broker: &Broker, request: RemotingCommand) -> RemotingCo
 /// VOSTOK_GET_CONNECTED_CLIENTS.
 pub(crate) fn connected_clients(broker: &Broker) -> RemotingCommand {
     let body = ConnectedClientsBody {
-        clients: broker.clients.connected_clients(),
+        clients: broker.consumers.clients.connected_clients(),
     };
     RemotingCommand::success().with_body(json::to_vec(&body))
 }

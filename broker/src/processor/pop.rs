@@ -155,6 +155,7 @@ pub(crate) fn peek_message(
     for q in queues {
         let store = &broker.storage.store;
         let committed = broker
+            .consumers
             .offsets
             .query(&header.consumer_group, &header.topic, q);
         let from = if committed >= 0 {

@@ -116,7 +116,11 @@ async fn push_reply(
             property::MESSAGE_REPLY_TO_CLIENT
         ));
     };
-    let Some(requester) = broker.clients.producer_channel_of_client(&client_id) else {
+    let Some(requester) = broker
+        .consumers
+        .clients
+        .producer_channel_of_client(&client_id)
+    else {
         warn!(client = %client_id, "push reply message fail: no connection of the requester");
         return Err(format!(
             "push reply message fail, channel of <{client_id}> not found."

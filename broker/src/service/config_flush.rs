@@ -22,7 +22,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
         loop {
             tokio::select! {
                 _ = b.storage.topics.unsaved() => {}
-                _ = b.subscriptions.unsaved() => {}
+                _ = b.consumers.subscriptions.unsaved() => {}
                 _ = b.shutdown.cancelled() => break,
             }
             tokio::select! {

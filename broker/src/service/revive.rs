@@ -73,8 +73,8 @@ fn advance_watermarks(broker: &Broker) {
     let topic = &broker.pop.revive_topic;
     for qid in 0..broker.pop.revive_queue_num {
         if let Some(w) = broker.pop.watermark(&broker.storage.store, qid) {
-            if w > broker.offsets.query(REVIVE_GROUP, topic, qid) {
-                broker.offsets.commit(REVIVE_GROUP, topic, qid, w);
+            if w > broker.consumers.offsets.query(REVIVE_GROUP, topic, qid) {
+                broker.consumers.offsets.commit(REVIVE_GROUP, topic, qid, w);
             }
         }
     }
@@ -93,7 +93,7 @@ fn normal_topic<'a>(ck_topic: &'a str, group: &str) -> &'a str {
 async fn revive(broker: &Broker, mut ck: Checkpoint) {
     let group = ck.key.group.to_string();
     let normal = normal_topic(&ck.key.topic, &group).to_owned();
-    let group_config = broker.subscriptions.get(&group);
+    let group_config = broker.consumers.subscriptions.get(&group);
     let (Some(group_config), true) = (group_config, broker.storage.topics.contains(&normal)) else {
         // The group or topic was deleted: nothing to bring back.
         broker

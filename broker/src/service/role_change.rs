@@ -52,7 +52,7 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
         }
         store.wait_for_dispatch(max, Duration::from_secs(10));
         if reload_pop {
-            b.pop.reload(&store, &b.offsets);
+            b.pop.reload(&store, &b.consumers.offsets);
         }
         let mut epochs = b.replicas.epochs.locked();
         epochs.truncate_suffix(max)?;

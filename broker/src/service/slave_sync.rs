@@ -96,7 +96,7 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
         }
     }
     if let Some(r) = fetch(broker, master, request_code::GET_ALL_CONSUMER_OFFSET).await {
-        if let Err(e) = broker.offsets.put_all_from_master(&r.body) {
+        if let Err(e) = broker.consumers.offsets.put_all_from_master(&r.body) {
             warn!(master, error = %e, "undecodable consumer offsets from the master");
         }
     }
@@ -112,7 +112,7 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     )
     .await
     {
-        match broker.subscriptions.replace_from_master(&r.body) {
+        match broker.consumers.subscriptions.replace_from_master(&r.body) {
             Ok(true) => info!(master, "subscription groups copied from the master"),
             Ok(false) => {}
             Err(e) => warn!(master, error = %e, "undecodable subscription groups from the master"),
@@ -120,7 +120,7 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     }
     let b = broker.clone();
     let _ = tokio::task::spawn_blocking(move || {
-        b.offsets.persist(false);
+        b.consumers.offsets.persist(false);
         b.delay_offsets.persist();
     })
     .await;

@@ -57,6 +57,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     let group = topic::CID_SYS_RMQ_TRANS;
     broker.transactions.catch_up(&broker.storage.store);
     let half_start = broker
+        .consumers
         .offsets
         .query(group, topic::TRANS_HALF_TOPIC, 0)
         .max(0);
@@ -140,6 +141,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     }
     if progress != half_start {
         broker
+            .consumers
             .offsets
             .commit(group, topic::TRANS_HALF_TOPIC, 0, progress);
     }
@@ -151,7 +153,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
             .min_offset_in_queue(topic::TRANS_HALF_TOPIC, 0),
     );
     broker.transactions.persist();
-    broker.offsets.commit(
+    broker.consumers.offsets.commit(
         group,
         topic::TRANS_OP_HALF_TOPIC,
         0,
@@ -199,7 +201,7 @@ async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) 
         .property(property::PRODUCER_GROUP)
         .unwrap_or("")
         .to_owned();
-    let Some(channel) = broker.clients.producer_channel(&group) else {
+    let Some(channel) = broker.consumers.clients.producer_channel(&group) else {
         debug!(group = %group, "no producer online to check a transaction; will check again");
         return true;
     };

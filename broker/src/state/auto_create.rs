@@ -35,11 +35,11 @@ impl Broker {
         group: &str,
         client: Option<&Channel>,
     ) -> Result<SubscriptionGroupConfig, NotCreated> {
-        if let Some(found) = self.subscriptions.get(group) {
+        if let Some(found) = self.consumers.subscriptions.get(group) {
             return Ok(found);
         }
         self.counted(client, Creation::Group, || {
-            self.subscriptions.find_or_create(group)
+            self.consumers.subscriptions.find_or_create(group)
         })
     }
 
@@ -73,13 +73,14 @@ impl Broker {
         create: impl FnOnce() -> Result<(T, bool), NotCreated>,
     ) -> Result<T, NotCreated> {
         if let Some(channel) = client {
-            self.clients
+            self.consumers
+                .clients
                 .reserve_creation(channel, what)
                 .map_err(|over| NotCreated::OverLimit(over.0))?;
         }
         let outcome = create();
         if let Some(channel) = client.filter(|_| !matches!(outcome, Ok((_, true)))) {
-            self.clients.release_creation(channel, what);
+            self.consumers.clients.release_creation(channel, what);
         }
         outcome.map(|(found, _)| found)
     }

@@ -78,13 +78,9 @@ pub(crate) struct Storage {
     pub(crate) removals: RemovedMessages,
 }
 
-/// State shared by every request of one broker: a few groups of tables, each handed
-/// alone to what needs only it, and what belongs to the broker as a whole.
-pub struct Broker {
-    pub(crate) config: BrokerConfig,
-    pub(crate) storage: Storage,
-    /// The keys that change at run time (UPDATE_BROKER_CONFIG).
-    pub(crate) runtime: RuntimeConfig,
+/// What the broker knows of its consumers: groups, offsets, connected clients, their
+/// filters, queue locks and held pulls.
+pub(crate) struct Consumers {
     pub(crate) subscriptions: SubscriptionGroupManager,
     /// Pull or POP per topic and group (QUERY_ASSIGNMENT).
     pub(crate) request_modes: request_mode::MessageRequestModeManager,
@@ -92,10 +88,20 @@ pub struct Broker {
     pub(crate) clients: ClientRegistry,
     /// Compiled SQL92 subscriptions.
     pub(crate) filters: ConsumerFilterManager,
-    /// Unique ids of recent sends, for answering retries without storing twice.
-    pub(crate) dedupe: DedupeWindow,
     pub(crate) locks: RebalanceLockManager,
     pub(crate) long_polling: LongPolling,
+}
+
+/// State shared by every request of one broker: a few groups of tables, each handed
+/// alone to what needs only it, and what belongs to the broker as a whole.
+pub struct Broker {
+    pub(crate) config: BrokerConfig,
+    pub(crate) storage: Storage,
+    pub(crate) consumers: Consumers,
+    /// The keys that change at run time (UPDATE_BROKER_CONFIG).
+    pub(crate) runtime: RuntimeConfig,
+    /// Unique ids of recent sends, for answering retries without storing twice.
+    pub(crate) dedupe: DedupeWindow,
     /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
     pub(crate) broker_addr: SocketAddr,
     /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
@@ -224,9 +230,14 @@ impl Broker {
             Vec::new()
         };
         let group = registration.group.clone();
-        let changed = self.clients.register_consumer(info, registration)?;
+        let changed = self
+            .consumers
+            .clients
+            .register_consumer(info, registration)?;
         for topic in noted {
-            if self.storage.topics.contains(&topic) && self.offsets.note_consumer(&group, &topic) {
+            if self.storage.topics.contains(&topic)
+                && self.consumers.offsets.note_consumer(&group, &topic)
+            {
                 debug!(group = %group, topic = %topic, "consumer group noted on a topic before its first commit");
             }
         }
@@ -234,7 +245,7 @@ impl Broker {
     }
 
     pub(crate) fn on_channel_closed(&self, channel: &Channel) {
-        let changed = self.clients.on_channel_closed(channel);
+        let changed = self.consumers.clients.on_channel_closed(channel);
         if !changed.is_empty() {
             debug!(peer = %channel.peer_addr(), groups = ?changed, "client channel closed");
         }
@@ -244,20 +255,20 @@ impl Broker {
     /// Tells every consumer of each group to rebalance (oneway, best effort).
     pub(crate) fn notify_consumer_ids_changed(&self, groups: Vec<String>) {
         for group in &groups {
-            if self.clients.consumer_group(group).is_none() {
-                self.filters.unregister_group(group);
+            if self.consumers.clients.consumer_group(group).is_none() {
+                self.consumers.filters.unregister_group(group);
             }
         }
         if !self.config.notify_consumer_ids_changed_enable || self.shutdown.is_cancelled() {
             return;
         }
         for group in groups {
-            if let Some(sub) = self.subscriptions.get(&group) {
+            if let Some(sub) = self.consumers.subscriptions.get(&group) {
                 if !sub.notify_consumer_ids_changed_enable {
                     continue;
                 }
             }
-            for channel in self.clients.consumer_channels(&group) {
+            for channel in self.consumers.clients.consumer_channels(&group) {
                 let header = NotifyConsumerIdsChangedRequestHeader {
                     consumer_group: group.clone(),
                 };
@@ -280,7 +291,7 @@ impl Broker {
         let b = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
             b.storage.topics.persist();
-            b.subscriptions.persist();
+            b.consumers.subscriptions.persist();
         })
         .await;
     }
@@ -322,8 +333,8 @@ impl Broker {
     /// committed on a queue is at its start, whatever its `consumeFromWhere`, since
     /// the broker cannot tell where it will begin.
     pub(crate) fn min_committed_offsets(&self, topic: &str) -> std::collections::HashMap<i32, i64> {
-        let online = self.clients.clustering_groups_subscribing(topic);
-        self.offsets.min_committed_offsets(topic, &online)
+        let online = self.consumers.clients.clustering_groups_subscribing(topic);
+        self.consumers.offsets.min_committed_offsets(topic, &online)
     }
 
     /// Messages put since start (stats for runtime info).

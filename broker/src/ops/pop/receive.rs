@@ -192,7 +192,7 @@ fn may_have_messages(broker: &Broker, req: &PopRequest) -> bool {
     };
     let now = now_millis();
     queues.into_iter().any(|q| {
-        let committed = broker.offsets.query(&req.group, &req.topic, q);
+        let committed = broker.consumers.offsets.query(&req.group, &req.topic, q);
         let blocked = req.order
             && broker.pop.orders().check_block(
                 &(req.topic.clone(), req.group.clone(), q),
@@ -275,6 +275,7 @@ impl Pass<'_> {
         ) && got.next_begin_offset != offset
         {
             broker
+                .consumers
                 .offsets
                 .commit(&req.group, topic, queue_id, got.next_begin_offset);
             offset = got.next_begin_offset;
@@ -284,6 +285,7 @@ impl Pass<'_> {
         if got.messages.is_empty() {
             if got.next_begin_offset > offset && got.status != GetMessageStatus::Found {
                 broker
+                    .consumers
                     .offsets
                     .commit(&req.group, topic, queue_id, got.next_begin_offset);
             }
@@ -312,7 +314,10 @@ impl Pass<'_> {
                 &per_offset,
                 min,
             );
-            broker.offsets.commit(&req.group, topic, queue_id, offset);
+            broker
+                .consumers
+                .offsets
+                .commit(&req.group, topic, queue_id, offset);
         } else if !self
             .checkpoint(topic, queue_id, offset, &offsets, got.next_begin_offset)
             .await
@@ -400,7 +405,10 @@ impl Pass<'_> {
             return false;
         };
         ck.revive_offset = append.queue_offset;
-        broker.offsets.commit(&req.group, topic, queue_id, next);
+        broker
+            .consumers
+            .offsets
+            .commit(&req.group, topic, queue_id, next);
         broker.pop.checkpoints().insert(ck);
         true
     }
@@ -409,7 +417,7 @@ impl Pass<'_> {
     /// topics always at their first message), saved when `init`.
     fn offset(&self, topic: &str, queue_id: i32, init: bool) -> i64 {
         let (broker, req) = (self.broker, self.req);
-        let committed = broker.offsets.query(&req.group, topic, queue_id);
+        let committed = broker.consumers.offsets.query(&req.group, topic, queue_id);
         if committed >= 0 {
             return committed;
         }
@@ -420,7 +428,10 @@ impl Pass<'_> {
             (store.max_offset_in_queue(topic, queue_id) - 1).max(0)
         };
         if init {
-            broker.offsets.commit(&req.group, topic, queue_id, offset);
+            broker
+                .consumers
+                .offsets
+                .commit(&req.group, topic, queue_id, offset);
         }
         offset
     }
