@@ -87,14 +87,14 @@ impl MessageArrivingListener for ArrivalBridge {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
             let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
-            broker.timers.on_arrival(max_offset - 1, at, real);
+            broker.deferred.timers.on_arrival(max_offset - 1, at, real);
             // A rolled copy waits no longer than its original did.
             let rolled = property::find(properties, crate::reroute::TIMER_ROLL_FROM).is_some();
             let delay = (!rolled).then_some(at - store_timestamp);
             (broker.metrics.events).timer_parked(real, delay, true);
         } else if topic == SCHEDULE_TOPIC {
-            broker.delay_offsets.on_arrival(queue_id);
-            if let Some(delay) = broker.delay_offsets.level_delay(queue_id + 1) {
+            broker.deferred.delay_offsets.on_arrival(queue_id);
+            if let Some(delay) = broker.deferred.delay_offsets.level_delay(queue_id + 1) {
                 let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
                 let delay = Some(delay.as_millis() as i64);
                 (broker.metrics.events).timer_parked(real, delay, false);
@@ -276,7 +276,8 @@ impl Broker {
         // Outcomes recorded before a restart must be known to the first END_TRANSACTION.
         let b = broker.clone();
         let _ =
-            tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.storage.store)).await;
+            tokio::task::spawn_blocking(move || b.deferred.transactions.catch_up(&b.storage.store))
+                .await;
         // Checkpoints popped before a restart must be known to the first ack.
         broker.storage.topics.get_or_create(
             &broker.pop.revive_topic,
@@ -440,9 +441,11 @@ fn build_state(
             locks: RebalanceLockManager::default(),
             long_polling: LongPolling::new(),
         },
-        delay_offsets: DelayOffsetTable::load(&config),
-        timers: TimerTable::load(&config),
-        transactions: TransactionState::load(&config),
+        deferred: crate::state::Deferred {
+            delay_offsets: DelayOffsetTable::load(&config),
+            timers: TimerTable::load(&config),
+            transactions: TransactionState::load(&config),
+        },
         pop: PopState::new(&config),
         dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
         broker_addr,
@@ -574,9 +577,9 @@ impl BrokerHandle {
         broker.storage.topics.persist();
         broker.consumers.subscriptions.persist();
         broker.consumers.request_modes.persist();
-        broker.delay_offsets.persist();
-        broker.timers.persist();
-        broker.transactions.persist();
+        broker.deferred.delay_offsets.persist();
+        broker.deferred.timers.persist();
+        broker.deferred.transactions.persist();
         broker.outer.shutdown().await;
         if let Some(ns) = self.namesrv {
             ns.shutdown().await;

@@ -71,7 +71,7 @@ pub(super) fn timers(b: &Broker) -> Vec<GaugeFamily> {
     if !b.config.timer_wheel_enable {
         return Vec::new();
     }
-    let s = b.timers.snapshot(now_millis());
+    let s = b.deferred.timers.snapshot(now_millis());
     let mut lag = GaugeFamily::new(
         "rocketmq_timer_dequeue_lag",
         "Timer messages due and not delivered yet",

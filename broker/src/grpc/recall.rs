@@ -91,7 +91,7 @@ fn recall(
             "no timer message for this recall handle",
         ));
     };
-    let mut progress = broker.timers.lock();
+    let mut progress = broker.deferred.timers.lock();
     if progress.is_delivered(offset) {
         return Err(status(
             Code::NotFound,

@@ -467,7 +467,7 @@ fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>,
     }
     // Bounded like every table that grows with load (docs/limits.md).
     let limit = broker.max_pending_timers();
-    if broker.timers.pending() >= limit {
+    if broker.deferred.timers.pending() >= limit {
         return Err(refused(
             Refused::Busy,
             format!("[TIMER]timer message is under flow control, max num limit is {limit}"),

@@ -66,7 +66,7 @@ pub(crate) async fn end_transaction(
     let root = root_of(&half.properties, half.queue_offset);
     // Claimed before the (possibly slow, SYNC_FLUSH) commit: a second END_TRANSACTION
     // for the same transaction, racing this one or arriving later, is ignored.
-    let Some(claim) = broker.transactions.claim(root) else {
+    let Some(claim) = broker.deferred.transactions.claim(root) else {
         debug!(
             root,
             "transaction already finished or being finished; duplicate end ignored"
@@ -102,6 +102,7 @@ pub(crate) async fn end_transaction(
     };
     claim.finish();
     if !broker
+        .deferred
         .transactions
         .write_op(&broker.storage.store, broker.broker_addr, root)
         .await

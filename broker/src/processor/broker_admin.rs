@@ -80,7 +80,10 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
         "pullRequestsHeld",
         broker.consumers.long_polling.held_count().to_string(),
     );
-    put("timerPendingMessages", broker.timers.pending().to_string());
+    put(
+        "timerPendingMessages",
+        broker.deferred.timers.pending().to_string(),
+    );
     let dedupe = &broker.dedupe;
     let entries = dedupe.len();
     put("duplicationWindowEntries", entries.to_string());
@@ -238,5 +241,5 @@ pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
 
 /// GET_ALL_DELAY_OFFSET: `config/delayOffset.json` content.
 pub(crate) fn get_all_delay_offset(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.delay_offsets.encode())
+    RemotingCommand::success().with_body(broker.deferred.delay_offsets.encode())
 }

@@ -49,7 +49,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
     scope.spawn(async move {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(FLUSH_INTERVAL) => b.delay_offsets.persist(),
+                _ = tokio::time::sleep(FLUSH_INTERVAL) => b.deferred.delay_offsets.persist(),
                 _ = stop.cancelled() => break,
             }
         }
@@ -73,7 +73,7 @@ async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration, stop: C
         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         _ = stop.cancelled() => return,
     }
-    let offsets = &broker.delay_offsets;
+    let offsets = &broker.deferred.delay_offsets;
     let resumed = skip_already_delivered(&broker, level, offsets.get(level)).await;
     offsets.set(level, resumed);
     loop {

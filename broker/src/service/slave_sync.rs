@@ -101,7 +101,7 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
         }
     }
     if let Some(r) = fetch(broker, master, request_code::GET_ALL_DELAY_OFFSET).await {
-        if let Err(e) = broker.delay_offsets.replace_from_master(&r.body) {
+        if let Err(e) = broker.deferred.delay_offsets.replace_from_master(&r.body) {
             warn!(master, error = %e, "undecodable delay offsets from the master");
         }
     }
@@ -121,7 +121,7 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     let b = broker.clone();
     let _ = tokio::task::spawn_blocking(move || {
         b.consumers.offsets.persist(false);
-        b.delay_offsets.persist();
+        b.deferred.delay_offsets.persist();
     })
     .await;
     debug!(master, "metadata synchronised from the master");

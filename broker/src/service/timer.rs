@@ -43,7 +43,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
     scope.spawn(async move {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => b.timers.persist(),
+                _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => b.deferred.timers.persist(),
                 _ = stop.cancelled() => break,
             }
         }
@@ -54,7 +54,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
 /// promotion (a slave's heap, filled by dispatch, still holds the timers its master
 /// delivered; their copies are found in the index and marked delivered here).
 async fn rebuild(broker: &Broker) {
-    let timers = &broker.timers;
+    let timers = &broker.deferred.timers;
     {
         let mut p = timers.lock();
         p.heap.clear();
@@ -135,7 +135,7 @@ fn due_at(parked: &MessageExt) -> i64 {
 }
 
 async fn deliver_loop(broker: &Broker, stop: &CancellationToken) {
-    let timers = &broker.timers;
+    let timers = &broker.deferred.timers;
     let mut roll_checked = Instant::now();
     loop {
         // Rolling looks at the oldest pending record: once a second is plenty.
@@ -185,7 +185,7 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
         .get_message(TIMER_TOPIC, 0, offset, 1, i32::MAX, None);
     let Some(record) = result.messages.first() else {
         warn!(offset, status = ?result.status, "timer record not readable; dropped");
-        broker.timers.lock().mark_delivered(offset);
+        broker.deferred.timers.lock().mark_delivered(offset);
         return true;
     };
     let Some(msg) = MessageExt::decode(record, false)
@@ -196,7 +196,7 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
             offset,
             "timer record unreadable or without REAL_TOPIC; dropped"
         );
-        broker.timers.lock().mark_delivered(offset);
+        broker.deferred.timers.lock().mark_delivered(offset);
         return true;
     };
     let topic = msg.topic.clone();
@@ -204,7 +204,7 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
     if status.is_stored() {
         debug!(offset, topic, "timer message delivered");
         {
-            let mut p = broker.timers.lock();
+            let mut p = broker.deferred.timers.lock();
             p.mark_delivered(offset);
             p.untrack(&topic);
         }
@@ -224,7 +224,7 @@ async fn maybe_roll(broker: &Broker) {
     let roll_age = (broker.config.store.file_reserved_time.as_millis() / 2) as i64;
     for _ in 0..MAX_ROLLS_PER_PASS {
         let (watermark, backlog) = {
-            let p = broker.timers.lock();
+            let p = broker.deferred.timers.lock();
             (p.watermark, p.delivered.len())
         };
         let result = broker
@@ -254,7 +254,7 @@ async fn roll(broker: &Broker, parked: &MessageExt, offset: i64) -> bool {
     let status = broker.storage.store.put_message(copy).await.status;
     if status.is_stored() {
         debug!(offset, "timer rolled forward");
-        let mut p = broker.timers.lock();
+        let mut p = broker.deferred.timers.lock();
         p.mark_delivered(offset);
         // The copy is counted as it arrives.
         p.untrack(parked.property(property::REAL_TOPIC).unwrap_or_default());

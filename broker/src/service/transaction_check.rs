@@ -55,7 +55,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     let started = Instant::now();
     let round_started_ms = now_millis();
     let group = topic::CID_SYS_RMQ_TRANS;
-    broker.transactions.catch_up(&broker.storage.store);
+    broker.deferred.transactions.catch_up(&broker.storage.store);
     let half_start = broker
         .consumers
         .offsets
@@ -97,7 +97,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
             }
             let q = half.queue_offset;
             let root = root_of(&half.properties, q);
-            if broker.transactions.is_finished(root) {
+            if broker.deferred.transactions.is_finished(root) {
                 progress = q + 1;
                 continue;
             }
@@ -108,6 +108,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
             if checks >= broker.runtime.transaction_check_max() {
                 discard(broker, &half).await;
                 broker
+                    .deferred
                     .transactions
                     .write_op(&broker.storage.store, broker.broker_addr, root)
                     .await;
@@ -146,18 +147,18 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
             .commit(group, topic::TRANS_HALF_TOPIC, 0, progress);
     }
     // Roots below the half queue's first record can no longer be named by anyone.
-    broker.transactions.prune_below(
+    broker.deferred.transactions.prune_below(
         broker
             .storage
             .store
             .min_offset_in_queue(topic::TRANS_HALF_TOPIC, 0),
     );
-    broker.transactions.persist();
+    broker.deferred.transactions.persist();
     broker.consumers.offsets.commit(
         group,
         topic::TRANS_OP_HALF_TOPIC,
         0,
-        broker.transactions.op_offset(),
+        broker.deferred.transactions.op_offset(),
     );
     debug!(
         half_from = half_start,

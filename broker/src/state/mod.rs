@@ -92,12 +92,20 @@ pub(crate) struct Consumers {
     pub(crate) long_polling: LongPolling,
 }
 
+/// Messages stored for later: delay levels, timers, half (transaction) messages.
+pub(crate) struct Deferred {
+    pub(crate) delay_offsets: DelayOffsetTable,
+    pub(crate) timers: TimerTable,
+    pub(crate) transactions: TransactionState,
+}
+
 /// State shared by every request of one broker: a few groups of tables, each handed
 /// alone to what needs only it, and what belongs to the broker as a whole.
 pub struct Broker {
     pub(crate) config: BrokerConfig,
     pub(crate) storage: Storage,
     pub(crate) consumers: Consumers,
+    pub(crate) deferred: Deferred,
     /// The keys that change at run time (UPDATE_BROKER_CONFIG).
     pub(crate) runtime: RuntimeConfig,
     /// Unique ids of recent sends, for answering retries without storing twice.
@@ -128,9 +136,6 @@ pub struct Broker {
     /// Held while registering or unregistering; `true` once unregistered for shutdown,
     /// so that no registration in flight can land after the unregistration.
     pub(crate) registration: tokio::sync::Mutex<bool>,
-    pub(crate) delay_offsets: DelayOffsetTable,
-    pub(crate) timers: TimerTable,
-    pub(crate) transactions: TransactionState,
     /// POP consumption: checkpoints, FIFO order info, held POP requests.
     pub(crate) pop: PopState,
     pub(crate) shutdown: CancellationToken,
