@@ -388,7 +388,7 @@ fn start_replication(
             broker.config.broker_ip2,
             broker.config.ha_listen_port()
         );
-        *broker.ha_server_addr.write_locked() = addr;
+        *broker.roles.ha_server_addr.write_locked() = addr;
         broker.tasks.spawn(vostok_store::ha::serve(
             broker.storage.store.clone(),
             listener,
@@ -404,7 +404,7 @@ fn start_replication(
             &broker.tasks,
             broker.shutdown.clone(),
         );
-        let _ = broker.ha_client.set(client);
+        let _ = broker.roles.ha_client.set(client);
     }
 }
 
@@ -421,9 +421,15 @@ fn build_state(
     Broker {
         outer: security::outer_client(&security, &duties),
         guard: security.guard,
-        replicas: crate::state::replicas::ReplicaState::new(vostok_store::ha::EpochFile::load(
-            vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
-        )),
+        roles: crate::state::Roles {
+            master_addr: RwLock::new(None),
+            master_changed: tokio::sync::Notify::new(),
+            ha_server_addr: RwLock::new(String::new()),
+            ha_client: std::sync::OnceLock::new(),
+            replicas: crate::state::replicas::ReplicaState::new(vostok_store::ha::EpochFile::load(
+                vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
+            )),
+        },
         namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
@@ -456,10 +462,6 @@ fn build_state(
         ),
         stats_windows: Default::default(),
         boot_timestamp: now_millis(),
-        master_addr: RwLock::new(None),
-        master_changed: tokio::sync::Notify::new(),
-        ha_server_addr: RwLock::new(String::new()),
-        ha_client: std::sync::OnceLock::new(),
         registration: tokio::sync::Mutex::new(false),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),

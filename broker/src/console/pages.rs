@@ -59,7 +59,7 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
             ),
         ],
     ];
-    if let Some(master) = b.master_addr.read_locked().clone() {
+    if let Some(master) = b.roles.master_addr.read_locked().clone() {
         rows.push(vec!["Master".into(), esc(&master)]);
     }
     let mut out = String::from("<h2>Brokers</h2>");

@@ -27,7 +27,7 @@ use super::proto::{
     QueryRouteResponse, Resource, Status,
 };
 use super::status::{ok, status};
-use crate::state::auto_create::NotCreated;
+use crate::ops::auto_create::{create_topic_in_send, NotCreated};
 use crate::state::Broker;
 
 /// How long a route lookup waits for a name server.
@@ -191,7 +191,9 @@ pub(crate) async fn route_of(
         None if broker.runtime.auto_create_topic_enable()
             && !topic::is_system_topic(topic_name) =>
         {
-            broker.create_topic_in_send(
+            create_topic_in_send(
+                &broker.storage.topics,
+                &broker.consumers.clients,
                 client,
                 topic_name,
                 topic::AUTO_CREATE_TOPIC_KEY_TOPIC,

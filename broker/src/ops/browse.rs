@@ -119,7 +119,7 @@ pub(crate) mod tests {
     /// them; their stored forms.
     pub(crate) async fn stored(b: &Broker, topic: &str, n: i64) -> Vec<MessageExt> {
         for _ in 0..n {
-            send(b, &peer(), to(topic)).await.unwrap();
+            send(b, peer(), to(topic)).await.unwrap();
         }
         let dispatched = async {
             while b.storage.store.max_offset_in_queue(topic, 0) < n {

@@ -16,9 +16,11 @@
 //!   removed (docs/operations.md).
 //! - [`message_status`]: "where is my message"; [`lag`]: a group's lag per queue.
 //!
-//! An operation that changes what consumers receive on an operator's word (remove,
-//! resend) takes the [`Operator`] the front end let through.
+//! An operation a client's request asks for takes the [`Client`] it came from; one
+//! that changes what consumers receive on an operator's word (remove, resend) takes
+//! the [`Operator`] the front end let through.
 
+pub(crate) mod auto_create;
 pub(crate) mod browse;
 pub(crate) mod lag;
 pub(crate) mod message_status;
@@ -30,8 +32,30 @@ pub(crate) mod send;
 pub(crate) mod send_back;
 pub(crate) mod send_dedupe;
 pub(crate) mod stored;
+pub(crate) mod stored_access;
 pub(crate) mod topic;
 pub(crate) mod transaction;
+
+/// The client an operation serves: the address its request came from, and the
+/// connection the broker knows it by (a remoting connection, or a gRPC client's
+/// session once it sent its settings). What its requests create on first use counts
+/// against that connection's share (docs/limits.md#groups-and-topics); a client without
+/// one (a gRPC client before its settings) creates within the broker's totals only.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Client<'a> {
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) connection: Option<&'a vostok_remoting::Channel>,
+}
+
+impl<'a> Client<'a> {
+    /// A client on a connection of its own.
+    pub(crate) fn on(connection: &'a vostok_remoting::Channel) -> Self {
+        Client {
+            addr: connection.peer_addr(),
+            connection: Some(connection),
+        }
+    }
+}
 
 /// Who asks for an operator's operation, once the front end has let them through:
 /// the ACL guard (admin requests) for remoting, a signed-in admin session for the
@@ -105,8 +129,7 @@ impl Refusal {
 pub(crate) mod testing {
     use std::path::Path;
 
-    use vostok_remoting::Channel;
-
+    use super::Client;
     use crate::{BrokerConfig, BrokerHandle};
 
     pub(crate) async fn broker(dir: &Path) -> BrokerHandle {
@@ -119,9 +142,11 @@ pub(crate) mod testing {
         crate::Broker::start(config).await.expect("broker starts")
     }
 
-    /// A connection that is not one: the peer an operation sees.
-    pub(crate) fn peer() -> Channel {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 40000));
-        Channel::detached(addr, addr, 1).0
+    /// A client without a connection: what an operation sees of the caller.
+    pub(crate) fn peer() -> Client<'static> {
+        Client {
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 40000)),
+            connection: None,
+        }
     }
 }

@@ -21,10 +21,14 @@ use vostok_remoting::protocol::body::{MessageQueue, ResetOffsetBody};
 use vostok_remoting::protocol::header::ResetOffsetRequestHeader;
 use vostok_remoting::protocol::message::RecordView;
 use vostok_remoting::protocol::request_code;
-use vostok_remoting::{Channel, RemotingCommand};
+use vostok_remoting::RemotingCommand;
+use vostok_store::MessageStore;
 
-use super::{Refusal, Refused};
-use crate::state::Broker;
+use super::auto_create::find_or_create_group;
+use super::{Client, Refusal, Refused};
+use crate::state::offset::ConsumerOffsetManager;
+use crate::state::topic::TopicConfigManager;
+use crate::state::{Broker, Consumers};
 
 /// One queue's committed offset to look up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,13 +61,14 @@ pub(crate) struct ResetOffset {
     pub(crate) force: Option<bool>,
 }
 
-/// The group's committed offset on the queue.
-pub(crate) fn query_offset(broker: &Broker, request: &QueryOffset) -> Result<i64, Refusal> {
+/// The group's committed offset on the queue: reads the offsets and the store only.
+pub(crate) fn query_offset(
+    offsets: &ConsumerOffsetManager,
+    store: &MessageStore,
+    request: &QueryOffset,
+) -> Result<i64, Refusal> {
     let (topic, queue_id) = (request.topic.as_str(), request.queue_id);
-    let offset = broker
-        .consumers
-        .offsets
-        .query(&request.group, topic, queue_id);
+    let offset = offsets.query(&request.group, topic, queue_id);
     if offset >= 0 {
         return Ok(offset);
     }
@@ -71,8 +76,8 @@ pub(crate) fn query_offset(broker: &Broker, request: &QueryOffset) -> Result<i64
     // still hot, so a new CONSUME_FROM_LAST_OFFSET group still reads a young topic
     // from the start.
     if request.zero_if_not_found
-        && broker.storage.store.min_offset_in_queue(topic, queue_id) <= 0
-        && first_message_in_memory(broker, topic, queue_id)
+        && store.min_offset_in_queue(topic, queue_id) <= 0
+        && first_message_in_memory(store, topic, queue_id)
     {
         return Ok(0);
     }
@@ -84,38 +89,36 @@ pub(crate) fn query_offset(broker: &Broker, request: &QueryOffset) -> Result<i64
 
 /// True when the queue's message at offset 0 is within the in-memory window, or the
 /// queue is still empty (its first message will be).
-fn first_message_in_memory(broker: &Broker, topic: &str, queue_id: i32) -> bool {
-    let result = broker
-        .storage
-        .store
-        .get_message(topic, queue_id, 0, 1, i32::MAX, None);
+fn first_message_in_memory(store: &MessageStore, topic: &str, queue_id: i32) -> bool {
+    let result = store.get_message(topic, queue_id, 0, 1, i32::MAX, None);
     match result.messages.first() {
         Some(record) => RecordView::parse_message(record, false)
-            .is_ok_and(|view| broker.storage.store.is_in_memory(view.physical_offset())),
+            .is_ok_and(|view| store.is_in_memory(view.physical_offset())),
         None => result.max_offset <= 0,
     }
 }
 
 /// Commits the offset; the group is created on first use when the broker allows it,
-/// the topic must exist.
+/// the topic must exist. Reads the consumer tables and the topic table only.
 pub(crate) fn commit_offset(
-    broker: &Broker,
-    channel: &Channel,
+    consumers: &Consumers,
+    topics: &TopicConfigManager,
+    client: Client<'_>,
     request: &CommitOffset,
 ) -> Result<(), Refusal> {
-    if let Err(reason) = broker.find_or_create_group(&request.group, Some(channel)) {
+    if let Err(reason) = find_or_create_group(consumers, &request.group, client.connection) {
         return Err(Refusal::new(
             Refused::GroupNotExist,
             format!("subscription group not exist, {}: {reason}", request.group),
         ));
     }
-    if !broker.storage.topics.contains(&request.topic) {
+    if !topics.contains(&request.topic) {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!("topic[{}] not exist", request.topic),
         ));
     }
-    broker.consumers.offsets.commit(
+    consumers.offsets.commit(
         &request.group,
         &request.topic,
         request.queue_id,
@@ -228,6 +231,8 @@ mod tests {
         let handle = broker(dir.path()).await;
         let b = handle.broker();
         stored(b, "ops-offset", 2).await;
+        let (offsets, store) = (&b.consumers.offsets, &b.storage.store);
+        let topics = &b.storage.topics;
         let commit = |offset| CommitOffset {
             group: "ops-offset-group".into(),
             topic: "ops-offset".into(),
@@ -235,19 +240,31 @@ mod tests {
             offset,
         };
         assert_eq!(
-            query_offset(b, &query("ops-offset-group", "ops-offset", false))
-                .unwrap_err()
-                .kind,
+            query_offset(
+                offsets,
+                store,
+                &query("ops-offset-group", "ops-offset", false)
+            )
+            .unwrap_err()
+            .kind,
             Refused::OffsetNotFound
         );
         assert_eq!(
-            query_offset(b, &query("ops-offset-group", "ops-offset", true)),
+            query_offset(
+                offsets,
+                store,
+                &query("ops-offset-group", "ops-offset", true)
+            ),
             Ok(0),
             "a young queue is read from its start"
         );
-        commit_offset(b, &peer(), &commit(1)).unwrap();
+        commit_offset(&b.consumers, topics, peer(), &commit(1)).unwrap();
         assert_eq!(
-            query_offset(b, &query("ops-offset-group", "ops-offset", false)),
+            query_offset(
+                offsets,
+                store,
+                &query("ops-offset-group", "ops-offset", false)
+            ),
             Ok(1)
         );
         let unknown = CommitOffset {
@@ -255,7 +272,9 @@ mod tests {
             ..commit(1)
         };
         assert_eq!(
-            commit_offset(b, &peer(), &unknown).unwrap_err().kind,
+            commit_offset(&b.consumers, topics, peer(), &unknown)
+                .unwrap_err()
+                .kind,
             Refused::TopicNotExist
         );
         handle.shutdown().await;

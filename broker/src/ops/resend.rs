@@ -115,7 +115,7 @@ mod tests {
             max_reconsume_times: None,
             origin_topic: Some("ops-resend".into()),
         };
-        assert_eq!(send_back(b, &peer(), back).await, Ok(SentBack::DeadLetter));
+        assert_eq!(send_back(b, peer(), back).await, Ok(SentBack::DeadLetter));
         let dlq = topic::dlq_topic("ops-resend-group");
         let dead = async {
             loop {

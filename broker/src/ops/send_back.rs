@@ -5,10 +5,10 @@
 
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::{self, perm};
-use vostok_remoting::Channel;
 
+use super::auto_create::find_or_create_group;
 use super::stored::stored;
-use super::{Refusal, Refused};
+use super::{Client, Refusal, Refused};
 use crate::reroute::{self, Parking};
 use crate::state::Broker;
 
@@ -41,10 +41,10 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
 
 pub(crate) async fn send_back(
     broker: &Broker,
-    channel: &Channel,
+    client: Client<'_>,
     header: SendBack,
 ) -> Result<SentBack, Refusal> {
-    let group = match broker.find_or_create_group(&header.group, Some(channel)) {
+    let group = match find_or_create_group(&broker.consumers, &header.group, client.connection) {
         Ok(group) => group,
         Err(reason) => {
             return Err(refused(
@@ -158,7 +158,7 @@ mod tests {
     use super::*;
 
     async fn stored_at(broker: &Broker) -> i64 {
-        let stored = send(broker, &peer(), to("ops-back")).await.unwrap();
+        let stored = send(broker, peer(), to("ops-back")).await.unwrap();
         decode_offset_msg_id(&stored.msg_id).unwrap().1
     }
 
@@ -179,7 +179,7 @@ mod tests {
         let b = handle.broker();
         let offset = stored_at(b).await;
         assert_eq!(
-            send_back(b, &peer(), back(offset, 0)).await,
+            send_back(b, peer(), back(offset, 0)).await,
             Ok(SentBack::Retry)
         );
         assert!(b
@@ -188,7 +188,7 @@ mod tests {
             .get(&topic::retry_topic("ops-back-group"))
             .is_some());
         assert_eq!(
-            send_back(b, &peer(), back(offset, -1)).await,
+            send_back(b, peer(), back(offset, -1)).await,
             Ok(SentBack::DeadLetter)
         );
         assert!(b
@@ -204,7 +204,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
         let b = handle.broker();
-        let refusal = send_back(b, &peer(), back(1 << 40, 0)).await.unwrap_err();
+        let refusal = send_back(b, peer(), back(1 << 40, 0)).await.unwrap_err();
         assert_eq!(refusal.kind, Refused::SystemError);
         handle.shutdown().await;
     }

@@ -165,7 +165,7 @@ mod tests {
         let mut request = to("ops-tx-topic");
         request.properties = props.into_string();
         request.sys_flag = sysflag::TRANSACTION_PREPARED_TYPE;
-        let stored = send(broker, &peer(), request).await.unwrap();
+        let stored = send(broker, peer(), request).await.unwrap();
         let (_, commit_log_offset) = decode_offset_msg_id(&stored.msg_id).unwrap();
         EndTransaction {
             producer_group: "ops-tx".into(),

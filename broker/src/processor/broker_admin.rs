@@ -124,7 +124,7 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
 pub(crate) fn get_broker_epoch_cache(broker: &Broker) -> RemotingCommand {
     use vostok_remoting::protocol::body::{EpochEntry, EpochEntryCache};
     use vostok_remoting::support::sync::MutexExt;
-    let entries = broker.replicas.epochs.locked().entries().to_vec();
+    let entries = broker.roles.replicas.epochs.locked().entries().to_vec();
     let max = broker.storage.store.max_phy_offset();
     let epoch_list = entries
         .iter()
@@ -138,7 +138,7 @@ pub(crate) fn get_broker_epoch_cache(broker: &Broker) -> RemotingCommand {
     let cache = EpochEntryCache {
         cluster_name: broker.config.broker_cluster_name.clone(),
         broker_name: broker.config.broker_name.clone(),
-        broker_id: broker.replicas.broker_id(),
+        broker_id: broker.roles.replicas.broker_id(),
         epoch_list,
         max_offset: max,
     };
@@ -160,12 +160,15 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
         put(key, histogram);
     }
     if broker.config.controller.enable {
-        let (sss, sss_epoch) = broker.replicas.sync_state_set();
+        let (sss, sss_epoch) = broker.roles.replicas.sync_state_set();
         put(
             "controllerBrokerId",
-            broker.replicas.broker_id().to_string(),
+            broker.roles.replicas.broker_id().to_string(),
         );
-        put("masterEpoch", broker.replicas.master_epoch().to_string());
+        put(
+            "masterEpoch",
+            broker.roles.replicas.master_epoch().to_string(),
+        );
         put(
             "syncStateSet",
             sss.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
@@ -173,11 +176,16 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
         put("syncStateSetEpoch", sss_epoch.to_string());
         put(
             "notifiedMasterEpoch",
-            broker.replicas.notified_epoch().to_string(),
+            broker.roles.replicas.notified_epoch().to_string(),
         );
         put(
             "masterServicesRunning",
-            broker.replicas.master_services.is_running().to_string(),
+            broker
+                .roles
+                .replicas
+                .master_services
+                .is_running()
+                .to_string(),
         );
     }
     if broker.is_master() {
@@ -212,7 +220,12 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
         put("haLastReadTimestamp", link.last_read_ms.to_string());
         put(
             "masterAddr",
-            broker.master_addr.read_locked().clone().unwrap_or_default(),
+            broker
+                .roles
+                .master_addr
+                .read_locked()
+                .clone()
+                .unwrap_or_default(),
         );
     }
 }

@@ -12,7 +12,7 @@ use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error};
-use crate::state::auto_create::NotCreated;
+use crate::ops::auto_create::{find_or_create_group, NotCreated};
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
 use crate::state::consumer_filter::is_tag_type;
 use crate::state::Broker;
@@ -71,7 +71,11 @@ pub(crate) async fn heart_beat(
             deferred += 1;
             continue;
         }
-        let group_config = match broker.find_or_create_group(&consumer.group_name, Some(channel)) {
+        let group_config = match find_or_create_group(
+            &broker.consumers,
+            &consumer.group_name,
+            Some(channel),
+        ) {
             Ok(config) => config,
             // A group that does not exist and may not be created (auto-creation off, or
             // an illegal name) is not registered; the heartbeat succeeds, as in RocketMQ.

@@ -17,6 +17,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error, refused, success_with};
 use crate::ops::offset::{commit_offset, query_offset, CommitOffset, QueryOffset};
+use crate::ops::Client;
 use crate::state::Broker;
 
 pub(crate) fn get_consumer_list_by_group(
@@ -51,7 +52,12 @@ pub(crate) fn update_consumer_offset(
         queue_id: header.queue_id,
         offset: header.commit_offset,
     };
-    match commit_offset(broker, channel, &commit) {
+    match commit_offset(
+        &broker.consumers,
+        &broker.storage.topics,
+        Client::on(channel),
+        &commit,
+    ) {
         Ok(()) => RemotingCommand::success(),
         Err(refusal) => refused(refusal),
     }
@@ -65,7 +71,7 @@ pub(crate) fn query_consumer_offset(broker: &Broker, request: RemotingCommand) -
         queue_id: header.queue_id,
         zero_if_not_found: header.set_zero_if_not_found != Some(false),
     };
-    match query_offset(broker, &query) {
+    match query_offset(&broker.consumers.offsets, &broker.storage.store, &query) {
         Ok(offset) => success_with(&QueryConsumerOffsetResponseHeader { offset }),
         Err(refusal) => refused(refusal),
     }

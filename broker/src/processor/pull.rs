@@ -25,6 +25,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::GetMessageStatus;
 
 use super::{decode_header, error};
+use crate::ops::auto_create::find_or_create_group;
 use crate::state::consumer_filter::{is_tag_type, ExpressionMessageFilter};
 use crate::state::Broker;
 
@@ -113,17 +114,18 @@ fn pull_inner(
             ),
         ));
     }
-    let group_config = broker
-        .find_or_create_group(&header.consumer_group, Some(channel))
-        .map_err(|reason| {
-            error(
-                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!(
-                    "subscription group [{}] does not exist: {reason}",
-                    header.consumer_group
-                ),
-            )
-        })?;
+    let group_config =
+        find_or_create_group(&broker.consumers, &header.consumer_group, Some(channel)).map_err(
+            |reason| {
+                error(
+                    response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                    format!(
+                        "subscription group [{}] does not exist: {reason}",
+                        header.consumer_group
+                    ),
+                )
+            },
+        )?;
     if !group_config.consume_enable {
         return Err(error(
             response_code::NO_PERMISSION,

@@ -24,6 +24,7 @@ use super::refused;
 use super::send::destination;
 use crate::ops::send::check_message;
 use crate::ops::stored::choose_queue;
+use crate::ops::Client;
 use crate::state::Broker;
 
 /// How long the requester has to acknowledge a pushed reply (Apache's `callClient`).
@@ -43,7 +44,7 @@ pub(crate) async fn send_reply_message(
         Ok(h) => h,
         Err(e) => return super::header_error(&request, e),
     };
-    let topic_config = match check_message(broker, channel, &destination(&header)) {
+    let topic_config = match check_message(broker, Client::on(channel), &destination(&header)) {
         Ok(config) => config,
         Err(refusal) => return refused(refusal),
     };

@@ -39,13 +39,13 @@ async fn run(broker: Arc<Broker>) {
         tokio::select! {
             _ = broker.shutdown.cancelled() => return,
             _ = tokio::time::sleep(wait) => {}
-            _ = broker.master_changed.notified() => {}
+            _ = broker.roles.master_changed.notified() => {}
         }
         wait = PERIOD;
         if broker.is_master() {
             continue;
         }
-        let master = broker.master_addr.read_locked().clone();
+        let master = broker.roles.master_addr.read_locked().clone();
         let Some(master) = master.filter(|m| *m != broker.broker_addr.to_string()) else {
             continue;
         };

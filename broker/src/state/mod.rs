@@ -1,16 +1,18 @@
-//! The broker's shared state: the low floor every processor and service reads.
+//! The broker's tables: the low floor every front end, operation and service reads.
 //!
-//! [`Broker`] holds the store, the tables (topics, subscription groups, consumer
-//! offsets, delay offsets, timers, transactions, compiled SQL92 filters, the
-//! duplication window), the client registry, queue locks and held pulls, POP state,
-//! plus the config and the shutdown token: RocketMQ's `BrokerController`
-//! fields without its start-up code. Each table is a module here that knows nothing of
-//! the others; what several parts of the broker need from more than one table (telling
-//! consumers that their group changed) is a method on [`Broker`]. Request processors
-//! (`processor`) and background services (`service`) sit above this floor and take
-//! `&Broker`; start-up (`startup`) builds it.
+//! Each table is a module here that keeps one thing and knows nothing of the others
+//! (its file opens with what it keeps); none of them answers a request. [`Broker`] holds
+//! them in a few groups, so that code that needs one group takes only that group:
+//! [`Storage`] (the store, the topic table, removed messages), [`Consumers`] (groups,
+//! offsets, clients, filters, queue locks, held pulls), [`Deferred`] (delay levels,
+//! timers, half messages), [`Roles`] (master, slave and controller-mode standing),
+//! beside POP state, the duplication window, metrics and what belongs to the broker as
+//! a whole (config, addresses, the name-server client, shutdown): RocketMQ's
+//! `BrokerController` fields without its start-up code. What several parts need from
+//! more than one table (telling consumers that their group changed) is a method on
+//! [`Broker`]. The operations (`ops`), front ends and services sit above this floor;
+//! start-up (`startup`) builds it.
 
-pub(crate) mod auto_create;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
@@ -29,7 +31,6 @@ pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod stats_window;
-pub(crate) mod stored_access;
 pub(crate) mod subscription;
 pub(crate) mod timer;
 pub(crate) mod topic;
@@ -99,6 +100,40 @@ pub(crate) struct Deferred {
     pub(crate) transactions: TransactionState,
 }
 
+/// Why a group or topic was not created on first use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotCreated {
+    /// Creation on first use is off, or the name or template does not allow it.
+    NotAllowed(String),
+    /// A bound was reached (docs/limits.md#groups-and-topics).
+    OverLimit(String),
+}
+
+impl std::fmt::Display for NotCreated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotCreated::NotAllowed(reason) | NotCreated::OverLimit(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// Where this broker stands among its replicas: its master (for a slave), the address
+/// it offers slaves, a slave's replication client, and controller mode's role and
+/// epochs.
+pub(crate) struct Roles {
+    /// For a slave: the master's address as the name server reported it.
+    pub(crate) master_addr: RwLock<Option<String>>,
+    /// Signalled when `master_addr` changes (the slave synchronises at once).
+    pub(crate) master_changed: tokio::sync::Notify,
+    /// `brokerIP2:haListenPort` when this master accepts slaves, registered as
+    /// `haServerAddr`; empty otherwise.
+    pub(crate) ha_server_addr: RwLock<String>,
+    /// A slave's replication client (set at start-up).
+    pub(crate) ha_client: std::sync::OnceLock<Arc<vostok_store::ha::HaClient>>,
+    /// Controller mode: id, role, epochs (docs/controller.md).
+    pub(crate) replicas: replicas::ReplicaState,
+}
+
 /// State shared by every request of one broker: a few groups of tables, each handed
 /// alone to what needs only it, and what belongs to the broker as a whole.
 pub struct Broker {
@@ -106,6 +141,7 @@ pub struct Broker {
     pub(crate) storage: Storage,
     pub(crate) consumers: Consumers,
     pub(crate) deferred: Deferred,
+    pub(crate) roles: Roles,
     /// The keys that change at run time (UPDATE_BROKER_CONFIG).
     pub(crate) runtime: RuntimeConfig,
     /// Unique ids of recent sends, for answering retries without storing twice.
@@ -124,15 +160,6 @@ pub struct Broker {
     /// Client for the name servers.
     pub(crate) outer: RemotingClient,
     pub(crate) namesrv_addrs: Vec<String>,
-    /// For a slave: the master's address as the name server reported it.
-    pub(crate) master_addr: RwLock<Option<String>>,
-    /// Signalled when `master_addr` changes (the slave synchronises at once).
-    pub(crate) master_changed: tokio::sync::Notify,
-    /// `brokerIP2:haListenPort` when this master accepts slaves, registered as
-    /// `haServerAddr`; empty otherwise.
-    pub(crate) ha_server_addr: RwLock<String>,
-    /// A slave's replication client (set at start-up).
-    pub(crate) ha_client: std::sync::OnceLock<Arc<vostok_store::ha::HaClient>>,
     /// Held while registering or unregistering; `true` once unregistered for shutdown,
     /// so that no registration in flight can land after the unregistration.
     pub(crate) registration: tokio::sync::Mutex<bool>,
@@ -149,8 +176,6 @@ pub struct Broker {
     /// The small runtime of the broker's duties (registration, client expiry, offset
     /// flushes): no request flood can hold them up.
     pub(crate) duties: tokio::runtime::Handle,
-    /// Controller mode: id, role, epochs (docs/controller.md).
-    pub(crate) replicas: replicas::ReplicaState,
 }
 
 impl Broker {
@@ -179,7 +204,7 @@ impl Broker {
         if !self.config.controller.enable {
             return self.config.is_master();
         }
-        self.replicas.role() == replicas::ReplicaRole::Master
+        self.roles.replicas.role() == replicas::ReplicaRole::Master
     }
 
     /// A controller-mode master still holding its lease.
@@ -187,7 +212,11 @@ impl Broker {
         if !self.config.controller.enable {
             return true;
         }
-        let last = self.replicas.last_controller_ok_ms.load(Ordering::Acquire);
+        let last = self
+            .roles
+            .replicas
+            .last_controller_ok_ms
+            .load(Ordering::Acquire);
         let lease = self
             .config
             .controller
@@ -204,12 +233,12 @@ impl Broker {
         if self.is_master() {
             0
         } else {
-            self.replicas.broker_id().max(1)
+            self.roles.replicas.broker_id().max(1)
         }
     }
 
     pub fn replicas(&self) -> &replicas::ReplicaState {
-        &self.replicas
+        &self.roles.replicas
     }
 
     /// Registers or refreshes a consumer from its heartbeat (remoting or gRPC); true

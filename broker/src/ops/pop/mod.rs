@@ -19,6 +19,7 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::perm;
 use vostok_remoting::Channel;
 
+use crate::ops::auto_create::find_or_create_group;
 use crate::state::subscription::SubscriptionGroupConfig;
 use crate::state::Broker;
 
@@ -62,14 +63,12 @@ pub(crate) fn consuming_group(
     group: &str,
     client: Option<&Channel>,
 ) -> Result<SubscriptionGroupConfig, PopError> {
-    let config = broker
-        .find_or_create_group(group, client)
-        .map_err(|reason| {
-            PopError::new(
-                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group [{group}] does not exist: {reason}"),
-            )
-        })?;
+    let config = find_or_create_group(&broker.consumers, group, client).map_err(|reason| {
+        PopError::new(
+            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group [{group}] does not exist: {reason}"),
+        )
+    })?;
     if !config.consume_enable {
         return Err(PopError::new(
             response_code::NO_PERMISSION,
