@@ -67,3 +67,90 @@ fn counted<T>(
     }
     outcome.map(|(found, _)| found)
 }
+
+#[cfg(test)]
+mod tests {
+    use vostok_remoting::protocol::topic::AUTO_CREATE_TOPIC_KEY_TOPIC;
+
+    use super::*;
+    use crate::config::MetadataLimits;
+    use crate::BrokerConfig;
+
+    /// The consumer tables and the topic table alone, in `dir`, with a share of one
+    /// creation of each kind per client connection.
+    fn tables(dir: &std::path::Path) -> (Consumers, TopicConfigManager) {
+        let mut config = BrokerConfig::default();
+        config.store.store_path_root_dir = dir.to_path_buf();
+        let limits = MetadataLimits {
+            max_auto_created_groups_per_client: 1,
+            max_auto_created_topics_per_client: 1,
+            ..MetadataLimits::default()
+        };
+        let consumers = Consumers {
+            subscriptions: crate::state::subscription::SubscriptionGroupManager::load(&config),
+            request_modes: crate::state::request_mode::MessageRequestModeManager::load(&config),
+            offsets: crate::state::offset::ConsumerOffsetManager::load(&config),
+            clients: ClientRegistry::new(limits),
+            filters: Default::default(),
+            locks: Default::default(),
+            long_polling: crate::state::long_polling::LongPolling::new(),
+        };
+        (consumers, TopicConfigManager::load(&config))
+    }
+
+    fn connection() -> Channel {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 40001));
+        Channel::detached(addr, addr, 1).0
+    }
+
+    #[test]
+    fn a_connection_creates_within_its_share_and_a_client_without_one_does_not_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let (consumers, topics) = tables(dir.path());
+        let conn = connection();
+        find_or_create_group(&consumers, "g1", Some(&conn)).unwrap();
+        // Finding what exists costs nothing.
+        find_or_create_group(&consumers, "g1", Some(&conn)).unwrap();
+        assert!(matches!(
+            find_or_create_group(&consumers, "g2", Some(&conn)),
+            Err(NotCreated::OverLimit(_))
+        ));
+        // A client known by no connection (a gRPC client before its settings) creates
+        // within the broker's totals only.
+        find_or_create_group(&consumers, "g2", None).unwrap();
+        find_or_create_group(&consumers, "g3", None).unwrap();
+
+        let send = |topic: &str, client: Option<&Channel>| {
+            create_topic_in_send(
+                &topics,
+                &consumers.clients,
+                client,
+                topic,
+                AUTO_CREATE_TOPIC_KEY_TOPIC,
+                4,
+                0,
+            )
+        };
+        assert_eq!(send("t1", Some(&conn)).unwrap().write_queue_nums, 4);
+        assert!(matches!(
+            send("t2", Some(&conn)),
+            Err(NotCreated::OverLimit(_))
+        ));
+        assert!(send("t2", None).is_ok());
+        // A template that does not exist creates nothing and uses no share.
+        let other = connection();
+        assert!(matches!(
+            create_topic_in_send(
+                &topics,
+                &consumers.clients,
+                Some(&other),
+                "t3",
+                "none",
+                4,
+                0
+            ),
+            Err(NotCreated::NotAllowed(_))
+        ));
+        assert!(send("t3", Some(&other)).is_ok());
+    }
+}

@@ -13,6 +13,8 @@
 pub(crate) mod ack;
 pub(crate) mod invisible;
 pub(crate) mod receive;
+#[cfg(test)]
+mod tests;
 
 use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::response_code;
