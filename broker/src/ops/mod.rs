@@ -15,6 +15,10 @@
 //!   dead-lettered message stored again in its topic; [`remove`]: one waiting message
 //!   removed (docs/operations.md).
 //! - [`message_status`]: "where is my message"; [`lag`]: a group's lag per queue.
+//! - [`clients`]: a consumer registered or gone, its group told to rebalance;
+//!   [`auto_create`]: groups and topics created on first use within each client's
+//!   share; [`stored_access`]: the topic and group a stored message belongs to, for the
+//!   ACL.
 //!
 //! An operation a client's request asks for takes the [`Client`] it came from; one
 //! that changes what consumers receive on an operator's word (remove, resend) takes
@@ -22,6 +26,7 @@
 
 pub(crate) mod auto_create;
 pub(crate) mod browse;
+pub(crate) mod clients;
 pub(crate) mod lag;
 pub(crate) mod message_status;
 pub(crate) mod offset;

@@ -13,6 +13,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error};
 use crate::ops::auto_create::{find_or_create_group, NotCreated};
+use crate::ops::clients;
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
 use crate::state::consumer_filter::is_tag_type;
 use crate::state::Broker;
@@ -120,7 +121,12 @@ pub(crate) async fn heart_beat(
             .filter(|s| sql_on || !needs_property_filter_switch(&s.expression_type))
             .cloned()
             .collect();
-        let registered = broker.register_consumer(info.clone(), registration);
+        let registered = clients::register_consumer(
+            &broker.consumers,
+            &broker.storage.topics,
+            info.clone(),
+            registration,
+        );
         if registered.is_ok() {
             broker
                 .consumers
@@ -145,7 +151,7 @@ pub(crate) async fn heart_beat(
             refused.push((response_code::INVALID_PARAMETER, over.0));
         }
     }
-    broker.notify_consumer_ids_changed(changed);
+    clients::notify_consumer_ids_changed(broker, changed);
     if let Some((code, remark)) = refused.first() {
         tracing::warn!(client = %heartbeat.client_id, peer = %channel.peer_addr(), refused = refused.len(), first = %remark, "heartbeat groups refused by a bound");
         let remark = match refused.len() - 1 {
@@ -178,7 +184,7 @@ pub(crate) async fn unregister_client(
     }
     if let Some(group) = header.consumer_group.as_deref().filter(|g| !g.is_empty()) {
         if broker.consumers.clients.unregister_consumer(group, channel) {
-            broker.notify_consumer_ids_changed(vec![group.to_owned()]);
+            clients::notify_consumer_ids_changed(broker, vec![group.to_owned()]);
         }
     }
     RemotingCommand::success()

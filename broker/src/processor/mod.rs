@@ -267,7 +267,7 @@ impl RequestProcessor for BrokerProcessor {
     }
 
     fn on_channel_closed(&self, channel: &Channel) {
-        self.broker.on_channel_closed(channel);
+        crate::ops::clients::on_channel_closed(&self.broker, channel);
     }
 }
 

@@ -81,7 +81,7 @@ async fn expire_clients(b: Arc<Broker>) {
             _ = tick.tick() => {
                 let timeout = b.config.channel_expired_timeout;
                 let changed = b.consumers.clients.scan_expired(Instant::now(), timeout);
-                b.notify_consumer_ids_changed(changed);
+                crate::ops::clients::notify_consumer_ids_changed(&b, changed);
             }
             _ = b.shutdown.cancelled() => break,
         }

@@ -8,10 +8,11 @@
 //! timers, half messages), [`Roles`] (master, slave and controller-mode standing),
 //! beside POP state, the duplication window, metrics and what belongs to the broker as
 //! a whole (config, addresses, the name-server client, shutdown): RocketMQ's
-//! `BrokerController` fields without its start-up code. What several parts need from
-//! more than one table (telling consumers that their group changed) is a method on
-//! [`Broker`]. The operations (`ops`), front ends and services sit above this floor;
-//! start-up (`startup`) builds it.
+//! `BrokerController` fields without its start-up code. [`Broker`]'s own methods keep
+//! its tables (persist, rebuild) or read across them (the role, a topic's duplication
+//! window, the slowest group on a topic); what acts on them (a consumer registered, its
+//! group told to rebalance) is an operation. The operations (`ops`), front ends and
+//! services sit above this floor; start-up (`startup`) builds it.
 
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
@@ -44,16 +45,13 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::debug;
-use vostok_remoting::protocol::body::{MessageModel, TopicConfig};
-use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
+use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
-use vostok_remoting::protocol::request_code;
-use vostok_remoting::{Channel, RemotingClient, RemotingCommand};
+use vostok_remoting::RemotingClient;
 use vostok_store::MessageStore;
 
 use crate::config::BrokerConfig;
-use client_registry::{ClientChannelInfo, ClientRegistry, ConsumerRegistration, OverLimit};
+use client_registry::ClientRegistry;
 use consumer_filter::ConsumerFilterManager;
 use dedupe::DedupeWindow;
 use long_polling::LongPolling;
@@ -239,84 +237,6 @@ impl Broker {
 
     pub fn replicas(&self) -> &replicas::ReplicaState {
         &self.roles.replicas
-    }
-
-    /// Registers or refreshes a consumer from its heartbeat (remoting or gRPC); true
-    /// when the group's set of clients changed. A clustering group is also noted on
-    /// each subscribed topic of this broker where it has no offsets yet, so that until
-    /// it commits, retention counts it as at the start of those queues even after it
-    /// disconnects (`store/README.md`, *Forced deletion and unconsumed messages*).
-    /// Registers a consumer, then notes the group on each clustering topic it
-    /// subscribes to (so forced deletion waits for it); a registration over the
-    /// client limits notes nothing.
-    pub(crate) fn register_consumer(
-        &self,
-        info: ClientChannelInfo,
-        registration: ConsumerRegistration,
-    ) -> Result<bool, OverLimit> {
-        let noted: Vec<String> = if registration.message_model == MessageModel::Clustering {
-            registration
-                .subscriptions
-                .iter()
-                .map(|sub| sub.topic.clone())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let group = registration.group.clone();
-        let changed = self
-            .consumers
-            .clients
-            .register_consumer(info, registration)?;
-        for topic in noted {
-            if self.storage.topics.contains(&topic)
-                && self.consumers.offsets.note_consumer(&group, &topic)
-            {
-                debug!(group = %group, topic = %topic, "consumer group noted on a topic before its first commit");
-            }
-        }
-        Ok(changed)
-    }
-
-    pub(crate) fn on_channel_closed(&self, channel: &Channel) {
-        let changed = self.consumers.clients.on_channel_closed(channel);
-        if !changed.is_empty() {
-            debug!(peer = %channel.peer_addr(), groups = ?changed, "client channel closed");
-        }
-        self.notify_consumer_ids_changed(changed);
-    }
-
-    /// Tells every consumer of each group to rebalance (oneway, best effort).
-    pub(crate) fn notify_consumer_ids_changed(&self, groups: Vec<String>) {
-        for group in &groups {
-            if self.consumers.clients.consumer_group(group).is_none() {
-                self.consumers.filters.unregister_group(group);
-            }
-        }
-        if !self.config.notify_consumer_ids_changed_enable || self.shutdown.is_cancelled() {
-            return;
-        }
-        for group in groups {
-            if let Some(sub) = self.consumers.subscriptions.get(&group) {
-                if !sub.notify_consumer_ids_changed_enable {
-                    continue;
-                }
-            }
-            for channel in self.consumers.clients.consumer_channels(&group) {
-                let header = NotifyConsumerIdsChangedRequestHeader {
-                    consumer_group: group.clone(),
-                };
-                let request = RemotingCommand::request_with_header(
-                    request_code::NOTIFY_CONSUMER_IDS_CHANGED,
-                    &header,
-                );
-                tokio::spawn(async move {
-                    if let Err(e) = channel.invoke_oneway(request, Duration::from_secs(3)).await {
-                        debug!(peer = %channel.peer_addr(), error = %e, "notify consumer ids changed failed");
-                    }
-                });
-            }
-        }
     }
 
     /// Writes the topic and subscription-group files if they changed, off the async
