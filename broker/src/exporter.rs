@@ -34,8 +34,8 @@ use vostok_remoting::protocol::body::ConsumeType;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::time::now_millis;
 
+use crate::ops::lag::QueueLag;
 use crate::state::event_metrics;
-use crate::state::lag::QueueLag;
 use crate::state::Broker;
 
 pub(crate) mod accounts;
@@ -129,8 +129,8 @@ impl ScrapeCollector {
             "rocketmq_dlq_messages",
             "Messages in the consumer group's dead letter queue",
         );
-        for group in b.known_groups() {
-            let group_lag = b.group_lag(&group, None);
+        for group in crate::ops::lag::known_groups(b) {
+            let group_lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&group));
             let mut per_topic: BTreeMap<&str, [i64; 4]> = BTreeMap::new();
             for q in &group_lag.queues {
                 let e = per_topic.entry(&q.topic).or_default();
@@ -153,7 +153,9 @@ impl ScrapeCollector {
                 ready.samples.push((labels, (messages - popped).max(0)));
             }
             // Kept at 0 once the group has a DLQ, so an emptied DLQ reads 0, not nothing.
-            if group_lag.dlq_messages > 0 || b.topics.get(&topic::dlq_topic(&group)).is_some() {
+            if group_lag.dlq_messages > 0
+                || b.storage.topics.get(&topic::dlq_topic(&group)).is_some()
+            {
                 dlq.samples
                     .push((vec![("consumer_group", group)], group_lag.dlq_messages));
             }
@@ -181,7 +183,8 @@ impl ScrapeCollector {
         if next <= committed {
             return q.latency_ms(now);
         }
-        b.store
+        b.storage
+            .store
             .message_store_timestamp(&q.topic, q.queue_id, next)
             .map_or(0, |t| (now - t).max(0))
     }
@@ -189,7 +192,7 @@ impl ScrapeCollector {
     fn connections(&self) -> Vec<GaugeFamily> {
         let b = &*self.0;
         let mut producers: BTreeMap<(String, String), i64> = BTreeMap::new();
-        for (_, clients) in b.clients.producer_groups() {
+        for (_, clients) in b.consumers.clients.producer_groups() {
             for c in clients {
                 *producers
                     .entry((c.language.name().to_owned(), c.version.to_string()))
@@ -197,7 +200,7 @@ impl ScrapeCollector {
             }
         }
         let mut consumers: BTreeMap<(String, String, String, &str), i64> = BTreeMap::new();
-        for (group, info) in b.clients.consumer_groups() {
+        for (group, info) in b.consumers.clients.consumer_groups() {
             let mode = match info.consume_type {
                 ConsumeType::ConsumeActively => "pull",
                 ConsumeType::ConsumePassively => "push",
@@ -241,14 +244,15 @@ impl ScrapeCollector {
         let mut topics = GaugeFamily::new("rocketmq_topic_number", "Active topic number");
         topics
             .samples
-            .push((Vec::new(), b.topics.topic_names().len() as i64));
+            .push((Vec::new(), b.storage.topics.topic_names().len() as i64));
         let mut groups = GaugeFamily::new(
             "rocketmq_consumer_group_number",
             "Active subscription group number",
         );
-        groups
-            .samples
-            .push((Vec::new(), b.subscriptions.group_names().len() as i64));
+        groups.samples.push((
+            Vec::new(),
+            b.consumers.subscriptions.group_names().len() as i64,
+        ));
         let mut permission = GaugeFamily::new("rocketmq_broker_permission", "Broker permission");
         permission
             .samples

@@ -11,22 +11,25 @@
 //!   the state and whose forms call the operations (with ACL on, authorized by the same
 //!   guard as requests); `exporter`, the Prometheus registry of `/metrics`.
 //! * `ops`: the operations more than one front end needs (send, end transaction, send
-//!   back, topic create and delete, POP consumption): a typed request in, a typed
+//!   back, topic create and delete, POP consumption, browse, remove, resend, message
+//!   status, lag, offsets, creation on first use, a stored message's ACL resources): a
+//!   typed request and the `ops::Client` (or `ops::Operator`) it serves in, a typed
 //!   outcome or `ops::Refusal` out (POP's own `PopError` still carries its code). The
 //!   front ends map a refusal to a RocketMQ response code (`processor::refused`) or a
-//!   gRPC status (`grpc::status::from_refusal`).
+//!   gRPC status (`grpc::status::from_refusal`). An operation that reads only some
+//!   tables takes those, not the whole [`Broker`].
 //! * [`service`]: background services (name-server registration, housekeeping,
 //!   delay levels, timers, transaction check-back, POP revive, a slave's metadata
 //!   sync, controller mode's heartbeats and role changes). Replication itself (the HA listener, a slave's client, the SYNC_MASTER
 //!   wait) lives in the store (`vostok_store::ha`); start-up wires it to the roles.
 //! * [`reroute`]: parking messages in system topics (delay, timer, half) and
 //!   restoring them; the one constructor of a message copy from a stored message.
-//! * [`state`]: the shared state every processor and service reads ([`Broker`]) and
-//!   its tables: topics, subscription groups, consumer offsets, clients, queue locks,
-//!   held pulls, delay offsets, timers, transactions, compiled SQL92 filters, the
-//!   duplication window, stats and their minute/hour/day windows, request metrics,
-//!   removed messages, the master-only services (started and stopped with the role);
-//!   and what several tables answer together (lag, message status, browse, removal).
+//! * [`state`]: tables only, each file saying what it keeps: topics, subscription
+//!   groups, consumer offsets, clients, queue locks, held pulls, delay offsets, timers,
+//!   transactions, compiled SQL92 filters, the duplication window, stats and their
+//!   minute/hour/day windows, request metrics, removed messages, the running
+//!   master-only services. [`Broker`] holds them in a few groups (`Storage`,
+//!   `Consumers`, `Deferred`, `Roles`) that code takes one at a time.
 //! * [`config`]: `broker.conf`; [`error`]: [`BrokerError`].
 //!
 //! Request flow: the remoting server (plain or TLS, `tls.*` keys) hands each request to
@@ -41,7 +44,8 @@
 //!
 //! Adding a feature: an `ops` file when more than one front end needs it, a processor
 //! file and a line in the request table, a service file and a line in [`service`], a
-//! field in [`state::Broker`]. Formats and flows are
+//! table in [`state`] and a field in its group of [`state::Broker`]
+//! (docs/architecture.md, *Where to add*). Formats and flows are
 //! described in the repository's `docs/`.
 
 pub mod cli;

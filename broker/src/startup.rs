@@ -79,7 +79,7 @@ impl MessageArrivingListener for ArrivalBridge {
     ) {
         let broker = &self.0;
         if !broker.is_master() {
-            broker.topics.note_replicated(topic, queue_id);
+            broker.storage.topics.note_replicated(topic, queue_id);
         }
         if topic == TIMER_TOPIC {
             // The consume queue keeps the TAGS hash; the delivery time is a property.
@@ -87,25 +87,26 @@ impl MessageArrivingListener for ArrivalBridge {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
             let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
-            broker.timers.on_arrival(max_offset - 1, at, real);
+            broker.deferred.timers.on_arrival(max_offset - 1, at, real);
             // A rolled copy waits no longer than its original did.
             let rolled = property::find(properties, crate::reroute::TIMER_ROLL_FROM).is_some();
             let delay = (!rolled).then_some(at - store_timestamp);
             (broker.metrics.events).timer_parked(real, delay, true);
         } else if topic == SCHEDULE_TOPIC {
-            broker.delay_offsets.on_arrival(queue_id);
-            if let Some(delay) = broker.delay_offsets.level_delay(queue_id + 1) {
+            broker.deferred.delay_offsets.on_arrival(queue_id);
+            if let Some(delay) = broker.deferred.delay_offsets.level_delay(queue_id + 1) {
                 let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
                 let delay = Some(delay.as_millis() as i64);
                 (broker.metrics.events).timer_parked(real, delay, false);
             }
         } else if topic == REMOVED_MESSAGE_TOPIC {
             // A slave learns removals as their records arrive from the master.
-            if let Some((t, q, o)) = crate::state::remove::from_properties(properties) {
-                broker.removals.add(&t, q, o);
+            if let Some((t, q, o)) = crate::state::removal::from_properties(properties) {
+                broker.storage.removals.add(&t, q, o);
             }
         }
         broker
+            .consumers
             .long_polling
             .notify(topic, queue_id, max_offset, tags_code);
         broker.pop.polling.notify(topic, queue_id);
@@ -274,26 +275,36 @@ impl Broker {
             guard.watch(broker.shutdown.clone());
         }
         broker
+            .storage
             .store
             .set_arrival_listener(Arc::new(ArrivalBridge(broker.clone())));
         broker
+            .storage
             .store
             .set_consumed_offsets(Arc::new(ConsumedBridge(broker.clone())));
         // Outcomes recorded before a restart must be known to the first END_TRANSACTION.
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.transactions.catch_up(&b.store)).await;
+        let _ =
+            tokio::task::spawn_blocking(move || b.deferred.transactions.catch_up(&b.storage.store))
+                .await;
         // Checkpoints popped before a restart must be known to the first ack.
-        broker.topics.get_or_create(
+        broker.storage.topics.get_or_create(
             &broker.pop.revive_topic,
             broker.pop.revive_queue_num,
             perm::READ | perm::WRITE,
             0,
         );
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.pop.replay(&b.store, &b.offsets)).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            b.pop.replay(&b.storage.store, &b.consumers.offsets)
+        })
+        .await;
         // Messages removed before a restart stay removed.
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.replay_removals()).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::state::removal::replay(&b.storage.removals, &b.storage.store)
+        })
+        .await;
         // Retries of sends answered before a restart must find their originals.
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.rebuild_duplication_window()).await;
@@ -386,9 +397,9 @@ fn start_replication(
             broker.config.broker_ip2,
             broker.config.ha_listen_port()
         );
-        *broker.ha_server_addr.write_locked() = addr;
+        *broker.roles.ha_server_addr.write_locked() = addr;
         broker.tasks.spawn(vostok_store::ha::serve(
-            broker.store.clone(),
+            broker.storage.store.clone(),
             listener,
             server_tls,
             broker.tasks.clone(),
@@ -397,12 +408,12 @@ fn start_replication(
     }
     if !broker.config.is_master() || broker.config.controller.enable {
         let client = vostok_store::ha::HaClient::start(
-            broker.store.clone(),
+            broker.storage.store.clone(),
             client_tls,
             &broker.tasks,
             broker.shutdown.clone(),
         );
-        let _ = broker.ha_client.set(client);
+        let _ = broker.roles.ha_client.set(client);
     }
 }
 
@@ -419,25 +430,39 @@ fn build_state(
     Broker {
         outer: security::outer_client(&security, &duties),
         guard: security.guard,
-        replicas: crate::state::replicas::ReplicaState::new(vostok_store::ha::EpochFile::load(
-            vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
-        )),
+        roles: crate::state::Roles {
+            master_addr: RwLock::new(None),
+            master_changed: tokio::sync::Notify::new(),
+            ha_server_addr: RwLock::new(String::new()),
+            ha_client: std::sync::OnceLock::new(),
+            replicas: crate::state::replicas::ReplicaState::new(vostok_store::ha::EpochFile::load(
+                vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
+            )),
+        },
         namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
-        topics: TopicConfigManager::load(&config),
-        subscriptions: SubscriptionGroupManager::load(&config),
-        request_modes: crate::state::request_mode::MessageRequestModeManager::load(&config),
-        offsets: ConsumerOffsetManager::load(&config),
-        delay_offsets: DelayOffsetTable::load(&config),
-        timers: TimerTable::load(&config),
-        transactions: TransactionState::load(&config),
+        storage: crate::state::Storage {
+            topics: TopicConfigManager::load(&config),
+            removals: Default::default(),
+            store,
+        },
+        consumers: crate::state::Consumers {
+            subscriptions: SubscriptionGroupManager::load(&config),
+            request_modes: crate::state::request_mode::MessageRequestModeManager::load(&config),
+            offsets: ConsumerOffsetManager::load(&config),
+            clients: ClientRegistry::new(config.metadata.clone()),
+            filters: Default::default(),
+            locks: RebalanceLockManager::default(),
+            long_polling: LongPolling::new(),
+        },
+        deferred: crate::state::Deferred {
+            delay_offsets: DelayOffsetTable::load(&config),
+            timers: TimerTable::load(&config),
+            transactions: TransactionState::load(&config),
+        },
         pop: PopState::new(&config),
-        clients: ClientRegistry::new(config.metadata.clone()),
-        filters: Default::default(),
         dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
-        locks: RebalanceLockManager::default(),
-        long_polling: LongPolling::new(),
         broker_addr,
         stats: BrokerStats::default(),
         runtime: crate::state::runtime_config::RuntimeConfig::new(&config),
@@ -445,19 +470,13 @@ fn build_state(
             config.ops.metrics.is_prom() || config.ops.console_on(),
         ),
         stats_windows: Default::default(),
-        removals: Default::default(),
         boot_timestamp: now_millis(),
-        master_addr: RwLock::new(None),
-        master_changed: tokio::sync::Notify::new(),
-        ha_server_addr: RwLock::new(String::new()),
-        ha_client: std::sync::OnceLock::new(),
         registration: tokio::sync::Mutex::new(false),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
         memory,
         duties,
         config,
-        store,
     }
 }
 
@@ -554,7 +573,7 @@ impl BrokerHandle {
         info!("broker shutting down");
         registration::unregister_all(&broker).await;
         broker.shutdown.cancel();
-        broker.long_polling.wake_all();
+        broker.consumers.long_polling.wake_all();
         broker.pop.polling.wake_all();
         if let Some(grpc) = self.grpc {
             grpc.shutdown().await;
@@ -565,18 +584,18 @@ impl BrokerHandle {
         }
         broker.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(10), broker.tasks.wait()).await;
-        broker.offsets.persist(true);
-        broker.topics.persist();
-        broker.subscriptions.persist();
-        broker.request_modes.persist();
-        broker.delay_offsets.persist();
-        broker.timers.persist();
-        broker.transactions.persist();
+        broker.consumers.offsets.persist(true);
+        broker.storage.topics.persist();
+        broker.consumers.subscriptions.persist();
+        broker.consumers.request_modes.persist();
+        broker.deferred.delay_offsets.persist();
+        broker.deferred.timers.persist();
+        broker.deferred.transactions.persist();
         broker.outer.shutdown().await;
         if let Some(ns) = self.namesrv {
             ns.shutdown().await;
         }
-        let store = broker.store.clone();
+        let store = broker.storage.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
         drop(self.runtimes);
         info!("broker stopped");

@@ -117,16 +117,20 @@ pub(crate) fn page(c: &Console, path: &str, fields: &[(String, String)]) -> (Str
 fn topic_loss(c: &Console, topic: &str) -> (String, String) {
     let b = &c.broker;
     let title = format!("Delete topic {topic}?");
-    let Some(t) = b.topics.get(topic) else {
+    let Some(t) = b.storage.topics.get(topic) else {
         return (title, format!("There is no topic {} here.", esc(topic)));
     };
     let queues = t.read_queue_nums.max(t.write_queue_nums);
     let messages: i64 = (0..queues)
         .map(|q| {
-            (b.store.max_offset_in_queue(topic, q) - b.store.min_offset_in_queue(topic, q)).max(0)
+            (b.storage.store.max_offset_in_queue(topic, q)
+                - b.storage.store.min_offset_in_queue(topic, q))
+            .max(0)
         })
         .sum();
-    let groups: Vec<String> = b.groups_of_topic(topic).into_iter().collect();
+    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(b, topic)
+        .into_iter()
+        .collect();
     let mut loss = format!(
         "Delete topic <strong>{}</strong>: <strong id=\"loss-messages\">{messages}</strong> messages kept on this broker ({queues} queues) will be unreachable.",
         esc(topic)
@@ -147,7 +151,7 @@ fn message_loss(c: &Console, topic: &str, queue: &str, offset: &str) -> (String,
     let (Ok(q), Ok(o)) = (queue.parse::<i32>(), offset.parse::<i64>()) else {
         return (title, "Bad queue id or offset.".to_owned());
     };
-    let Some(m) = c.broker.message_at(topic, q, o) else {
+    let Some(m) = crate::ops::browse::message_at(&c.broker, topic, q, o) else {
         return (
             title,
             format!(
@@ -156,8 +160,10 @@ fn message_loss(c: &Console, topic: &str, queue: &str, offset: &str) -> (String,
             ),
         );
     };
-    let m = crate::state::browse::browsed(&m);
-    let groups: Vec<String> = c.broker.groups_of_topic(topic).into_iter().collect();
+    let m = crate::ops::browse::browsed(&m);
+    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(&c.broker, topic)
+        .into_iter()
+        .collect();
     let loss = format!(
         "Remove message <a href=\"/messages?topic={}&amp;id={}\">{}</a> (topic {}, queue {q}, offset {o}, keys {}, body {}): no group will receive it{}.",
         url(topic),

@@ -74,7 +74,7 @@ pub(crate) fn shown_body(body: &[u8], compressed: bool) -> (String, String) {
 pub(crate) fn page(c: &Console, r: &HttpRequest, viewer: &Viewer, admin: bool) -> String {
     let p = |k: &str| r.param(k).unwrap_or_default().trim().to_owned();
     let (topic, id) = (p("topic"), p("id"));
-    let found = c.broker.messages_by_id(&topic, &id);
+    let found = crate::ops::message_status::messages_by_id(&c.broker, &topic, &id);
     let Some(m) = found.first() else {
         return format!(
             "<p class=\"warn\" id=\"not-found\">No message {} in topic {} on this broker.</p>",
@@ -194,7 +194,14 @@ fn facts(c: &Console, m: &MessageExt) -> String {
 /// an admin, "resend to group X".
 fn groups(c: &Console, m: &MessageExt, admin: bool, back: &str) -> String {
     let oid = offset_id(m);
-    let status = c.broker.message_status(&m.topic, Some(&oid), None);
+    let find = crate::ops::message_status::FindMessage {
+        topic: m.topic.clone(),
+        msg_id: Some(oid.clone()),
+        key: None,
+    };
+    let Ok(status) = crate::ops::message_status::message_status(&c.broker, &find) else {
+        return String::new();
+    };
     let Some(s) = status.messages.first() else {
         return String::new();
     };
@@ -204,6 +211,7 @@ fn groups(c: &Console, m: &MessageExt, admin: bool, back: &str) -> String {
         .map(|g| {
             let online = c
                 .broker
+                .consumers
                 .clients
                 .consumer_group(&g.group)
                 .map(|info| info.client_ids())
@@ -268,7 +276,10 @@ fn groups(c: &Console, m: &MessageExt, admin: bool, back: &str) -> String {
 pub(crate) fn consume_effect(c: &Console, f: Field<'_>) -> (String, String) {
     let (topic, id, group) = (f("topic"), f("msgId"), f("group"));
     let title = format!("Resend to group {group}?");
-    let Some(m) = c.broker.messages_by_id(&topic, &id).into_iter().next() else {
+    let Some(m) = crate::ops::message_status::messages_by_id(&c.broker, &topic, &id)
+        .into_iter()
+        .next()
+    else {
         return (
             title,
             format!(

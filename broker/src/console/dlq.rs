@@ -25,11 +25,11 @@ fn dead_letters(c: &Console, group: &str, from: i64, max: usize) -> Vec<MessageE
     let b = &c.broker;
     let dlq = topic::dlq_topic(group);
     let mut out = Vec::new();
-    for q in b.store.queue_ids(&dlq) {
-        let mut offset = from.max(b.store.min_offset_in_queue(&dlq, q));
-        let end = b.store.max_offset_in_queue(&dlq, q);
+    for q in b.storage.store.queue_ids(&dlq) {
+        let mut offset = from.max(b.storage.store.min_offset_in_queue(&dlq, q));
+        let end = b.storage.store.max_offset_in_queue(&dlq, q);
         while offset < end && out.len() < max {
-            if let Some(m) = b.message_at(&dlq, q, offset) {
+            if let Some(m) = crate::ops::browse::message_at(b, &dlq, q, offset) {
                 out.push(m);
             }
             offset += 1;
@@ -53,11 +53,14 @@ pub(crate) fn page(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let dlq = topic::dlq_topic(&group);
     let b = &c.broker;
     let kept: i64 = b
+        .storage
         .store
         .queue_ids(&dlq)
         .into_iter()
         .map(|q| {
-            (b.store.max_offset_in_queue(&dlq, q) - b.store.min_offset_in_queue(&dlq, q)).max(0)
+            (b.storage.store.max_offset_in_queue(&dlq, q)
+                - b.storage.store.min_offset_in_queue(&dlq, q))
+            .max(0)
         })
         .sum();
     let back = format!("/dlq?group={}&from={from}", url(&group));
@@ -206,7 +209,11 @@ pub(crate) fn back(f: Field<'_>) -> String {
 }
 
 /// POST `/dlq/resend-all`: every dead letter (at most [`MAX_ALL`]) resent to its topic.
-pub(crate) async fn resend_all(c: &Console, f: Field<'_>) -> Result<String, String> {
+pub(crate) async fn resend_all(
+    c: &Console,
+    by: &crate::ops::Operator,
+    f: Field<'_>,
+) -> Result<String, String> {
     let group = f("group");
     let ids: Vec<String> = dead_letters(c, &group, 0, MAX_ALL)
         .iter()
@@ -214,7 +221,11 @@ pub(crate) async fn resend_all(c: &Console, f: Field<'_>) -> Result<String, Stri
         .collect();
     let (mut resent, mut failed) = (0, Vec::new());
     for id in &ids {
-        match c.broker.resend_dlq(&group, id).await {
+        let resend = crate::ops::resend::ResendDlq {
+            group: group.clone(),
+            msg_id: id.clone(),
+        };
+        match crate::ops::resend::resend_dlq(&c.broker, by, resend).await {
             Ok(_) => resent += 1,
             Err(e) => failed.push(format!("{id}: {e}")),
         }

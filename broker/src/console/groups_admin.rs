@@ -27,7 +27,7 @@ fn checkbox(name: &str, label: &str, on: bool, admin: bool) -> String {
 pub(crate) fn page(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let name = r.param("name").unwrap_or_default().trim().to_owned();
     let existing = (!name.is_empty())
-        .then(|| c.broker.subscriptions.get(&name))
+        .then(|| c.broker.consumers.subscriptions.get(&name))
         .flatten();
     let mut out = String::new();
     if !name.is_empty() && existing.is_none() {
@@ -114,7 +114,7 @@ pub(crate) async fn update(c: &Console, f: Field<'_>) -> Result<String, String> 
         .ok()
         .filter(|n| (0..=64).contains(n))
         .ok_or_else(|| format!("retry count {:?} is not 0 to 64", f("retryMaxTimes")))?;
-    let existed = c.broker.subscriptions.get(&group);
+    let existed = c.broker.consumers.subscriptions.get(&group);
     let mut config = existed
         .clone()
         .unwrap_or_else(|| SubscriptionGroupConfig::new(group.clone()));
@@ -159,7 +159,7 @@ pub(crate) fn delete_loss(c: &Console, f: Field<'_>) -> (String, String) {
     let group = f("group");
     let title = format!("Delete group {group}?");
     let b = &c.broker;
-    let lag = b.group_lag(&group, None);
+    let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&group));
     let committed: Vec<_> = lag
         .queues
         .iter()
@@ -167,7 +167,7 @@ pub(crate) fn delete_loss(c: &Console, f: Field<'_>) -> (String, String) {
         .collect();
     let topics: BTreeSet<&str> = committed.iter().map(|q| q.topic.as_str()).collect();
     let behind: i64 = committed.iter().map(|q| q.lag).sum();
-    let online = b.clients.consumer_channels(&group).len();
+    let online = b.consumers.clients.consumer_channels(&group).len();
     let mut loss = format!(
         "Delete group <strong>{}</strong>: its settings and its committed offsets on <strong id=\"loss-queues\">{}</strong> queues ({}) are dropped; {behind} messages it has not consumed yet stay in their topics.",
         esc(&group),
@@ -180,7 +180,7 @@ pub(crate) fn delete_loss(c: &Console, f: Field<'_>) -> (String, String) {
             " {online} consumers of it are online: they start again as a new group (from where their consume-from setting says)."
         );
     }
-    if let Some(config) = b.subscriptions.get(&group) {
+    if let Some(config) = b.consumers.subscriptions.get(&group) {
         loss.push_str(&table(
             "settings",
             &["Retry count", "Orderly", "Broadcast", "Consume"],

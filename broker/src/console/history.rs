@@ -50,8 +50,8 @@ impl History {
         for (_, group, n) in broker.metrics.group_out_totals() {
             *s.group_out.entry(group).or_default() += n;
         }
-        for group in broker.known_groups() {
-            let lag = broker.group_lag(&group, None);
+        for group in crate::ops::lag::known_groups(broker) {
+            let lag = crate::ops::lag::group_lag(broker, &crate::ops::lag::LagOf::all(&group));
             let messages = lag.queues.iter().map(|q| q.lag).sum();
             let ms = lag
                 .queues

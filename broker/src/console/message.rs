@@ -9,8 +9,8 @@ use vostok_remoting::protocol::body::{BrowsedMessage, MessageStatus};
 
 use super::html::{esc, form, hidden, parse_local, size, table, time, url};
 use super::Console;
-use crate::ops;
 use crate::ops::topic::{CreateTopic, DeleteTopic};
+use crate::ops::{self, Operator};
 
 /// Most messages a time-range search lists.
 const MAX_LISTED: usize = 64;
@@ -42,11 +42,15 @@ pub(crate) fn search(c: &Console, r: &HttpRequest, admin: bool) -> String {
         return out;
     }
     if !id.is_empty() || !key.is_empty() {
-        let found = c.broker.message_status(
-            &topic,
-            Some(id.as_str()).filter(|s| !s.is_empty()),
-            Some(key.as_str()).filter(|s| !s.is_empty()),
-        );
+        let find = ops::message_status::FindMessage {
+            topic: topic.clone(),
+            msg_id: Some(id.clone()),
+            key: Some(key.clone()),
+        };
+        let found = match ops::message_status::message_status(&c.broker, &find) {
+            Ok(found) => found,
+            Err(refusal) => return format!("{out}<p class=\"warn\">{}</p>", esc(&refusal.remark)),
+        };
         if found.messages.is_empty() {
             out.push_str("<p class=\"warn\" id=\"not-found\">No such message on this broker.</p>");
         }
@@ -71,14 +75,14 @@ pub(crate) fn search(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let to = parse_local(&end).unwrap_or(now);
     let b = &c.broker;
     let mut listed: Vec<BrowsedMessage> = Vec::new();
-    for q in b.store.queue_ids(&topic) {
-        let mut offset = b.store.offset_in_queue_by_time(&topic, q, from);
-        let max = b.store.max_offset_in_queue(&topic, q);
+    for q in b.storage.store.queue_ids(&topic) {
+        let mut offset = b.storage.store.offset_in_queue_by_time(&topic, q, from);
+        let max = b.storage.store.max_offset_in_queue(&topic, q);
         while offset < max && listed.len() < MAX_LISTED {
-            match b.message_at(&topic, q, offset) {
+            match crate::ops::browse::message_at(b, &topic, q, offset) {
                 Some(m) if m.store_timestamp > to => break,
                 Some(m) if m.store_timestamp >= from => {
-                    listed.push(crate::state::browse::browsed(&m))
+                    listed.push(crate::ops::browse::browsed(&m))
                 }
                 _ => {}
             }
@@ -241,7 +245,15 @@ pub(crate) fn browse(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let topic = r.param("topic").unwrap_or_default();
     let group = r.param("group").filter(|g| !g.is_empty());
     let queue = r.param("queue").and_then(|q| q.parse().ok());
-    let list = c.broker.browse(&topic, group.as_deref(), queue, 64);
+    let request = ops::browse::Browse {
+        topic: topic.clone(),
+        group: group.clone(),
+        queue_id: queue,
+        max: 64,
+    };
+    // A topic this broker does not have lists nothing (a group's DLQ before its first
+    // dead letter).
+    let list = ops::browse::browse(&c.broker, &request).unwrap_or_default();
     let back = format!(
         "/browse?topic={}&group={}&queue={}",
         url(&topic),
@@ -268,16 +280,19 @@ pub(crate) fn browse(c: &Console, r: &HttpRequest, admin: bool) -> String {
 
 type Field<'a> = &'a (dyn Fn(&str) -> String + Sync);
 
-pub(crate) async fn remove(c: &Console, f: Field<'_>) -> Result<String, String> {
+pub(crate) async fn remove(c: &Console, by: &Operator, f: Field<'_>) -> Result<String, String> {
     let queue = f("queueId")
         .parse()
         .map_err(|_| "bad queue id".to_owned())?;
     let offset = f("queueOffset")
         .parse()
         .map_err(|_| "bad queue offset".to_owned())?;
-    let r = c
-        .broker
-        .remove_message(&f("topic"), queue, offset)
+    let remove = ops::remove::RemoveMessage {
+        topic: f("topic"),
+        queue_id: queue,
+        queue_offset: offset,
+    };
+    let r = ops::remove::remove_message(&c.broker, by, remove)
         .await
         .map_err(|e| e.to_string())?;
     Ok(format!(
@@ -286,10 +301,12 @@ pub(crate) async fn remove(c: &Console, f: Field<'_>) -> Result<String, String> 
     ))
 }
 
-pub(crate) async fn resend(c: &Console, f: Field<'_>) -> Result<String, String> {
-    let r = c
-        .broker
-        .resend_dlq(&f("group"), &f("msgId"))
+pub(crate) async fn resend(c: &Console, by: &Operator, f: Field<'_>) -> Result<String, String> {
+    let resend = ops::resend::ResendDlq {
+        group: f("group"),
+        msg_id: f("msgId"),
+    };
+    let r = ops::resend::resend_dlq(&c.broker, by, resend)
         .await
         .map_err(|e| e.to_string())?;
     Ok(format!("resent to {} as {}", r.topic, r.msg_id))

@@ -350,6 +350,7 @@ impl Console {
         let Some(code) = viewer::action_code(&r.path) else {
             return HttpResponse::text(404, "no such action\n");
         };
+        let by = crate::ops::Operator::Console(viewer.account().unwrap_or("").to_owned());
         let form: Vec<(String, String)> = r.form();
         let field = |k: &str| {
             form.iter()
@@ -375,8 +376,8 @@ impl Console {
                 "/topics".to_owned(),
                 message::delete_topic(self, &field).await,
             ),
-            "/messages/remove" => (field("back"), message::remove(self, &field).await),
-            "/messages/resend" => (field("back"), message::resend(self, &field).await),
+            "/messages/remove" => (field("back"), message::remove(self, &by, &field).await),
+            "/messages/resend" => (field("back"), message::resend(self, &by, &field).await),
             "/messages/consume" => (field("back"), detail::consume(self, &field).await),
             "/groups/update" => (
                 groups_admin::update_back(&field),
@@ -394,7 +395,7 @@ impl Console {
                 test_send::back(&field),
                 test_send::send(self, &field, r.peer).await,
             ),
-            "/dlq/resend-all" => (dlq::back(&field), dlq::resend_all(self, &field).await),
+            "/dlq/resend-all" => (dlq::back(&field), dlq::resend_all(self, &by, &field).await),
             "/config/update" => ("/config".to_owned(), broker_config::update(self, &form)),
             "/offsets/reset" => (offsets::back(&field), offsets::reset(self, &field)),
             _ => return HttpResponse::text(404, "no such action\n"),

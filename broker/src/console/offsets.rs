@@ -89,7 +89,7 @@ fn local_input(ms: i64) -> String {
 pub(crate) fn page(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let group = r.param("group").unwrap_or_default();
     let b = &c.broker;
-    let lag = b.group_lag(&group, None);
+    let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&group));
     let mut topics: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     for q in &lag.queues {
         let t = topics.entry(q.topic.clone()).or_default();
@@ -177,7 +177,12 @@ pub(crate) fn loss(c: &Console, f: Field<'_>) -> (String, String) {
     };
     let skipped: i64 = queues.iter().map(QueueReset::skipped).sum();
     let replayed: i64 = queues.iter().map(QueueReset::replayed).sum();
-    let online = c.broker.clients.consumer_channels(&reset.group).len();
+    let online = c
+        .broker
+        .consumers
+        .clients
+        .consumer_channels(&reset.group)
+        .len();
     let mut out = format!(
         "Reset group <strong>{}</strong> on topic <strong>{}</strong> to {}: it skips <strong id=\"loss-skipped\">{skipped}</strong> messages and receives <strong id=\"loss-replayed\">{replayed}</strong> again. {}",
         esc(&reset.group),

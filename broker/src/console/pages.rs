@@ -18,9 +18,9 @@ use super::{svg, Console};
 pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String {
     let b = &c.broker;
     let cfg = &b.config;
-    let info = b.store.runtime_info();
+    let info = b.storage.store.runtime_info();
     let get = |k: &str| info.get(k).cloned().unwrap_or_default();
-    let store = &b.store;
+    let store = &b.storage.store;
     let max = store.max_phy_offset();
     let mut rows = vec![
         vec!["Cluster".into(), esc(&cfg.broker_cluster_name)],
@@ -56,12 +56,12 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
             "Topics / groups".into(),
             format!(
                 "{} / {}",
-                b.topics.topic_names().len(),
-                b.subscriptions.group_names().len()
+                b.storage.topics.topic_names().len(),
+                b.consumers.subscriptions.group_names().len()
             ),
         ],
     ];
-    if let Some(master) = b.master_addr.read_locked().clone() {
+    if let Some(master) = b.roles.master_addr.read_locked().clone() {
         rows.push(vec!["Master".into(), esc(&master)]);
     }
     let mut out = String::from("<h2>Brokers</h2>");
@@ -116,7 +116,7 @@ pub(crate) fn topics(
 ) -> String {
     let b = &c.broker;
     let admin = viewer.is_admin();
-    let mut names = b.topics.topic_names();
+    let mut names = b.storage.topics.topic_names();
     names.retain(|t| in_namespace(namespace, t) && (admin || viewer.reads_topic(t)));
     names.sort();
     let totals: std::collections::BTreeMap<String, u64> =
@@ -125,13 +125,13 @@ pub(crate) fn topics(
     let own = own_cell(c);
     let mut rows: Vec<Vec<String>> = names
         .iter()
-        .filter_map(|n| b.topics.get(n))
+        .filter_map(|n| b.storage.topics.get(n))
         .map(|t| {
             let queues = t.read_queue_nums.max(t.write_queue_nums);
             let messages: i64 = (0..queues)
                 .map(|q| {
-                    b.store.max_offset_in_queue(&t.topic_name, q)
-                        - b.store.min_offset_in_queue(&t.topic_name, q)
+                    b.storage.store.max_offset_in_queue(&t.topic_name, q)
+                        - b.storage.store.min_offset_in_queue(&t.topic_name, q)
                 })
                 .sum();
             let delete = if !admin || topic::is_system_topic(&t.topic_name) {
@@ -210,21 +210,22 @@ pub(crate) fn topics(
 /// One topic: queues with offsets, in rate over the hour.
 pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
     let b = &c.broker;
-    let Some(t) = b.topics.get(name) else {
+    let Some(t) = b.storage.topics.get(name) else {
         return format!("<p class=\"warn\">No topic {} here.</p>", esc(name));
     };
     let rows: Vec<Vec<String>> = (0..t.read_queue_nums.max(t.write_queue_nums))
         .map(|q| {
             let (min, max) = (
-                b.store.min_offset_in_queue(name, q),
-                b.store.max_offset_in_queue(name, q),
+                b.storage.store.min_offset_in_queue(name, q),
+                b.storage.store.max_offset_in_queue(name, q),
             );
             vec![
                 q.to_string(),
                 min.to_string(),
                 max.to_string(),
                 time(
-                    b.store
+                    b.storage
+                        .store
                         .message_store_timestamp(name, q, max - 1)
                         .unwrap_or(0),
                 ),
@@ -247,8 +248,7 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
             url(name)
         );
     }
-    let groups: Vec<String> = b
-        .groups_of_topic(name)
+    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(b, name)
         .into_iter()
         .filter(|g| viewer.reads_group(g))
         .map(|g| format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)))
@@ -282,14 +282,13 @@ pub(crate) fn groups(
     let now = now_millis();
     let own = own_cell(c);
     // The broker's own groups (revive, transaction check) are not the operator's.
-    let mut rows: Vec<Vec<String>> = b
-        .known_groups()
+    let mut rows: Vec<Vec<String>> = crate::ops::lag::known_groups(b)
         .into_iter()
         .filter(|g| {
             !g.starts_with("CID_RMQ_SYS_") && in_namespace(namespace, g) && viewer.reads_group(g)
         })
         .map(|g| {
-            let lag = b.group_lag(&g, None);
+            let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&g));
             let behind: i64 = lag.queues.iter().map(|q| q.lag).sum();
             let ms = lag
                 .queues
@@ -297,7 +296,11 @@ pub(crate) fn groups(
                 .map(|q| q.latency_ms(now))
                 .max()
                 .unwrap_or(0);
-            let clients = b.clients.consumer_group(&g).map_or(0, |i| i.channels.len());
+            let clients = b
+                .consumers
+                .clients
+                .consumer_group(&g)
+                .map_or(0, |i| i.channels.len());
             vec![
                 format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)),
                 own.clone(),
@@ -345,7 +348,7 @@ pub(crate) fn groups(
 pub(crate) fn group(c: &Console, name: &str) -> String {
     let b = &c.broker;
     let now = now_millis();
-    let lag = b.group_lag(name, None);
+    let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(name));
     let rows: Vec<Vec<String>> = lag
         .queues
         .iter()
@@ -394,6 +397,7 @@ pub(crate) fn group(c: &Console, name: &str) -> String {
         &rows,
     ));
     let clients: Vec<Vec<String>> = b
+        .consumers
         .clients
         .connected_clients()
         .into_iter()
@@ -439,6 +443,7 @@ pub(crate) fn clients(c: &Console, others: Option<&Others>) -> String {
     let own = own_cell(c);
     let mut rows: Vec<Vec<String>> = c
         .broker
+        .consumers
         .clients
         .connected_clients()
         .into_iter()

@@ -9,7 +9,7 @@ use super::Console;
 
 pub(crate) fn page(c: &Console, r: &HttpRequest) -> String {
     let only = r.param("group").filter(|g| !g.trim().is_empty());
-    let mut groups = c.broker.clients.producer_groups();
+    let mut groups = c.broker.consumers.clients.producer_groups();
     groups.retain(|(g, _)| only.as_deref().is_none_or(|o| o.trim() == g));
     groups.sort_by(|a, b| a.0.cmp(&b.0));
     let mut rows = Vec::new();

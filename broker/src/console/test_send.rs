@@ -10,7 +10,6 @@ use vostok_remoting::protocol::message::id::UniqIdGenerator;
 use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::Channel;
 
 use super::html::{esc, url};
 use super::offsets::Field;
@@ -47,7 +46,7 @@ pub(crate) fn back(f: Field<'_>) -> String {
 pub(crate) async fn send(c: &Console, f: Field<'_>, peer: SocketAddr) -> Result<String, String> {
     let name = f("topic");
     let b = &c.broker;
-    if b.topics.get(&name).is_none() || topic::is_system_topic(&name) {
+    if b.storage.topics.get(&name).is_none() || topic::is_system_topic(&name) {
         return Err(format!("no topic {name} to send to here"));
     }
     let mut props = Properties::new();
@@ -79,8 +78,11 @@ pub(crate) async fn send(c: &Console, f: Field<'_>, peer: SocketAddr) -> Result<
         max_reconsume_times: None,
         received: None,
     };
-    let channel = Channel::detached(peer, b.broker_addr, 1).0;
-    let stored = op::send(b, &channel, request).await.map_err(|r| r.remark)?;
+    let client = crate::ops::Client {
+        addr: peer,
+        connection: None,
+    };
+    let stored = op::send(b, client, request).await.map_err(|r| r.remark)?;
     let status = match stored.ack {
         Ack::Stored => "SEND_OK",
         Ack::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",

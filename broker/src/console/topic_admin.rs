@@ -34,7 +34,7 @@ fn perm_name(p: i32) -> &'static str {
 /// `/topic/edit?name=T`: the form, for an admin.
 pub(crate) fn page(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let name = r.param("name").unwrap_or_default();
-    let Some(t) = c.broker.topics.get(&name) else {
+    let Some(t) = c.broker.storage.topics.get(&name) else {
         return format!("<p class=\"warn\">No topic {} here.</p>", esc(&name));
     };
     let mut out = format!(
@@ -80,6 +80,7 @@ fn request(c: &Console, f: Field<'_>) -> Result<(TopicConfig, CreateTopic), Stri
     let name = f("topic");
     let t = c
         .broker
+        .storage
         .topics
         .get(&name)
         .ok_or_else(|| format!("no topic {name} here"))?;
@@ -131,8 +132,8 @@ pub(crate) fn loss(c: &Console, f: Field<'_>) -> (String, String) {
         let b = &c.broker;
         let unread: i64 = (change.read_queue_nums..t.read_queue_nums)
             .map(|q| {
-                (b.store.max_offset_in_queue(&t.topic_name, q)
-                    - b.store.min_offset_in_queue(&t.topic_name, q))
+                (b.storage.store.max_offset_in_queue(&t.topic_name, q)
+                    - b.storage.store.min_offset_in_queue(&t.topic_name, q))
                 .max(0)
             })
             .sum();

@@ -123,10 +123,11 @@ pub(crate) fn of(c: &Console, trace_topic: &str, m: &MessageExt) -> Vec<Record> 
         .get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         .filter(|u| !u.is_empty())
         .unwrap_or(&offset_id);
-    let found = c
-        .broker
-        .store
-        .query_message(trace_topic, uniq, MAX_TRACE_MESSAGES, 0, i64::MAX);
+    let found =
+        c.broker
+            .storage
+            .store
+            .query_message(trace_topic, uniq, MAX_TRACE_MESSAGES, 0, i64::MAX);
     let mut out: Vec<Record> = found
         .messages
         .iter()

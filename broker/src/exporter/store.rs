@@ -22,7 +22,7 @@ fn with(mut labels: Labels, more: &[(&'static str, String)]) -> Labels {
 }
 
 pub(super) fn storage(b: &Broker) -> Vec<GaugeFamily> {
-    let store = &b.store;
+    let store = &b.storage.store;
     let max = store.max_phy_offset();
     let mut size = GaugeFamily::new("rocketmq_storage_size", "Broker storage size, bytes");
     size.samples
@@ -71,7 +71,7 @@ pub(super) fn timers(b: &Broker) -> Vec<GaugeFamily> {
     if !b.config.timer_wheel_enable {
         return Vec::new();
     }
-    let s = b.timers.snapshot(now_millis());
+    let s = b.deferred.timers.snapshot(now_millis());
     let mut lag = GaugeFamily::new(
         "rocketmq_timer_dequeue_lag",
         "Timer messages due and not delivered yet",

@@ -44,7 +44,7 @@ fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, v: i64) -> Result<()
 
 /// Encodes the tier's metrics; nothing when the tier is off.
 pub(super) fn encode(b: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    let Some(t) = b.store.tier_status() else {
+    let Some(t) = b.storage.store.tier_status() else {
         return Ok(());
     };
     encode_status(&t, e)

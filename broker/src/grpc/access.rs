@@ -17,6 +17,7 @@ use super::proto::{
     SendMessageRequest, Status, SyncLiteSubscriptionRequest, UpdateOffsetRequest,
 };
 use super::status::status;
+use crate::ops::stored_access::stored_message_resources;
 use crate::state::Broker;
 
 /// What a call needs: the remoting request it stands for and its resources (read from
@@ -98,7 +99,7 @@ fn stored(
     what: &str,
 ) -> Result<Vec<Resource<'static>>, Access<'static>> {
     offset
-        .and_then(|o| broker.stored_message_resources(o, group))
+        .and_then(|o| stored_message_resources(&broker.storage.store, o, group))
         .ok_or_else(|| Access::Unresolved(format!("names no stored message ({what})").into()))
 }
 

@@ -16,6 +16,7 @@ use super::proto::{
 use super::status::{from_refusal, from_remoting, ok, status};
 use crate::ops::pop::{self, PopError};
 use crate::ops::send_back::{send_back, SendBack};
+use crate::ops::Client;
 
 /// Longest invisible time a change may ask (Apache's `maxInvisibleTimeMills`).
 const MAX_INVISIBLE_MS: i64 = 12 * 3600 * 1000;
@@ -195,8 +196,12 @@ pub(crate) async fn forward_to_dlq(
             origin_topic: Some(topic.clone()),
             max_reconsume_times: Some(request.max_delivery_attempts.saturating_sub(1).max(0)),
         };
-        let channel = svc.channel_for(ctx);
-        send_back(&svc.broker, &channel, back)
+        let session = svc.session_channel(ctx);
+        let client = Client {
+            addr: ctx.remote,
+            connection: session.as_ref(),
+        };
+        send_back(&svc.broker, client, back)
             .await
             .map_err(from_refusal)?;
         let read_topic = handle.extra.retry.real_topic(&topic, &group);

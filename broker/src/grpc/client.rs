@@ -25,6 +25,7 @@ use super::proto::{
 };
 use super::session::Session;
 use super::status::{ok, status};
+use crate::ops::clients;
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration, OverLimit};
 use crate::state::consumer_filter::ExpressionMessageFilter;
 use crate::state::Broker;
@@ -116,6 +117,7 @@ pub(crate) fn register(
                 let name = ctx.name_of(Some(t));
                 valid_topic(&name)?;
                 broker
+                    .consumers
                     .clients
                     .register_producer(&name, channel_info(session))
                     .map_err(over_limit)?;
@@ -136,20 +138,21 @@ pub(crate) fn register(
                     subscription_of(&ctx.name_of(topic.as_ref()), expression.as_ref())
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let changed = broker
-                .register_consumer(
-                    channel_info(session),
-                    ConsumerRegistration {
-                        group: name.clone(),
-                        consume_type,
-                        message_model: MessageModel::Clustering,
-                        consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
-                        subscriptions,
-                    },
-                )
-                .map_err(over_limit)?;
+            let changed = clients::register_consumer(
+                &broker.consumers,
+                &broker.storage.topics,
+                channel_info(session),
+                ConsumerRegistration {
+                    group: name.clone(),
+                    consume_type,
+                    message_model: MessageModel::Clustering,
+                    consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+                    subscriptions,
+                },
+            )
+            .map_err(over_limit)?;
             if changed {
-                broker.notify_consumer_ids_changed(vec![name]);
+                clients::notify_consumer_ids_changed(broker, vec![name]);
             }
             Ok(())
         }

@@ -37,17 +37,6 @@ impl GrpcService {
         }
     }
 
-    /// The channel a request acts under: its session's, or, for a client that has not
-    /// sent its settings, one of its own, closed from the start: nothing reaches the
-    /// client through it and the broker keeps nothing under it.
-    pub(crate) fn channel_for(&self, ctx: &RequestContext) -> Channel {
-        self.session_channel(ctx).unwrap_or_else(|| {
-            let channel = Channel::detached(ctx.remote, ctx.local, 1).0;
-            channel.close();
-            channel
-        })
-    }
-
     /// The channel of the request's session, when the client sent its settings.
     pub(crate) fn session_channel(&self, ctx: &RequestContext) -> Option<Channel> {
         self.sessions

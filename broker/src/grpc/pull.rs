@@ -100,9 +100,10 @@ async fn pull(
             .unwrap_or(0)
             .clamp(0, CONSUMER_LONG_POLLING_MS);
         if timeout > 0 {
-            let store = broker.store.clone();
+            let store = broker.storage.store.clone();
             let (t, q) = (topic.clone(), queue.id);
             broker
+                .consumers
                 .long_polling
                 .hold(
                     &topic,
@@ -172,6 +173,7 @@ pub(crate) fn update_offset(
         let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
         consuming_group(&svc.broker, &group, svc.session_channel(ctx).as_ref()).map_err(map_err)?;
         svc.broker
+            .consumers
             .offsets
             .commit(&group, &topic, queue.id, request.offset);
         Ok(())
@@ -189,7 +191,7 @@ pub(crate) fn get_offset(
     let group = ctx.name_of(request.group.as_ref());
     let queue = request.message_queue.unwrap_or_default();
     let topic = ctx.name_of(queue.topic.as_ref());
-    let offset = svc.broker.offsets.query(&group, &topic, queue.id);
+    let offset = svc.broker.consumers.offsets.query(&group, &topic, queue.id);
     if offset < 0 {
         return GetOffsetResponse {
             status: Some(status(
@@ -212,7 +214,7 @@ pub(crate) fn query_offset(
 ) -> QueryOffsetResponse {
     let queue = request.message_queue.unwrap_or_default();
     let topic = ctx.name_of(queue.topic.as_ref());
-    let store = &svc.broker.store;
+    let store = &svc.broker.storage.store;
     let offset = match QueryOffsetPolicy::try_from(request.query_offset_policy) {
         Ok(QueryOffsetPolicy::End) => store.max_offset_in_queue(&topic, queue.id),
         Ok(QueryOffsetPolicy::Timestamp) => {

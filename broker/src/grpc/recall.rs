@@ -26,7 +26,10 @@ pub(crate) fn recall_handle(
     commit_log_offset: i64,
     message_id: &str,
 ) -> Option<String> {
-    let parked = broker.store.look_message_by_offset(commit_log_offset)?;
+    let parked = broker
+        .storage
+        .store
+        .look_message_by_offset(commit_log_offset)?;
     (parked.topic == TIMER_TOPIC).then(|| {
         format!(
             "v1 {topic} {} {commit_log_offset} {message_id}",
@@ -73,7 +76,10 @@ fn recall(
         ));
     }
     let commit_log_offset: i64 = offset.parse().map_err(|_| bad())?;
-    let parked = broker.store.look_message_by_offset(commit_log_offset);
+    let parked = broker
+        .storage
+        .store
+        .look_message_by_offset(commit_log_offset);
     let found = parked.filter(|m| {
         m.topic == TIMER_TOPIC
             && m.property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX) == Some(message_id)
@@ -85,7 +91,7 @@ fn recall(
             "no timer message for this recall handle",
         ));
     };
-    let mut progress = broker.timers.lock();
+    let mut progress = broker.deferred.timers.lock();
     if progress.is_delivered(offset) {
         return Err(status(
             Code::NotFound,

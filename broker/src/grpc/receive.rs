@@ -131,6 +131,7 @@ async fn receive(
         })
         .unwrap_or(false)
         || broker
+            .consumers
             .subscriptions
             .get(&group)
             .is_some_and(|g| g.consume_message_orderly);

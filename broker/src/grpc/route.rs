@@ -27,7 +27,7 @@ use super::proto::{
     QueryRouteResponse, Resource, Status,
 };
 use super::status::{ok, status};
-use crate::state::auto_create::NotCreated;
+use crate::ops::auto_create::{create_topic_in_send, NotCreated};
 use crate::state::Broker;
 
 /// How long a route lookup waits for a name server.
@@ -57,7 +57,7 @@ pub(crate) async fn query_route(
             }
         }
     };
-    let types = accepted_types(svc.broker.topics.get(&topic).as_ref());
+    let types = accepted_types(svc.broker.storage.topics.get(&topic).as_ref());
     let resource = request.topic.unwrap_or_default();
     let mut queues = Vec::new();
     for queue_data in &route.queue_datas {
@@ -103,6 +103,7 @@ pub(crate) async fn query_assignment(
     };
     let fifo = svc
         .broker
+        .consumers
         .subscriptions
         .get(&group)
         .is_some_and(|g| g.consume_message_orderly);
@@ -185,12 +186,14 @@ pub(crate) async fn route_of(
             _ => break,
         }
     }
-    let local = match broker.topics.get(topic_name) {
+    let local = match broker.storage.topics.get(topic_name) {
         Some(config) => Ok(config),
         None if broker.runtime.auto_create_topic_enable()
             && !topic::is_system_topic(topic_name) =>
         {
-            broker.create_topic_in_send(
+            create_topic_in_send(
+                &broker.storage.topics,
+                &broker.consumers.clients,
                 client,
                 topic_name,
                 topic::AUTO_CREATE_TOPIC_KEY_TOPIC,

@@ -15,7 +15,6 @@ use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::latency_trace;
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::Channel;
 
 use super::client::valid_topic;
 use super::context::RequestContext;
@@ -29,6 +28,7 @@ use super::recall::recall_handle;
 use super::status::{from_ack, from_refusal, ok, status};
 use crate::ops::send::{self as op, Destination, SendRequest};
 use crate::ops::stored::Ack;
+use crate::ops::Client;
 
 /// Most messages in one SendMessage request.
 const MAX_BATCH: usize = 1024;
@@ -65,11 +65,15 @@ pub(crate) async fn send_message(
             "topic in message is not same",
         ));
     }
-    let channel = svc.channel_for(ctx);
+    let session = svc.session_channel(ctx);
+    let client = Client {
+        addr: ctx.remote,
+        connection: session.as_ref(),
+    };
     let single = request.messages.len() == 1;
     let mut entries = Vec::with_capacity(request.messages.len());
     for message in request.messages {
-        entries.push(send_one(svc, ctx, &channel, message, single).await);
+        entries.push(send_one(svc, ctx, client, message, single).await);
     }
     let mut codes: Vec<i32> = entries
         .iter()
@@ -97,7 +101,7 @@ fn failed(status: Status) -> SendResultEntry {
 async fn send_one(
     svc: &GrpcService,
     ctx: &RequestContext,
-    channel: &Channel,
+    client: Client<'_>,
     message: Message,
     single: bool,
 ) -> SendResultEntry {
@@ -107,7 +111,7 @@ async fn send_one(
         Ok(built) => built,
         Err(status) => return failed(status),
     };
-    let header = match op::send(broker, channel, built.request).await {
+    let header = match op::send(broker, client, built.request).await {
         Ok(stored) if stored.ack == Ack::Stored => stored,
         Ok(stored) => return failed(from_ack(stored.ack)),
         Err(refusal) => return failed(from_refusal(refusal)),
@@ -238,7 +242,10 @@ fn build_request(
         .as_ref()
         .map(millis_of)
         .unwrap_or_else(now_millis);
-    let queue_id = match (single && !group.is_empty(), broker.topics.get(topic_name)) {
+    let queue_id = match (
+        single && !group.is_empty(),
+        broker.storage.topics.get(topic_name),
+    ) {
         (true, Some(config)) if config.write_queue_nums > 0 => {
             consistent_hash(i64::from(java_string_hash(group)), config.write_queue_nums)
         }

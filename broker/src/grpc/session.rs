@@ -26,6 +26,7 @@ use super::convert::{to_proto, Delivery};
 use super::proto::telemetry_command::Command;
 use super::proto::{Code, RecoverOrphanedTransactionCommand, Settings, Status, TelemetryCommand};
 use super::status::{ok, status};
+use crate::ops::clients;
 use crate::state::Broker;
 
 /// Commands the broker may queue for one client before further ones wait (and time
@@ -151,7 +152,7 @@ impl Sessions {
     pub(crate) fn close(&self, broker: &Broker, client_id: &str) -> Option<Arc<Session>> {
         let session = self.table.write_locked().remove(client_id)?;
         session.channel.close();
-        broker.on_channel_closed(&session.channel);
+        clients::on_channel_closed(broker, &session.channel);
         Some(session)
     }
 
@@ -203,7 +204,7 @@ async fn forward(
     if let Some(sessions) = sessions.upgrade() {
         sessions.remove_if_same(&session);
     }
-    broker.on_channel_closed(&session.channel);
+    clients::on_channel_closed(&broker, &session.channel);
     info!(client = %session.client_id, "gRPC client session closed");
 }
 

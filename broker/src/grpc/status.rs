@@ -56,6 +56,8 @@ pub(crate) fn from_refusal(refusal: Refusal) -> Status {
         Refused::InvalidParameter | Refused::MessageIllegal => Code::BadRequest,
         Refused::TopicNotExist => Code::TopicNotFound,
         Refused::GroupNotExist => Code::ConsumerGroupNotFound,
+        Refused::NotOnline => Code::NotFound,
+        Refused::OffsetNotFound => Code::OffsetNotFound,
         Refused::NotMaster => Code::HaNotAvailable,
         Refused::NotAvailable | Refused::SystemError => Code::InternalServerError,
     };

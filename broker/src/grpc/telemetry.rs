@@ -149,6 +149,7 @@ pub(crate) fn merged(broker: &Broker, ctx: &RequestContext, raw: &Settings) -> S
         Some(PubSub::Subscription(subscription)) => {
             let group = ctx.name_of(subscription.group.as_ref());
             let config = broker
+                .consumers
                 .subscriptions
                 .get(&group)
                 .unwrap_or_else(|| SubscriptionGroupConfig::new(&group));

@@ -42,7 +42,7 @@ async fn end(
     };
     let (_, commit_log_offset) =
         decode_offset_msg_id(request.transaction_id.trim()).map_err(|_| invalid())?;
-    let store = svc.broker.store.clone();
+    let store = svc.broker.storage.store.clone();
     let half = tokio::task::spawn_blocking(move || store.look_message_by_offset(commit_log_offset))
         .await
         .ok()

@@ -25,10 +25,11 @@ pub(crate) fn update_broker_config(
     }
     info!(changes = ?changes, "broker config updated at run time");
     broker
+        .consumers
         .subscriptions
         .set_auto_create(broker.runtime.auto_create_subscription_group());
     if broker.runtime.broker_permission() != before {
-        broker.topics.bump_version();
+        broker.storage.topics.bump_version();
     }
     Ok(())
 }

@@ -74,6 +74,7 @@ pub(crate) async fn consume_directly(
         )
     };
     let raw = broker
+        .storage
         .store
         .select_one_message_by_offset(offset)
         .ok_or_else(not_found)?;
@@ -84,6 +85,7 @@ pub(crate) async fn consume_directly(
         }
     }
     let mut online: Vec<_> = broker
+        .consumers
         .clients
         .consumer_group(&request.group)
         .map(|g| g.channels.into_values().collect())

@@ -29,7 +29,7 @@ pub(crate) async fn update_group(
         return Err(Refusal::new(Refused::InvalidParameter, reason));
     }
     info!(group = %config.group_name, retry_max_times = config.retry_max_times, orderly = config.consume_message_orderly, broadcast = config.consume_broadcast_enable, consume_enable = config.consume_enable, "subscription group updated");
-    broker.subscriptions.update(config);
+    broker.consumers.subscriptions.update(config);
     broker.persist_configs().await;
     Ok(())
 }
@@ -43,10 +43,10 @@ pub(crate) async fn delete_group(broker: &Arc<Broker>, delete: DeleteGroup) -> R
             "bad request header: missing groupName",
         ));
     }
-    broker.subscriptions.delete(&delete.group);
-    if delete.clean_offset && broker.offsets.remove_group(&delete.group) {
+    broker.consumers.subscriptions.delete(&delete.group);
+    if delete.clean_offset && broker.consumers.offsets.remove_group(&delete.group) {
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.offsets.persist(false)).await;
+        let _ = tokio::task::spawn_blocking(move || b.consumers.offsets.persist(false)).await;
     }
     info!(group = %delete.group, clean_offset = delete.clean_offset, "subscription group deleted");
     broker.persist_configs().await;
@@ -67,29 +67,35 @@ mod tests {
         config.retry_max_times = 3;
         config.consume_message_orderly = true;
         update_group(b, config.clone()).await.unwrap();
-        let kept = b.subscriptions.get("ops-group").unwrap();
+        let kept = b.consumers.subscriptions.get("ops-group").unwrap();
         assert_eq!(
             (kept.retry_max_times, kept.consume_message_orderly),
             (3, true)
         );
         config.consume_enable = false;
         update_group(b, config).await.unwrap();
-        assert!(!b.subscriptions.get("ops-group").unwrap().consume_enable);
+        assert!(
+            !b.consumers
+                .subscriptions
+                .get("ops-group")
+                .unwrap()
+                .consume_enable
+        );
 
-        b.offsets.commit("ops-group", "ops-topic", 0, 7);
+        b.consumers.offsets.commit("ops-group", "ops-topic", 0, 7);
         let keep_offsets = DeleteGroup {
             group: "ops-group".into(),
             clean_offset: false,
         };
         delete_group(b, keep_offsets).await.unwrap();
-        assert!(b.subscriptions.get("ops-group").is_none());
-        assert_eq!(b.offsets.query("ops-group", "ops-topic", 0), 7);
+        assert!(b.consumers.subscriptions.get("ops-group").is_none());
+        assert_eq!(b.consumers.offsets.query("ops-group", "ops-topic", 0), 7);
         let clean = DeleteGroup {
             group: "ops-group".into(),
             clean_offset: true,
         };
         delete_group(b, clean).await.unwrap();
-        assert_eq!(b.offsets.query("ops-group", "ops-topic", 0), -1);
+        assert_eq!(b.consumers.offsets.query("ops-group", "ops-topic", 0), -1);
 
         let kind = |r: Result<(), Refusal>| r.err().map(|r| r.kind);
         let bad = SubscriptionGroupConfig::new("bad group!");

@@ -85,7 +85,7 @@ impl QueueReset {
 
 /// What `reset` would do, queue by queue, changing nothing.
 pub(crate) fn plan(broker: &Broker, reset: &ResetOffset) -> Result<Vec<QueueReset>, Refusal> {
-    let Some(topic) = broker.topics.get(&reset.topic) else {
+    let Some(topic) = broker.storage.topics.get(&reset.topic) else {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!(
@@ -96,13 +96,20 @@ pub(crate) fn plan(broker: &Broker, reset: &ResetOffset) -> Result<Vec<QueueRese
     };
     Ok((0..topic.write_queue_nums)
         .map(|queue_id| {
-            let committed = broker.offsets.query(&reset.group, &reset.topic, queue_id);
+            let committed = broker
+                .consumers
+                .offsets
+                .query(&reset.group, &reset.topic, queue_id);
             let committed = (committed >= 0).then_some(committed);
-            let max = broker.store.max_offset_in_queue(&reset.topic, queue_id);
+            let max = broker
+                .storage
+                .store
+                .max_offset_in_queue(&reset.topic, queue_id);
             let target = match reset.to {
                 ResetTo::End => max,
                 ResetTo::Time(ms) => {
                     broker
+                        .storage
                         .store
                         .offset_in_queue_by_time(&reset.topic, queue_id, ms)
                 }
@@ -132,6 +139,7 @@ pub(crate) fn apply(
     let mut table = ResetOffsetBody::default();
     for q in queues {
         broker
+            .consumers
             .offsets
             .commit(&reset.group, &reset.topic, q.queue_id, q.offset);
         let mq = MessageQueue::new(
@@ -142,7 +150,7 @@ pub(crate) fn apply(
         table.offset_table.insert(mq, q.offset);
     }
     let body = table.encode();
-    let channels = broker.clients.consumer_channels(&reset.group);
+    let channels = broker.consumers.clients.consumer_channels(&reset.group);
     let online = channels.len();
     for channel in channels {
         let push = RemotingCommand::request_with_header(
@@ -177,13 +185,13 @@ mod tests {
         for i in 0..count {
             let mut send = crate::ops::send::tests::to(topic);
             send.to.queue_id = i % 2;
-            crate::ops::send::send(b, &testing::peer(), send)
+            crate::ops::send::send(b, testing::peer(), send)
                 .await
                 .unwrap();
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while (0..2)
-            .map(|q| b.store.max_offset_in_queue(topic, q))
+            .map(|q| b.storage.store.max_offset_in_queue(topic, q))
             .sum::<i64>()
             < i64::from(count)
         {
@@ -209,7 +217,9 @@ mod tests {
         };
         create_topic(b, create).await.unwrap();
         fill(b, "reset-topic", 5).await;
-        b.offsets.commit("reset-group", "reset-topic", 0, 1);
+        b.consumers
+            .offsets
+            .commit("reset-group", "reset-topic", 0, 1);
         let mut reset = ResetOffset {
             group: "reset-group".into(),
             topic: "reset-topic".into(),
@@ -223,10 +233,19 @@ mod tests {
         assert_eq!((queues[1].committed, queues[1].offset), (None, 2));
         assert_eq!(queues[1].skipped(), 2);
         // A plan changes nothing.
-        assert_eq!(b.offsets.query("reset-group", "reset-topic", 0), 1);
+        assert_eq!(
+            b.consumers.offsets.query("reset-group", "reset-topic", 0),
+            1
+        );
         apply(b, &reset, &queues);
-        assert_eq!(b.offsets.query("reset-group", "reset-topic", 0), 3);
-        assert_eq!(b.offsets.query("reset-group", "reset-topic", 1), 2);
+        assert_eq!(
+            b.consumers.offsets.query("reset-group", "reset-topic", 0),
+            3
+        );
+        assert_eq!(
+            b.consumers.offsets.query("reset-group", "reset-topic", 1),
+            2
+        );
 
         // Back to the beginning: everything is replayed.
         reset.to = ResetTo::Time(0);

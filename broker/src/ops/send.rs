@@ -13,14 +13,13 @@ use vostok_remoting::protocol::body::{TopicConfig, TopicFilterType};
 use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::topic::{self, perm};
-use vostok_remoting::Channel;
 use vostok_store::MessageInner;
 
+use super::auto_create::{create_topic_in_send, find_or_create_group, NotCreated};
 use super::send_dedupe;
 use super::stored::{choose_queue, stamp_append, stored, Stored};
-use super::{Refusal, Refused};
+use super::{Client, Refusal, Refused};
 use crate::reroute::{self, Parking};
-use crate::state::auto_create::NotCreated;
 use crate::state::metrics::MessageKind;
 use crate::state::Broker;
 
@@ -67,7 +66,7 @@ pub(crate) fn admit(broker: &Broker) -> Result<tokio::sync::SemaphorePermit<'_>,
             "[OVERLOAD]system busy, start flow control for a while",
         ));
     };
-    if broker.store.is_os_page_cache_busy() {
+    if broker.storage.store.is_os_page_cache_busy() {
         return Err(refused(
             Refused::Busy,
             "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
@@ -83,24 +82,24 @@ pub(crate) fn admit(broker: &Broker) -> Result<tokio::sync::SemaphorePermit<'_>,
     Ok(permit)
 }
 
-/// Stores one message sent from `channel`.
+/// Stores one message sent by `client`.
 pub(crate) async fn send(
     broker: &Broker,
-    channel: &Channel,
+    client: Client<'_>,
     mut request: SendRequest,
 ) -> Result<Stored, Refusal> {
     let _permit = admit(broker)?;
-    let topic_config = check_message(broker, channel, &request.to)?;
-    send_checked(broker, channel, &mut request, &topic_config).await
+    let topic_config = check_message(broker, client, &request.to)?;
+    send_checked(broker, client, &mut request, &topic_config).await
 }
 
 async fn send_checked(
     broker: &Broker,
-    channel: &Channel,
+    client: Client<'_>,
     request: &mut SendRequest,
     topic_config: &TopicConfig,
 ) -> Result<Stored, Refusal> {
-    handle_retry_and_dlq(broker, channel, request)?;
+    handle_retry_and_dlq(broker, client, request)?;
     let dead_letter = topic::is_dlq_topic(&request.to.topic);
     let max = broker.config.store.max_message_size;
     if request.body.len() > max {
@@ -136,7 +135,7 @@ async fn send_checked(
         flag: request.flag,
         sys_flag: request.sys_flag,
         born_timestamp: request.born_timestamp,
-        born_host: channel.peer_addr(),
+        born_host: client.addr,
         reconsume_times: request.reconsume_times,
         ..MessageInner::new(
             topic,
@@ -212,7 +211,7 @@ async fn send_checked(
             .trim_start_matches(topic::DLQ_GROUP_TOPIC_PREFIX)
             .to_owned()
     });
-    let result = broker.store.put_message(msg).await;
+    let result = broker.storage.store.put_message(msg).await;
     broker.count_put(1);
     broker
         .metrics
@@ -236,7 +235,7 @@ async fn send_checked(
 /// `msgCheck`: permission, topic name, forbidden topics, auto-creation, queue id.
 pub(crate) fn check_message(
     broker: &Broker,
-    channel: &Channel,
+    client: Client<'_>,
     to: &Destination,
 ) -> Result<TopicConfig, Refusal> {
     if !broker.is_master() {
@@ -278,50 +277,55 @@ pub(crate) fn check_message(
             format!("Sending message to topic[{}] is forbidden.", to.topic),
         ));
     }
-    let config = match broker.topics.get(&to.topic) {
+    let config = match broker.storage.topics.get(&to.topic) {
         Some(config) => config,
         None => {
-            let created =
-                if let Some(group) = to.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX) {
-                    // A retry topic follows its group: created only with a group that exists
-                    // or may be created, so that the bounds on groups bound it too.
-                    if let Err(reason) = broker.find_or_create_group(group, Some(channel)) {
-                        return Err(refused(
-                            Refused::GroupNotExist,
-                            format!("subscription group not exist, {group}: {reason}"),
-                        ));
-                    }
-                    Ok(broker
-                        .topics
-                        .get_or_create(&to.topic, 1, perm::READ | perm::WRITE, 0))
-                } else if broker.runtime.auto_create_topic_enable()
-                    || to.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
+            let created = if let Some(group) =
+                to.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX)
+            {
+                // A retry topic follows its group: created only with a group that exists
+                // or may be created, so that the bounds on groups bound it too.
+                if let Err(reason) =
+                    find_or_create_group(&broker.consumers, group, client.connection)
                 {
-                    let sys_flag = if to.unit_mode { 1 } else { 0 };
-                    broker.create_topic_in_send(
-                        Some(channel),
-                        &to.topic,
-                        &to.default_topic,
-                        to.default_topic_queue_nums,
-                        sys_flag,
-                    )
-                } else {
-                    Err(NotCreated::NotAllowed(
-                        "autoCreateTopicEnable is off".to_owned(),
-                    ))
-                };
+                    return Err(refused(
+                        Refused::GroupNotExist,
+                        format!("subscription group not exist, {group}: {reason}"),
+                    ));
+                }
+                Ok(broker
+                    .storage
+                    .topics
+                    .get_or_create(&to.topic, 1, perm::READ | perm::WRITE, 0))
+            } else if broker.runtime.auto_create_topic_enable()
+                || to.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
+            {
+                let sys_flag = if to.unit_mode { 1 } else { 0 };
+                create_topic_in_send(
+                    &broker.storage.topics,
+                    &broker.consumers.clients,
+                    client.connection,
+                    &to.topic,
+                    &to.default_topic,
+                    to.default_topic_queue_nums,
+                    sys_flag,
+                )
+            } else {
+                Err(NotCreated::NotAllowed(
+                    "autoCreateTopicEnable is off".to_owned(),
+                ))
+            };
             match created {
                 Ok(config) => config,
                 Err(reason) => {
                     if matches!(reason, NotCreated::OverLimit(_)) {
-                        tracing::warn!(topic = %to.topic, producer = %channel.peer_addr(), %reason, "topic not created by a send");
+                        tracing::warn!(topic = %to.topic, producer = %client.addr, %reason, "topic not created by a send");
                     }
                     return Err(refused(
                         Refused::TopicNotExist,
                         format!(
                             "topic[{}] not exist, apply first please! (producer {}: {reason})",
-                            to.topic,
-                            channel.peer_addr()
+                            to.topic, client.addr
                         ),
                     ));
                 }
@@ -340,9 +344,7 @@ pub(crate) fn check_message(
             Refused::InvalidParameter,
             format!(
                 "request queueId[{}] is illegal, topic {} has {valid} queues, producer: {}",
-                to.queue_id,
-                to.topic,
-                channel.peer_addr()
+                to.queue_id, to.topic, client.addr
             ),
         ));
     }
@@ -353,7 +355,7 @@ pub(crate) fn check_message(
 /// goes to the group's DLQ instead (docs/commands.md#sending, step 4).
 fn handle_retry_and_dlq(
     broker: &Broker,
-    channel: &Channel,
+    client: Client<'_>,
     request: &mut SendRequest,
 ) -> Result<(), Refusal> {
     let Some(group) = request
@@ -364,9 +366,8 @@ fn handle_retry_and_dlq(
         return Ok(());
     };
     let group = group.to_owned();
-    let group_config = broker
-        .find_or_create_group(&group, Some(channel))
-        .map_err(|reason| {
+    let group_config =
+        find_or_create_group(&broker.consumers, &group, client.connection).map_err(|reason| {
             refused(
                 Refused::GroupNotExist,
                 format!("subscription group not exist, {group}: {reason}"),
@@ -378,15 +379,19 @@ fn handle_retry_and_dlq(
     }
     let reconsume = request.reconsume_times;
     let holds_locks = broker
+        .consumers
         .locks
         .group_holds_locks(&group, std::time::Instant::now());
     if reconsume <= max_reconsume && !holds_locks {
         return Ok(());
     }
     let dlq = topic::dlq_topic(&group);
-    broker
-        .topics
-        .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
+    broker.storage.topics.get_or_create(
+        &dlq,
+        topic::DLQ_NUMS_PER_GROUP,
+        perm::READ | perm::WRITE,
+        0,
+    );
     tracing::info!(group = %group, reconsume, max_reconsume, "retry message sent to the dead-letter queue");
     request.to.topic = dlq;
     request.to.queue_id = 0;
@@ -461,7 +466,7 @@ fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>,
     }
     // Bounded like every table that grows with load (docs/limits.md).
     let limit = broker.max_pending_timers();
-    if broker.timers.pending() >= limit {
+    if broker.deferred.timers.pending() >= limit {
         return Err(refused(
             Refused::Busy,
             format!("[TIMER]timer message is under flow control, max num limit is {limit}"),
@@ -506,8 +511,8 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
         let b = handle.broker();
-        let first = send(b, &peer(), to("ops-send")).await.unwrap();
-        let second = send(b, &peer(), to("ops-send")).await.unwrap();
+        let first = send(b, peer(), to("ops-send")).await.unwrap();
+        let second = send(b, peer(), to("ops-send")).await.unwrap();
         assert_eq!(first.ack, super::super::stored::Ack::Stored);
         assert_eq!((first.queue_id, first.queue_offset), (0, 0));
         assert_eq!((second.queue_id, second.queue_offset), (0, 1));
@@ -528,21 +533,21 @@ pub(crate) mod tests {
         let mut big = to("ops-big");
         big.body = Bytes::from(vec![0u8; b.config.store.max_message_size + 1]);
         assert_eq!(
-            kind(send(b, &peer(), big).await),
+            kind(send(b, peer(), big).await),
             Some(Refused::MessageIllegal)
         );
         assert_eq!(
-            kind(send(b, &peer(), to("bad topic!")).await),
+            kind(send(b, peer(), to("bad topic!")).await),
             Some(Refused::InvalidParameter)
         );
         assert_eq!(
-            kind(send(b, &peer(), to(topic::SCHEDULE_TOPIC)).await),
+            kind(send(b, peer(), to(topic::SCHEDULE_TOPIC)).await),
             Some(Refused::NoPermission)
         );
         let mut past = to("ops-queue");
         past.to.queue_id = 99;
         assert_eq!(
-            kind(send(b, &peer(), past).await),
+            kind(send(b, peer(), past).await),
             Some(Refused::InvalidParameter)
         );
         handle.shutdown().await;
@@ -556,11 +561,11 @@ pub(crate) mod tests {
         let mut retry = to(&format!("{}ops-group", topic::RETRY_GROUP_TOPIC_PREFIX));
         retry.reconsume_times = 3;
         retry.max_reconsume_times = Some(1);
-        let stored = send(b, &peer(), retry).await.unwrap();
+        let stored = send(b, peer(), retry).await.unwrap();
         assert_eq!(stored.queue_id, 0);
         let (_, at) =
             vostok_remoting::protocol::message::id::decode_offset_msg_id(&stored.msg_id).unwrap();
-        let record = b.store.look_message_by_offset(at).unwrap();
+        let record = b.storage.store.look_message_by_offset(at).unwrap();
         assert_eq!(
             record.topic,
             topic::dlq_topic("ops-group"),

@@ -5,10 +5,10 @@
 
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::{self, perm};
-use vostok_remoting::Channel;
 
+use super::auto_create::find_or_create_group;
 use super::stored::stored;
-use super::{Refusal, Refused};
+use super::{Client, Refusal, Refused};
 use crate::reroute::{self, Parking};
 use crate::state::Broker;
 
@@ -41,10 +41,10 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
 
 pub(crate) async fn send_back(
     broker: &Broker,
-    channel: &Channel,
+    client: Client<'_>,
     header: SendBack,
 ) -> Result<SentBack, Refusal> {
-    let group = match broker.find_or_create_group(&header.group, Some(channel)) {
+    let group = match find_or_create_group(&broker.consumers, &header.group, client.connection) {
         Ok(group) => group,
         Err(reason) => {
             return Err(refused(
@@ -66,17 +66,19 @@ pub(crate) async fn send_back(
         return Ok(SentBack::Dropped);
     }
     let retry = topic::retry_topic(&header.group);
-    let retry_config =
-        broker
-            .topics
-            .get_or_create(&retry, group.retry_queue_nums, perm::READ | perm::WRITE, 0);
+    let retry_config = broker.storage.topics.get_or_create(
+        &retry,
+        group.retry_queue_nums,
+        perm::READ | perm::WRITE,
+        0,
+    );
     if !perm::is_writeable(retry_config.perm) {
         return Err(refused(
             Refused::NoPermission,
             format!("the topic[{retry}] sending message is forbidden"),
         ));
     }
-    let Some(original) = broker.store.look_message_by_offset(header.offset) else {
+    let Some(original) = broker.storage.store.look_message_by_offset(header.offset) else {
         return Err(refused(
             Refused::SystemError,
             format!("look message by offset failed, {}", header.offset),
@@ -89,9 +91,12 @@ pub(crate) async fn send_back(
     let dead_letter = original.reconsume_times >= max_reconsume || header.delay_level < 0;
     let (target, queue_id, delay) = if dead_letter {
         let dlq = topic::dlq_topic(&header.group);
-        broker
-            .topics
-            .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
+        broker.storage.topics.get_or_create(
+            &dlq,
+            topic::DLQ_NUMS_PER_GROUP,
+            perm::READ | perm::WRITE,
+            0,
+        );
         tracing::info!(group = %header.group, msg_id = %original.msg_id(), reconsume = original.reconsume_times, "message sent to the dead-letter queue");
         (dlq, 0, 0)
     } else {
@@ -124,7 +129,7 @@ pub(crate) async fn send_back(
     } else {
         msg.properties = props.into_string();
     }
-    let result = broker.store.put_message(msg).await;
+    let result = broker.storage.store.put_message(msg).await;
     if stored(broker, result.clone(), queue_id, None).is_ok() {
         broker.count_put(1);
         if dead_letter {
@@ -153,7 +158,7 @@ mod tests {
     use super::*;
 
     async fn stored_at(broker: &Broker) -> i64 {
-        let stored = send(broker, &peer(), to("ops-back")).await.unwrap();
+        let stored = send(broker, peer(), to("ops-back")).await.unwrap();
         decode_offset_msg_id(&stored.msg_id).unwrap().1
     }
 
@@ -174,18 +179,23 @@ mod tests {
         let b = handle.broker();
         let offset = stored_at(b).await;
         assert_eq!(
-            send_back(b, &peer(), back(offset, 0)).await,
+            send_back(b, peer(), back(offset, 0)).await,
             Ok(SentBack::Retry)
         );
         assert!(b
+            .storage
             .topics
             .get(&topic::retry_topic("ops-back-group"))
             .is_some());
         assert_eq!(
-            send_back(b, &peer(), back(offset, -1)).await,
+            send_back(b, peer(), back(offset, -1)).await,
             Ok(SentBack::DeadLetter)
         );
-        assert!(b.topics.get(&topic::dlq_topic("ops-back-group")).is_some());
+        assert!(b
+            .storage
+            .topics
+            .get(&topic::dlq_topic("ops-back-group"))
+            .is_some());
         handle.shutdown().await;
     }
 
@@ -194,7 +204,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
         let b = handle.broker();
-        let refusal = send_back(b, &peer(), back(1 << 40, 0)).await.unwrap_err();
+        let refusal = send_back(b, peer(), back(1 << 40, 0)).await.unwrap_err();
         assert_eq!(refusal.kind, Refused::SystemError);
         handle.shutdown().await;
     }

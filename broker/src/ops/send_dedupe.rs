@@ -113,3 +113,40 @@ fn msg_ids<'a>(broker: &Broker, originals: impl Iterator<Item = &'a Original>) -
         .collect::<Vec<_>>()
         .join(",")
 }
+
+#[cfg(test)]
+mod tests {
+    use vostok_remoting::protocol::message::property::{
+        NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    };
+
+    use super::super::send::{send, tests::to};
+    use super::super::testing::{broker, peer};
+    use crate::state::dedupe::WINDOW_ATTRIBUTE;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_retried_send_inside_the_window_is_answered_not_stored_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let handle = broker(dir.path()).await;
+        let b = handle.broker();
+        let mut topic = vostok_remoting::protocol::body::TopicConfig::new("ops-dedupe", 4);
+        topic
+            .attributes
+            .insert(WINDOW_ATTRIBUTE.to_owned(), "60".to_owned());
+        b.storage.topics.update(topic);
+        let keyed = |key: &str| {
+            let mut request = to("ops-dedupe");
+            request.properties = format!(
+                "{UNIQ_CLIENT_MESSAGE_ID_KEYIDX}{NAME_VALUE_SEPARATOR}{key}{PROPERTY_SEPARATOR}"
+            );
+            request
+        };
+        let first = send(b, peer(), keyed("K1")).await.unwrap();
+        let retried = send(b, peer(), keyed("K1")).await.unwrap();
+        assert_eq!(retried.msg_id, first.msg_id, "answered as the first send");
+        assert_eq!(retried.queue_offset, first.queue_offset);
+        let other = send(b, peer(), keyed("K2")).await.unwrap();
+        assert_eq!(other.queue_offset, first.queue_offset + 1, "stored once");
+        handle.shutdown().await;
+    }
+}

@@ -66,7 +66,11 @@ pub(crate) async fn create_topic(broker: &Arc<Broker>, header: CreateTopic) -> R
             format!("unknown topicFilterType {:?}", header.topic_filter_type),
         ));
     };
-    let current = broker.topics.get(&header.topic).map(|t| t.attributes);
+    let current = broker
+        .storage
+        .topics
+        .get(&header.topic)
+        .map(|t| t.attributes);
     let attributes =
         match alter_attributes(current.unwrap_or_default(), header.attributes.as_deref()) {
             Ok(attributes) => attributes,
@@ -82,7 +86,7 @@ pub(crate) async fn create_topic(broker: &Arc<Broker>, header: CreateTopic) -> R
         topic_sys_flag: header.topic_sys_flag,
         write_queue_nums: header.write_queue_nums,
     };
-    broker.topics.update(config);
+    broker.storage.topics.update(config);
     broker.persist_configs().await;
     Ok(())
 }
@@ -132,16 +136,16 @@ pub(crate) async fn delete_topic(broker: &Arc<Broker>, header: DeleteTopic) -> R
             ),
         ));
     }
-    broker.topics.delete(&header.topic);
-    broker.offsets.remove_topic(&header.topic);
-    broker.removals.remove_topic(&header.topic);
+    broker.storage.topics.delete(&header.topic);
+    broker.consumers.offsets.remove_topic(&header.topic);
+    broker.storage.removals.remove_topic(&header.topic);
     // Durable before the answer: the store's tombstone, the topic table and the
     // offsets, so that a crash right after cannot bring the topic back.
     let b = broker.clone();
     let topic = header.topic.clone();
     let stored = tokio::task::spawn_blocking(move || {
-        let deleted = b.store.delete_topics(std::slice::from_ref(&topic));
-        b.offsets.persist(false);
+        let deleted = b.storage.store.delete_topics(std::slice::from_ref(&topic));
+        b.consumers.offsets.persist(false);
         deleted
     })
     .await;
@@ -205,19 +209,22 @@ mod tests {
         let handle = super::super::testing::broker(dir.path()).await;
         let b = handle.broker();
         create_topic(b, create("ops-topic", 2)).await.unwrap();
-        let made = b.topics.get("ops-topic").unwrap();
+        let made = b.storage.topics.get("ops-topic").unwrap();
         assert_eq!((made.read_queue_nums, made.write_queue_nums), (2, 2));
         assert_eq!(
             made.attributes.get(WINDOW_ATTRIBUTE).map(String::as_str),
             Some("30")
         );
         create_topic(b, create("ops-topic", 4)).await.unwrap();
-        assert_eq!(b.topics.get("ops-topic").unwrap().write_queue_nums, 4);
+        assert_eq!(
+            b.storage.topics.get("ops-topic").unwrap().write_queue_nums,
+            4
+        );
         let gone = DeleteTopic {
             topic: "ops-topic".into(),
         };
         delete_topic(b, gone).await.unwrap();
-        assert!(b.topics.get("ops-topic").is_none());
+        assert!(b.storage.topics.get("ops-topic").is_none());
         handle.shutdown().await;
     }
 

@@ -66,7 +66,7 @@ pub(crate) async fn end_transaction(
     let root = root_of(&half.properties, half.queue_offset);
     // Claimed before the (possibly slow, SYNC_FLUSH) commit: a second END_TRANSACTION
     // for the same transaction, racing this one or arriving later, is ignored.
-    let Some(claim) = broker.transactions.claim(root) else {
+    let Some(claim) = broker.deferred.transactions.claim(root) else {
         debug!(
             root,
             "transaction already finished or being finished; duplicate end ignored"
@@ -80,7 +80,7 @@ pub(crate) async fn end_transaction(
                 "half message lacks its real topic",
             ));
         };
-        let result = broker.store.put_message(msg).await;
+        let result = broker.storage.store.put_message(msg).await;
         if let Err(refusal) = stored(broker, result, half.queue_id, None) {
             warn!(root, remark = %refusal.remark, "transaction commit not stored");
             return Err(refusal);
@@ -102,8 +102,9 @@ pub(crate) async fn end_transaction(
     };
     claim.finish();
     if !broker
+        .deferred
         .transactions
-        .write_op(&broker.store, broker.broker_addr, root)
+        .write_op(&broker.storage.store, broker.broker_addr, root)
         .await
     {
         return Err(refused(
@@ -116,6 +117,7 @@ pub(crate) async fn end_transaction(
 /// Reads the half message and checks it is the one the producer names.
 fn check_prepared(broker: &Broker, header: &EndTransaction) -> Result<MessageExt, Refusal> {
     let half = broker
+        .storage
         .store
         .look_message_by_offset(header.commit_log_offset)
         .ok_or_else(|| {
@@ -163,7 +165,7 @@ mod tests {
         let mut request = to("ops-tx-topic");
         request.properties = props.into_string();
         request.sys_flag = sysflag::TRANSACTION_PREPARED_TYPE;
-        let stored = send(broker, &peer(), request).await.unwrap();
+        let stored = send(broker, peer(), request).await.unwrap();
         let (_, commit_log_offset) = decode_offset_msg_id(&stored.msg_id).unwrap();
         EndTransaction {
             producer_group: "ops-tx".into(),
@@ -182,7 +184,7 @@ mod tests {
         let end = half(b, Resolution::Commit).await;
         assert_eq!(end_transaction(b, end.clone()).await, Ok(Ended::Committed));
         assert_eq!(end_transaction(b, end).await, Ok(Ended::Duplicate));
-        assert!(b.topics.get("ops-tx-topic").is_some());
+        assert!(b.storage.topics.get("ops-tx-topic").is_some());
         let undecided = half(b, Resolution::Unknown).await;
         assert_eq!(end_transaction(b, undecided).await, Ok(Ended::Undecided));
         handle.shutdown().await;

@@ -18,7 +18,7 @@
 //! [`Access::Unresolved`]. The requests that point at a stored message by its
 //! commitlog offset (END_TRANSACTION, VIEW_MESSAGE_BY_ID, CONSUMER_SEND_MSG_BACK) need
 //! their permission on the topic that message belongs to, read from the store
-//! (`state::stored_access`), whatever topic the request names.
+//! (`ops::stored_access`), whatever topic the request names.
 
 use std::borrow::Cow;
 
@@ -29,6 +29,7 @@ use vostok_remoting::protocol::body::{
 use vostok_remoting::protocol::request_code as code;
 use vostok_remoting::RemotingCommand;
 
+use crate::ops::stored_access::stored_message_resources;
 use crate::state::Broker;
 
 fn field<'a>(request: &'a RemotingCommand, key: &str) -> &'a str {
@@ -56,7 +57,7 @@ fn unreadable(what: &str) -> Access<'static> {
 }
 
 /// The resources of the message stored at the commitlog offset in field `key`
-/// ([`Broker::stored_message_resources`]), or the refusal when there is none.
+/// (`ops::stored_access`), or the refusal when there is none.
 fn stored_resources(
     broker: &Broker,
     request: &RemotingCommand,
@@ -68,7 +69,7 @@ fn stored_resources(
         .trim()
         .parse()
         .ok()
-        .and_then(|offset| broker.stored_message_resources(offset, group))
+        .and_then(|offset| stored_message_resources(&broker.storage.store, offset, group))
         .ok_or_else(|| {
             Access::Unresolved(Cow::Owned(format!(
                 "names no stored message ({key} {offset:?})"

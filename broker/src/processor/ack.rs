@@ -62,7 +62,7 @@ pub(crate) async fn batch_ack_message(
             );
         };
         let topic = retry.real_topic(&b.topic, &b.consumer_group);
-        let store = &broker.store;
+        let store = &broker.storage.store;
         let (min, max) = (
             store.min_offset_in_queue(&topic, b.queue_id),
             store.max_offset_in_queue(&topic, b.queue_id),

@@ -45,27 +45,32 @@ pub(crate) async fn set_message_request_mode(
             "retry topic is not allowed to set mode",
         );
     }
-    if !broker.topics.contains(&body.topic) {
+    if !broker.storage.topics.contains(&body.topic) {
         return error(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist", body.topic),
         );
     }
-    if broker.subscriptions.get(&body.consumer_group).is_none() {
+    if broker
+        .consumers
+        .subscriptions
+        .get(&body.consumer_group)
+        .is_none()
+    {
         return error(
             response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
             "subscription group does not exist",
         );
     }
     info!(topic = %body.topic, group = %body.consumer_group, mode = %body.mode, share = body.pop_share_queue_num, "message request mode set");
-    broker.request_modes.set(body);
+    broker.consumers.request_modes.set(body);
     let b = broker.clone();
-    let _ = tokio::task::spawn_blocking(move || b.request_modes.persist()).await;
+    let _ = tokio::task::spawn_blocking(move || b.consumers.request_modes.persist()).await;
     RemotingCommand::success()
 }
 
 pub(crate) fn get_all_message_request_mode(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.request_modes.encode())
+    RemotingCommand::success().with_body(broker.consumers.request_modes.encode())
 }
 
 /// The topic's readable queues, from the first name server that knows the topic.
@@ -185,6 +190,7 @@ pub(crate) async fn query_assignment(broker: &Broker, request: RemotingCommand) 
         "QueryAssignmentRequestBody"
     );
     let mode = broker
+        .consumers
         .request_modes
         .get(&body.topic, &body.consumer_group)
         .unwrap_or_else(|| SetMessageRequestModeRequestBody {
@@ -207,6 +213,7 @@ pub(crate) async fn query_assignment(broker: &Broker, request: RemotingCommand) 
         Some(queues) if queues.is_empty() => Some(queues),
         Some(queues) => {
             let mut ids = broker
+                .consumers
                 .clients
                 .consumer_group(&body.consumer_group)
                 .map(|g| g.client_ids())

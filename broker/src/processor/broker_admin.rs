@@ -34,7 +34,7 @@ pub(crate) fn view_broker_stats_data(broker: &Broker, request: RemotingCommand) 
 }
 
 pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
-    let mut table: BTreeMap<String, String> = broker.store.runtime_info();
+    let mut table: BTreeMap<String, String> = broker.storage.store.runtime_info();
     table.extend(broker.health_info());
     let (put_tps, get_tps) = broker.stats.tps();
     let now = vostok_remoting::support::time::now_millis();
@@ -78,9 +78,12 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     );
     put(
         "pullRequestsHeld",
-        broker.long_polling.held_count().to_string(),
+        broker.consumers.long_polling.held_count().to_string(),
     );
-    put("timerPendingMessages", broker.timers.pending().to_string());
+    put(
+        "timerPendingMessages",
+        broker.deferred.timers.pending().to_string(),
+    );
     let dedupe = &broker.dedupe;
     let entries = dedupe.len();
     put("duplicationWindowEntries", entries.to_string());
@@ -102,15 +105,15 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     );
     put(
         "commitLogMinOffset",
-        broker.store.min_phy_offset().to_string(),
+        broker.storage.store.min_phy_offset().to_string(),
     );
     put(
         "commitLogMaxOffset",
-        broker.store.max_phy_offset().to_string(),
+        broker.storage.store.max_phy_offset().to_string(),
     );
     put(
         "commitLogMaxStoreTimestamp",
-        broker.store.last_store_timestamp().to_string(),
+        broker.storage.store.last_store_timestamp().to_string(),
     );
     put_ha(broker, &mut put);
     RemotingCommand::success().with_body(json::to_vec(&KvTable { table }))
@@ -121,8 +124,8 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
 pub(crate) fn get_broker_epoch_cache(broker: &Broker) -> RemotingCommand {
     use vostok_remoting::protocol::body::{EpochEntry, EpochEntryCache};
     use vostok_remoting::support::sync::MutexExt;
-    let entries = broker.replicas.epochs.locked().entries().to_vec();
-    let max = broker.store.max_phy_offset();
+    let entries = broker.roles.replicas.epochs.locked().entries().to_vec();
+    let max = broker.storage.store.max_phy_offset();
     let epoch_list = entries
         .iter()
         .enumerate()
@@ -135,7 +138,7 @@ pub(crate) fn get_broker_epoch_cache(broker: &Broker) -> RemotingCommand {
     let cache = EpochEntryCache {
         cluster_name: broker.config.broker_cluster_name.clone(),
         broker_name: broker.config.broker_name.clone(),
-        broker_id: broker.replicas.broker_id(),
+        broker_id: broker.roles.replicas.broker_id(),
         epoch_list,
         max_offset: max,
     };
@@ -153,16 +156,19 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
         "SLAVE"
     };
     put("brokerRole", role.to_owned());
-    for (key, histogram) in broker.store.ha_delay_histograms() {
+    for (key, histogram) in broker.storage.store.ha_delay_histograms() {
         put(key, histogram);
     }
     if broker.config.controller.enable {
-        let (sss, sss_epoch) = broker.replicas.sync_state_set();
+        let (sss, sss_epoch) = broker.roles.replicas.sync_state_set();
         put(
             "controllerBrokerId",
-            broker.replicas.broker_id().to_string(),
+            broker.roles.replicas.broker_id().to_string(),
         );
-        put("masterEpoch", broker.replicas.master_epoch().to_string());
+        put(
+            "masterEpoch",
+            broker.roles.replicas.master_epoch().to_string(),
+        );
         put(
             "syncStateSet",
             sss.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
@@ -170,15 +176,20 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
         put("syncStateSetEpoch", sss_epoch.to_string());
         put(
             "notifiedMasterEpoch",
-            broker.replicas.notified_epoch().to_string(),
+            broker.roles.replicas.notified_epoch().to_string(),
         );
         put(
             "masterServicesRunning",
-            broker.replicas.master_services.is_running().to_string(),
+            broker
+                .roles
+                .replicas
+                .master_services
+                .is_running()
+                .to_string(),
         );
     }
     if broker.is_master() {
-        let slaves = broker.store.ha_slaves();
+        let slaves = broker.storage.store.ha_slaves();
         put("haConnectionCount", slaves.len().to_string());
         put(
             "haInSyncSlaveNums",
@@ -186,9 +197,12 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
         );
         put(
             "haPush2SlaveMaxOffset",
-            broker.store.ha_push2slave_offset().to_string(),
+            broker.storage.store.ha_push2slave_offset().to_string(),
         );
-        put("haWaitingPuts", broker.store.ha_waiting_puts().to_string());
+        put(
+            "haWaitingPuts",
+            broker.storage.store.ha_waiting_puts().to_string(),
+        );
         let list: Vec<String> = slaves
             .iter()
             .map(|s| {
@@ -200,13 +214,18 @@ fn put_ha(broker: &Broker, put: &mut impl FnMut(&str, String)) {
             .collect();
         put("haSlaves", list.join(";"));
     } else {
-        let link = broker.store.ha_master_link();
+        let link = broker.storage.store.ha_master_link();
         put("haMasterAddress", link.master_addr.unwrap_or_default());
         put("haConnected", link.connected.to_string());
         put("haLastReadTimestamp", link.last_read_ms.to_string());
         put(
             "masterAddr",
-            broker.master_addr.read_locked().clone().unwrap_or_default(),
+            broker
+                .roles
+                .master_addr
+                .read_locked()
+                .clone()
+                .unwrap_or_default(),
         );
     }
 }
@@ -225,7 +244,7 @@ fn format_uptime(ms: i64) -> String {
 pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
     let pairs = broker.runtime.effective(&broker.config).to_properties();
     let text = vostok_remoting::support::properties::render(&pairs);
-    let version = json::to_vec(&broker.topics.data_version());
+    let version = json::to_vec(&broker.storage.topics.data_version());
     let mut response = RemotingCommand::success().with_body(text.into_bytes());
     response
         .ext_fields
@@ -235,5 +254,5 @@ pub(crate) fn get_broker_config(broker: &Broker) -> RemotingCommand {
 
 /// GET_ALL_DELAY_OFFSET: `config/delayOffset.json` content.
 pub(crate) fn get_all_delay_offset(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.delay_offsets.encode())
+    RemotingCommand::success().with_body(broker.deferred.delay_offsets.encode())
 }

@@ -35,18 +35,18 @@ pub(crate) fn get_broker_consume_stats(
 ) -> RemotingCommand {
     let header = decode_header!(request, GetConsumeStatsInBrokerHeader);
     let mut topics_by_group: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (topic, group) in broker.offsets.topic_groups() {
+    for (topic, group) in broker.consumers.offsets.topic_groups() {
         topics_by_group.entry(group).or_default().push(topic);
     }
     let mut list = Vec::new();
     let (mut total_diff, mut total_inflight_diff) = (0, 0);
-    for group in broker.subscriptions.group_names() {
-        let online = broker.clients.consumer_group(&group);
+    for group in broker.consumers.subscriptions.group_names() {
+        let online = broker.consumers.clients.consumer_group(&group);
         let mut stats_of_group = Vec::new();
         let mut topics = topics_by_group.remove(&group).unwrap_or_default();
         topics.sort();
         for topic in topics {
-            let Some(config) = broker.topics.get(&topic) else {
+            let Some(config) = broker.storage.topics.get(&topic) else {
                 continue;
             };
             if header.is_order && !config.order {
@@ -59,10 +59,19 @@ pub(crate) fn get_broker_consume_stats(
             }
             let mut stats = ConsumeStats::default();
             for queue_id in 0..config.write_queue_nums {
-                let broker_offset = broker.store.max_offset_in_queue(&topic, queue_id).max(0);
-                let consumer_offset = broker.offsets.query(&group, &topic, queue_id).max(0);
+                let broker_offset = broker
+                    .storage
+                    .store
+                    .max_offset_in_queue(&topic, queue_id)
+                    .max(0);
+                let consumer_offset = broker
+                    .consumers
+                    .offsets
+                    .query(&group, &topic, queue_id)
+                    .max(0);
                 let last_timestamp = if consumer_offset > 0 {
                     broker
+                        .storage
                         .store
                         .message_store_timestamp(&topic, queue_id, consumer_offset - 1)
                         .unwrap_or(0)
@@ -104,6 +113,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
     let count = header.count.clamp(0, MAX_QUEUE_ENTRIES) as usize;
     let Some(queue) =
         broker
+            .storage
             .store
             .queue_entries(&header.topic, header.queue_id, header.index, count)
     else {
@@ -119,6 +129,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
     };
     let subscription = header.consumer_group.as_deref().map(|group| {
         let sub = broker
+            .consumers
             .clients
             .consumer_group(group)
             .and_then(|g| g.subscriptions.get(&header.topic).cloned());
@@ -126,6 +137,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
     });
     let sql = match &subscription {
         Some((group, Some(sub))) if !is_tag_type(&sub.expression_type) => broker
+            .consumers
             .filters
             .get(&header.topic, group)
             .and_then(|f| f.compiled.as_ref().ok().cloned()),
@@ -152,6 +164,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
         if let Some((_, Some(sub))) = &subscription {
             data.eval = match &sql {
                 Some(filter) => broker
+                    .storage
                     .store
                     .look_message_by_offset(e.phy_offset)
                     .is_some_and(|m| filter.matches(|k| m.property(k))),
@@ -170,7 +183,7 @@ pub(crate) fn query_consume_queue(broker: &Broker, request: RemotingCommand) -> 
 /// GET_BROKER_HA_STATUS: a master's slaves (acknowledged offset, distance behind,
 /// in sync or not, bytes per second), or a slave's link to its master.
 pub(crate) fn get_broker_ha_status(broker: &Broker) -> RemotingCommand {
-    let store = &broker.store;
+    let store = &broker.storage.store;
     let max = store.max_phy_offset();
     let mut info = HaRuntimeInfo {
         master: broker.is_master(),
@@ -225,7 +238,7 @@ pub(crate) async fn reset_master_flush_offset(
             format!("masterFlushOffset {offset} is negative"),
         );
     }
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     match tokio::task::spawn_blocking(move || store.set_master_flushed_offset(offset)).await {
         Ok(Ok(())) => {
             info!(offset, "master flushed offset reset by an operator");

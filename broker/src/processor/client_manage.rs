@@ -12,7 +12,8 @@ use vostok_remoting::protocol::topic::{self, perm};
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_body, decode_header, error};
-use crate::state::auto_create::NotCreated;
+use crate::ops::auto_create::{find_or_create_group, NotCreated};
+use crate::ops::clients;
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration};
 use crate::state::consumer_filter::is_tag_type;
 use crate::state::Broker;
@@ -62,12 +63,20 @@ pub(crate) async fn heart_beat(
     // the first, the client's next heartbeats try again.
     let mut refused: Vec<(i32, String)> = Vec::new();
     for consumer in heartbeat.consumer_data_set {
-        let exists = broker.subscriptions.get(&consumer.group_name).is_some();
+        let exists = broker
+            .consumers
+            .subscriptions
+            .get(&consumer.group_name)
+            .is_some();
         if !exists && created >= MAX_NEW_GROUPS_PER_HEARTBEAT {
             deferred += 1;
             continue;
         }
-        let group_config = match broker.find_or_create_group(&consumer.group_name, Some(channel)) {
+        let group_config = match find_or_create_group(
+            &broker.consumers,
+            &consumer.group_name,
+            Some(channel),
+        ) {
             Ok(config) => config,
             // A group that does not exist and may not be created (auto-creation off, or
             // an illegal name) is not registered; the heartbeat succeeds, as in RocketMQ.
@@ -90,7 +99,7 @@ pub(crate) async fn heart_beat(
             created += 1;
         }
         let sys_flag = if consumer.unit_mode { 2 } else { 0 };
-        broker.topics.get_or_create(
+        broker.storage.topics.get_or_create(
             &topic::retry_topic(&consumer.group_name),
             group_config.retry_queue_nums.max(1),
             perm::READ | perm::WRITE,
@@ -112,9 +121,17 @@ pub(crate) async fn heart_beat(
             .filter(|s| sql_on || !needs_property_filter_switch(&s.expression_type))
             .cloned()
             .collect();
-        let registered = broker.register_consumer(info.clone(), registration);
+        let registered = clients::register_consumer(
+            &broker.consumers,
+            &broker.storage.topics,
+            info.clone(),
+            registration,
+        );
         if registered.is_ok() {
-            broker.filters.register(&consumer.group_name, &filtered);
+            broker
+                .consumers
+                .filters
+                .register(&consumer.group_name, &filtered);
         }
         match registered {
             Ok(true) => {
@@ -127,13 +144,14 @@ pub(crate) async fn heart_beat(
     }
     for producer in &heartbeat.producer_data_set {
         if let Err(over) = broker
+            .consumers
             .clients
             .register_producer(&producer.group_name, info.clone())
         {
             refused.push((response_code::INVALID_PARAMETER, over.0));
         }
     }
-    broker.notify_consumer_ids_changed(changed);
+    clients::notify_consumer_ids_changed(broker, changed);
     if let Some((code, remark)) = refused.first() {
         tracing::warn!(client = %heartbeat.client_id, peer = %channel.peer_addr(), refused = refused.len(), first = %remark, "heartbeat groups refused by a bound");
         let remark = match refused.len() - 1 {
@@ -162,11 +180,11 @@ pub(crate) async fn unregister_client(
 ) -> RemotingCommand {
     let header = decode_header!(request, UnregisterClientRequestHeader);
     if let Some(group) = header.producer_group.as_deref().filter(|g| !g.is_empty()) {
-        broker.clients.unregister_producer(group, channel);
+        broker.consumers.clients.unregister_producer(group, channel);
     }
     if let Some(group) = header.consumer_group.as_deref().filter(|g| !g.is_empty()) {
-        if broker.clients.unregister_consumer(group, channel) {
-            broker.notify_consumer_ids_changed(vec![group.to_owned()]);
+        if broker.consumers.clients.unregister_consumer(group, channel) {
+            clients::notify_consumer_ids_changed(broker, vec![group.to_owned()]);
         }
     }
     RemotingCommand::success()

@@ -32,6 +32,7 @@ pub(crate) async fn get_consumer_running_info(
 ) -> RemotingCommand {
     let header = decode_header!(request, GetConsumerRunningInfoRequestHeader);
     let channel = broker
+        .consumers
         .clients
         .consumer_group(&header.consumer_group)
         .and_then(|g| {
@@ -100,6 +101,7 @@ pub(crate) async fn get_consumer_status(
         .as_deref()
         .filter(|c| !c.trim().is_empty());
     let clients: Vec<_> = broker
+        .consumers
         .clients
         .consumer_group(&header.group)
         .map(|g| g.channels.into_values().collect())

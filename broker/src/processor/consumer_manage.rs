@@ -15,7 +15,9 @@ use vostok_remoting::protocol::header::{
 use vostok_remoting::protocol::{json, response_code};
 use vostok_remoting::{Channel, RemotingCommand};
 
-use super::{decode_body, decode_header, error, success_with};
+use super::{decode_body, decode_header, error, refused, success_with};
+use crate::ops::offset::{commit_offset, query_offset, CommitOffset, QueryOffset};
+use crate::ops::Client;
 use crate::state::Broker;
 
 pub(crate) fn get_consumer_list_by_group(
@@ -23,7 +25,10 @@ pub(crate) fn get_consumer_list_by_group(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetConsumerListByGroupRequestHeader);
-    let ids = broker.clients.consumer_ids(&header.consumer_group);
+    let ids = broker
+        .consumers
+        .clients
+        .consumer_ids(&header.consumer_group);
     if ids.is_empty() {
         return error(
             response_code::SYSTEM_ERROR,
@@ -41,73 +46,41 @@ pub(crate) fn update_consumer_offset(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, UpdateConsumerOffsetRequestHeader);
-    if let Err(reason) = broker.find_or_create_group(&header.consumer_group, Some(channel)) {
-        return error(
-            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!(
-                "subscription group not exist, {}: {reason}",
-                header.consumer_group
-            ),
-        );
+    let commit = CommitOffset {
+        group: header.consumer_group,
+        topic: header.topic,
+        queue_id: header.queue_id,
+        offset: header.commit_offset,
+    };
+    match commit_offset(
+        &broker.consumers,
+        &broker.storage.topics,
+        Client::on(channel),
+        &commit,
+    ) {
+        Ok(()) => RemotingCommand::success(),
+        Err(refusal) => refused(refusal),
     }
-    if !broker.topics.contains(&header.topic) {
-        return error(
-            response_code::TOPIC_NOT_EXIST,
-            format!("topic[{}] not exist", header.topic),
-        );
-    }
-    broker.offsets.commit(
-        &header.consumer_group,
-        &header.topic,
-        header.queue_id,
-        header.commit_offset,
-    );
-    RemotingCommand::success()
 }
 
 pub(crate) fn query_consumer_offset(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, QueryConsumerOffsetRequestHeader);
-    let offset = broker
-        .offsets
-        .query(&header.consumer_group, &header.topic, header.queue_id);
-    if offset >= 0 {
-        return success_with(&QueryConsumerOffsetResponseHeader { offset });
-    }
-    // A group that never committed starts at 0 while the queue's first message is still
-    // hot, so a new CONSUME_FROM_LAST_OFFSET group still reads a young topic from the start
-    // (docs/commands.md#consumer-offsets).
-    if header.set_zero_if_not_found != Some(false) {
-        let min = broker
-            .store
-            .min_offset_in_queue(&header.topic, header.queue_id);
-        if min <= 0 && first_message_in_memory(broker, &header.topic, header.queue_id) {
-            return success_with(&QueryConsumerOffsetResponseHeader { offset: 0 });
-        }
-    }
-    error(
-        response_code::QUERY_NOT_FOUND,
-        "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
-    )
-}
-
-/// True when the queue's message at offset 0 is within the in-memory window, or the queue
-/// is still empty (its first message will be).
-fn first_message_in_memory(broker: &Broker, topic: &str, queue_id: i32) -> bool {
-    let result = broker
-        .store
-        .get_message(topic, queue_id, 0, 1, i32::MAX, None);
-    match result.messages.first() {
-        Some(record) => {
-            vostok_remoting::protocol::message::RecordView::parse_message(record, false)
-                .is_ok_and(|view| broker.store.is_in_memory(view.physical_offset()))
-        }
-        None => result.max_offset <= 0,
+    let query = QueryOffset {
+        group: header.consumer_group,
+        topic: header.topic,
+        queue_id: header.queue_id,
+        zero_if_not_found: header.set_zero_if_not_found != Some(false),
+    };
+    match query_offset(&broker.consumers.offsets, &broker.storage.store, &query) {
+        Ok(offset) => success_with(&QueryConsumerOffsetResponseHeader { offset }),
+        Err(refusal) => refused(refusal),
     }
 }
 
 pub(crate) fn get_max_offset(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, GetMaxOffsetRequestHeader);
     let offset = broker
+        .storage
         .store
         .max_offset_in_queue(&header.topic, header.queue_id);
     success_with(&OffsetResponseHeader { offset })
@@ -116,6 +89,7 @@ pub(crate) fn get_max_offset(broker: &Broker, request: RemotingCommand) -> Remot
 pub(crate) fn get_min_offset(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, GetMinOffsetRequestHeader);
     let offset = broker
+        .storage
         .store
         .min_offset_in_queue(&header.topic, header.queue_id);
     success_with(&OffsetResponseHeader { offset })
@@ -126,10 +100,11 @@ pub(crate) fn search_offset_by_timestamp(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, SearchOffsetRequestHeader);
-    let offset =
-        broker
-            .store
-            .offset_in_queue_by_time(&header.topic, header.queue_id, header.timestamp);
+    let offset = broker.storage.store.offset_in_queue_by_time(
+        &header.topic,
+        header.queue_id,
+        header.timestamp,
+    );
     success_with(&OffsetResponseHeader { offset })
 }
 
@@ -139,6 +114,7 @@ pub(crate) fn get_earliest_msg_storetime(
 ) -> RemotingCommand {
     let header = decode_header!(request, GetEarliestMsgStoretimeRequestHeader);
     let timestamp = broker
+        .storage
         .store
         .earliest_message_time(&header.topic, header.queue_id)
         .unwrap_or(-1);
@@ -147,7 +123,7 @@ pub(crate) fn get_earliest_msg_storetime(
 
 pub(crate) fn lock_batch_mq(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let body = decode_body!(request, LockBatchRequestBody, "LockBatchRequestBody");
-    let locked = broker.locks.try_lock_batch(
+    let locked = broker.consumers.locks.try_lock_batch(
         &body.consumer_group,
         &body.mq_set,
         &body.client_id,
@@ -161,6 +137,7 @@ pub(crate) fn lock_batch_mq(broker: &Broker, request: RemotingCommand) -> Remoti
 pub(crate) fn unlock_batch_mq(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let body = decode_body!(request, LockBatchRequestBody, "UnlockBatchRequestBody");
     broker
+        .consumers
         .locks
         .unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
     RemotingCommand::success()
@@ -168,5 +145,5 @@ pub(crate) fn unlock_batch_mq(broker: &Broker, request: RemotingCommand) -> Remo
 
 /// GET_ALL_CONSUMER_OFFSET: the whole offset table (slaves sync it from the master).
 pub(crate) fn get_all_consumer_offset(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.offsets.encode(false))
+    RemotingCommand::success().with_body(broker.consumers.offsets.encode(false))
 }

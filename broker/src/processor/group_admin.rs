@@ -38,16 +38,17 @@ pub(crate) fn get_consume_stats(broker: &Broker, request: RemotingCommand) -> Re
     let topics: Vec<String> = match request.ext_fields.get("topic").filter(|t| !t.is_empty()) {
         Some(t) => vec![t.to_owned()],
         None => broker
+            .storage
             .topics
             .topic_names()
             .into_iter()
-            .filter(|t| !broker.offsets.query_all(&group, t).is_empty())
+            .filter(|t| !broker.consumers.offsets.query_all(&group, t).is_empty())
             .collect(),
     };
     let mut body = String::from("{\"consumeTps\":0.0,\"offsetTable\":{");
     let mut first = true;
     for topic in topics {
-        let Some(config) = broker.topics.get(&topic) else {
+        let Some(config) = broker.storage.topics.get(&topic) else {
             continue;
         };
         for queue_id in 0..config.read_queue_nums {
@@ -60,10 +61,15 @@ pub(crate) fn get_consume_stats(broker: &Broker, request: RemotingCommand) -> Re
                 &broker.config.broker_name,
                 queue_id,
             );
-            let broker_offset = broker.store.max_offset_in_queue(&topic, queue_id);
-            let consumer_offset = broker.offsets.query(&group, &topic, queue_id).max(0);
+            let broker_offset = broker.storage.store.max_offset_in_queue(&topic, queue_id);
+            let consumer_offset = broker
+                .consumers
+                .offsets
+                .query(&group, &topic, queue_id)
+                .max(0);
             let last = if consumer_offset > 0 {
                 broker
+                    .storage
                     .store
                     .message_store_timestamp(&topic, queue_id, consumer_offset - 1)
                     .unwrap_or(0)
@@ -98,7 +104,7 @@ pub(crate) fn get_subscription_group_config(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetSubscriptionGroupConfigRequestHeader);
-    match broker.subscriptions.get(&header.group) {
+    match broker.consumers.subscriptions.get(&header.group) {
         Some(config) => RemotingCommand::success().with_body(json::to_vec(&config)),
         None => error(
             response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -108,7 +114,7 @@ pub(crate) fn get_subscription_group_config(
 }
 
 pub(crate) fn get_all_subscription_group_config(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(broker.subscriptions.encode())
+    RemotingCommand::success().with_body(broker.consumers.subscriptions.encode())
 }
 
 pub(crate) async fn delete_subscription_group(
@@ -162,7 +168,11 @@ pub(crate) fn get_consumer_connection_list(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetConsumerConnectionListRequestHeader);
-    let Some(group) = broker.clients.consumer_group(&header.consumer_group) else {
+    let Some(group) = broker
+        .consumers
+        .clients
+        .consumer_group(&header.consumer_group)
+    else {
         return error(
             response_code::CONSUMER_NOT_ONLINE,
             format!("the consumer group[{}] not online", header.consumer_group),
@@ -190,7 +200,10 @@ pub(crate) fn get_producer_connection_list(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, GetProducerConnectionListRequestHeader);
-    let infos = broker.clients.producer_connections(&header.producer_group);
+    let infos = broker
+        .consumers
+        .clients
+        .producer_connections(&header.producer_group);
     if infos.is_empty() {
         return error(
             response_code::SYSTEM_ERROR,

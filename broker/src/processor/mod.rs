@@ -249,9 +249,11 @@ impl RequestProcessor for BrokerProcessor {
                 }
                 request_code::VOSTOK_MESSAGE_STATUS => ops_admin::message_status(b, request),
                 request_code::VOSTOK_BROWSE_MESSAGES => ops_admin::browse_messages(b, request),
-                request_code::VOSTOK_REMOVE_MESSAGE => ops_admin::remove_message(b, request).await,
+                request_code::VOSTOK_REMOVE_MESSAGE => {
+                    ops_admin::remove_message(b, channel, request).await
+                }
                 request_code::VOSTOK_RESEND_DLQ_MESSAGE => {
-                    ops_admin::resend_dlq_message(b, request).await
+                    ops_admin::resend_dlq_message(b, channel, request).await
                 }
                 request_code::VOSTOK_GET_GROUP_LAG => ops_admin::group_lag(b, request),
                 request_code::VOSTOK_GET_CONNECTED_CLIENTS => ops_admin::connected_clients(b),
@@ -284,7 +286,7 @@ impl RequestProcessor for BrokerProcessor {
     }
 
     fn on_channel_closed(&self, channel: &Channel) {
-        self.broker.on_channel_closed(channel);
+        crate::ops::clients::on_channel_closed(&self.broker, channel);
     }
 }
 
@@ -314,6 +316,8 @@ pub(crate) fn refused(refusal: crate::ops::Refusal) -> RemotingCommand {
         Refused::InvalidParameter => response_code::INVALID_PARAMETER,
         Refused::TopicNotExist => response_code::TOPIC_NOT_EXIST,
         Refused::GroupNotExist => response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+        Refused::NotOnline => response_code::CONSUMER_NOT_ONLINE,
+        Refused::OffsetNotFound => response_code::QUERY_NOT_FOUND,
         Refused::MessageIllegal => response_code::MESSAGE_ILLEGAL,
         Refused::SystemError => response_code::SYSTEM_ERROR,
     };

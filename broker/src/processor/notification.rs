@@ -82,8 +82,8 @@ fn has_message(broker: &Broker, h: &NotificationRequestHeader, queues: i32) -> b
     let now = now_millis();
     let order = h.order.unwrap_or(false);
     let backlog = |topic: &str, q: i32| {
-        let store = &broker.store;
-        let committed = broker.offsets.query(&h.consumer_group, topic, q);
+        let store = &broker.storage.store;
+        let committed = broker.consumers.offsets.query(&h.consumer_group, topic, q);
         let from = if committed >= 0 {
             committed
         } else {
@@ -106,7 +106,7 @@ fn has_message(broker: &Broker, h: &NotificationRequestHeader, queues: i32) -> b
         || (!order
             && [false, true].into_iter().any(|v2| {
                 let retry = pop_retry_topic(&h.topic, &h.consumer_group, v2);
-                broker.topics.contains(&retry) && backlog(&retry, 0)
+                broker.storage.topics.contains(&retry) && backlog(&retry, 0)
             }))
 }
 

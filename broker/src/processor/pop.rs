@@ -153,8 +153,9 @@ pub(crate) fn peek_message(
     let mut n = 0;
     let mut rest = 0;
     for q in queues {
-        let store = &broker.store;
+        let store = &broker.storage.store;
         let committed = broker
+            .consumers
             .offsets
             .query(&header.consumer_group, &header.topic, q);
         let from = if committed >= 0 {

@@ -25,6 +25,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::GetMessageStatus;
 
 use super::{decode_header, error};
+use crate::ops::auto_create::find_or_create_group;
 use crate::state::consumer_filter::{is_tag_type, ExpressionMessageFilter};
 use crate::state::Broker;
 
@@ -54,9 +55,9 @@ pub(crate) async fn pull_message(
     } else {
         broker.runtime.short_polling_time()
     };
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     let (topic, queue_id) = (header.topic.clone(), header.queue_id);
-    let hold = broker.long_polling.hold(
+    let hold = broker.consumers.long_polling.hold(
         &header.topic,
         header.queue_id,
         header.queue_offset,
@@ -113,17 +114,18 @@ fn pull_inner(
             ),
         ));
     }
-    let group_config = broker
-        .find_or_create_group(&header.consumer_group, Some(channel))
-        .map_err(|reason| {
-            error(
-                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!(
-                    "subscription group [{}] does not exist: {reason}",
-                    header.consumer_group
-                ),
-            )
-        })?;
+    let group_config =
+        find_or_create_group(&broker.consumers, &header.consumer_group, Some(channel)).map_err(
+            |reason| {
+                error(
+                    response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                    format!(
+                        "subscription group [{}] does not exist: {reason}",
+                        header.consumer_group
+                    ),
+                )
+            },
+        )?;
     if !group_config.consume_enable {
         return Err(error(
             response_code::NO_PERMISSION,
@@ -133,7 +135,7 @@ fn pull_inner(
             ),
         ));
     }
-    let topic_config = broker.topics.get(&header.topic).ok_or_else(|| {
+    let topic_config = broker.storage.topics.get(&header.topic).ok_or_else(|| {
         error(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", header.topic),
@@ -216,7 +218,7 @@ fn pull_inner(
 
     let has_commit = header.sys_flag & PULL_FLAG_COMMIT_OFFSET != 0;
     if first && has_commit && broker.is_master() {
-        broker.offsets.commit(
+        broker.consumers.offsets.commit(
             &header.consumer_group,
             &header.topic,
             header.queue_id,
@@ -285,7 +287,10 @@ fn subscription_for(
         let mut sub = build_subscription(&header.topic, SUB_ALL, header.sub_version);
         sub.expression_type = expression_type.to_owned();
         sub.sub_string = expression.to_owned();
-        let data = broker.filters.compile(&header.consumer_group, &sub);
+        let data = broker
+            .consumers
+            .filters
+            .compile(&header.consumer_group, &sub);
         return match &data.compiled {
             Ok(filter) => Ok((sub, Some(filter.clone()))),
             Err(e) => Err(error(
@@ -294,7 +299,11 @@ fn subscription_for(
             )),
         };
     }
-    let Some(group) = broker.clients.consumer_group(&header.consumer_group) else {
+    let Some(group) = broker
+        .consumers
+        .clients
+        .consumer_group(&header.consumer_group)
+    else {
         return Err(error(
             response_code::SUBSCRIPTION_NOT_EXIST,
             format!(
@@ -303,7 +312,7 @@ fn subscription_for(
             ),
         ));
     };
-    let group_config = broker.subscriptions.get(&header.consumer_group);
+    let group_config = broker.consumers.subscriptions.get(&header.consumer_group);
     if group.message_model == MessageModel::Broadcasting
         && group_config.is_some_and(|g| !g.consume_broadcast_enable)
     {
@@ -331,7 +340,11 @@ fn subscription_for(
         return Ok((sub.clone(), None));
     }
     check_property_filter(broker, &sub.expression_type)?;
-    let Some(data) = broker.filters.get(&header.topic, &header.consumer_group) else {
+    let Some(data) = broker
+        .consumers
+        .filters
+        .get(&header.topic, &header.consumer_group)
+    else {
         return Err(error(
             response_code::FILTER_DATA_NOT_EXIST,
             "The broker's consumer filter data is not exist!Your expression may be wrong!",

@@ -18,7 +18,7 @@ pub(crate) async fn query_message(broker: &Broker, request: RemotingCommand) -> 
     if header.unique_key_query == Some(true) {
         header.max_num = DEFAULT_QUERY_MAX_NUM;
     }
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     let result = tokio::task::spawn_blocking(move || {
         store.query_message(
             &header.topic,
@@ -57,7 +57,11 @@ pub(crate) async fn view_message_by_id(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, ViewMessageRequestHeader);
-    match broker.store.select_one_message_by_offset(header.offset) {
+    match broker
+        .storage
+        .store
+        .select_one_message_by_offset(header.offset)
+    {
         Some(record) => RemotingCommand::success().with_body(record),
         None => error(
             response_code::SYSTEM_ERROR,

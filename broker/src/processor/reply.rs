@@ -24,6 +24,7 @@ use super::refused;
 use super::send::destination;
 use crate::ops::send::check_message;
 use crate::ops::stored::choose_queue;
+use crate::ops::Client;
 use crate::state::Broker;
 
 /// How long the requester has to acknowledge a pushed reply (Apache's `callClient`).
@@ -43,7 +44,7 @@ pub(crate) async fn send_reply_message(
         Ok(h) => h,
         Err(e) => return super::header_error(&request, e),
     };
-    let topic_config = match check_message(broker, channel, &destination(&header)) {
+    let topic_config = match check_message(broker, Client::on(channel), &destination(&header)) {
         Ok(config) => config,
         Err(refusal) => return refused(refusal),
     };
@@ -76,7 +77,7 @@ pub(crate) async fn send_reply_message(
                 broker.broker_addr,
             )
         };
-        let result = broker.store.put_message(msg).await;
+        let result = broker.storage.store.put_message(msg).await;
         broker.count_put(1);
         // The stored copy's place goes into the answer; its code stays the push's.
         match result.append.filter(|_| result.status.is_stored()) {
@@ -116,7 +117,11 @@ async fn push_reply(
             property::MESSAGE_REPLY_TO_CLIENT
         ));
     };
-    let Some(requester) = broker.clients.producer_channel_of_client(&client_id) else {
+    let Some(requester) = broker
+        .consumers
+        .clients
+        .producer_channel_of_client(&client_id)
+    else {
         warn!(client = %client_id, "push reply message fail: no connection of the requester");
         return Err(format!(
             "push reply message fail, channel of <{client_id}> not found."

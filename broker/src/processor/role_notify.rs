@@ -85,13 +85,13 @@ pub(crate) fn notify_broker_role_changed(
         epoch,
         sync_state_set,
     };
-    if broker.replicas.offer_notice(info) {
+    if broker.roles.replicas.offer_notice(info) {
         debug!(master, epoch, "role change notice taken");
     } else {
         debug!(
             master,
             epoch,
-            known = broker.replicas.master_epoch(),
+            known = broker.roles.replicas.master_epoch(),
             "role change notice older than the known epoch; ignored"
         );
     }

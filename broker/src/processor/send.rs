@@ -9,6 +9,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 use super::put_response::send_response;
 use super::refused;
 use crate::ops::send::{self as op, Destination, SendRequest};
+use crate::ops::Client;
 use crate::state::Broker;
 
 pub(crate) async fn send_message(
@@ -26,10 +27,11 @@ pub(crate) async fn send_message(
             Ok(permit) => permit,
             Err(refusal) => return refused(refusal),
         };
-        let topic_config = match op::check_message(broker, channel, &destination(&header)) {
-            Ok(config) => config,
-            Err(refusal) => return refused(refusal),
-        };
+        let topic_config =
+            match op::check_message(broker, Client::on(channel), &destination(&header)) {
+                Ok(config) => config,
+                Err(refusal) => return refused(refusal),
+            };
         return super::send_batch::send_batch(
             broker,
             channel,
@@ -54,7 +56,7 @@ pub(crate) async fn send_message(
             .filter(|_| request.version >= version::V3_4_9),
         received,
     };
-    send_response(broker, op::send(broker, channel, send).await)
+    send_response(broker, op::send(broker, Client::on(channel), send).await)
 }
 
 /// Where a send header sends to.

@@ -124,7 +124,7 @@ pub(super) async fn send_batch(
     let claim = send_dedupe::claim(broker, topic_config, &header.topic, &keys).await;
     let Some(claim) = claim else {
         let n = msgs.len() as u64;
-        let result = broker.store.put_messages(msgs).await;
+        let result = broker.storage.store.put_messages(msgs).await;
         stamp_append(received, &result);
         broker.count_put(n);
         broker.metrics.record_put(&header.topic, kind, &result);
@@ -140,7 +140,7 @@ pub(super) async fn send_batch(
         .map(|(m, _)| m)
         .collect();
     let n = msgs.len() as u64;
-    let result = broker.store.put_messages(msgs).await;
+    let result = broker.storage.store.put_messages(msgs).await;
     stamp_append(received, &result);
     broker.count_put(n);
     broker.metrics.record_put(&header.topic, kind, &result);

@@ -18,15 +18,16 @@ use crate::state::Broker;
 /// this. The file deletion runs off the async runtime.
 pub(crate) async fn clean_unused_topics(broker: &Arc<Broker>) -> RemotingCommand {
     let orphans: Vec<String> = broker
+        .storage
         .store
         .topics()
         .into_iter()
-        .filter(|t| !broker.topics.contains(t) && !topic::is_system_topic(t))
+        .filter(|t| !broker.storage.topics.contains(t) && !topic::is_system_topic(t))
         .collect();
     if orphans.is_empty() {
         return RemotingCommand::success();
     }
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     let gone = orphans.clone();
     match tokio::task::spawn_blocking(move || store.delete_topics(&gone)).await {
         Ok(Ok(())) => {
@@ -45,7 +46,7 @@ pub(crate) async fn clean_unused_topics(broker: &Arc<Broker>) -> RemotingCommand
 /// (Apache's `executeDeleteFilesManually`); files still unconsumed or not expired
 /// stay, as in a scheduled pass.
 pub(crate) fn delete_expired_commit_log(broker: &Broker) -> RemotingCommand {
-    broker.store.delete_expired_files_now();
+    broker.storage.store.delete_expired_files_now();
     info!("expired commitlog files to be deleted by the next retention pass");
     RemotingCommand::success()
 }

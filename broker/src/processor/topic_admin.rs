@@ -53,12 +53,12 @@ pub(crate) async fn delete_topic(
 }
 
 pub(crate) fn get_all_topic_config(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::success().with_body(json::to_vec(&broker.topics.wrapper()))
+    RemotingCommand::success().with_body(json::to_vec(&broker.storage.topics.wrapper()))
 }
 
 pub(crate) fn get_topic_config(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, TopicRequestHeader);
-    match broker.topics.get(&header.topic) {
+    match broker.storage.topics.get(&header.topic) {
         Some(config) => RemotingCommand::success().with_body(json::to_vec(&config)),
         None => error(
             response_code::TOPIC_NOT_EXIST,
@@ -79,7 +79,7 @@ struct TopicOffset {
 /// objects, which Java admin tools expect; the same form is written here.
 pub(crate) fn get_topic_stats_info(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, TopicRequestHeader);
-    let Some(config) = broker.topics.get(&header.topic) else {
+    let Some(config) = broker.storage.topics.get(&header.topic) else {
         return error(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist", header.topic),
@@ -95,10 +95,17 @@ pub(crate) fn get_topic_stats_info(broker: &Broker, request: RemotingCommand) ->
             &broker.config.broker_name,
             queue_id,
         );
-        let min = broker.store.min_offset_in_queue(&header.topic, queue_id);
-        let max = broker.store.max_offset_in_queue(&header.topic, queue_id);
+        let min = broker
+            .storage
+            .store
+            .min_offset_in_queue(&header.topic, queue_id);
+        let max = broker
+            .storage
+            .store
+            .max_offset_in_queue(&header.topic, queue_id);
         let last = if max > 0 {
             broker
+                .storage
                 .store
                 .message_store_timestamp(&header.topic, queue_id, max - 1)
                 .unwrap_or(0)

@@ -24,10 +24,11 @@ pub(crate) fn query_topic_consume_by_who(
 ) -> RemotingCommand {
     let header = decode_header!(request, TopicRequestHeader);
     let mut group_list: BTreeSet<String> = broker
+        .consumers
         .clients
         .groups_subscribing(&header.topic)
         .into_iter()
         .collect();
-    group_list.extend(broker.offsets.groups_of_topic(&header.topic));
+    group_list.extend(broker.consumers.offsets.groups_of_topic(&header.topic));
     RemotingCommand::success().with_body(json::to_vec(&GroupList { group_list }))
 }

@@ -21,8 +21,8 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
     broker.tasks.spawn(async move {
         loop {
             tokio::select! {
-                _ = b.topics.unsaved() => {}
-                _ = b.subscriptions.unsaved() => {}
+                _ = b.storage.topics.unsaved() => {}
+                _ = b.consumers.subscriptions.unsaved() => {}
                 _ = b.shutdown.cancelled() => break,
             }
             tokio::select! {

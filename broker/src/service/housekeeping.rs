@@ -65,7 +65,7 @@ async fn persist_offsets(b: Arc<Broker>) {
             _ = tick.tick() => {
                 // A write and an fsync: off the duties thread, which also registers.
                 let owner = b.clone();
-                let write = tokio::task::spawn_blocking(move || owner.offsets.persist(false));
+                let write = tokio::task::spawn_blocking(move || owner.consumers.offsets.persist(false));
                 let _ = write.await;
             }
             _ = b.shutdown.cancelled() => break,
@@ -80,8 +80,8 @@ async fn expire_clients(b: Arc<Broker>) {
         tokio::select! {
             _ = tick.tick() => {
                 let timeout = b.config.channel_expired_timeout;
-                let changed = b.clients.scan_expired(Instant::now(), timeout);
-                b.notify_consumer_ids_changed(changed);
+                let changed = b.consumers.clients.scan_expired(Instant::now(), timeout);
+                crate::ops::clients::notify_consumer_ids_changed(&b, changed);
             }
             _ = b.shutdown.cancelled() => break,
         }

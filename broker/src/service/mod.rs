@@ -43,7 +43,7 @@ const MASTER_SERVICES_STOP: Duration = Duration::from_secs(10);
 /// [`revive`]), in one scope (`state::master_services`): for a classic master once
 /// at start, in controller mode on each promotion. Nothing when they run already.
 pub(crate) fn start_master_services(broker: &Arc<Broker>) {
-    let services = &broker.replicas.master_services;
+    let services = &broker.roles.replicas.master_services;
     let Some(scope) = services.begin(&broker.shutdown, &broker.tasks) else {
         return;
     };
@@ -57,7 +57,7 @@ pub(crate) fn start_master_services(broker: &Arc<Broker>) {
 /// Controller mode, on a demotion: stops the master-only services and waits (at most
 /// [`MASTER_SERVICES_STOP`]) until they have.
 pub(crate) async fn stop_master_services(broker: &Broker) {
-    let Some(tasks) = broker.replicas.master_services.end() else {
+    let Some(tasks) = broker.roles.replicas.master_services.end() else {
         return;
     };
     if tokio::time::timeout(MASTER_SERVICES_STOP, tasks.wait())

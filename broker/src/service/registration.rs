@@ -43,7 +43,7 @@ async fn run(broker: Arc<Broker>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
-            _ = broker.topics.changed() => debug!("topic table changed; registering"),
+            _ = broker.storage.topics.changed() => debug!("topic table changed; registering"),
             _ = broker.shutdown.cancelled() => break,
         }
         register_all(&broker).await;
@@ -60,7 +60,7 @@ const MAX_REGISTER_BODY: usize = 8 << 20;
 /// applies on its own, as it does RocketMQ's split registrations.
 fn register_requests(broker: &Broker) -> Vec<RemotingCommand> {
     let config = &broker.config;
-    let mut wrapper = broker.topics.wrapper();
+    let mut wrapper = broker.storage.topics.wrapper();
     // A broker without write (or read) permission registers its topics without it,
     // so that clients send (or pull) elsewhere, as RocketMQ's registerBrokerAll does.
     let permission = broker.runtime.broker_permission();
@@ -85,7 +85,7 @@ fn register_requests(broker: &Broker) -> Vec<RemotingCommand> {
         broker_addr: broker.broker_addr.to_string(),
         cluster_name: config.broker_cluster_name.clone(),
         // `brokerIP2:haListenPort` while the HA listener runs (masters), else empty.
-        ha_server_addr: broker.ha_server_addr.read_locked().clone(),
+        ha_server_addr: broker.roles.ha_server_addr.read_locked().clone(),
         broker_id: broker.registered_broker_id(),
         heartbeat_timeout_millis: Some(config.channel_expired_timeout.as_millis() as i64),
         enable_acting_master: Some(false),
@@ -179,16 +179,16 @@ fn learn_master(broker: &Broker, header: RegisterBrokerResponseHeader) {
         return;
     }
     if let Some(master) = header.master_addr.filter(|m| !m.is_empty()) {
-        let mut current = broker.master_addr.write_locked();
+        let mut current = broker.roles.master_addr.write_locked();
         if current.as_deref() != Some(master.as_str()) {
             info!(master = %master, "master address from name server");
             *current = Some(master);
-            broker.master_changed.notify_waiters();
+            broker.roles.master_changed.notify_waiters();
         }
     }
     if let (Some(ha), Some(client)) = (
         header.ha_server_addr.filter(|a| !a.is_empty()),
-        broker.ha_client.get(),
+        broker.roles.ha_client.get(),
     ) {
         client.update_master(&ha);
     }

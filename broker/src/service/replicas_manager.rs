@@ -180,13 +180,13 @@ async fn elect_self(broker: &Broker, link: &mut ControllerLink, id: i64) {
 
 fn heartbeat_header(broker: &Broker, id: i64) -> BrokerHeartbeatRequestHeader {
     let c = &broker.config.controller;
-    let max = broker.store.max_phy_offset();
+    let max = broker.storage.store.max_phy_offset();
     BrokerHeartbeatRequestHeader {
         cluster_name: broker.config.broker_cluster_name.clone(),
         broker_addr: broker.broker_addr.to_string(),
         broker_name: broker.config.broker_name.clone(),
         broker_id: Some(id),
-        epoch: Some(broker.replicas.epochs.locked().last_epoch()),
+        epoch: Some(broker.roles.replicas.epochs.locked().last_epoch()),
         max_offset: Some(max),
         confirm_offset: Some(max),
         heartbeat_timeout_mills: Some(c.controller_heartbeat_timeout.as_millis() as i64),
@@ -214,8 +214,8 @@ async fn run(broker: Arc<Broker>) {
             _ = tokio::time::sleep(retry) => {}
         }
     };
-    broker.replicas.broker_id.store(id, Ordering::Release);
-    broker.store.set_broker_id(id);
+    broker.roles.replicas.broker_id.store(id, Ordering::Release);
+    broker.storage.store.set_broker_id(id);
     info!(broker_id = id, "controller mode: broker id");
     // 2. Registered.
     while !register(&broker, &mut link, id).await {
@@ -238,7 +238,7 @@ async fn run(broker: Arc<Broker>) {
         }
         let now = now_millis();
         if now - last_sync >= c.sync_broker_metadata_period.as_millis() as i64
-            || broker.replicas.role() == ReplicaRole::None
+            || broker.roles.replicas.role() == ReplicaRole::None
         {
             last_sync = now;
             match replica_info(&broker, &mut link).await {
@@ -246,7 +246,7 @@ async fn run(broker: Arc<Broker>) {
                 None => warn!("cannot reach the controller leader"),
             }
         }
-        if broker.replicas.role() == ReplicaRole::Master
+        if broker.roles.replicas.role() == ReplicaRole::Master
             && (joined || now - last_check >= c.check_sync_state_set_period.as_millis() as i64)
         {
             last_check = now;
@@ -256,9 +256,9 @@ async fn run(broker: Arc<Broker>) {
         tokio::select! {
             _ = broker.shutdown.cancelled() => return,
             _ = tokio::time::sleep(tick) => {}
-            _ = broker.store.sync_state_set_joined() => joined = true,
-            _ = broker.replicas.notice_arrived.notified() => {
-                if let Some(info) = broker.replicas.take_notice() {
+            _ = broker.storage.store.sync_state_set_joined() => joined = true,
+            _ = broker.roles.replicas.notice_arrived.notified() => {
+                if let Some(info) = broker.roles.replicas.take_notice() {
                     info!(
                         master = ?info.id,
                         epoch = info.epoch,
@@ -284,8 +284,8 @@ async fn apply_replica_info(
         elect_self(broker, link, id).await;
         return;
     };
-    let known = broker.replicas.master_epoch();
-    let role = broker.replicas.role();
+    let known = broker.roles.replicas.master_epoch();
+    let role = broker.roles.replicas.role();
     if info.epoch < known {
         warn!(
             epoch = info.epoch,
@@ -299,10 +299,11 @@ async fn apply_replica_info(
         }
         // The controller still knows this broker as master of this epoch: the lease.
         broker
+            .roles
             .replicas
             .last_controller_ok_ms
             .store(now_millis(), Ordering::Release);
-        let (_, local_epoch) = broker.replicas.sync_state_set();
+        let (_, local_epoch) = broker.roles.replicas.sync_state_set();
         if info.sync_state_set.sync_state_set_epoch > local_epoch {
             sync_state_set::adopt(broker, &info.sync_state_set);
         }
@@ -311,7 +312,7 @@ async fn apply_replica_info(
     } else {
         role_change::refresh_slave(broker, &info).await;
     }
-    *broker.replicas.master.write_locked() = Some((
+    *broker.roles.replicas.master.write_locked() = Some((
         master,
         info.addr.clone().unwrap_or_default(),
         info.ha_addr.clone().unwrap_or_default(),

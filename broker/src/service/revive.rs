@@ -72,9 +72,9 @@ async fn revive_due(broker: &Broker) -> usize {
 fn advance_watermarks(broker: &Broker) {
     let topic = &broker.pop.revive_topic;
     for qid in 0..broker.pop.revive_queue_num {
-        if let Some(w) = broker.pop.watermark(&broker.store, qid) {
-            if w > broker.offsets.query(REVIVE_GROUP, topic, qid) {
-                broker.offsets.commit(REVIVE_GROUP, topic, qid, w);
+        if let Some(w) = broker.pop.watermark(&broker.storage.store, qid) {
+            if w > broker.consumers.offsets.query(REVIVE_GROUP, topic, qid) {
+                broker.consumers.offsets.commit(REVIVE_GROUP, topic, qid, w);
             }
         }
     }
@@ -93,8 +93,8 @@ fn normal_topic<'a>(ck_topic: &'a str, group: &str) -> &'a str {
 async fn revive(broker: &Broker, mut ck: Checkpoint) {
     let group = ck.key.group.to_string();
     let normal = normal_topic(&ck.key.topic, &group).to_owned();
-    let group_config = broker.subscriptions.get(&group);
-    let (Some(group_config), true) = (group_config, broker.topics.contains(&normal)) else {
+    let group_config = broker.consumers.subscriptions.get(&group);
+    let (Some(group_config), true) = (group_config, broker.storage.topics.contains(&normal)) else {
         // The group or topic was deleted: nothing to bring back.
         broker
             .pop
@@ -149,7 +149,7 @@ async fn mark_revived(broker: &Broker, ck: &Checkpoint, offsets: &[i64]) {
         &broker.config.broker_name,
         broker.broker_addr,
     );
-    let status = broker.store.put_message(record).await.status;
+    let status = broker.storage.store.put_message(record).await.status;
     if !status.is_stored() {
         warn!(
             ?status,
@@ -167,9 +167,11 @@ async fn revive_one(
     normal: &str,
     max_reconsume: i32,
 ) -> Option<bool> {
-    let got = broker
-        .store
-        .get_message(&ck.key.topic, ck.key.queue_id, offset, 1, i32::MAX, None);
+    let got =
+        broker
+            .storage
+            .store
+            .get_message(&ck.key.topic, ck.key.queue_id, offset, 1, i32::MAX, None);
     let original = got
         .messages
         .first()
@@ -185,9 +187,12 @@ async fn revive_one(
     let dead_letter = original.reconsume_times >= max_reconsume;
     if dead_letter {
         let dlq = topic::dlq_topic(group);
-        broker
-            .topics
-            .get_or_create(&dlq, topic::DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
+        broker.storage.topics.get_or_create(
+            &dlq,
+            topic::DLQ_NUMS_PER_GROUP,
+            perm::READ | perm::WRITE,
+            0,
+        );
         if !props.contains(property::RETRY_TOPIC) {
             props.insert(property::RETRY_TOPIC, normal);
         }
@@ -205,6 +210,7 @@ async fn revive_one(
             pop::pop_retry_topic(normal, group, broker.config.pop.enable_retry_topic_v2)
         };
         broker
+            .storage
             .topics
             .get_or_create(&msg.topic, 1, perm::READ | perm::WRITE, 0);
     }
@@ -212,7 +218,13 @@ async fn revive_one(
     msg.reconsume_times = original.reconsume_times.saturating_add(1);
     props.insert(property::WAIT_STORE_MSG_OK, "false");
     msg.properties = props.encode();
-    let stored = broker.store.put_message(msg).await.status.is_stored();
+    let stored = broker
+        .storage
+        .store
+        .put_message(msg)
+        .await
+        .status
+        .is_stored();
     if stored {
         broker.count_put(1);
         if dead_letter {

@@ -23,7 +23,7 @@ use crate::state::Broker;
 
 /// Stops the replication client and waits (briefly) until its connection is gone.
 async fn stop_replicating(broker: &Broker) {
-    let Some(client) = broker.ha_client.get() else {
+    let Some(client) = broker.roles.ha_client.get() else {
         return;
     };
     client.clear_master();
@@ -37,12 +37,12 @@ async fn stop_replicating(broker: &Broker) {
 
 pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss: &SyncStateSet) {
     info!(broker_id = id, epoch, "controller mode: becoming master");
-    broker.replicas.set_role(ReplicaRole::None);
-    broker.store.set_role(true, false);
+    broker.roles.replicas.set_role(ReplicaRole::None);
+    broker.storage.store.set_role(true, false);
     stop_replicating(broker).await;
     // Not a master re-elected: its POP checkpoints are a slave's, stale.
-    let reload_pop = !broker.replicas.master_services.is_running();
-    let store = broker.store.clone();
+    let reload_pop = !broker.roles.replicas.master_services.is_running();
+    let store = broker.storage.store.clone();
     let b = broker.clone();
     let prepared = tokio::task::spawn_blocking(move || -> std::io::Result<i64> {
         // A record received only in part is cut.
@@ -52,9 +52,9 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
         }
         store.wait_for_dispatch(max, Duration::from_secs(10));
         if reload_pop {
-            b.pop.reload(&store, &b.offsets);
+            b.pop.reload(&store, &b.consumers.offsets);
         }
-        let mut epochs = b.replicas.epochs.locked();
+        let mut epochs = b.roles.replicas.epochs.locked();
         epochs.truncate_suffix(max)?;
         epochs.append(epoch, max)?;
         Ok(max)
@@ -71,19 +71,25 @@ pub(crate) async fn become_master(broker: &Arc<Broker>, id: i64, epoch: i32, sss
             return;
         }
     }
-    broker.replicas.master_epoch.store(epoch, Ordering::Release);
+    broker
+        .roles
+        .replicas
+        .master_epoch
+        .store(epoch, Ordering::Release);
     // A new master epoch fences every request of an earlier one.
-    broker.replicas.unanswered_joiners.locked().clear();
+    broker.roles.replicas.unanswered_joiners.locked().clear();
     sync_state_set::adopt(broker, sss);
     broker
+        .roles
         .replicas
         .last_controller_ok_ms
         .store(now_millis(), Ordering::Release);
-    *broker.master_addr.write_locked() = None;
+    *broker.roles.master_addr.write_locked() = None;
     broker
+        .storage
         .store
         .set_role(false, broker.config.controller.all_ack_in_sync_state_set);
-    broker.replicas.set_role(ReplicaRole::Master);
+    broker.roles.replicas.set_role(ReplicaRole::Master);
     super::start_master_services(broker);
     registration::register_all(broker).await;
 }
@@ -125,8 +131,8 @@ fn entries(cache: &EpochEntryCache) -> Vec<(i32, i64)> {
 
 pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, info: &MasterInfo) {
     info!(master, epoch, "controller mode: becoming slave");
-    broker.replicas.set_role(ReplicaRole::Slave);
-    broker.store.set_role(true, false);
+    broker.roles.replicas.set_role(ReplicaRole::Slave);
+    broker.storage.store.set_role(true, false);
     // A demoted master stops what only a master runs (RocketMQ `changeToSlave`)
     // before its log may be cut.
     super::stop_master_services(broker).await;
@@ -143,10 +149,10 @@ pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, 
         return;
     };
     let master_entries = entries(&cache);
-    let store = broker.store.clone();
+    let store = broker.storage.store.clone();
     let b = broker.clone();
     let truncated = tokio::task::spawn_blocking(move || -> Result<i64, String> {
-        let local = b.replicas.epochs.locked().entries().to_vec();
+        let local = b.roles.replicas.epochs.locked().entries().to_vec();
         let local_max = store.max_phy_offset();
         let point = if local_max == 0
             || local.is_empty() && store.raw_write_end() == store.min_phy_offset()
@@ -165,7 +171,8 @@ pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, 
         if point < store.raw_write_end() {
             store.truncate_to(point).map_err(|e| e.to_string())?;
         }
-        b.replicas
+        b.roles
+            .replicas
             .epochs
             .locked()
             .adopt(&master_entries, point)
@@ -184,14 +191,18 @@ pub(crate) async fn become_slave(broker: &Arc<Broker>, master: i64, epoch: i32, 
             return;
         }
     }
-    broker.replicas.master_epoch.store(epoch, Ordering::Release);
-    *broker.replicas.sync_state_set.write_locked() = (
+    broker
+        .roles
+        .replicas
+        .master_epoch
+        .store(epoch, Ordering::Release);
+    *broker.roles.replicas.sync_state_set.write_locked() = (
         info.sync_state_set.sync_state_set.clone(),
         info.sync_state_set.sync_state_set_epoch,
     );
-    *broker.master_addr.write_locked() = Some(addr);
-    broker.master_changed.notify_waiters();
-    if let Some(client) = broker.ha_client.get() {
+    *broker.roles.master_addr.write_locked() = Some(addr);
+    broker.roles.master_changed.notify_waiters();
+    if let Some(client) = broker.roles.ha_client.get() {
         client.update_master(&ha);
     }
     registration::register_all(broker).await;
@@ -202,18 +213,24 @@ pub(crate) async fn refresh_slave(broker: &Arc<Broker>, info: &MasterInfo) {
     let Some(addr) = info.addr.clone() else {
         return;
     };
-    *broker.replicas.sync_state_set.write_locked() = (
+    *broker.roles.replicas.sync_state_set.write_locked() = (
         info.sync_state_set.sync_state_set.clone(),
         info.sync_state_set.sync_state_set_epoch,
     );
-    if broker.master_addr.read_locked().as_deref() != Some(addr.as_str()) {
+    if broker.roles.master_addr.read_locked().as_deref() != Some(addr.as_str()) {
         // The earlier change did not finish (master unreachable then): finish it.
         become_slave(broker, info.id.unwrap_or(-1), info.epoch, info).await;
         return;
     }
     if let Some(cache) = master_epochs(broker, &addr).await {
-        let max = broker.store.max_phy_offset();
-        if let Err(e) = broker.replicas.epochs.locked().adopt(&entries(&cache), max) {
+        let max = broker.storage.store.max_phy_offset();
+        if let Err(e) = broker
+            .roles
+            .replicas
+            .epochs
+            .locked()
+            .adopt(&entries(&cache), max)
+        {
             warn!(error = %e, "cannot update the epoch file");
         }
     }

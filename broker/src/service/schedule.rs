@@ -49,7 +49,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
     scope.spawn(async move {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(FLUSH_INTERVAL) => b.delay_offsets.persist(),
+                _ = tokio::time::sleep(FLUSH_INTERVAL) => b.deferred.delay_offsets.persist(),
                 _ = stop.cancelled() => break,
             }
         }
@@ -73,7 +73,7 @@ async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration, stop: C
         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         _ = stop.cancelled() => return,
     }
-    let offsets = &broker.delay_offsets;
+    let offsets = &broker.deferred.delay_offsets;
     let resumed = skip_already_delivered(&broker, level, offsets.get(level)).await;
     offsets.set(level, resumed);
     loop {
@@ -111,9 +111,11 @@ async fn deliver_level(broker: Arc<Broker>, level: i32, delay: Duration, stop: C
 
 async fn deliver_batch(broker: &Broker, level: i32, delay: Duration, offset: i64) -> Step {
     let queue_id = level - 1;
-    let result = broker
-        .store
-        .get_message(SCHEDULE_TOPIC, queue_id, offset, 32, i32::MAX, None);
+    let result =
+        broker
+            .storage
+            .store
+            .get_message(SCHEDULE_TOPIC, queue_id, offset, 32, i32::MAX, None);
     match result.status {
         GetMessageStatus::Found => {}
         GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly => {
@@ -148,7 +150,7 @@ async fn deliver_batch(broker: &Broker, level: i32, delay: Duration, offset: i64
             next = q + 1;
             continue;
         };
-        let status = broker.store.put_message(msg).await.status;
+        let status = broker.storage.store.put_message(msg).await.status;
         if status.is_stored() {
             debug!(level, offset = q, "delayed message delivered");
             next = q + 1;
@@ -175,6 +177,7 @@ async fn skip_already_delivered(broker: &Broker, level: i32, mut offset: i64) ->
     loop {
         let result =
             broker
+                .storage
                 .store
                 .get_message(SCHEDULE_TOPIC, level - 1, offset, 32, i32::MAX, None);
         if result.status != GetMessageStatus::Found {
@@ -184,7 +187,7 @@ async fn skip_already_delivered(broker: &Broker, level: i32, mut offset: i64) ->
             let Ok(parked) = MessageExt::decode(record, false) else {
                 return offset;
             };
-            if !reroute::already_restored(&broker.store, &parked) {
+            if !reroute::already_restored(&broker.storage.store, &parked) {
                 if offset > start {
                     info!(
                         level,

@@ -39,13 +39,13 @@ async fn run(broker: Arc<Broker>) {
         tokio::select! {
             _ = broker.shutdown.cancelled() => return,
             _ = tokio::time::sleep(wait) => {}
-            _ = broker.master_changed.notified() => {}
+            _ = broker.roles.master_changed.notified() => {}
         }
         wait = PERIOD;
         if broker.is_master() {
             continue;
         }
-        let master = broker.master_addr.read_locked().clone();
+        let master = broker.roles.master_addr.read_locked().clone();
         let Some(master) = master.filter(|m| *m != broker.broker_addr.to_string()) else {
             continue;
         };
@@ -83,8 +83,8 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     if let Some(r) = fetch(broker, master, request_code::GET_ALL_TOPIC_CONFIG).await {
         match json::from_slice::<TopicConfigSerializeWrapper>("topicConfigTable", &r.body) {
             Ok(wrapper) => {
-                let store = &broker.store;
-                broker.topics.replace_from_master(wrapper, |topic| {
+                let store = &broker.storage.store;
+                broker.storage.topics.replace_from_master(wrapper, |topic| {
                     match (master_end, store.topic_phy_end(topic)) {
                         (Some(master_end), Some(data_end)) => data_end > master_end,
                         (Some(_), None) => false,
@@ -96,12 +96,12 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
         }
     }
     if let Some(r) = fetch(broker, master, request_code::GET_ALL_CONSUMER_OFFSET).await {
-        if let Err(e) = broker.offsets.put_all_from_master(&r.body) {
+        if let Err(e) = broker.consumers.offsets.put_all_from_master(&r.body) {
             warn!(master, error = %e, "undecodable consumer offsets from the master");
         }
     }
     if let Some(r) = fetch(broker, master, request_code::GET_ALL_DELAY_OFFSET).await {
-        if let Err(e) = broker.delay_offsets.replace_from_master(&r.body) {
+        if let Err(e) = broker.deferred.delay_offsets.replace_from_master(&r.body) {
             warn!(master, error = %e, "undecodable delay offsets from the master");
         }
     }
@@ -112,7 +112,7 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     )
     .await
     {
-        match broker.subscriptions.replace_from_master(&r.body) {
+        match broker.consumers.subscriptions.replace_from_master(&r.body) {
             Ok(true) => info!(master, "subscription groups copied from the master"),
             Ok(false) => {}
             Err(e) => warn!(master, error = %e, "undecodable subscription groups from the master"),
@@ -120,8 +120,8 @@ pub(crate) async fn sync_all(broker: &Arc<Broker>, master: &str) {
     }
     let b = broker.clone();
     let _ = tokio::task::spawn_blocking(move || {
-        b.offsets.persist(false);
-        b.delay_offsets.persist();
+        b.consumers.offsets.persist(false);
+        b.deferred.delay_offsets.persist();
     })
     .await;
     debug!(master, "metadata synchronised from the master");
@@ -138,7 +138,7 @@ async fn master_commitlog_end(broker: &Broker, master: &str) -> Option<i64> {
 async fn check_not_ahead(broker: &Broker, master: &str) {
     let master_end = master_commitlog_end(broker, master);
     if let Some((own, master_max)) =
-        ahead_of_master(|| broker.store.raw_write_end(), master_end).await
+        ahead_of_master(|| broker.storage.store.raw_write_end(), master_end).await
     {
         error!(
             master,

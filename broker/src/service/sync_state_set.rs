@@ -37,8 +37,8 @@ use crate::state::Broker;
 /// Takes `sss` as this master's SyncStateSet.
 pub(crate) fn adopt(broker: &Broker, sss: &SyncStateSet) {
     let members: Vec<i64> = sss.sync_state_set.iter().copied().collect();
-    broker.store.set_sync_state_set(&members);
-    *broker.replicas.sync_state_set.write_locked() =
+    broker.storage.store.set_sync_state_set(&members);
+    *broker.roles.replicas.sync_state_set.write_locked() =
         (sss.sync_state_set.clone(), sss.sync_state_set_epoch);
 }
 
@@ -51,6 +51,7 @@ fn caught_up(broker: &Broker) -> BTreeSet<i64> {
         .ha_max_time_slave_not_catchup
         .as_millis() as i64;
     broker
+        .storage
         .store
         .ha_slaves()
         .into_iter()
@@ -99,10 +100,10 @@ fn plan(
 }
 
 pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i64) {
-    let (current, sss_epoch) = broker.replicas.sync_state_set();
-    let joining = broker.store.sync_state_set_joining();
+    let (current, sss_epoch) = broker.roles.replicas.sync_state_set();
+    let joining = broker.storage.store.sync_state_set_joining();
     let plan = {
-        let unanswered = broker.replicas.unanswered_joiners.locked();
+        let unanswered = broker.roles.replicas.unanswered_joiners.locked();
         plan(
             id,
             (&current, sss_epoch),
@@ -117,7 +118,10 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
             "replicas fell behind before the controller took them into the SyncStateSet: \
              sends stop waiting for them"
         );
-        broker.store.forget_sync_state_set_joining(&plan.forget_now);
+        broker
+            .storage
+            .store
+            .forget_sync_state_set_joining(&plan.forget_now);
     }
     let Some(new_set) = plan.proposal else {
         return;
@@ -125,7 +129,7 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
     let header = AlterSyncStateSetRequestHeader {
         broker_name: broker.config.broker_name.clone(),
         master_broker_id: id,
-        master_epoch: broker.replicas.master_epoch(),
+        master_epoch: broker.roles.replicas.master_epoch(),
         invoke_time: Some(now_millis()),
     };
     let body = SyncStateSet {
@@ -153,13 +157,16 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
             );
             // The controller moved past every epoch an unanswered request carried,
             // and holds exactly `new_set`: joiners left out are not in it.
-            broker.replicas.unanswered_joiners.locked().clear();
+            broker.roles.replicas.unanswered_joiners.locked().clear();
             let left_out: Vec<i64> = joining
                 .into_iter()
                 .filter(|r| !new_set.contains(r))
                 .collect();
             if !left_out.is_empty() {
-                broker.store.forget_sync_state_set_joining(&left_out);
+                broker
+                    .storage
+                    .store
+                    .forget_sync_state_set_joining(&left_out);
             }
         }
         Ok(r) if r.code == response_code::CONTROLLER_FENCED_MASTER_EPOCH => {
@@ -169,8 +176,8 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
                 remark = r.remark(),
                 "fenced by a newer master epoch: stepping down"
             );
-            broker.replicas.set_role(ReplicaRole::None);
-            broker.store.set_role(true, false);
+            broker.roles.replicas.set_role(ReplicaRole::None);
+            broker.storage.store.set_role(true, false);
         }
         Ok(r) => warn!(
             code = r.code,
@@ -180,7 +187,7 @@ pub(crate) async fn check(broker: &Arc<Broker>, link: &mut ControllerLink, id: i
         Err(e) => {
             warn!(error = %e, "SyncStateSet change not answered");
             // The controller may yet apply it: its new members stay waited for.
-            let mut unanswered = broker.replicas.unanswered_joiners.locked();
+            let mut unanswered = broker.roles.replicas.unanswered_joiners.locked();
             for r in new_set.difference(&current) {
                 let sent_at = unanswered.entry(*r).or_insert(sss_epoch);
                 *sent_at = (*sent_at).max(sss_epoch);

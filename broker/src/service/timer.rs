@@ -43,7 +43,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
     scope.spawn(async move {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => b.timers.persist(),
+                _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => b.deferred.timers.persist(),
                 _ = stop.cancelled() => break,
             }
         }
@@ -54,7 +54,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
 /// promotion (a slave's heap, filled by dispatch, still holds the timers its master
 /// delivered; their copies are found in the index and marked delivered here).
 async fn rebuild(broker: &Broker) {
-    let timers = &broker.timers;
+    let timers = &broker.deferred.timers;
     {
         let mut p = timers.lock();
         p.heap.clear();
@@ -69,6 +69,7 @@ async fn rebuild(broker: &Broker) {
     let mut candidates = Vec::new();
     loop {
         let result = broker
+            .storage
             .store
             .get_message(TIMER_TOPIC, 0, offset, 256, i32::MAX, None);
         match result.status {
@@ -98,7 +99,7 @@ async fn rebuild(broker: &Broker) {
             }
             let at = due_at(&parked);
             // Only a message already due could have been delivered before a crash.
-            let delivered = at <= now && reroute::already_restored(&broker.store, &parked);
+            let delivered = at <= now && reroute::already_restored(&broker.storage.store, &parked);
             let real_topic = parked
                 .property(property::REAL_TOPIC)
                 .unwrap_or_default()
@@ -134,7 +135,7 @@ fn due_at(parked: &MessageExt) -> i64 {
 }
 
 async fn deliver_loop(broker: &Broker, stop: &CancellationToken) {
-    let timers = &broker.timers;
+    let timers = &broker.deferred.timers;
     let mut roll_checked = Instant::now();
     loop {
         // Rolling looks at the oldest pending record: once a second is plenty.
@@ -179,11 +180,12 @@ async fn deliver_loop(broker: &Broker, stop: &CancellationToken) {
 /// Reads the timer record at `offset` and stores its message in the real topic.
 async fn deliver(broker: &Broker, offset: i64) -> bool {
     let result = broker
+        .storage
         .store
         .get_message(TIMER_TOPIC, 0, offset, 1, i32::MAX, None);
     let Some(record) = result.messages.first() else {
         warn!(offset, status = ?result.status, "timer record not readable; dropped");
-        broker.timers.lock().mark_delivered(offset);
+        broker.deferred.timers.lock().mark_delivered(offset);
         return true;
     };
     let Some(msg) = MessageExt::decode(record, false)
@@ -194,15 +196,15 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
             offset,
             "timer record unreadable or without REAL_TOPIC; dropped"
         );
-        broker.timers.lock().mark_delivered(offset);
+        broker.deferred.timers.lock().mark_delivered(offset);
         return true;
     };
     let topic = msg.topic.clone();
-    let status = broker.store.put_message(msg).await.status;
+    let status = broker.storage.store.put_message(msg).await.status;
     if status.is_stored() {
         debug!(offset, topic, "timer message delivered");
         {
-            let mut p = broker.timers.lock();
+            let mut p = broker.deferred.timers.lock();
             p.mark_delivered(offset);
             p.untrack(&topic);
         }
@@ -222,10 +224,11 @@ async fn maybe_roll(broker: &Broker) {
     let roll_age = (broker.config.store.file_reserved_time.as_millis() / 2) as i64;
     for _ in 0..MAX_ROLLS_PER_PASS {
         let (watermark, backlog) = {
-            let p = broker.timers.lock();
+            let p = broker.deferred.timers.lock();
             (p.watermark, p.delivered.len())
         };
         let result = broker
+            .storage
             .store
             .get_message(TIMER_TOPIC, 0, watermark, 1, i32::MAX, None);
         let Some(parked) = result
@@ -248,10 +251,10 @@ async fn maybe_roll(broker: &Broker) {
 /// Appends a copy of the timer record at `offset`; true when it was stored.
 async fn roll(broker: &Broker, parked: &MessageExt, offset: i64) -> bool {
     let copy = reroute::roll_timer(parked, offset, broker.broker_addr);
-    let status = broker.store.put_message(copy).await.status;
+    let status = broker.storage.store.put_message(copy).await.status;
     if status.is_stored() {
         debug!(offset, "timer rolled forward");
-        let mut p = broker.timers.lock();
+        let mut p = broker.deferred.timers.lock();
         p.mark_delivered(offset);
         // The copy is counted as it arrives.
         p.untrack(parked.property(property::REAL_TOPIC).unwrap_or_default());

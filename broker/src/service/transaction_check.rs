@@ -32,7 +32,7 @@ const MAX_ROUND: Duration = Duration::from_secs(60);
 
 /// Starts the check service, until `scope` stops (a master only).
 pub(crate) fn spawn(broker: &Arc<Broker>, scope: &ServiceScope) {
-    broker.topics.get_or_create(
+    broker.storage.topics.get_or_create(
         topic::TRANS_CHECK_MAX_TIME_TOPIC,
         1,
         perm::READ | perm::WRITE,
@@ -55,8 +55,9 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     let started = Instant::now();
     let round_started_ms = now_millis();
     let group = topic::CID_SYS_RMQ_TRANS;
-    broker.transactions.catch_up(&broker.store);
+    broker.deferred.transactions.catch_up(&broker.storage.store);
     let half_start = broker
+        .consumers
         .offsets
         .query(group, topic::TRANS_HALF_TOPIC, 0)
         .max(0);
@@ -66,10 +67,14 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     // Walk the half queue in order; `progress` is where the next round starts.
     let mut progress = half_start;
     'walk: loop {
-        let result =
-            broker
-                .store
-                .get_message(topic::TRANS_HALF_TOPIC, 0, progress, 32, i32::MAX, None);
+        let result = broker.storage.store.get_message(
+            topic::TRANS_HALF_TOPIC,
+            0,
+            progress,
+            32,
+            i32::MAX,
+            None,
+        );
         match result.status {
             GetMessageStatus::Found => {}
             GetMessageStatus::OffsetTooSmall => {
@@ -92,7 +97,7 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
             }
             let q = half.queue_offset;
             let root = root_of(&half.properties, q);
-            if broker.transactions.is_finished(root) {
+            if broker.deferred.transactions.is_finished(root) {
                 progress = q + 1;
                 continue;
             }
@@ -103,8 +108,9 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
             if checks >= broker.runtime.transaction_check_max() {
                 discard(broker, &half).await;
                 broker
+                    .deferred
                     .transactions
-                    .write_op(&broker.store, broker.broker_addr, root)
+                    .write_op(&broker.storage.store, broker.broker_addr, root)
                     .await;
                 progress = q + 1;
                 continue;
@@ -136,19 +142,23 @@ pub(crate) async fn check_round(broker: &Broker, stop: &CancellationToken) {
     }
     if progress != half_start {
         broker
+            .consumers
             .offsets
             .commit(group, topic::TRANS_HALF_TOPIC, 0, progress);
     }
     // Roots below the half queue's first record can no longer be named by anyone.
-    broker
-        .transactions
-        .prune_below(broker.store.min_offset_in_queue(topic::TRANS_HALF_TOPIC, 0));
-    broker.transactions.persist();
-    broker.offsets.commit(
+    broker.deferred.transactions.prune_below(
+        broker
+            .storage
+            .store
+            .min_offset_in_queue(topic::TRANS_HALF_TOPIC, 0),
+    );
+    broker.deferred.transactions.persist();
+    broker.consumers.offsets.commit(
         group,
         topic::TRANS_OP_HALF_TOPIC,
         0,
-        broker.transactions.op_offset(),
+        broker.deferred.transactions.op_offset(),
     );
     debug!(
         half_from = half_start,
@@ -174,7 +184,7 @@ async fn reappend(
         root.to_string(),
     );
     copy.properties = props.into_string();
-    let result = broker.store.put_message(copy).await;
+    let result = broker.storage.store.put_message(copy).await;
     let append = result.append.filter(|_| result.status.is_stored());
     if append.is_none() {
         warn!(offset = half.queue_offset, status = ?result.status, "cannot re-append half message");
@@ -192,7 +202,7 @@ async fn check_back(broker: &Broker, half: &MessageExt, root: i64, checks: i32) 
         .property(property::PRODUCER_GROUP)
         .unwrap_or("")
         .to_owned();
-    let Some(channel) = broker.clients.producer_channel(&group) else {
+    let Some(channel) = broker.consumers.clients.producer_channel(&group) else {
         debug!(group = %group, "no producer online to check a transaction; will check again");
         return true;
     };
@@ -258,7 +268,7 @@ async fn discard(broker: &Broker, half: &MessageExt) {
     msg.topic = topic::TRANS_CHECK_MAX_TIME_TOPIC.to_owned();
     msg.queue_id = 0;
     msg.tags_code = 0;
-    let _ = broker.store.put_message(msg).await;
+    let _ = broker.storage.store.put_message(msg).await;
     let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
     broker.metrics.events.half_dropped(real_topic);
 }

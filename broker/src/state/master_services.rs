@@ -1,9 +1,9 @@
-//! The services only a master runs (delay levels, timers, transaction checks, POP
-//! revive) as one group that starts and stops together. A classic master starts them
-//! once; in controller mode they start on each promotion and stop on each demotion
-//! (RocketMQ `BrokerController.changeToMaster` / `changeToSlave`), so that a slave
-//! never runs them and a new master starts them from what its store holds then
-//! (docs/controller.md#role-changes).
+//! Keeps the current run of the services only a master runs (delay levels, timers,
+//! transaction checks, POP revive): their stop signal and tasks, so that they start and
+//! stop together. A classic master starts them once; in controller mode they start on
+//! each promotion and stop on each demotion (RocketMQ `BrokerController.changeToMaster`
+//! / `changeToSlave`), so that a slave never runs them and a new master starts them
+//! from what its store holds then (docs/controller.md#role-changes).
 
 use std::future::Future;
 use std::sync::Mutex;

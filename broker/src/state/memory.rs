@@ -43,10 +43,10 @@ impl Broker {
 
     /// Estimates the tables and reports them to the budget; returns the estimate.
     pub(crate) fn sample_memory(&self) -> usize {
-        let tables = self.timers.pending() * TIMER_BYTES
+        let tables = self.deferred.timers.pending() * TIMER_BYTES
             + self.dedupe.len() * (ENTRY_BYTES + DEDUPE_SLOT_BYTES)
             + self.pop.checkpoints().len() * CHECKPOINT_BYTES
-            + self.transactions.finished_ranges() * RANGE_BYTES;
+            + self.deferred.transactions.finished_ranges() * RANGE_BYTES;
         self.memory.set_gauge(tables);
         tables
     }

@@ -1,39 +1,37 @@
-//! The broker's shared state: the low floor every processor and service reads.
+//! The broker's tables: the low floor every front end, operation and service reads.
 //!
-//! [`Broker`] holds the store, the tables (topics, subscription groups, consumer
-//! offsets, delay offsets, timers, transactions, compiled SQL92 filters, the
-//! duplication window), the client registry, queue locks and held pulls, POP state,
-//! plus the config and the shutdown token: RocketMQ's `BrokerController`
-//! fields without its start-up code. Each table is a module here that knows nothing of
-//! the others; what several parts of the broker need from more than one table (telling
-//! consumers that their group changed) is a method on [`Broker`]. Request processors
-//! (`processor`) and background services (`service`) sit above this floor and take
-//! `&Broker`; start-up (`startup`) builds it.
+//! Each table is a module here that keeps one thing and knows nothing of the others
+//! (its file opens with what it keeps); none of them answers a request. [`Broker`] holds
+//! them in a few groups, so that code that needs one group takes only that group:
+//! [`Storage`] (the store, the topic table, removed messages), [`Consumers`] (groups,
+//! offsets, clients, filters, queue locks, held pulls), [`Deferred`] (delay levels,
+//! timers, half messages), [`Roles`] (master, slave and controller-mode standing),
+//! beside POP state, the duplication window, metrics and what belongs to the broker as
+//! a whole (config, addresses, the name-server client, shutdown): RocketMQ's
+//! `BrokerController` fields without its start-up code. [`Broker`]'s own methods keep
+//! its tables (persist, rebuild) or read across them (the role, a topic's duplication
+//! window, the slowest group on a topic); what acts on them (a consumer registered, its
+//! group told to rebalance) is an operation. The operations (`ops`), front ends and
+//! services sit above this floor; start-up (`startup`) builds it.
 
-pub(crate) mod auto_create;
-pub(crate) mod browse;
 pub(crate) mod client_registry;
 pub(crate) mod consumer_filter;
 pub(crate) mod dedupe;
 pub(crate) mod event_metrics;
-pub(crate) mod lag;
 pub(crate) mod long_polling;
 pub(crate) mod master_services;
 pub(crate) mod memory;
-pub(crate) mod message_status;
 pub(crate) mod metrics;
 pub(crate) mod offset;
 pub(crate) mod pop;
 pub(crate) mod rebalance_lock;
 pub(crate) mod removal;
-pub(crate) mod remove;
 pub(crate) mod replicas;
 pub(crate) mod request_mode;
 pub(crate) mod runtime_config;
 pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod stats_window;
-pub(crate) mod stored_access;
 pub(crate) mod subscription;
 pub(crate) mod timer;
 pub(crate) mod topic;
@@ -47,16 +45,13 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::debug;
-use vostok_remoting::protocol::body::{MessageModel, TopicConfig};
-use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
+use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::message::id::UniqIdGenerator;
-use vostok_remoting::protocol::request_code;
-use vostok_remoting::{Channel, RemotingClient, RemotingCommand};
+use vostok_remoting::RemotingClient;
 use vostok_store::MessageStore;
 
 use crate::config::BrokerConfig;
-use client_registry::{ClientChannelInfo, ClientRegistry, ConsumerRegistration, OverLimit};
+use client_registry::ClientRegistry;
 use consumer_filter::ConsumerFilterManager;
 use dedupe::DedupeWindow;
 use long_polling::LongPolling;
@@ -73,13 +68,18 @@ use timer::TimerTable;
 use topic::TopicConfigManager;
 use transaction::TransactionState;
 
-/// State shared by every request of one broker.
-pub struct Broker {
-    pub(crate) config: BrokerConfig,
-    /// The keys that change at run time (UPDATE_BROKER_CONFIG).
-    pub(crate) runtime: RuntimeConfig,
+/// The messages and what says where they go: the store, the topic table, and the
+/// messages an operator removed.
+pub(crate) struct Storage {
     pub(crate) store: Arc<MessageStore>,
     pub(crate) topics: TopicConfigManager,
+    /// Messages an operator removed: pulls and pops skip them.
+    pub(crate) removals: RemovedMessages,
+}
+
+/// What the broker knows of its consumers: groups, offsets, connected clients, their
+/// filters, queue locks and held pulls.
+pub(crate) struct Consumers {
     pub(crate) subscriptions: SubscriptionGroupManager,
     /// Pull or POP per topic and group (QUERY_ASSIGNMENT).
     pub(crate) request_modes: request_mode::MessageRequestModeManager,
@@ -87,26 +87,38 @@ pub struct Broker {
     pub(crate) clients: ClientRegistry,
     /// Compiled SQL92 subscriptions.
     pub(crate) filters: ConsumerFilterManager,
-    /// Unique ids of recent sends, for answering retries without storing twice.
-    pub(crate) dedupe: DedupeWindow,
     pub(crate) locks: RebalanceLockManager,
     pub(crate) long_polling: LongPolling,
-    /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
-    pub(crate) broker_addr: SocketAddr,
-    /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
-    pub(crate) send_permits: Semaphore,
-    pub(crate) stats: BrokerStats,
-    /// RocketMQ 5's request metrics (Prometheus and the console).
-    pub(crate) metrics: BrokerMetrics,
-    /// The last minute, hour and day of the metrics' counters (VIEW_BROKER_STATS_DATA).
-    pub(crate) stats_windows: stats_window::StatsWindows,
-    /// Messages an operator removed: pulls and pops skip them.
-    pub(crate) removals: RemovedMessages,
-    pub(crate) uniq_ids: UniqIdGenerator,
-    pub(crate) boot_timestamp: i64,
-    /// Client for the name servers.
-    pub(crate) outer: RemotingClient,
-    pub(crate) namesrv_addrs: Vec<String>,
+}
+
+/// Messages stored for later: delay levels, timers, half (transaction) messages.
+pub(crate) struct Deferred {
+    pub(crate) delay_offsets: DelayOffsetTable,
+    pub(crate) timers: TimerTable,
+    pub(crate) transactions: TransactionState,
+}
+
+/// Why a group or topic was not created on first use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotCreated {
+    /// Creation on first use is off, or the name or template does not allow it.
+    NotAllowed(String),
+    /// A bound was reached (docs/limits.md#groups-and-topics).
+    OverLimit(String),
+}
+
+impl std::fmt::Display for NotCreated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotCreated::NotAllowed(reason) | NotCreated::OverLimit(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// Where this broker stands among its replicas: its master (for a slave), the address
+/// it offers slaves, a slave's replication client, and controller mode's role and
+/// epochs.
+pub(crate) struct Roles {
     /// For a slave: the master's address as the name server reported it.
     pub(crate) master_addr: RwLock<Option<String>>,
     /// Signalled when `master_addr` changes (the slave synchronises at once).
@@ -116,12 +128,39 @@ pub struct Broker {
     pub(crate) ha_server_addr: RwLock<String>,
     /// A slave's replication client (set at start-up).
     pub(crate) ha_client: std::sync::OnceLock<Arc<vostok_store::ha::HaClient>>,
+    /// Controller mode: id, role, epochs (docs/controller.md).
+    pub(crate) replicas: replicas::ReplicaState,
+}
+
+/// State shared by every request of one broker: a few groups of tables, each handed
+/// alone to what needs only it, and what belongs to the broker as a whole.
+pub struct Broker {
+    pub(crate) config: BrokerConfig,
+    pub(crate) storage: Storage,
+    pub(crate) consumers: Consumers,
+    pub(crate) deferred: Deferred,
+    pub(crate) roles: Roles,
+    /// The keys that change at run time (UPDATE_BROKER_CONFIG).
+    pub(crate) runtime: RuntimeConfig,
+    /// Unique ids of recent sends, for answering retries without storing twice.
+    pub(crate) dedupe: DedupeWindow,
+    /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
+    pub(crate) broker_addr: SocketAddr,
+    /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
+    pub(crate) send_permits: Semaphore,
+    pub(crate) stats: BrokerStats,
+    /// RocketMQ 5's request metrics (Prometheus and the console).
+    pub(crate) metrics: BrokerMetrics,
+    /// The last minute, hour and day of the metrics' counters (VIEW_BROKER_STATS_DATA).
+    pub(crate) stats_windows: stats_window::StatsWindows,
+    pub(crate) uniq_ids: UniqIdGenerator,
+    pub(crate) boot_timestamp: i64,
+    /// Client for the name servers.
+    pub(crate) outer: RemotingClient,
+    pub(crate) namesrv_addrs: Vec<String>,
     /// Held while registering or unregistering; `true` once unregistered for shutdown,
     /// so that no registration in flight can land after the unregistration.
     pub(crate) registration: tokio::sync::Mutex<bool>,
-    pub(crate) delay_offsets: DelayOffsetTable,
-    pub(crate) timers: TimerTable,
-    pub(crate) transactions: TransactionState,
     /// POP consumption: checkpoints, FIFO order info, held POP requests.
     pub(crate) pop: PopState,
     pub(crate) shutdown: CancellationToken,
@@ -135,8 +174,6 @@ pub struct Broker {
     /// The small runtime of the broker's duties (registration, client expiry, offset
     /// flushes): no request flood can hold them up.
     pub(crate) duties: tokio::runtime::Handle,
-    /// Controller mode: id, role, epochs (docs/controller.md).
-    pub(crate) replicas: replicas::ReplicaState,
 }
 
 impl Broker {
@@ -145,7 +182,7 @@ impl Broker {
     }
 
     pub fn store(&self) -> &Arc<MessageStore> {
-        &self.store
+        &self.storage.store
     }
 
     pub fn broker_addr(&self) -> SocketAddr {
@@ -165,7 +202,7 @@ impl Broker {
         if !self.config.controller.enable {
             return self.config.is_master();
         }
-        self.replicas.role() == replicas::ReplicaRole::Master
+        self.roles.replicas.role() == replicas::ReplicaRole::Master
     }
 
     /// A controller-mode master still holding its lease.
@@ -173,7 +210,11 @@ impl Broker {
         if !self.config.controller.enable {
             return true;
         }
-        let last = self.replicas.last_controller_ok_ms.load(Ordering::Acquire);
+        let last = self
+            .roles
+            .replicas
+            .last_controller_ok_ms
+            .load(Ordering::Acquire);
         let lease = self
             .config
             .controller
@@ -190,85 +231,12 @@ impl Broker {
         if self.is_master() {
             0
         } else {
-            self.replicas.broker_id().max(1)
+            self.roles.replicas.broker_id().max(1)
         }
     }
 
     pub fn replicas(&self) -> &replicas::ReplicaState {
-        &self.replicas
-    }
-
-    /// Registers or refreshes a consumer from its heartbeat (remoting or gRPC); true
-    /// when the group's set of clients changed. A clustering group is also noted on
-    /// each subscribed topic of this broker where it has no offsets yet, so that until
-    /// it commits, retention counts it as at the start of those queues even after it
-    /// disconnects (`store/README.md`, *Forced deletion and unconsumed messages*).
-    /// Registers a consumer, then notes the group on each clustering topic it
-    /// subscribes to (so forced deletion waits for it); a registration over the
-    /// client limits notes nothing.
-    pub(crate) fn register_consumer(
-        &self,
-        info: ClientChannelInfo,
-        registration: ConsumerRegistration,
-    ) -> Result<bool, OverLimit> {
-        let noted: Vec<String> = if registration.message_model == MessageModel::Clustering {
-            registration
-                .subscriptions
-                .iter()
-                .map(|sub| sub.topic.clone())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let group = registration.group.clone();
-        let changed = self.clients.register_consumer(info, registration)?;
-        for topic in noted {
-            if self.topics.contains(&topic) && self.offsets.note_consumer(&group, &topic) {
-                debug!(group = %group, topic = %topic, "consumer group noted on a topic before its first commit");
-            }
-        }
-        Ok(changed)
-    }
-
-    pub(crate) fn on_channel_closed(&self, channel: &Channel) {
-        let changed = self.clients.on_channel_closed(channel);
-        if !changed.is_empty() {
-            debug!(peer = %channel.peer_addr(), groups = ?changed, "client channel closed");
-        }
-        self.notify_consumer_ids_changed(changed);
-    }
-
-    /// Tells every consumer of each group to rebalance (oneway, best effort).
-    pub(crate) fn notify_consumer_ids_changed(&self, groups: Vec<String>) {
-        for group in &groups {
-            if self.clients.consumer_group(group).is_none() {
-                self.filters.unregister_group(group);
-            }
-        }
-        if !self.config.notify_consumer_ids_changed_enable || self.shutdown.is_cancelled() {
-            return;
-        }
-        for group in groups {
-            if let Some(sub) = self.subscriptions.get(&group) {
-                if !sub.notify_consumer_ids_changed_enable {
-                    continue;
-                }
-            }
-            for channel in self.clients.consumer_channels(&group) {
-                let header = NotifyConsumerIdsChangedRequestHeader {
-                    consumer_group: group.clone(),
-                };
-                let request = RemotingCommand::request_with_header(
-                    request_code::NOTIFY_CONSUMER_IDS_CHANGED,
-                    &header,
-                );
-                tokio::spawn(async move {
-                    if let Err(e) = channel.invoke_oneway(request, Duration::from_secs(3)).await {
-                        debug!(peer = %channel.peer_addr(), error = %e, "notify consumer ids changed failed");
-                    }
-                });
-            }
-        }
+        &self.roles.replicas
     }
 
     /// Writes the topic and subscription-group files if they changed, off the async
@@ -276,8 +244,8 @@ impl Broker {
     pub(crate) async fn persist_configs(self: &Arc<Self>) {
         let b = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            b.topics.persist();
-            b.subscriptions.persist();
+            b.storage.topics.persist();
+            b.consumers.subscriptions.persist();
         })
         .await;
     }
@@ -291,10 +259,11 @@ impl Broker {
     /// Refills the duplication window from the commitlog (start-up, before serving).
     pub(crate) fn rebuild_duplication_window(&self) {
         let longest = self
+            .storage
             .topics
             .topic_names()
             .iter()
-            .filter_map(|t| self.topics.get(t))
+            .filter_map(|t| self.storage.topics.get(t))
             .map(|t| self.duplication_window(&t))
             .max()
             .unwrap_or_default()
@@ -302,13 +271,24 @@ impl Broker {
         if longest.is_zero() {
             return;
         }
-        dedupe::rebuild::rebuild(&self.dedupe, &self.store, longest, |topic| {
-            self.topics
+        dedupe::rebuild::rebuild(&self.dedupe, &self.storage.store, longest, |topic| {
+            self.storage
+                .topics
                 .get(topic)
                 .map_or(self.config.duplication_window, |t| {
                     self.duplication_window(&t)
                 })
         });
+    }
+
+    /// Where the slowest consumer group of `topic` stands on each queue, for the
+    /// store's retention (`vostok_store::ConsumedOffsets`): the groups with offsets or
+    /// noted here and the online clustering subscribers count; one that has not
+    /// committed on a queue is at its start, whatever its `consumeFromWhere`, since
+    /// the broker cannot tell where it will begin.
+    pub(crate) fn min_committed_offsets(&self, topic: &str) -> std::collections::HashMap<i32, i64> {
+        let online = self.consumers.clients.clustering_groups_subscribing(topic);
+        self.consumers.offsets.min_committed_offsets(topic, &online)
     }
 
     /// Messages put since start (stats for runtime info).

@@ -13,6 +13,12 @@
 //!  "msgId":"7F00...","removedAt":1700000000000}
 //! ```
 //!
+//! The record carries the removal twice: as JSON in its body (for people and tools)
+//! and as three properties (`VOSTOK_REMOVED_TOPIC`, `VOSTOK_REMOVED_QUEUE_ID`,
+//! `VOSTOK_REMOVED_QUEUE_OFFSET`), which the dispatcher's arrival callback reads
+//! without touching the commitlog ([`from_properties`]); [`replay`] refills the table
+//! from the records at start-up.
+//!
 //! Memory: one set entry per removed message; entries whose offsets retention has
 //! removed from the queue are dropped by [`RemovedMessages::prune`].
 
@@ -21,8 +27,66 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
+use vostok_remoting::protocol::message::property::{self, Properties};
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::protocol::topic::REMOVED_MESSAGE_TOPIC;
 use vostok_remoting::support::sync::RwLockExt;
-use vostok_store::{GetMessageResult, MessageFilter};
+use vostok_store::{GetMessageResult, GetMessageStatus, MessageFilter, MessageStore};
+
+const P_TOPIC: &str = "VOSTOK_REMOVED_TOPIC";
+const P_QUEUE: &str = "VOSTOK_REMOVED_QUEUE_ID";
+const P_OFFSET: &str = "VOSTOK_REMOVED_QUEUE_OFFSET";
+
+/// The properties of the record of `removal`.
+pub(crate) fn record_properties(removal: &Removal) -> Properties {
+    let offset_text = removal.queue_offset.to_string();
+    let queue_text = removal.queue_id.to_string();
+    [
+        (P_TOPIC, removal.topic.as_str()),
+        (P_QUEUE, queue_text.as_str()),
+        (P_OFFSET, offset_text.as_str()),
+        (property::KEYS, removal.msg_id.as_str()),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// The removal named by a record's properties.
+pub(crate) fn from_properties(properties: &str) -> Option<(String, i32, i64)> {
+    Some((
+        property::find(properties, P_TOPIC)?.to_owned(),
+        property::find(properties, P_QUEUE)?.parse().ok()?,
+        property::find(properties, P_OFFSET)?.parse().ok()?,
+    ))
+}
+
+/// Refills `removals` from `rmq_sys_REMOVED_MESSAGE` (start-up), then drops those
+/// retention has made useless.
+pub(crate) fn replay(removals: &RemovedMessages, store: &MessageStore) {
+    let mut offset = store.min_offset_in_queue(REMOVED_MESSAGE_TOPIC, 0);
+    loop {
+        let got = store.get_message(REMOVED_MESSAGE_TOPIC, 0, offset, 256, i32::MAX, None);
+        if got.status != GetMessageStatus::Found {
+            break;
+        }
+        for raw in &got.messages {
+            if let Ok(msg) = MessageExt::decode(raw, false) {
+                let p = &msg.properties;
+                let named = p.get(P_TOPIC).zip(p.get(P_QUEUE)).zip(p.get(P_OFFSET));
+                if let Some(((t, q), o)) = named {
+                    if let (Ok(q), Ok(o)) = (q.parse(), o.parse()) {
+                        removals.add(t, q, o);
+                    }
+                }
+            }
+        }
+        if got.next_begin_offset <= offset {
+            break;
+        }
+        offset = got.next_begin_offset;
+    }
+    removals.prune(|t, q| store.min_offset_in_queue(t, q));
+}
 
 /// One removal record's body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +213,7 @@ impl super::Broker {
         filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
         let skip = self
+            .storage
             .removals
             .of_queue(topic, queue_id)
             .map(|removed| SkipRemoved {
@@ -159,7 +224,8 @@ impl super::Broker {
             Some(s) => Some(s as &dyn MessageFilter),
             None => filter,
         };
-        self.store
+        self.storage
+            .store
             .get_message(topic, queue_id, offset, max_count, max_bytes, filter)
     }
 }

@@ -14,7 +14,7 @@ use vostok_remoting::support::config_file::ConfigFile;
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
 
-use super::auto_create::NotCreated;
+use super::NotCreated;
 use crate::config::BrokerConfig;
 
 /// Per-group settings (`SubscriptionGroupConfig`, docs/store.md#config-files): the

@@ -22,7 +22,7 @@ use vostok_remoting::support::config_file::ConfigFile;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 use vostok_remoting::support::time::now_millis;
 
-use super::auto_create::NotCreated;
+use super::NotCreated;
 use crate::config::BrokerConfig;
 
 /// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.

@@ -211,7 +211,7 @@ fn lag_of<'a>(queues: impl Iterator<Item = &'a OffsetWrapper> + Clone, now: i64)
 
 /// A message found on another broker, its store time kept only when it is a time.
 pub(super) fn found(m: &MessageExt) -> BrowsedMessage {
-    let mut found = crate::state::browse::browsed(m);
+    let mut found = crate::ops::browse::browsed(m);
     if !(0..=LAST_TIME).contains(&found.store_timestamp) {
         found.store_timestamp = 0;
     }

@@ -70,7 +70,7 @@ pub(crate) async fn ack_offsets(
         &broker.config.broker_name,
         broker.broker_addr,
     );
-    let status = broker.store.put_message(record).await.status;
+    let status = broker.storage.store.put_message(record).await.status;
     if !status.is_stored() {
         return Err(PopError::new(
             response_code::SYSTEM_ERROR,
@@ -96,7 +96,7 @@ pub(crate) fn ack_orderly(
     offset: i64,
     pop_time: i64,
 ) -> Result<(), PopError> {
-    let committed = broker.offsets.query(group, topic, queue_id);
+    let committed = broker.consumers.offsets.query(group, topic, queue_id);
     if offset < committed {
         return Ok(());
     }
@@ -104,8 +104,8 @@ pub(crate) fn ack_orderly(
     let next = broker.pop.orders().commit_and_next(&key, offset, pop_time);
     match next {
         Ok(next) => {
-            if next > broker.offsets.query(group, topic, queue_id) {
-                broker.offsets.commit(group, topic, queue_id, next);
+            if next > broker.consumers.offsets.query(group, topic, queue_id) {
+                broker.consumers.offsets.commit(group, topic, queue_id, next);
             }
             broker.pop.polling.notify_group(topic, group);
             Ok(())

@@ -88,7 +88,7 @@ pub(crate) async fn change_invisible_time(
             &broker.config.broker_name,
             broker.broker_addr,
         );
-        let put = broker.store.put_message(record).await;
+        let put = broker.storage.store.put_message(record).await;
         let Some(append) = put.append.filter(|_| put.status.is_stored()) else {
             return Err(PopError::new(
                 response_code::SYSTEM_ERROR,

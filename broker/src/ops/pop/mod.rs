@@ -13,12 +13,15 @@
 pub(crate) mod ack;
 pub(crate) mod invisible;
 pub(crate) mod receive;
+#[cfg(test)]
+mod tests;
 
 use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::perm;
 use vostok_remoting::Channel;
 
+use crate::ops::auto_create::find_or_create_group;
 use crate::state::subscription::SubscriptionGroupConfig;
 use crate::state::Broker;
 
@@ -40,7 +43,7 @@ impl PopError {
 
 /// The topic, which must exist and be readable.
 pub(crate) fn readable_topic(broker: &Broker, topic: &str) -> Result<TopicConfig, PopError> {
-    let config = broker.topics.get(topic).ok_or_else(|| {
+    let config = broker.storage.topics.get(topic).ok_or_else(|| {
         PopError::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{topic}] not exist, apply first please!"),
@@ -62,14 +65,12 @@ pub(crate) fn consuming_group(
     group: &str,
     client: Option<&Channel>,
 ) -> Result<SubscriptionGroupConfig, PopError> {
-    let config = broker
-        .find_or_create_group(group, client)
-        .map_err(|reason| {
-            PopError::new(
-                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group [{group}] does not exist: {reason}"),
-            )
-        })?;
+    let config = find_or_create_group(&broker.consumers, group, client).map_err(|reason| {
+        PopError::new(
+            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group [{group}] does not exist: {reason}"),
+        )
+    })?;
     if !config.consume_enable {
         return Err(PopError::new(
             response_code::NO_PERMISSION,
@@ -89,7 +90,7 @@ pub(crate) fn check_offset(
     offset: i64,
     max_inclusive: bool,
 ) -> Result<(), PopError> {
-    let config = broker.topics.get(topic).ok_or_else(|| {
+    let config = broker.storage.topics.get(topic).ok_or_else(|| {
         PopError::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{topic}] not exist, apply first please!"),
@@ -104,8 +105,8 @@ pub(crate) fn check_offset(
             ),
         ));
     }
-    let min = broker.store.min_offset_in_queue(topic, queue_id);
-    let max = broker.store.max_offset_in_queue(topic, queue_id);
+    let min = broker.storage.store.min_offset_in_queue(topic, queue_id);
+    let max = broker.storage.store.max_offset_in_queue(topic, queue_id);
     let above = if max_inclusive {
         offset > max
     } else {

@@ -182,7 +182,7 @@ pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopRes
 /// True when a queue of the request has messages beyond the group's offset (checked
 /// once a held request is registered, so that an arrival just before is not missed).
 fn may_have_messages(broker: &Broker, req: &PopRequest) -> bool {
-    let Some(config) = broker.topics.get(&req.topic) else {
+    let Some(config) = broker.storage.topics.get(&req.topic) else {
         return false;
     };
     let queues: Vec<i32> = if req.queue_id < 0 {
@@ -192,14 +192,16 @@ fn may_have_messages(broker: &Broker, req: &PopRequest) -> bool {
     };
     let now = now_millis();
     queues.into_iter().any(|q| {
-        let committed = broker.offsets.query(&req.group, &req.topic, q);
+        let committed = broker.consumers.offsets.query(&req.group, &req.topic, q);
         let blocked = req.order
             && broker.pop.orders().check_block(
                 &(req.topic.clone(), req.group.clone(), q),
                 req.attempt_id.as_deref(),
                 now,
             );
-        !blocked && committed >= 0 && broker.store.max_offset_in_queue(&req.topic, q) > committed
+        !blocked
+            && committed >= 0
+            && broker.storage.store.max_offset_in_queue(&req.topic, q) > committed
     })
 }
 
@@ -216,7 +218,7 @@ impl Pass<'_> {
 
     /// Every readable queue of `topic`, starting at `random`.
     async fn topic(&mut self, topic: &str, random: i32) {
-        let Some(config) = self.broker.topics.get(topic) else {
+        let Some(config) = self.broker.storage.topics.get(topic) else {
             return;
         };
         let n = config.read_queue_nums;
@@ -228,7 +230,7 @@ impl Pass<'_> {
     /// Pops what fits from one queue.
     async fn queue(&mut self, topic: &str, queue_id: i32) {
         let (broker, req) = (self.broker, self.req);
-        let store = &broker.store;
+        let store = &broker.storage.store;
         let max_offset = store.max_offset_in_queue(topic, queue_id);
         let Some(_guard) = broker.pop.try_lock_queue(topic, &req.group, queue_id) else {
             self.result.rest_num += max_offset - self.offset(topic, queue_id, false);
@@ -273,6 +275,7 @@ impl Pass<'_> {
         ) && got.next_begin_offset != offset
         {
             broker
+                .consumers
                 .offsets
                 .commit(&req.group, topic, queue_id, got.next_begin_offset);
             offset = got.next_begin_offset;
@@ -282,6 +285,7 @@ impl Pass<'_> {
         if got.messages.is_empty() {
             if got.next_begin_offset > offset && got.status != GetMessageStatus::Found {
                 broker
+                    .consumers
                     .offsets
                     .commit(&req.group, topic, queue_id, got.next_begin_offset);
             }
@@ -310,7 +314,10 @@ impl Pass<'_> {
                 &per_offset,
                 min,
             );
-            broker.offsets.commit(&req.group, topic, queue_id, offset);
+            broker
+                .consumers
+                .offsets
+                .commit(&req.group, topic, queue_id, offset);
         } else if !self
             .checkpoint(topic, queue_id, offset, &offsets, got.next_begin_offset)
             .await
@@ -392,13 +399,16 @@ impl Pass<'_> {
             &broker.config.broker_name,
             broker.broker_addr,
         );
-        let put = broker.store.put_message(record).await;
+        let put = broker.storage.store.put_message(record).await;
         let Some(append) = put.append.filter(|_| put.status.is_stored()) else {
             tracing::warn!(topic, queue_id, status = ?put.status, "cannot store a POP checkpoint; nothing popped");
             return false;
         };
         ck.revive_offset = append.queue_offset;
-        broker.offsets.commit(&req.group, topic, queue_id, next);
+        broker
+            .consumers
+            .offsets
+            .commit(&req.group, topic, queue_id, next);
         broker.pop.checkpoints().insert(ck);
         true
     }
@@ -407,18 +417,21 @@ impl Pass<'_> {
     /// topics always at their first message), saved when `init`.
     fn offset(&self, topic: &str, queue_id: i32, init: bool) -> i64 {
         let (broker, req) = (self.broker, self.req);
-        let committed = broker.offsets.query(&req.group, topic, queue_id);
+        let committed = broker.consumers.offsets.query(&req.group, topic, queue_id);
         if committed >= 0 {
             return committed;
         }
-        let store = &broker.store;
+        let store = &broker.storage.store;
         let offset = if req.init_mode == INIT_MODE_MIN || topic::is_retry_topic(topic) {
             store.min_offset_in_queue(topic, queue_id)
         } else {
             (store.max_offset_in_queue(topic, queue_id) - 1).max(0)
         };
         if init {
-            broker.offsets.commit(&req.group, topic, queue_id, offset);
+            broker
+                .consumers
+                .offsets
+                .commit(&req.group, topic, queue_id, offset);
         }
         offset
     }

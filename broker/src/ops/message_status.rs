@@ -1,4 +1,5 @@
-//! "Where is my message" (docs/operations.md#message-status): for a message found by
+//! "Where is my message" (docs/operations.md#message-status), for VOSTOK_MESSAGE_STATUS
+//! and the console's message search: for a message found by
 //! id or key, where it is stored and, for each group that consumes its topic here,
 //! whether the group's filter takes it, whether it was consumed, retried,
 //! dead-lettered, or removed, from this broker's own tables.
@@ -18,7 +19,8 @@ use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::topic;
 
-use super::Broker;
+use super::{Refusal, Refused};
+use crate::state::Broker;
 
 /// Most messages one lookup by key reports.
 const MAX_FOUND: i32 = 32;
@@ -35,17 +37,78 @@ const UNKNOWABLE: [&str; 4] = [
     "Messages retention deleted, and retries older than the index's reach.",
 ];
 
-impl Broker {
-    /// The status of every message of `topic` with id or key `id_or_key`.
-    pub(crate) fn message_status(
-        &self,
-        topic_name: &str,
-        msg_id: Option<&str>,
-        key: Option<&str>,
-    ) -> MessageStatusBody {
+/// The messages to look for: by id (offset or unique), by key, or both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FindMessage {
+    pub(crate) topic: String,
+    pub(crate) msg_id: Option<String>,
+    pub(crate) key: Option<String>,
+}
+
+/// The status of every message of the topic with the id or key asked for; a request
+/// with neither is refused.
+pub(crate) fn message_status(
+    broker: &Broker,
+    request: &FindMessage,
+) -> Result<MessageStatusBody, Refusal> {
+    let msg_id = request.msg_id.as_deref().filter(|s| !s.is_empty());
+    let key = request.key.as_deref().filter(|s| !s.is_empty());
+    if msg_id.is_none() && key.is_none() {
+        return Err(Refusal::new(Refused::InvalidParameter, "give msgId or key"));
+    }
+    Ok(Status(broker).find(&request.topic, msg_id, key))
+}
+
+/// Groups that consume `topic_name` here: committed offsets or online subscriptions.
+pub(crate) fn groups_of_topic(broker: &Broker, topic_name: &str) -> BTreeSet<String> {
+    let mut groups: BTreeSet<String> = broker
+        .consumers
+        .offsets
+        .topic_groups()
+        .into_iter()
+        .filter(|(t, _)| t == topic_name)
+        .map(|(_, g)| g)
+        .collect();
+    for (group, info) in broker.consumers.clients.consumer_groups() {
+        if info.subscriptions.contains_key(topic_name) {
+            groups.insert(group);
+        }
+    }
+    groups
+}
+
+/// The messages of `topic_name` with message id `id`: an offset id names a commitlog
+/// position of this broker; a unique (client) id is indexed as a key.
+pub(crate) fn messages_by_id(broker: &Broker, topic_name: &str, id: &str) -> Vec<MessageExt> {
+    if let Ok((_, offset)) = decode_offset_msg_id(id) {
+        if let Some(m) = broker.storage.store.look_message_by_offset(offset) {
+            if m.topic == topic_name {
+                return vec![m];
+            }
+        }
+    }
+    find_by_key(broker, topic_name, id)
+}
+
+fn find_by_key(broker: &Broker, topic_name: &str, key: &str) -> Vec<MessageExt> {
+    broker
+        .storage
+        .store
+        .query_message(topic_name, key, MAX_FOUND, 0, i64::MAX)
+        .messages
+        .iter()
+        .filter_map(|raw| MessageExt::decode(raw, false).ok())
+        .collect()
+}
+
+/// The tables one lookup reads.
+struct Status<'a>(&'a Broker);
+
+impl Status<'_> {
+    fn find(&self, topic_name: &str, msg_id: Option<&str>, key: Option<&str>) -> MessageStatusBody {
         let mut found: Vec<MessageExt> = Vec::new();
         if let Some(id) = msg_id.filter(|s| !s.is_empty()) {
-            found.extend(self.messages_by_id(topic_name, id));
+            found.extend(messages_by_id(self.0, topic_name, id));
         }
         if let Some(k) = key.filter(|s| !s.is_empty()) {
             for m in self.find_by_key(topic_name, k) {
@@ -59,8 +122,8 @@ impl Broker {
         }
         found.sort_by_key(|m| (m.queue_id, m.queue_offset));
         MessageStatusBody {
-            broker_name: self.config.broker_name.clone(),
-            broker_addr: self.broker_addr.to_string(),
+            broker_name: self.0.config.broker_name.clone(),
+            broker_addr: self.0.broker_addr.to_string(),
             messages: found.iter().map(|m| self.status_of(m)).collect(),
             unknowable: UNKNOWABLE.iter().map(|s| (*s).to_owned()).collect(),
         }
@@ -68,45 +131,14 @@ impl Broker {
 
     /// The messages of `topic_name` with id `id`: an offset message id (a commitlog
     /// position of this broker) or a unique (client) id, which is indexed as a key.
-    pub(crate) fn messages_by_id(&self, topic_name: &str, id: &str) -> Vec<MessageExt> {
-        if let Ok((_, offset)) = decode_offset_msg_id(id) {
-            if let Some(m) = self.store.look_message_by_offset(offset) {
-                if m.topic == topic_name {
-                    return vec![m];
-                }
-            }
-        }
-        self.find_by_key(topic_name, id)
-    }
-
     fn find_by_key(&self, topic_name: &str, key: &str) -> Vec<MessageExt> {
-        self.store
-            .query_message(topic_name, key, MAX_FOUND, 0, i64::MAX)
-            .messages
-            .iter()
-            .filter_map(|raw| MessageExt::decode(raw, false).ok())
-            .collect()
-    }
-
-    /// Groups that consume `topic_name` here: committed offsets or online subscriptions.
-    pub(crate) fn groups_of_topic(&self, topic_name: &str) -> BTreeSet<String> {
-        let mut groups: BTreeSet<String> = self
-            .offsets
-            .topic_groups()
-            .into_iter()
-            .filter(|(t, _)| t == topic_name)
-            .map(|(_, g)| g)
-            .collect();
-        for (group, info) in self.clients.consumer_groups() {
-            if info.subscriptions.contains_key(topic_name) {
-                groups.insert(group);
-            }
-        }
-        groups
+        find_by_key(self.0, topic_name, key)
     }
 
     fn status_of(&self, m: &MessageExt) -> MessageStatus {
         let removed = self
+            .0
+            .storage
             .removals
             .is_removed(&m.topic, m.queue_id, m.queue_offset);
         let uniq = m
@@ -114,8 +146,7 @@ impl Broker {
             .get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             .unwrap_or("")
             .to_owned();
-        let groups = self
-            .groups_of_topic(&m.topic)
+        let groups = groups_of_topic(self.0, &m.topic)
             .into_iter()
             .map(|g| self.delivery(m, &uniq, removed, g))
             .collect();
@@ -139,6 +170,8 @@ impl Broker {
     /// `(expression type, expression, match | filtered | unknown)` for `group`.
     fn filter_verdict(&self, m: &MessageExt, group: &str) -> (String, String, &'static str) {
         let Some(sub) = self
+            .0
+            .consumers
             .clients
             .consumer_group(group)
             .and_then(|info| info.subscriptions.get(&m.topic).cloned())
@@ -149,7 +182,7 @@ impl Broker {
             let code = tags_code(m.properties.get(property::TAGS));
             matches_tags_code(&sub, code)
         } else {
-            match self.filters.get(&m.topic, group) {
+            match self.0.consumers.filters.get(&m.topic, group) {
                 Some(data) => match &data.compiled {
                     Ok(f) => f.matches_properties(&m.properties.encode()),
                     Err(_) => false,
@@ -165,10 +198,11 @@ impl Broker {
 
     fn delivery(&self, m: &MessageExt, uniq: &str, removed: bool, group: String) -> GroupDelivery {
         let (expression_type, expression, filter) = self.filter_verdict(m, &group);
-        let committed = self.offsets.query(&group, &m.topic, m.queue_id);
+        let committed = self.0.consumers.offsets.query(&group, &m.topic, m.queue_id);
         let consumed = committed > m.queue_offset;
         let in_flight =
-            self.pop
+            self.0
+                .pop
                 .checkpoints()
                 .holds_unacked(&m.topic, &group, m.queue_id, m.queue_offset);
         let (mut retries, mut reconsume_times, mut retry_consumed) = (0, 0, false);
@@ -196,8 +230,12 @@ impl Broker {
                 }
             }
             if let Some(n) = newest {
-                retry_consumed =
-                    self.offsets.query(&group, &retry_topic, n.queue_id) > n.queue_offset;
+                retry_consumed = self
+                    .0
+                    .consumers
+                    .offsets
+                    .query(&group, &retry_topic, n.queue_id)
+                    > n.queue_offset;
             }
             if let Some(d) = self.find_by_key(&topic::dlq_topic(&group), uniq).first() {
                 in_dlq = true;
@@ -270,5 +308,58 @@ impl Broker {
             dlq_msg_id,
             explanation,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::browse::tests::stored;
+    use super::super::testing::broker;
+    use super::*;
+
+    fn find(topic: &str, msg_id: Option<&str>, key: Option<&str>) -> FindMessage {
+        FindMessage {
+            topic: topic.to_owned(),
+            msg_id: msg_id.map(str::to_owned),
+            key: key.map(str::to_owned),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_message_is_waiting_then_consumed_for_a_group_with_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let handle = broker(dir.path()).await;
+        let b = handle.broker();
+        let m = stored(b, "ops-status", 1).await.remove(0);
+        let id = create_offset_msg_id(m.store_host, m.commit_log_offset);
+        b.consumers
+            .offsets
+            .commit("ops-status-group", "ops-status", 0, 0);
+        let body = message_status(b, &find("ops-status", Some(&id), None)).unwrap();
+        assert_eq!(body.messages.len(), 1);
+        let groups = &body.messages[0].groups;
+        assert_eq!(groups.len(), 1);
+        assert_eq!(
+            (groups[0].group.as_str(), groups[0].state.as_str()),
+            ("ops-status-group", "waiting")
+        );
+        b.consumers
+            .offsets
+            .commit("ops-status-group", "ops-status", 0, 1);
+        let body = message_status(b, &find("ops-status", Some(&id), None)).unwrap();
+        assert_eq!(body.messages[0].groups[0].state, "consumed");
+        let other = message_status(b, &find("ops-status-other", Some(&id), None)).unwrap();
+        assert!(other.messages.is_empty(), "another topic's message");
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lookup_without_id_or_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let handle = broker(dir.path()).await;
+        let refusal =
+            message_status(handle.broker(), &find("ops-status", Some(""), None)).unwrap_err();
+        assert_eq!(refusal.kind, Refused::InvalidParameter);
+        handle.shutdown().await;
     }
 }

@@ -9,32 +9,31 @@ use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::pop::pop_retry_topic;
 
-use super::Broker;
+use vostok_store::MessageStore;
+
 use crate::reroute;
 
-impl Broker {
-    /// The resources of the message stored at `offset`: the topic it was sent to (a
-    /// parked message's real topic; a retry topic is its group's). When the request
-    /// acts for `group`, a message of that group's POP retry topic
-    /// (`%RETRY%<group>_<topic>`, `+` in v2) belongs to the topic it retries and the
-    /// group. `None` when no message starts at `offset`.
-    pub(crate) fn stored_message_resources(
-        &self,
-        offset: i64,
-        group: Option<&str>,
-    ) -> Option<Vec<Resource<'static>>> {
-        let raw = self.store.select_one_message_by_offset(offset)?;
-        let view = RecordView::parse_message(&raw, false).ok()?;
-        Some(resources_of(
-            view.topic(),
-            view.property(property::REAL_TOPIC),
-            view.property(property::RETRY_TOPIC),
-            group,
-        ))
-    }
+/// The resources of the message stored at `offset`: the topic it was sent to (a
+/// parked message's real topic; a retry topic is its group's). When the request acts
+/// for `group`, a message of that group's POP retry topic (`%RETRY%<group>_<topic>`,
+/// `+` in v2) belongs to the topic it retries and the group. `None` when no message
+/// starts at `offset`.
+pub(crate) fn stored_message_resources(
+    store: &MessageStore,
+    offset: i64,
+    group: Option<&str>,
+) -> Option<Vec<Resource<'static>>> {
+    let raw = store.select_one_message_by_offset(offset)?;
+    let view = RecordView::parse_message(&raw, false).ok()?;
+    Some(resources_of(
+        view.topic(),
+        view.property(property::REAL_TOPIC),
+        view.property(property::RETRY_TOPIC),
+        group,
+    ))
 }
 
-/// [`Broker::stored_message_resources`] from a record's topic, `REAL_TOPIC` and
+/// [`stored_message_resources`] from a record's topic, `REAL_TOPIC` and
 /// `RETRY_TOPIC`.
 fn resources_of(
     stored: &str,
