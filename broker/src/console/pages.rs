@@ -14,7 +14,7 @@ use super::viewer::Viewer;
 use super::{svg, Console};
 
 /// Every broker of every cluster (role, disk use, reachable or not), then this broker:
-/// role, addresses, disk, replication.
+/// role, addresses, disk, tiered storage, replication.
 pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String {
     let b = &c.broker;
     let cfg = &b.config;
@@ -70,6 +70,7 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
     }
     out.push_str("<h2>This broker</h2>");
     out.push_str(&table("broker", &["", ""], &rows));
+    out.push_str(&super::tier::section(c));
     let slaves = store.ha_slaves();
     if !slaves.is_empty() {
         out.push_str("<h2>Slaves</h2>");
