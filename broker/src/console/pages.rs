@@ -241,12 +241,21 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
         &["Queue", "Min offset", "Max offset", "Last stored", ""],
         &rows,
     );
+    let mut links = Vec::new();
     if viewer.is_admin() {
-        let _ = write!(
-            out,
-            "<p><a href=\"/topic/edit?name={0}\" id=\"edit-topic\">Change permission or queues</a> · <a href=\"/send?topic={0}\" id=\"send-test\">Send a test message</a></p>",
+        links.push(format!(
+            "<a href=\"/topic/edit?name={}\" id=\"edit-topic\">Change permission or queues</a>",
             url(name)
-        );
+        ));
+    }
+    if viewer.may_send(name) {
+        links.push(format!(
+            "<a href=\"/send?topic={}\" id=\"send-test\">Send a test message</a>",
+            url(name)
+        ));
+    }
+    if !links.is_empty() {
+        let _ = write!(out, "<p>{}</p>", links.join(" · "));
     }
     let groups: Vec<String> = b
         .groups_of_topic(name)
