@@ -36,6 +36,10 @@ async fn round_trip(root: &Path, keys: &[(&str, &str)]) {
         status.reads > 0 && status.segments == files - 1,
         "{status:?}"
     );
+    assert!(
+        status.last_upload_ms > 0 && status.last_upload_error.is_none(),
+        "{status:?}"
+    );
     // Reopened: the record of what is in the tier survives.
     store.shutdown();
     drop(store);
@@ -84,6 +88,13 @@ async fn a_file_not_in_the_tier_is_never_deleted_and_puts_go_on() {
         store.wait_tier(WAIT, |s| s.upload_failures > 0),
         "no upload attempt"
     );
+    let status = store.tier_status().unwrap();
+    let (at, why) = status
+        .last_upload_error
+        .clone()
+        .expect("the upload's error");
+    assert!(at > 0 && why.starts_with("object store"), "{why}");
+    assert_eq!(status.last_upload_ms, 0, "{status:?}");
     assert_eq!(expire_local(&store), 0, "files not in the tier are kept");
     assert_eq!(file_count(&store), files);
     fill(&store, 120, 10).await;

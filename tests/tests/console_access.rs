@@ -29,7 +29,7 @@ accounts:
 
 /// With ACL on, each new action is the account's own request: a reader sees no form
 /// and is refused if it posts anyway; an account that may publish to a topic sends a
-/// test message to it and nothing else. Off loopback with ACL off, all are refused.
+/// test message to it (its topic page links the form) and nothing else. Off loopback with ACL off, all are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_action_needs_the_rights_of_its_own_request() {
     let home = vostok_tests::acl::home(ACL);
@@ -179,6 +179,33 @@ async fn each_action_needs_the_rights_of_its_own_request() {
     assert!(!page.body.contains("t-perm"), "{}", page.body);
 
     let sender = sign_in(&console, "console-sender", "sender-secret").await;
+    // The topic's page offers a test message to whoever may publish to it.
+    let page = http::request(
+        &console,
+        "GET",
+        "/topic?name=SendableTopic",
+        &[("cookie", &sender)],
+        "",
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("href=\"/send?topic=SendableTopic\" id=\"send-test\""),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("id=\"edit-topic\""), "{}", page.body);
+    let page = http::request(
+        &console,
+        "GET",
+        "/topic?name=ReadableTopic",
+        &[("cookie", &reader)],
+        "",
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(!page.body.contains("id=\"send-test\""), "{}", page.body);
     let form = http::request(
         &console,
         "GET",

@@ -1,7 +1,7 @@
 //! Tiered storage through a broker process: with local retention deleting commitlog
 //! files as soon as they are in the tier, a consumer group created afterwards reads
 //! every message from offset 0, in order per queue, with its tags, keys and body; the
-//! tier's figures are in `mqadmin brokerStatus` and in the Prometheus metrics.
+//! tier's figures are in `mqadmin brokerStatus`, the Prometheus metrics and the console.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +11,8 @@ use vostok_client::{
     ConsumerConfig, Message, MessageExt, MessageListener, MessageSelector, Producer,
     ProducerConfig, PushConsumer,
 };
-use vostok_tests::sdk::{client, wait_until};
+use vostok_tests::client::TestClient;
+use vostok_tests::sdk::{client, eventually, wait_until};
 use vostok_tests::{binary, http, Broker, BrokerOptions};
 
 const N: usize = 400;
@@ -173,4 +174,189 @@ async fn a_group_created_after_local_deletion_reads_everything_from_the_tier() {
     ] {
         assert!(metrics.contains(name), "{name} in {metrics}");
     }
+}
+
+/// The `<table id="tier">` of the console's broker page.
+fn tier_table(page: &str) -> &str {
+    let at = page
+        .find("<table id=\"tier\">")
+        .unwrap_or_else(|| panic!("no tier table in {page}"));
+    let end = page[at..].find("</table>").map_or(page.len(), |e| at + e);
+    &page[at..end]
+}
+
+/// The figure in the cell after the row named `name`.
+fn cell(table: &str, name: &str) -> i64 {
+    let mark = format!("<td>{name}</td><td class=\"n\">");
+    let at = table
+        .find(&mark)
+        .unwrap_or_else(|| panic!("{name} in {table}"))
+        + mark.len();
+    table[at..]
+        .split('<')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {table}"))
+}
+
+/// The console's broker page shows the tier: on, its directory, what it uploaded, its
+/// lag, no error, and the reads of messages no longer on the local disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_the_tier_of_the_broker() {
+    let tier = tempfile::tempdir().unwrap();
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set(
+                "messageStorePlugIn",
+                "org.apache.rocketmq.tieredstore.TieredMessageStore",
+            )
+            .set("tieredBackendServiceProvider", "posix")
+            .set("tieredStoreFilePath", tier.path().display())
+            .set("mappedFileSizeCommitLog", 64 * 1024)
+            .set("fileReservedTime", 0)
+            .set("deleteWhen", every_hour())
+            .set("cleanResourceInterval", 200)
+            .set("flushCommitLogThoroughInterval", 50),
+    );
+    let console = broker.console_addr.clone().expect("console address");
+    let admin = TestClient::default();
+    assert_eq!(
+        admin.create_topic(&broker.addr, "TierTopic", 1).await.code,
+        0
+    );
+    for i in 0..300 {
+        let body = format!("tiered {i:04} ").repeat(50);
+        admin
+            .send(
+                &broker.addr,
+                "TierTopic",
+                0,
+                body,
+                TestClient::properties(None, None),
+            )
+            .await;
+    }
+    wait_until("the first local commitlog file deleted", || {
+        local_files(&broker)
+            .first()
+            .is_some_and(|f| f != "00000000000000000000")
+    })
+    .await;
+    admin.wait_dispatched(&broker.addr).await;
+    // Read from offset 0: from the tier, one block read then cache hits.
+    let pulled = admin
+        .pull(
+            &broker.addr,
+            "tier-reader",
+            "TierTopic",
+            0,
+            0,
+            32,
+            None,
+            "*",
+        )
+        .await;
+    let read = pulled.messages.len() as i64;
+    assert!(read > 1, "code {}", pulled.code);
+
+    let page = http::get(&console, "/").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let table = tier_table(&page.body);
+    assert!(table.contains("id=\"tier-state\">on<"), "{table}");
+    assert!(
+        table.contains(&format!("file system {}", tier.path().display())),
+        "{table}"
+    );
+    assert!(cell(table, "Segments in the tier") >= 1, "{table}");
+    assert!(table.contains("Uploaded since start"), "{table}");
+    assert!(table.contains(" KiB"), "{table}");
+    assert!(table.contains(", oldest message "), "{table}");
+    assert!(
+        table.contains("<td>Last upload error</td><td>none since the broker started</td>"),
+        "{table}"
+    );
+    // The last upload's time carries its zone.
+    let last = table
+        .split("<td>Last upload</td><td>")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        last.split('<').next().is_some_and(|t| t.contains(" UTC")),
+        "{table}"
+    );
+    assert!(
+        cell(table, "Messages read from the tier") >= read,
+        "{table}"
+    );
+    assert!(table.contains("Read cache"), "{table}");
+    let hits = table
+        .split("<td>Read cache</td><td>")
+        .nth(1)
+        .and_then(|c| c.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_default();
+    assert!(hits > 0, "{table}");
+    assert!(!page.body.contains("id=\"tier-off\""), "{}", page.body);
+}
+
+/// With the tier unreachable, the console says uploads fail and why, naming the bucket
+/// and never the keys; with the tier off, it says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_a_failing_tier_and_an_absent_one() {
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set(
+                "messageStorePlugIn",
+                "org.apache.rocketmq.tieredstore.TieredMessageStore",
+            )
+            .set("tieredBackendServiceProvider", "s3")
+            // Nothing listens on port 1: every upload fails quickly.
+            .set("objectStoreEndpoint", "http://127.0.0.1:1")
+            .set("objectStoreBucket", "unreachable-bucket")
+            .set("objectStoreRegion", "us-east-1")
+            .set("objectStoreAccessKey", "console-access-key")
+            .set("objectStoreSecretKey", "console-secret-key")
+            .set("tieredStoreUploadTimeout", 2000)
+            .set("mappedFileSizeCommitLog", 64 * 1024),
+    );
+    let console = broker.console_addr.clone().expect("console address");
+    let admin = TestClient::default();
+    assert_eq!(
+        admin.create_topic(&broker.addr, "TierTopic", 1).await.code,
+        0
+    );
+    // More than a file: the first one is sealed and its upload tried.
+    for i in 0..150 {
+        let body = format!("tiered {i:04} ").repeat(50);
+        admin
+            .send(
+                &broker.addr,
+                "TierTopic",
+                0,
+                body,
+                TestClient::properties(None, None),
+            )
+            .await;
+    }
+    let page = std::sync::Mutex::new(String::new());
+    eventually("the upload error on the console", || async {
+        let body = http::get(&console, "/").await.body;
+        let failed = body.contains("id=\"tier-error\"");
+        *page.lock().unwrap() = body;
+        failed
+    })
+    .await;
+    let page = page.into_inner().unwrap();
+    let table = tier_table(&page);
+    assert!(table.contains("uploads failing"), "{table}");
+    assert!(table.contains("id=\"tier-error\""), "{table}");
+    assert!(table.contains("unreachable-bucket"), "{table}");
+    assert!(!page.contains("console-secret-key"), "{page}");
+    assert!(!page.contains("console-access-key"), "{page}");
+
+    let plain = Broker::start(BrokerOptions::default());
+    let page = http::get(&plain.console_addr.clone().expect("console"), "/").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("id=\"tier-off\""), "{}", page.body);
+    assert!(!page.body.contains("<table id=\"tier\">"), "{}", page.body);
 }

@@ -6,7 +6,7 @@
 //!
 //! * [`pages`]: cluster, topics, groups (lag), connected clients.
 //! * [`cluster`]: every broker of every cluster, from the name servers, with its role
-//!   and disk use, for the cluster page.
+//!   and disk use, for the cluster page; [`tier`]: this broker's tiered storage there.
 //! * [`remote`]: the other broker groups' topics, groups, clients and messages, asked
 //!   as the signed-in account, for the cluster-wide pages; [`others`] draws their rows.
 //! * [`message`]: search by key, id or time, "where is my message", browse, and the
@@ -41,6 +41,7 @@ mod remote;
 mod session;
 mod svg;
 mod test_send;
+mod tier;
 mod topic_admin;
 mod trace;
 mod viewer;

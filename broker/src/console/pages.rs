@@ -14,7 +14,7 @@ use super::viewer::Viewer;
 use super::{svg, Console};
 
 /// Every broker of every cluster (role, disk use, reachable or not), then this broker:
-/// role, addresses, disk, replication.
+/// role, addresses, disk, tiered storage, replication.
 pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String {
     let b = &c.broker;
     let cfg = &b.config;
@@ -70,6 +70,7 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
     }
     out.push_str("<h2>This broker</h2>");
     out.push_str(&table("broker", &["", ""], &rows));
+    out.push_str(&super::tier::section(c));
     let slaves = store.ha_slaves();
     if !slaves.is_empty() {
         out.push_str("<h2>Slaves</h2>");
@@ -241,12 +242,21 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
         &["Queue", "Min offset", "Max offset", "Last stored", ""],
         &rows,
     );
+    let mut links = Vec::new();
     if viewer.is_admin() {
-        let _ = write!(
-            out,
-            "<p><a href=\"/topic/edit?name={0}\" id=\"edit-topic\">Change permission or queues</a> · <a href=\"/send?topic={0}\" id=\"send-test\">Send a test message</a></p>",
+        links.push(format!(
+            "<a href=\"/topic/edit?name={}\" id=\"edit-topic\">Change permission or queues</a>",
             url(name)
-        );
+        ));
+    }
+    if viewer.may_send(name) {
+        links.push(format!(
+            "<a href=\"/send?topic={}\" id=\"send-test\">Send a test message</a>",
+            url(name)
+        ));
+    }
+    if !links.is_empty() {
+        let _ = write!(out, "<p>{}</p>", links.join(" · "));
     }
     let groups: Vec<String> = crate::ops::message_status::groups_of_topic(b, name)
         .into_iter()

@@ -23,7 +23,7 @@ mod segment;
 pub(crate) mod upload;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,10 @@ pub struct TierStats {
     /// those above the last bound.
     pub read_latency_buckets: [AtomicU64; READ_LATENCY_BOUNDS_MS.len() + 1],
     pub read_latency_micros: AtomicU64,
+    /// When the last segment was uploaded, ms (0: none since start).
+    pub last_upload_ms: AtomicI64,
+    /// The last failed upload pass: when (ms) and why.
+    pub last_upload_error: Mutex<Option<(i64, String)>>,
 }
 
 impl TierStats {
@@ -130,6 +134,11 @@ pub struct TierStatus {
     pub upload_lag_ms: i64,
     /// The object store, for people: kind and place, never credentials.
     pub backend: String,
+    /// When the last segment was uploaded, ms (0: none since start).
+    pub last_upload_ms: i64,
+    /// The last failed upload pass since start: when (ms) and why, kept after the
+    /// uploads recover (`failing` says whether they did).
+    pub last_upload_error: Option<(i64, String)>,
 }
 
 /// The tier: its backend, what it holds, and the read cache.
@@ -253,6 +262,8 @@ impl Tier {
             upload_lag_bytes: 0,
             upload_lag_ms: 0,
             backend: self.backend.describe(),
+            last_upload_ms: st.last_upload_ms.load(Ordering::Relaxed),
+            last_upload_error: st.last_upload_error.locked().clone(),
         }
     }
 

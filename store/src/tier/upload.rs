@@ -45,6 +45,7 @@ pub(crate) fn run(inner: &StoreInner) {
         }
         tier.stats.failing.store(pass.is_err(), Ordering::Relaxed);
         if let Err(e) = pass {
+            *tier.stats.last_upload_error.locked() = Some((now_millis(), e.to_string()));
             tier.stats.upload_failures.fetch_add(1, Ordering::Relaxed);
             tier.notify_progress();
             tracing::warn!(
@@ -229,6 +230,9 @@ fn upload_one(inner: &StoreInner, tier: &Tier, f: &MappedFile) -> Result<(), Tie
     tier.warned.locked().remove(&base);
     if !reused {
         tier.stats.segments_uploaded.fetch_add(1, Ordering::Relaxed);
+        tier.stats
+            .last_upload_ms
+            .store(now_millis(), Ordering::Relaxed);
         tier.stats
             .bytes_uploaded
             .fetch_add(data_len, Ordering::Relaxed);
