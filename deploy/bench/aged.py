@@ -140,7 +140,12 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
     from matrix import figures, mqbench  # matrix.py imports this module
     json_path = Path(work) / "run.json"
     out = {}
-    ns, pid = start()
+    try:
+        ns, pid = start()
+    except RuntimeError as e:  # the broker did not boot
+        note(f"{scenario.label}: {e}")
+        stop()
+        return out
     try:
         for step in scenario.steps:
             need = step_bytes(step, opts.warmup, opts.duration)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The benchmark matrix: fixed rows of mqbench against a freshly started standalone
 Vostok broker (and, when installed, the rocketmq-rust 1.0 broker, alternating run by
-run), medians of --runs runs, written as a Markdown table.
+run), medians of --runs runs, written as a Markdown table; then the rows on a broker
+that is not fresh (aged.py: its first 10 s, after a burst, a grown store, round after
+round).
 
 Run through matrix.sh, which builds the release binaries first. Needs only python3.
 """

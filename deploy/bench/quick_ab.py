@@ -77,14 +77,9 @@ def run_scenario(build, scenario, opts, log, label):
         opts.notes.append(f"{label}: {text}")
         print(f"   {label}: {text}", flush=True)
 
-    try:
-        return aged.run(scenario, lambda: build.start("ASYNC_FLUSH", None, settings), stop,
-                        build.bench, build.extra, opts, log, opts.work, note,
-                        store=lambda: build.dir / "store")
-    except RuntimeError as e:
-        note(str(e))
-        build.stop()
-        return {}
+    return aged.run(scenario, lambda: build.start("ASYNC_FLUSH", None, settings), stop,
+                    build.bench, build.extra, opts, log, opts.work, note,
+                    store=lambda: build.dir / "store")
 
 
 def fmt(v, digits):
