@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The benchmark matrix: fixed rows of mqbench against a freshly started standalone
 Vostok broker (and, when installed, the rocketmq-rust 1.0 broker, alternating run by
-run), medians of --runs runs, written as a Markdown table.
+run), medians of --runs runs, written as a Markdown table; then the rows on a broker
+that is not fresh (aged.py: its first 10 s, after a burst, a grown store, round after
+round).
 
 Run through matrix.sh, which builds the release binaries first. Needs only python3.
 """
@@ -18,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from brokers import Peer, Vostok, free_port, settle
+import aged
+from brokers import Peer, Vostok, free_port, kill, settle
 from replication import REPLICATION_MODES, ReplicatedVostok
 
 HERE = Path(__file__).resolve().parent
@@ -133,8 +136,8 @@ PEER_OWN_CLIENT = {
 }
 
 
-def mqbench(bench, kind, namesrv, pid, flags, common, json_path, log):
-    args = [str(bench), kind, "-n", namesrv, "-t", "BenchTopic", "-s", str(KIB),
+def mqbench(bench, kind, namesrv, pid, flags, common, json_path, log, topic="BenchTopic"):
+    args = [str(bench), kind, "-n", namesrv, "-t", topic, "-s", str(KIB),
             "--broker-pid", str(pid), "--json", str(json_path), *common, *flags]
     log.write("$ " + " ".join(args) + "\n")
     log.flush()
@@ -166,6 +169,7 @@ def figures(v, kind):
         "mb": v["mb_per_sec"] if kind != "e2e" else rate * KIB / 2**20,
         "p50": lat["p50"] if lat else None,
         "p99": lat["p99"] if lat else None,
+        "p999": lat.get("p999") if lat else None,
         "rss": broker.get("peak_rss_anon_mib"),
         "broker_cpu": broker.get("cpu_cores"),
         "tool_cpu": tool.get("cpu_cores"),
@@ -185,8 +189,9 @@ def median(values):
 def summarise(runs):
     if not runs:
         return None
-    out = {k: median([r[k] for r in runs]) for k in ("rate", "mb", "p50", "p99", "broker_cpu",
-                                                    "tool_cpu", "broker_us", "tool_us")}
+    out = {k: median([r[k] for r in runs]) for k in ("rate", "mb", "p50", "p99", "p999",
+                                                    "broker_cpu", "tool_cpu", "broker_us",
+                                                    "tool_us")}
     out["rss"] = max((r["rss"] for r in runs if r["rss"] is not None), default=None)
     out["errors"] = sum(r["errors"] for r in runs)
     out["lost"] = sum(r["lost"] or 0 for r in runs) if any(r["lost"] is not None for r in runs) else None
@@ -258,7 +263,31 @@ def run_matrix(opts, targets, bench, log):
                     print(f"   {name}: {t.name} run {i + 1}: {f['rate']:,.0f} msg/s "
                           f"p50 {f['p50']} p99 {f['p99']} ms, CPU µs/msg broker "
                           f"{fmt(f['broker_us'], 1)} mqbench {fmt(f['tool_us'], 1)}", flush=True)
+    run_aged(opts, targets, bench, log, results)
     return rows, results
+
+
+def run_aged(opts, targets, bench, log, results):
+    """The rows on a broker that is not fresh (aged.py): per run and target, one broker
+    per scenario, its steps in order, killed and its store deleted after."""
+    for sc in opts.aged:
+        print(f"== {sc.label}", flush=True)
+        for i in range(opts.runs):
+            for t in targets:
+                def stop(t=t):
+                    kill(getattr(t, "proc", None))  # the store is thrown away
+                    t.stop()
+                    settle()
+
+                def note(text, t=t, i=i):
+                    opts.aged_notes.append(f"{t.name} run {i + 1}: {text}")
+                    print(f"   {t.name} run {i + 1}: {text}", flush=True)
+
+                out = aged.run(sc, lambda t=t: t.start("ASYNC_FLUSH"), stop, bench, [], opts,
+                               log, opts.work, note, store=lambda t=t: t.dir / "store")
+                for name, f in out.items():
+                    results.setdefault((name, t.name), []).append(f)
+                    print(aged.line(f"{name}: {t.name} run {i + 1}", f), flush=True)
 
 
 def run_backlog_rows(opts, targets, bench, log, rows, results):
@@ -383,7 +412,8 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
                  "Vostok / peer | peer p50 ms | peer p99 ms | p99 Vostok / peer |")
         sep += "---:|---:|---:|---:|---:|---:|---:|"
     blank_peer = " – | | | | | | |"
-    out += [head, sep]
+    if rows:
+        out += [head, sep]
     for name, flush, kind, _, target in rows:
         s = summarise(results.get((name, "vostok"), []))
         if s is None:
@@ -421,6 +451,7 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
                 line += " | | failed | | | | |"
         out.append(line)
     out.append("")
+    out += aged_table(opts, results, peer)
     costs = []
     for name in [r[0] for r in rows if r[0] in PROFILE]:
         plain = name.rsplit(", ", 1)[0]
@@ -448,6 +479,68 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
     print("\n".join(out))
 
 
+def aged_table(opts, results, peer):
+    """The rows of aged.py: p50, p99, p99.9 and CPU µs per message, the peer beside them,
+    and round after round the last round against the first."""
+    if not opts.aged:
+        return []
+    out = [f"Rows on a broker that is not fresh (medians of {opts.runs} runs, one broker per "
+           f"scenario and run): the first 10 s of a fresh broker without warm-up; e2e right "
+           f"after {opts.burst_secs:g} s of batch x32 sends at full speed; e2e and throughput "
+           f"rows on a store filled with {opts.fill_gib:g} GiB first (default 1 GiB "
+           f"commitlog files); the async, batch and e2e rows {opts.rounds} times in a row on "
+           "one broker (first and last round shown). p50/p99/p99.9: end to end for e2e rows, "
+           "send latency otherwise.", ""]
+    head = "| row | CPU µs/msg broker / mqbench | msg/s | p50 ms | p99 ms | p99.9 ms |"
+    sep = "|---|---:|---:|---:|---:|---:|"
+    if peer:
+        head += (" peer CPU µs/msg broker / mqbench | peer msg/s | peer p50 ms | peer p99 ms | "
+                 "peer p99.9 ms | p99 Vostok / peer |")
+        sep += "---:|---:|---:|---:|---:|---:|"
+    out += [head, sep]
+
+    def cells(s):
+        if s is None:
+            return "failed | | | | |"
+        note = ""
+        if s["lost"]:
+            note = f" (lost {s['lost']})"
+        return (f"{fmt(s['broker_us'], 1)} / {fmt(s['tool_us'], 1)} | {fmt(s['rate'])}{note} | "
+                f"{fmt(s['p50'], 3)} | {fmt(s['p99'], 3)} | {fmt(s['p999'], 3)} |")
+
+    for sc in opts.aged:
+        for name in aged.shown_rows(sc):
+            s = summarise(results.get((name, "vostok"), []))
+            line = f"| {name} | {cells(s)}"
+            if peer:
+                p = summarise(results.get((name, "peer"), []))
+                ratio = (f"{s['p99'] / p['p99']:.2f}" if s and p and s["p99"] and p["p99"]
+                         else "")
+                line += f" {cells(p)} {ratio} |"
+            out.append(line)
+    out.append("")
+    rounds = [c for sc in opts.aged for c in aged.comparisons(sc)]
+    if rounds:
+        who = ["vostok", "peer"] if peer else ["vostok"]
+        out += ["Round after round: the last round's median against the first's (1.00: no "
+                "change; rate below 1 and CPU or p99 above 1 are worse).", "",
+                "| row | " + " | ".join(f"{w} msg/s | {w} broker µs/msg | {w} p99" for w in who)
+                + " |", "|---|" + "---:|---:|---:|" * len(who)]
+        for last, first in rounds:
+            parts = []
+            for w in who:
+                a = summarise(results.get((first, w), []))
+                b = summarise(results.get((last, w), []))
+                for k in ("rate", "broker_us", "p99"):
+                    parts.append(f"{b[k] / a[k]:.2f}" if a and b and a[k] and b[k] is not None
+                                 else "–")
+            out.append(f"| {last.split(': ', 1)[1]} | " + " | ".join(parts) + " |")
+        out.append("")
+    if opts.aged_notes:
+        out += ["Stopped short: " + "; ".join(opts.aged_notes) + ".", ""]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--bin-dir", default=str(ROOT / "target" / "release"))
@@ -464,10 +557,25 @@ def main():
                     help="run the selected rows round by round (run 1 of each, then run 2, ...) "
                          "rather than row by row, so that rows compared meet the same load")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--no-aged", action="store_true",
+                    help="leave out the rows on a broker that is not fresh (first 10 s, after a "
+                         "burst, aged, round after round), which run in the whole matrix and "
+                         "when --rows names them")
+    ap.add_argument("--burst-secs", type=float, default=4,
+                    help="'after a burst': seconds of batch x32 sends before the e2e row")
+    ap.add_argument("--fill-gib", type=float, default=3.25,
+                    help="'aged': GiB of messages written before the rows (1 GiB files)")
+    ap.add_argument("--rounds", type=int, default=3, help="'round after round': rounds")
+    ap.add_argument("--min-free-gib", type=float, default=8,
+                    help="the rows on a broker that is not fresh stop before a step that could "
+                         "leave less than this free on the disk of --work")
     ap.add_argument("--peer-namesrv", default=shutil.which("rocketmq-namesrv-rust"))
     ap.add_argument("--peer-broker", default=shutil.which("rocketmq-broker-rust"))
     opts = ap.parse_args()
     opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-matrix-")
+    every = not opts.rows and not opts.only and not opts.no_aged
+    opts.aged = [] if opts.no_aged else aged.selected(aged.scenarios(opts), opts.rows, every)
+    opts.aged_notes = []
     bin_dir = Path(opts.bin_dir)
     bench = bin_dir / "mqbench"
     for b in (bench, bin_dir / "mqbroker", bin_dir / "mqadmin"):

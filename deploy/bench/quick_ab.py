@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import aged
 from brokers import Vostok, kill
 from matrix import figures, median, mqbench
 
@@ -46,7 +47,8 @@ def run_once(build, row, opts, log):
     if json_path.exists():
         json_path.unlink()
     try:
-        ns, pid = build.start(flush, None, {"mappedFileSizeCommitLog": opts.file_size})
+        ns, pid = build.start(flush, None,
+                              {"mappedFileSizeCommitLog": opts.file_size or FILE_SIZE})
     except RuntimeError as e:
         print(f"   {e}", flush=True)
         build.stop()
@@ -62,12 +64,70 @@ def run_once(build, row, opts, log):
     return None if v is None else figures(v, kind)
 
 
+def run_scenario(build, scenario, opts, log, label):
+    """One scenario of aged.py on one fresh broker of `build`: {row: figures}. Its broker
+    keeps its default 1 GiB commitlog files unless --file-size is given."""
+    settings = {"mappedFileSizeCommitLog": opts.file_size} if opts.file_size else None
+
+    def stop():
+        kill(build.proc)
+        build.stop()
+
+    def note(text):
+        opts.notes.append(f"{label}: {text}")
+        print(f"   {label}: {text}", flush=True)
+
+    return aged.run(scenario, lambda: build.start("ASYNC_FLUSH", None, settings), stop,
+                    build.bench, build.extra, opts, log, opts.work, note,
+                    store=lambda: build.dir / "store")
+
+
 def fmt(v, digits):
     return "–" if v is None else f"{v:,.{digits}f}"
 
 
 def ratio(b, a):
     return f"{b / a:.2f}" if a and b is not None else "–"
+
+
+def print_aged(scenarios, results, opts):
+    """The rows on a broker that is not fresh again with their p99.9, and round after
+    round the last round against the first, per build."""
+    la, lb = opts.label_a, opts.label_b
+    print("\nRows on a broker that is not fresh, medians, p50 / p99 / p99.9 ms (end to end for "
+          "e2e rows):\n")
+    print(f"| row | {la} CPU µs/msg | {lb} CPU µs/msg | {la} p50 / p99 / p99.9 | "
+          f"{lb} p50 / p99 / p99.9 | p99.9 {lb}/{la} |")
+    print("|---|---:|---:|---:|---:|---:|")
+    med = {}
+    for sc in scenarios:
+        for step in sc.steps:
+            if step.name:
+                for k in (0, 1):
+                    runs = results.get((step.name, k), [])
+                    med[(step.name, k)] = {key: median([r[key] for r in runs])
+                                           for key in ("rate", "p50", "p99", "p999",
+                                                       "broker_us", "tool_us")}
+        for name in aged.shown_rows(sc):
+            a, b = med[(name, 0)], med[(name, 1)]
+            print(f"| {name} | {fmt(a['broker_us'], 1)} / {fmt(a['tool_us'], 1)} | "
+                  f"{fmt(b['broker_us'], 1)} / {fmt(b['tool_us'], 1)} | "
+                  f"{fmt(a['p50'], 3)} / {fmt(a['p99'], 3)} / {fmt(a['p999'], 3)} | "
+                  f"{fmt(b['p50'], 3)} / {fmt(b['p99'], 3)} / {fmt(b['p999'], 3)} | "
+                  f"{ratio(b['p999'], a['p999'])} |")
+    pairs = [c for sc in scenarios for c in aged.comparisons(sc)]
+    if pairs:
+        print(f"\nRound after round, last / first round (rate below 1 and CPU or p99 above 1 "
+              "are worse):\n")
+        print(f"| row | {la} msg/s | {la} broker µs/msg | {la} p99 | {lb} msg/s | "
+              f"{lb} broker µs/msg | {lb} p99 |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for last, first in pairs:
+            cells = [ratio(med[(last, k)][key], med[(first, k)][key])
+                     for k in (0, 1) for key in ("rate", "broker_us", "p99")]
+            print(f"| {last.split(': ', 1)[1]} | " + " | ".join(cells) + " |")
+    if opts.notes:
+        print("\nStopped short: " + "; ".join(opts.notes) + ".")
 
 
 def main():
@@ -80,9 +140,23 @@ def main():
     ap.add_argument("--duration", type=float, default=2)
     ap.add_argument("--warmup", type=float, default=0.5)
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these "
-                    "(the e2e rows at 50,000 msg/s run only when named here)")
-    ap.add_argument("--file-size", type=int, default=FILE_SIZE,
-                    help="mappedFileSizeCommitLog (the broker's default is 1 GiB: 1073741824)")
+                    "(the e2e rows at 50,000 msg/s and the rows on a broker that is not fresh, "
+                    f"{', '.join(aged.LABELS)}, run only when named here)")
+    ap.add_argument("--aged", action="store_true",
+                    help="add every row on a broker that is not fresh (" +
+                    ", ".join(aged.LABELS) + ")")
+    ap.add_argument("--file-size", type=int, default=None,
+                    help="mappedFileSizeCommitLog (default 64 MiB, 67108864, for the plain rows; "
+                         "the broker's default of 1 GiB, 1073741824, for the rows on a broker "
+                         "that is not fresh)")
+    ap.add_argument("--burst-secs", type=float, default=4,
+                    help="'after a burst': seconds of batch x32 sends before the e2e row")
+    ap.add_argument("--fill-gib", type=float, default=3.25,
+                    help="'aged': GiB of messages written before the rows")
+    ap.add_argument("--rounds", type=int, default=3, help="'round after round': rounds")
+    ap.add_argument("--min-free-gib", type=float, default=8,
+                    help="the rows on a broker that is not fresh stop before a step that could "
+                         "leave less than this free on the disk of --work")
     ap.add_argument("--work", default=None)
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")
@@ -99,8 +173,13 @@ def main():
         build.bench = d / "mqbench"
         build.extra = extra.split()
         builds.append(build)
-    rows = [r for r in ROWS if not opts.rows or any(s in r[0] for s in opts.rows)]
+    scenarios = aged.selected(aged.scenarios(opts), opts.rows, opts.aged)
+    only_aged = opts.rows and all(any(n in sc.label or sc.label in n for sc in scenarios)
+                                  for n in opts.rows)
+    rows = [] if only_aged else [r for r in ROWS
+                                 if not opts.rows or any(s in r[0] for s in opts.rows)]
     rows += [r for r in ON_REQUEST if opts.rows and any(s in r[0] for s in opts.rows)]
+    opts.notes = []
     results = {}  # (row, build index) -> [figures]
     t0 = time.time()
     with open(Path(opts.work) / "mqbench.log", "w") as log:
@@ -118,6 +197,15 @@ def main():
                           f"p50 {fmt(f['p50'], 3)} p99 {fmt(f['p99'], 3)} ms, CPU µs/msg "
                           f"broker {fmt(f['broker_us'], 1)} mqbench {fmt(f['tool_us'], 1)}",
                           flush=True)
+        for sc in scenarios:
+            print(f"== {sc.label}", flush=True)
+            for i in range(opts.runs):
+                for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+                    label = f"{(opts.label_a, opts.label_b)[k]} run {i + 1}"
+                    for name, f in run_scenario(builds[k], sc, opts, log, label).items():
+                        results.setdefault((name, k), []).append(f)
+                        print(aged.line(f"{name}: {label}", f), flush=True)
+        rows += [(name,) for sc in scenarios for name in aged.shown_rows(sc)]
     la, lb = opts.label_a, opts.label_b
     print(f"\n{opts.runs} runs per build, interleaved; {opts.duration} s measured after "
           f"{opts.warmup} s warm-up; {time.time() - t0:.0f} s in all. Medians; the spread "
@@ -128,7 +216,7 @@ def main():
           f"{la} msg/s | {lb} msg/s | {lb}/{la} | {la} p50 / p99 ms | "
           f"{lb} p50 / p99 ms | p99 {lb}/{la} | {la} spread | {lb} spread |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
-    keys = ("rate", "p50", "p99", "broker_us", "tool_us")
+    keys = ("rate", "p50", "p99", "p999", "broker_us", "tool_us")
     for name, *_ in rows:
         a, b = results.get((name, 0), []), results.get((name, 1), [])
         ma = {k: median([r[k] for r in a]) for k in keys}
@@ -141,6 +229,8 @@ def main():
               f"{ratio(mb['rate'], ma['rate'])} | {fmt(ma['p50'], 3)} / {fmt(ma['p99'], 3)} | "
               f"{fmt(mb['p50'], 3)} / {fmt(mb['p99'], 3)} | {ratio(mb['p99'], ma['p99'])} | "
               f"{spread[0]} | {spread[1]} |")
+    if scenarios:
+        print_aged(scenarios, results, opts)
     print(f"\nmqbench output: {Path(opts.work) / 'mqbench.log'}")
     if opts.json:
         Path(opts.json).write_text(json.dumps(
