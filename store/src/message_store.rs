@@ -264,6 +264,16 @@ impl MessageStore {
         self.inner.dispatch.reput_from()
     }
 
+    /// How often the dispatcher has waited on a timer rather than until an append woke
+    /// it: only to retry after an error, never while messages come. For tests and
+    /// diagnostics.
+    pub fn dispatch_timed_waits(&self) -> u64 {
+        self.inner
+            .dispatch
+            .timed_waits
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Waits until the dispatcher has built consume queues and index for every
     /// record below `phy_offset`; `false` on timeout. Blocking: not for async tasks.
     pub fn wait_for_dispatch(&self, phy_offset: i64, timeout: Duration) -> bool {
