@@ -27,6 +27,9 @@ pub(crate) struct DispatchState {
     /// How often the dispatcher slept on a timer instead of until an append woke it
     /// (retries after an error or an unreadable position).
     pub(crate) timed_waits: AtomicU64,
+    /// Held by whoever dispatches: the dispatcher thread, or a writer dispatching its
+    /// own small append.
+    pub(crate) running: Mutex<()>,
     pub(crate) stop: AtomicBool,
     pub(crate) listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
     progress: Mutex<i64>,

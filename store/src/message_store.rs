@@ -434,7 +434,11 @@ impl MessageStore {
             tracing::warn!(error = %e, "could not remove the unused next commitlog file");
         }
         let mut clean = true;
-        if let Err(e) = i.dispatch_available(true) {
+        let last = {
+            let _running = i.dispatch.running.locked();
+            i.dispatch_available(true)
+        };
+        if let Err(e) = last {
             tracing::error!(error = %e, "final dispatch failed");
             clean = false;
         }
