@@ -5,20 +5,20 @@
 //! here, and only here, so both can always be rebuilt from it: recovery feeds old
 //! records through the same [`StoreInner::dispatch_record`].
 //!
-//! The thread parks when it has caught up; every append unparks it (cheap when it
-//! is already running), so a new message is visible and announced within
-//! microseconds, not after a polling period.
+//! The thread parks when it has caught up and the next append unparks it (an append
+//! while it runs costs a fence and a load), so a new message is visible and announced
+//! as soon as the thread runs, never after a polling period. An append of a single
+//! record is dispatched by its writer instead when nobody else is dispatching.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
 use vostok_remoting::support::latency_trace::{self, Stage};
-use vostok_remoting::support::sched;
-use vostok_remoting::support::sync::RwLockExt;
+use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
 use crate::commitlog::append::gets_queue_offset;
 use crate::commitlog::scan::{scan, Scanned};
@@ -212,24 +212,44 @@ impl StoreInner {
     }
 }
 
-/// While records keep coming, the dispatcher looks for new ones this often, unwoken.
-const POLL_INTERVAL: Duration = Duration::from_micros(200);
-/// After this long without records it sleeps until an append wakes it.
-const IDLE_AFTER: Duration = Duration::from_millis(10);
+impl StoreInner {
+    /// After an append of a few records: dispatches them on the caller's thread when
+    /// nobody else is dispatching (cheaper than waking the dispatcher thread, and the
+    /// arrival is announced without a thread switch), else wakes the dispatcher. Never
+    /// waits for a dispatch in progress.
+    pub(crate) fn dispatch_or_wake(&self) {
+        if let Ok(_running) = self.dispatch.running.try_lock() {
+            if self.dispatch_available(true).is_ok() {
+                // An append that came meanwhile found the lock taken and woke the thread.
+                return;
+            }
+        }
+        self.dispatch.wake();
+    }
+}
 
-/// The dispatcher thread body.
+/// How long the dispatcher waits before it tries again after an error.
+const RETRY_AFTER_ERROR: Duration = Duration::from_millis(500);
+/// How long it waits when the commitlog holds records past the reput offset that it
+/// could not read (no file holds the offset yet): not a state a stream is in.
+const RETRY_UNREADABLE: Duration = Duration::from_millis(1);
+
+/// The dispatcher thread body. It never waits on a timer while records come: when it
+/// has caught up it parks until the next append unparks it (see
+/// [`crate::dispatch_state::DispatchState::wake`]), so a message is dispatched and
+/// announced as soon as the thread runs, and an idle store costs nothing.
 pub(crate) fn run(inner: &StoreInner) {
     let _ = inner.dispatch.set_thread(std::thread::current());
-    // Timer slack (50 µs by default) would add a quarter of POLL_INTERVAL to every
-    // message's way to its consumers.
-    sched::precise_timeouts();
     let mut failing = false;
-    let mut last_record = Instant::now();
     loop {
-        match inner.dispatch_available(true) {
+        let end = inner.commitlog.max_offset();
+        let pass = {
+            let _running = inner.dispatch.running.locked();
+            inner.dispatch_available(true)
+        };
+        match pass {
             Ok(n) if n > 0 => {
                 failing = false;
-                last_record = Instant::now();
                 continue;
             }
             Ok(_) => failing = false,
@@ -244,24 +264,24 @@ pub(crate) fn run(inner: &StoreInner) {
             break;
         }
         if failing {
-            std::thread::park_timeout(Duration::from_millis(500));
+            inner.dispatch.timed_wait(RETRY_AFTER_ERROR);
             continue;
         }
-        // Nothing complete to dispatch: poll while a stream is on (also when bytes past
-        // the reput offset are not a whole record yet), sleep when it went quiet.
-        if last_record.elapsed() < IDLE_AFTER
-            || inner.commitlog.max_offset() != inner.dispatch.reput_from()
-        {
-            // A stream: poll again shortly instead of costing every append a wake-up.
-            std::thread::park_timeout(POLL_INTERVAL);
+        if inner.dispatch.reput_from() < end {
+            // Records it saw but could not reach: try again shortly.
+            inner.dispatch.timed_wait(RETRY_UNREADABLE);
             continue;
         }
+        // Caught up with what it saw. Announce it is idle, then look once more: an append
+        // that published its records before the announcement is seen here, one after it
+        // sees `idle` and unparks (the fences pair with `DispatchState::wake`).
         inner.dispatch.idle.store(true, Ordering::SeqCst);
         std::sync::atomic::fence(Ordering::SeqCst);
         if inner.commitlog.max_offset() == inner.dispatch.reput_from()
             && !inner.dispatch.stop.load(Ordering::Acquire)
         {
-            std::thread::park_timeout(Duration::from_millis(100));
+            // Until an append or `stop` unparks it; a spurious return just looks again.
+            std::thread::park();
         }
         inner.dispatch.idle.store(false, Ordering::SeqCst);
     }

@@ -5,7 +5,7 @@
 //! The dispatcher itself is `dispatch`; this state sits a floor below it so that the
 //! shared store state can own it.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -21,8 +21,15 @@ pub(crate) struct DispatchState {
     /// Store timestamp of the newest dispatched record.
     pub(crate) dispatched_timestamp: AtomicI64,
     thread: OnceLock<Thread>,
-    /// Set while the dispatcher sleeps until woken: only then do appenders unpark it.
+    /// Set while the dispatcher has caught up and sleeps until woken: only then does an
+    /// append unpark it (the first append to see it set clears it, so one pays).
     pub(crate) idle: AtomicBool,
+    /// How often the dispatcher slept on a timer instead of until an append woke it
+    /// (retries after an error or an unreadable position).
+    pub(crate) timed_waits: AtomicU64,
+    /// Held by whoever dispatches: the dispatcher thread, or a writer dispatching its
+    /// own small append.
+    pub(crate) running: Mutex<()>,
     pub(crate) stop: AtomicBool,
     pub(crate) listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
     progress: Mutex<i64>,
@@ -50,15 +57,22 @@ impl DispatchState {
         self.thread.set(t).is_ok()
     }
 
-    /// Wakes the dispatcher thread; called after every append. Under a stream the dispatcher polls on its own, so an
-    /// append pays for a wake-up only when the dispatcher went idle.
+    /// Wakes the dispatcher thread; called after every append, once the new max offset
+    /// is published. While the dispatcher is still working it finds the records itself,
+    /// and the append costs a fence and a load; only when it parked does one append
+    /// unpark it.
     pub(crate) fn wake(&self) {
         // Pairs with the fence in `dispatch::run`: either the dispatcher sees the new records after
         // announcing it is idle, or this sees `idle` and unparks it.
         std::sync::atomic::fence(Ordering::SeqCst);
-        if self.idle.load(Ordering::SeqCst) {
+        if self.idle.load(Ordering::SeqCst) && self.idle.swap(false, Ordering::SeqCst) {
             self.unpark();
         }
+    }
+
+    pub(crate) fn timed_wait(&self, timeout: Duration) {
+        self.timed_waits.fetch_add(1, Ordering::Relaxed);
+        std::thread::park_timeout(timeout);
     }
 
     fn unpark(&self) {

@@ -287,6 +287,16 @@ impl MessageStore {
         self.inner.dispatch.reput_from()
     }
 
+    /// How often the dispatcher has waited on a timer rather than until an append woke
+    /// it: only to retry after an error, never while messages come. For tests and
+    /// diagnostics.
+    pub fn dispatch_timed_waits(&self) -> u64 {
+        self.inner
+            .dispatch
+            .timed_waits
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Waits until the dispatcher has built consume queues and index for every
     /// record below `phy_offset`; `false` on timeout. Blocking: not for async tasks.
     pub fn wait_for_dispatch(&self, phy_offset: i64, timeout: Duration) -> bool {
@@ -456,7 +466,11 @@ impl MessageStore {
             tracing::warn!(error = %e, "could not remove the unused next commitlog file");
         }
         let mut clean = true;
-        if let Err(e) = i.dispatch_available(true) {
+        let last = {
+            let _running = i.dispatch.running.locked();
+            i.dispatch_available(true)
+        };
+        if let Err(e) = last {
             tracing::error!(error = %e, "final dispatch failed");
             clean = false;
         }

@@ -159,6 +159,45 @@ async fn the_arrival_listener_hears_every_visible_message() {
     assert_eq!(logic, 2, "the prepared record is not announced");
 }
 
+/// A consumer waiting for the next message of a stream is answered because the append
+/// dispatched it or woke the dispatcher, not because the dispatcher looked again after
+/// a polling period. Each append is announced before the next is made, so the
+/// dispatcher has caught up and parked before every one: a single message is
+/// dispatched by its writer, a batch wakes the dispatcher, and nothing waits on a timer.
+#[tokio::test]
+async fn a_stream_is_announced_by_wake_ups_without_timed_polls() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(small_config(dir.path(), 64 * 1024)).unwrap();
+    let (tx, rx) = mpsc::channel();
+    store.set_arrival_listener(Arc::new(Recorder(Mutex::new(tx))));
+    let mut next = 0;
+    for i in 0..100 {
+        let single = store
+            .put_message(message("W", 1, format!("m{i}"), String::new()))
+            .await;
+        assert!(single.is_ok(), "{:?}", single.status);
+        let batch = vec![
+            message("W", 1, format!("b{i}"), String::new()),
+            message("W", 1, format!("c{i}"), String::new()),
+        ];
+        let batch = store.put_messages(batch).await;
+        assert!(batch.is_ok(), "{:?}", batch.status);
+        for _ in 0..3 {
+            let (topic, queue, logic, _) = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the append did not reach the dispatcher");
+            assert_eq!((topic.as_str(), queue, logic), ("W", 1, next + 1));
+            // What the waiting consumer then reads.
+            assert_eq!(
+                store.get_message("W", 1, next, 1, 0, None).status,
+                GetMessageStatus::Found
+            );
+            next += 1;
+        }
+    }
+    assert_eq!(store.dispatch_timed_waits(), 0, "the dispatcher polled");
+}
+
 #[tokio::test]
 async fn pulls_respect_count_byte_and_disk_limits() {
     let dir = tempfile::tempdir().unwrap();

@@ -36,17 +36,6 @@ fn this_thread() -> libc::id_t {
     unsafe { libc::gettid() as libc::id_t }
 }
 
-/// Asks the kernel to end the calling thread's timed sleeps on time: by default Linux
-/// may let a sleep run 50 µs long (timer slack) to batch wake-ups, which a thread
-/// polling every few hundred microseconds pays on every message.
-pub fn precise_timeouts() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and touches only this thread.
-        let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
-    }
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;

@@ -15,6 +15,10 @@ use crate::message::MessageInner;
 use crate::result::{AppendResult, PutMessageResult, PutMessageStatus};
 use crate::stats::Stats;
 
+/// Appends of at most this many records are dispatched by the writer itself when the
+/// dispatcher is not busy (see `StoreInner::dispatch_or_wake`); larger ones wake it.
+const INLINE_DISPATCH_RECORDS: usize = 1;
+
 /// A topic the store can use as a directory name and encode in a record.
 fn valid_topic(topic: &str) -> bool {
     !topic.is_empty()
@@ -143,7 +147,11 @@ impl MessageStore {
                 return PutMessageResult::failed(PutMessageStatus::CreateMappedFileFailed);
             }
         };
-        i.dispatch.wake();
+        if prepared.len() <= INLINE_DISPATCH_RECORDS {
+            i.dispatch_or_wake();
+        } else {
+            i.dispatch.wake();
+        }
         i.ha.on_append();
         Stats::add(&i.stats.put_times, prepared.len() as u64);
         Stats::add(&i.stats.put_bytes, appended.wrote_bytes as u64);
