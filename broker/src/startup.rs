@@ -324,7 +324,7 @@ impl Broker {
         info!(
             broker = %broker.config.broker_name,
             addr = %broker.broker_addr,
-            namesrv = %broker.namesrv_addrs.join(";"),
+            namesrv = %broker.namesrv.addrs.join(";"),
             "broker started"
         );
         Ok(BrokerHandle {
@@ -428,7 +428,11 @@ fn build_state(
 ) -> Broker {
     let broker_addr = config.broker_addr(bound_port);
     Broker {
-        outer: security::outer_client(&security, &duties),
+        namesrv: crate::state::NameServers {
+            client: security::outer_client(&security, &duties),
+            addrs: config.namesrv_list(),
+            registration: tokio::sync::Mutex::new(false),
+        },
         guard: security.guard,
         roles: crate::state::Roles {
             master_addr: RwLock::new(None),
@@ -439,7 +443,6 @@ fn build_state(
                 vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
             )),
         },
-        namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
         storage: crate::state::Storage {
@@ -471,7 +474,6 @@ fn build_state(
         ),
         stats_windows: Default::default(),
         boot_timestamp: now_millis(),
-        registration: tokio::sync::Mutex::new(false),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
         memory,
@@ -564,7 +566,7 @@ impl BrokerHandle {
 
     /// Name servers the broker registers with (the embedded one in standalone mode).
     pub fn namesrv_addr(&self) -> String {
-        self.broker.namesrv_addrs.join(";")
+        self.broker.namesrv.addrs.join(";")
     }
 
     /// Unregisters, stops serving, persists state, closes the store.
@@ -591,7 +593,7 @@ impl BrokerHandle {
         broker.deferred.delay_offsets.persist();
         broker.deferred.timers.persist();
         broker.deferred.transactions.persist();
-        broker.outer.shutdown().await;
+        broker.namesrv.client.shutdown().await;
         if let Some(ns) = self.namesrv {
             ns.shutdown().await;
         }

@@ -56,7 +56,12 @@ async fn run(broker: Arc<Broker>) {
 
 async fn fetch(broker: &Broker, master: &str, code: i32) -> Option<RemotingCommand> {
     let request = RemotingCommand::request(code);
-    match broker.outer.invoke_sync(master, request, TIMEOUT).await {
+    match broker
+        .namesrv
+        .client
+        .invoke_sync(master, request, TIMEOUT)
+        .await
+    {
         Ok(r) if r.code == response_code::SUCCESS => Some(r),
         Ok(r) => {
             debug!(

@@ -77,6 +77,17 @@ pub(crate) struct Storage {
     pub(crate) removals: RemovedMessages,
 }
 
+/// The name servers and the broker's registration with them.
+pub(crate) struct NameServers {
+    /// The client for the name servers (and for controllers and the master, which
+    /// the broker calls the same way).
+    pub(crate) client: RemotingClient,
+    pub(crate) addrs: Vec<String>,
+    /// Held while registering or unregistering; `true` once unregistered for shutdown,
+    /// so that no registration in flight can land after the unregistration.
+    pub(crate) registration: tokio::sync::Mutex<bool>,
+}
+
 /// What the broker knows of its consumers: groups, offsets, connected clients, their
 /// filters, queue locks and held pulls.
 pub(crate) struct Consumers {
@@ -155,12 +166,7 @@ pub struct Broker {
     pub(crate) stats_windows: stats_window::StatsWindows,
     pub(crate) uniq_ids: UniqIdGenerator,
     pub(crate) boot_timestamp: i64,
-    /// Client for the name servers.
-    pub(crate) outer: RemotingClient,
-    pub(crate) namesrv_addrs: Vec<String>,
-    /// Held while registering or unregistering; `true` once unregistered for shutdown,
-    /// so that no registration in flight can land after the unregistration.
-    pub(crate) registration: tokio::sync::Mutex<bool>,
+    pub(crate) namesrv: NameServers,
     /// POP consumption: checkpoints, FIFO order info, held POP requests.
     pub(crate) pop: PopState,
     pub(crate) shutdown: CancellationToken,
