@@ -272,7 +272,7 @@ impl Broker {
         ));
         runtimes.push(duties);
         if let Some(guard) = &broker.guard {
-            guard.watch(broker.shutdown.clone());
+            guard.watch(broker.life.shutdown.clone());
         }
         broker
             .storage
@@ -398,20 +398,20 @@ fn start_replication(
             broker.config.ha_listen_port()
         );
         *broker.roles.ha_server_addr.write_locked() = addr;
-        broker.tasks.spawn(vostok_store::ha::serve(
+        broker.life.tasks.spawn(vostok_store::ha::serve(
             broker.storage.store.clone(),
             listener,
             server_tls,
-            broker.tasks.clone(),
-            broker.shutdown.clone(),
+            broker.life.tasks.clone(),
+            broker.life.shutdown.clone(),
         ));
     }
     if !broker.config.is_master() || broker.config.controller.enable {
         let client = vostok_store::ha::HaClient::start(
             broker.storage.store.clone(),
             client_tls,
-            &broker.tasks,
-            broker.shutdown.clone(),
+            &broker.life.tasks,
+            broker.life.shutdown.clone(),
         );
         let _ = broker.roles.ha_client.set(client);
     }
@@ -474,10 +474,12 @@ fn build_state(
         ),
         stats_windows: Default::default(),
         boot_timestamp: now_millis(),
-        shutdown: CancellationToken::new(),
-        tasks: TaskTracker::new(),
         memory,
-        duties,
+        life: crate::state::Lifecycle {
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            duties,
+        },
         config,
     }
 }
@@ -574,7 +576,7 @@ impl BrokerHandle {
         let broker = self.broker;
         info!("broker shutting down");
         registration::unregister_all(&broker).await;
-        broker.shutdown.cancel();
+        broker.life.shutdown.cancel();
         broker.consumers.long_polling.wake_all();
         broker.pop.polling.wake_all();
         if let Some(grpc) = self.grpc {
@@ -584,8 +586,8 @@ impl BrokerHandle {
         for server in &self.servers {
             server.shutdown().await;
         }
-        broker.tasks.close();
-        let _ = tokio::time::timeout(Duration::from_secs(10), broker.tasks.wait()).await;
+        broker.life.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(10), broker.life.tasks.wait()).await;
         broker.consumers.offsets.persist(true);
         broker.storage.topics.persist();
         broker.consumers.subscriptions.persist();

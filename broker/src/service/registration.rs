@@ -29,8 +29,9 @@ use crate::state::Broker;
 pub(crate) fn spawn(broker: &Arc<Broker>) {
     let b = broker.clone();
     broker
+        .life
         .tasks
-        .spawn_on(async move { run(b).await }, &broker.duties);
+        .spawn_on(async move { run(b).await }, &broker.life.duties);
 }
 
 /// Registers periodically and on topic changes until shutdown.
@@ -44,7 +45,7 @@ async fn run(broker: Arc<Broker>) {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
             _ = broker.storage.topics.changed() => debug!("topic table changed; registering"),
-            _ = broker.shutdown.cancelled() => break,
+            _ = broker.life.shutdown.cancelled() => break,
         }
         register_all(&broker).await;
     }
@@ -108,7 +109,10 @@ fn register_requests(broker: &Broker) -> Vec<RemotingCommand> {
 /// One registration round with every name server, run on the duties runtime.
 pub(crate) async fn register_now(broker: &Arc<Broker>) {
     let b = broker.clone();
-    let round = broker.duties.spawn(async move { register_all(&b).await });
+    let round = broker
+        .life
+        .duties
+        .spawn(async move { register_all(&b).await });
     if let Err(e) = round.await {
         warn!(error = %e, "registration round did not finish");
     }

@@ -30,14 +30,14 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
         return;
     }
     let b = broker.clone();
-    broker.tasks.spawn(async move { run(b).await });
+    broker.life.tasks.spawn(async move { run(b).await });
 }
 
 async fn run(broker: Arc<Broker>) {
     let mut wait = FIRST_DELAY;
     loop {
         tokio::select! {
-            _ = broker.shutdown.cancelled() => return,
+            _ = broker.life.shutdown.cancelled() => return,
             _ = tokio::time::sleep(wait) => {}
             _ = broker.roles.master_changed.notified() => {}
         }
