@@ -272,7 +272,7 @@ impl Broker {
         ));
         runtimes.push(duties);
         if let Some(guard) = &broker.guard {
-            guard.watch(broker.shutdown.clone());
+            guard.watch(broker.life.shutdown.clone());
         }
         broker
             .storage
@@ -324,7 +324,7 @@ impl Broker {
         info!(
             broker = %broker.config.broker_name,
             addr = %broker.broker_addr,
-            namesrv = %broker.namesrv_addrs.join(";"),
+            namesrv = %broker.namesrv.addrs.join(";"),
             "broker started"
         );
         Ok(BrokerHandle {
@@ -398,20 +398,20 @@ fn start_replication(
             broker.config.ha_listen_port()
         );
         *broker.roles.ha_server_addr.write_locked() = addr;
-        broker.tasks.spawn(vostok_store::ha::serve(
+        broker.life.tasks.spawn(vostok_store::ha::serve(
             broker.storage.store.clone(),
             listener,
             server_tls,
-            broker.tasks.clone(),
-            broker.shutdown.clone(),
+            broker.life.tasks.clone(),
+            broker.life.shutdown.clone(),
         ));
     }
     if !broker.config.is_master() || broker.config.controller.enable {
         let client = vostok_store::ha::HaClient::start(
             broker.storage.store.clone(),
             client_tls,
-            &broker.tasks,
-            broker.shutdown.clone(),
+            &broker.life.tasks,
+            broker.life.shutdown.clone(),
         );
         let _ = broker.roles.ha_client.set(client);
     }
@@ -428,7 +428,11 @@ fn build_state(
 ) -> Broker {
     let broker_addr = config.broker_addr(bound_port);
     Broker {
-        outer: security::outer_client(&security, &duties),
+        namesrv: crate::state::NameServers {
+            client: security::outer_client(&security, &duties),
+            addrs: config.namesrv_list(),
+            registration: tokio::sync::Mutex::new(false),
+        },
         guard: security.guard,
         roles: crate::state::Roles {
             master_addr: RwLock::new(None),
@@ -439,7 +443,6 @@ fn build_state(
                 vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
             )),
         },
-        namesrv_addrs: config.namesrv_list(),
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
         uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
         storage: crate::state::Storage {
@@ -471,11 +474,12 @@ fn build_state(
         ),
         stats_windows: Default::default(),
         boot_timestamp: now_millis(),
-        registration: tokio::sync::Mutex::new(false),
-        shutdown: CancellationToken::new(),
-        tasks: TaskTracker::new(),
         memory,
-        duties,
+        life: crate::state::Lifecycle {
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            duties,
+        },
         config,
     }
 }
@@ -564,7 +568,7 @@ impl BrokerHandle {
 
     /// Name servers the broker registers with (the embedded one in standalone mode).
     pub fn namesrv_addr(&self) -> String {
-        self.broker.namesrv_addrs.join(";")
+        self.broker.namesrv.addrs.join(";")
     }
 
     /// Unregisters, stops serving, persists state, closes the store.
@@ -572,7 +576,7 @@ impl BrokerHandle {
         let broker = self.broker;
         info!("broker shutting down");
         registration::unregister_all(&broker).await;
-        broker.shutdown.cancel();
+        broker.life.shutdown.cancel();
         broker.consumers.long_polling.wake_all();
         broker.pop.polling.wake_all();
         if let Some(grpc) = self.grpc {
@@ -582,8 +586,8 @@ impl BrokerHandle {
         for server in &self.servers {
             server.shutdown().await;
         }
-        broker.tasks.close();
-        let _ = tokio::time::timeout(Duration::from_secs(10), broker.tasks.wait()).await;
+        broker.life.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(10), broker.life.tasks.wait()).await;
         broker.consumers.offsets.persist(true);
         broker.storage.topics.persist();
         broker.consumers.subscriptions.persist();
@@ -591,7 +595,7 @@ impl BrokerHandle {
         broker.deferred.delay_offsets.persist();
         broker.deferred.timers.persist();
         broker.deferred.transactions.persist();
-        broker.outer.shutdown().await;
+        broker.namesrv.client.shutdown().await;
         if let Some(ns) = self.namesrv {
             ns.shutdown().await;
         }

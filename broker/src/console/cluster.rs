@@ -35,9 +35,14 @@ pub(crate) struct Member {
 /// (GET_BROKER_CLUSTER_INFO), or why none could.
 pub(crate) async fn cluster_info(b: &Broker) -> Result<ClusterInfo, String> {
     let mut why = "no name server configured".to_owned();
-    for addr in &b.namesrv_addrs {
+    for addr in &b.namesrv.addrs {
         let request = RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO);
-        match b.outer.invoke_sync(addr, request, ASK_TIMEOUT).await {
+        match b
+            .namesrv
+            .client
+            .invoke_sync(addr, request, ASK_TIMEOUT)
+            .await
+        {
             Ok(r) if r.code == response_code::SUCCESS => match ClusterInfo::decode(&r.body) {
                 Ok(info) => return Ok(info),
                 Err(e) => why = format!("{addr}: {e}"),

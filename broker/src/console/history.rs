@@ -110,11 +110,11 @@ impl History {
 /// Samples `broker` into `history` until the broker shuts down.
 pub(crate) fn spawn_sampler(broker: &Arc<Broker>, history: Arc<History>) {
     let b = broker.clone();
-    broker.tasks.spawn(async move {
+    broker.life.tasks.spawn(async move {
         let mut tick = tokio::time::interval(SAMPLE_EVERY);
         loop {
             tokio::select! {
-                _ = b.shutdown.cancelled() => break,
+                _ = b.life.shutdown.cancelled() => break,
                 _ = tick.tick() => {}
             }
             let (b2, h) = (b.clone(), history.clone());

@@ -30,7 +30,7 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
         ],
         vec!["Role".into(), cfg.broker_role.name().to_owned()],
         vec!["Address".into(), esc(&b.broker_addr.to_string())],
-        vec!["Name servers".into(), esc(&b.namesrv_addrs.join("; "))],
+        vec!["Name servers".into(), esc(&b.namesrv.addrs.join("; "))],
         vec!["Started".into(), time(b.boot_timestamp)],
         vec![
             "Store".into(),

@@ -156,7 +156,7 @@ impl Remote {
     /// A client with `b`'s outgoing settings (TLS, runtime), without its signing hook,
     /// reading answers of at most [`PEER_MAX_FRAME`] into [`PEER_MEMORY`] of its own.
     pub(crate) fn new(b: &Broker) -> Self {
-        let mut config = b.outer.config().clone();
+        let mut config = b.namesrv.client.config().clone();
         config.connection.limits.max_frame = PEER_MAX_FRAME;
         config.connection.frame_read_timeout = PEER_TIMEOUT;
         config.connection.budget = MemoryBudget::new(PEER_MEMORY, PEER_MEMORY);
@@ -191,7 +191,7 @@ impl Remote {
         who: Option<&SessionCredentials>,
         want: &Want,
     ) -> Others {
-        if b.namesrv_addrs.is_empty() {
+        if b.namesrv.addrs.is_empty() {
             return Ok(Vec::new());
         }
         let info = super::cluster::cluster_info(b).await?;
@@ -306,7 +306,7 @@ async fn readable_topics(c: &Console, viewer: &Viewer, namespace: Option<&str>) 
     if viewer.credentials().is_none() || lister {
         return Vec::new();
     }
-    for addr in &b.namesrv_addrs {
+    for addr in &b.namesrv.addrs {
         let request = RemotingCommand::request(code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
         let who = viewer.credentials();
         let Ok(r) = c.remote.call(addr, request, who, PEER_TIMEOUT).await else {

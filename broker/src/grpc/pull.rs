@@ -29,8 +29,10 @@ use super::proto::{
     UpdateOffsetResponse,
 };
 use super::session::CONSUMER_LONG_POLLING_MS;
-use super::status::{from_remoting, ok, status};
+use super::status::{from_refusal, from_remoting, ok, status};
+use crate::ops::offset::{self, commit_offset, CommitOffset, QueryOffset};
 use crate::ops::pop::{consuming_group, readable_topic};
+use crate::ops::Client;
 
 pub(crate) type PullStream =
     Pin<Box<dyn Stream<Item = Result<PullMessageResponse, tonic::Status>> + Send>>;
@@ -171,12 +173,22 @@ pub(crate) fn update_offset(
             return Err(status(Code::IllegalOffset, "offset cannot be negative"));
         }
         let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
-        consuming_group(&svc.broker, &group, svc.session_channel(ctx).as_ref()).map_err(map_err)?;
-        svc.broker
-            .consumers
-            .offsets
-            .commit(&group, &topic, queue.id, request.offset);
-        Ok(())
+        let session = svc.session_channel(ctx);
+        consuming_group(&svc.broker, &group, session.as_ref()).map_err(map_err)?;
+        let client = Client {
+            addr: ctx.remote,
+            connection: session.as_ref(),
+        };
+        let commit = CommitOffset {
+            group,
+            topic,
+            queue_id: queue.id,
+            offset: request.offset,
+            topic_must_exist: false,
+        };
+        let broker = &svc.broker;
+        commit_offset(&broker.consumers, &broker.storage.topics, client, &commit)
+            .map_err(from_refusal)
     })();
     UpdateOffsetResponse {
         status: Some(result.err().unwrap_or_else(ok)),
@@ -191,19 +203,29 @@ pub(crate) fn get_offset(
     let group = ctx.name_of(request.group.as_ref());
     let queue = request.message_queue.unwrap_or_default();
     let topic = ctx.name_of(queue.topic.as_ref());
-    let offset = svc.broker.consumers.offsets.query(&group, &topic, queue.id);
-    if offset < 0 {
-        return GetOffsetResponse {
+    let query = QueryOffset {
+        group,
+        topic,
+        queue_id: queue.id,
+        // gRPC answers what the group committed, nothing in its place.
+        zero_if_not_found: false,
+    };
+    let broker = &svc.broker;
+    match offset::query_offset(&broker.consumers.offsets, &broker.storage.store, &query) {
+        Ok(offset) => GetOffsetResponse {
+            status: Some(ok()),
+            offset,
+        },
+        Err(_) => GetOffsetResponse {
             status: Some(status(
                 Code::OffsetNotFound,
-                format!("no offset of {group} for {topic} queue {}", queue.id),
+                format!(
+                    "no offset of {} for {} queue {}",
+                    query.group, query.topic, query.queue_id
+                ),
             )),
             offset: 0,
-        };
-    }
-    GetOffsetResponse {
-        status: Some(ok()),
-        offset,
+        },
     }
 }
 

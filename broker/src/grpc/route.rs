@@ -164,11 +164,12 @@ pub(crate) async fn route_of(
         topic: topic_name.to_owned(),
         accept_standard_json_only: None,
     };
-    for addr in &broker.namesrv_addrs {
+    for addr in &broker.namesrv.addrs {
         let request =
             RemotingCommand::request_with_header(request_code::GET_ROUTEINFO_BY_TOPIC, &header);
         let Ok(response) = broker
-            .outer
+            .namesrv
+            .client
             .invoke_sync(addr, request, NAMESRV_TIMEOUT)
             .await
         else {

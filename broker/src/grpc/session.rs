@@ -143,6 +143,7 @@ impl Sessions {
         let b = broker.clone();
         let s = session.clone();
         broker
+            .life
             .tasks
             .spawn(async move { forward(b, weak, s, rx).await });
         Ok(session)
@@ -186,7 +187,7 @@ async fn forward(
     loop {
         let command = tokio::select! {
             c = rx.recv() => c,
-            _ = broker.shutdown.cancelled() => None,
+            _ = broker.life.shutdown.cancelled() => None,
         };
         let Some(command) = command else { break };
         match translate(&session, command) {

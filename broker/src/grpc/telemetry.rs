@@ -66,12 +66,12 @@ pub(crate) async fn telemetry(
     let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
     let broker = svc.broker.clone();
     let sessions = svc.sessions.clone();
-    svc.broker.tasks.spawn(async move {
+    svc.broker.life.tasks.spawn(async move {
         let _permit = permit;
         loop {
             let next = tokio::select! {
                 next = inbound.message() => next,
-                _ = broker.shutdown.cancelled() => break,
+                _ = broker.life.shutdown.cancelled() => break,
             };
             let command = match next {
                 Ok(Some(command)) => command,

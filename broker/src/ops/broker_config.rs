@@ -1,4 +1,4 @@
-//! The broker keys that change at run time (`state::runtime_config::RUNTIME_KEYS`)
+//! The broker keys that change at run time (`.at_run_time()` in the key table)
 //! changed, all or none. A change of `brokerPermission` bumps the topic table's
 //! version, so that the next registration shows it in routes. For UPDATE_BROKER_CONFIG
 //! and the console's configuration page.

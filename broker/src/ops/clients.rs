@@ -60,7 +60,7 @@ pub(crate) fn notify_consumer_ids_changed(broker: &Broker, groups: Vec<String>) 
             broker.consumers.filters.unregister_group(group);
         }
     }
-    if !broker.config.notify_consumer_ids_changed_enable || broker.shutdown.is_cancelled() {
+    if !broker.config.notify_consumer_ids_changed_enable || broker.life.shutdown.is_cancelled() {
         return;
     }
     for group in groups {

@@ -5,8 +5,9 @@
 //!
 //! - [`pop`]: POP consumption (pop, ack, change invisible time; docs/pop.md).
 //! - [`send`]: one message stored (checks, retry/DLQ rules, delays, timers, half
-//!   messages), with [`send_dedupe`] (the duplication window) and [`stored`] (what a
-//!   put answered).
+//!   messages), [`send_batch`] (several messages of one topic stored together), with
+//!   [`send_dedupe`] (the duplication window) and [`stored`] (what a put answered).
+//! - [`reply`]: a replier's answer pushed to its requester (and stored).
 //! - [`transaction`]: a half message committed or rolled back.
 //! - [`send_back`]: a consumer's failed message to its retry topic or dead-letter queue.
 //! - [`topic`]: a topic created, changed or deleted.
@@ -40,9 +41,11 @@ pub(crate) mod offset;
 pub(crate) mod offset_reset;
 pub(crate) mod pop;
 pub(crate) mod remove;
+pub(crate) mod reply;
 pub(crate) mod resend;
 pub(crate) mod send;
 pub(crate) mod send_back;
+pub(crate) mod send_batch;
 pub(crate) mod send_dedupe;
 pub(crate) mod stored;
 pub(crate) mod stored_access;

@@ -29,6 +29,9 @@ pub(crate) struct CommitOffset {
     pub(crate) topic: String,
     pub(crate) queue_id: i32,
     pub(crate) offset: i64,
+    /// Refuse a topic the broker does not have (remoting's UPDATE_CONSUMER_OFFSET);
+    /// gRPC's UpdateOffset commits for any topic, as Apache's proxy does.
+    pub(crate) topic_must_exist: bool,
 }
 
 /// The group's committed offset on the queue: reads the offsets and the store only.
@@ -69,7 +72,7 @@ fn first_message_in_memory(store: &MessageStore, topic: &str, queue_id: i32) -> 
 }
 
 /// Commits the offset; the group is created on first use when the broker allows it,
-/// the topic must exist. Reads the consumer tables and the topic table only.
+/// the topic must exist when the request says so. Reads the consumer tables and the topic table only.
 pub(crate) fn commit_offset(
     consumers: &Consumers,
     topics: &TopicConfigManager,
@@ -82,7 +85,7 @@ pub(crate) fn commit_offset(
             format!("subscription group not exist, {}: {reason}", request.group),
         ));
     }
-    if !topics.contains(&request.topic) {
+    if request.topic_must_exist && !topics.contains(&request.topic) {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!("topic[{}] not exist", request.topic),
@@ -125,6 +128,7 @@ mod tests {
             topic: "ops-offset".into(),
             queue_id: 0,
             offset,
+            topic_must_exist: true,
         };
         assert_eq!(
             query_offset(
@@ -163,6 +167,20 @@ mod tests {
                 .unwrap_err()
                 .kind,
             Refused::TopicNotExist
+        );
+        let any_topic = CommitOffset {
+            topic_must_exist: false,
+            ..unknown
+        };
+        commit_offset(&b.consumers, topics, peer(), &any_topic).unwrap();
+        assert_eq!(
+            query_offset(
+                offsets,
+                store,
+                &query("ops-offset-group", "ops-offset-none", false)
+            ),
+            Ok(1),
+            "committed without the topic when the front end allows it"
         );
         handle.shutdown().await;
     }

@@ -79,11 +79,12 @@ async fn subscribe_queues(broker: &Broker, topic_name: &str) -> Option<Vec<Messa
         topic: topic_name.to_owned(),
         accept_standard_json_only: None,
     };
-    for addr in &broker.namesrv_addrs {
+    for addr in &broker.namesrv.addrs {
         let request =
             RemotingCommand::request_with_header(request_code::GET_ROUTEINFO_BY_TOPIC, &header);
         let Ok(response) = broker
-            .outer
+            .namesrv
+            .client
             .invoke_sync(addr, request, NAMESRV_TIMEOUT)
             .await
         else {

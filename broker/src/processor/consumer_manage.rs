@@ -51,6 +51,7 @@ pub(crate) fn update_consumer_offset(
         topic: header.topic,
         queue_id: header.queue_id,
         offset: header.commit_offset,
+        topic_must_exist: true,
     };
     match commit_offset(
         &broker.consumers,

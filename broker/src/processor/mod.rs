@@ -29,7 +29,6 @@ mod role_notify;
 mod scope;
 mod send;
 mod send_back;
-mod send_batch;
 mod store_admin;
 pub(crate) mod topic_admin;
 mod topic_consumers;

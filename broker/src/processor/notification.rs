@@ -52,7 +52,7 @@ pub(crate) async fn notification(
             return answer(true, false);
         }
         let now = tokio::time::Instant::now();
-        if now >= deadline || polling_full || broker.shutdown.is_cancelled() {
+        if now >= deadline || polling_full || broker.life.shutdown.is_cancelled() {
             return answer(false, polling_full);
         }
         let hold = broker.pop.polling.hold(

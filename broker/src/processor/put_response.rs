@@ -3,22 +3,11 @@
 use vostok_remoting::protocol::header::SendMessageResponseHeader;
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::RemotingCommand;
-use vostok_store::PutMessageResult;
 
 use super::refused;
-use crate::ops::stored::{stored, Ack, Stored};
+use crate::ops::stored::{Ack, Stored};
 use crate::ops::Refusal;
 use crate::state::Broker;
-
-/// The send response for a put result.
-pub(crate) fn put_response(
-    broker: &Broker,
-    result: PutMessageResult,
-    queue_id: i32,
-    uniq_key: Option<String>,
-) -> RemotingCommand {
-    send_response(broker, stored(broker, result, queue_id, uniq_key))
-}
 
 /// The send response for a send's outcome.
 pub(crate) fn send_response(broker: &Broker, outcome: Result<Stored, Refusal>) -> RemotingCommand {

@@ -7,8 +7,8 @@ use vostok_remoting::support::latency_trace;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::put_response::send_response;
-use super::refused;
 use crate::ops::send::{self as op, Destination, SendRequest};
+use crate::ops::send_batch::{send_batch, BatchRequest};
 use crate::ops::Client;
 use crate::state::Broker;
 
@@ -23,24 +23,16 @@ pub(crate) async fn send_message(
         Err(e) => return super::header_error(&request, e),
     };
     if header.is_batch() {
-        let _permit = match op::admit(broker) {
-            Ok(permit) => permit,
-            Err(refusal) => return refused(refusal),
-        };
-        let topic_config =
-            match op::check_message(broker, Client::on(channel), &destination(&header)) {
-                Ok(config) => config,
-                Err(refusal) => return refused(refusal),
-            };
-        return super::send_batch::send_batch(
-            broker,
-            channel,
-            &request,
-            &header,
-            &topic_config,
+        let batch = BatchRequest {
+            to: destination(&header),
+            sys_flag: header.sys_flag,
+            born_timestamp: header.born_timestamp,
+            reconsume_times: header.reconsume_times.unwrap_or(0),
+            body: request.body,
             received,
-        )
-        .await;
+        };
+        let outcome = send_batch(broker, Client::on(channel), batch).await;
+        return send_response(broker, outcome);
     }
     let send = SendRequest {
         to: destination(&header),

@@ -18,16 +18,16 @@ const COALESCE: Duration = Duration::from_millis(200);
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
     let b = broker.clone();
-    broker.tasks.spawn(async move {
+    broker.life.tasks.spawn(async move {
         loop {
             tokio::select! {
                 _ = b.storage.topics.unsaved() => {}
                 _ = b.consumers.subscriptions.unsaved() => {}
-                _ = b.shutdown.cancelled() => break,
+                _ = b.life.shutdown.cancelled() => break,
             }
             tokio::select! {
                 _ = tokio::time::sleep(COALESCE) => {}
-                _ = b.shutdown.cancelled() => break,
+                _ = b.life.shutdown.cancelled() => break,
             }
             b.persist_configs().await;
         }

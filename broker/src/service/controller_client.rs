@@ -25,7 +25,7 @@ impl ControllerLink {
     async fn find_leader(&mut self, broker: &Broker) -> Option<String> {
         for addr in &broker.config.controller.controller_addr {
             let req = RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO);
-            let Ok(resp) = broker.outer.invoke_sync(addr, req, TIMEOUT).await else {
+            let Ok(resp) = broker.namesrv.client.invoke_sync(addr, req, TIMEOUT).await else {
                 continue;
             };
             let Ok(h) = resp.decode_header::<GetMetaDataResponseHeader>() else {
@@ -57,7 +57,12 @@ impl ControllerLink {
             };
             let mut req = request.clone();
             req.opaque = vostok_remoting::command::next_opaque();
-            match broker.outer.invoke_sync(&leader, req, TIMEOUT).await {
+            match broker
+                .namesrv
+                .client
+                .invoke_sync(&leader, req, TIMEOUT)
+                .await
+            {
                 Ok(resp) if resp.code == response_code::CONTROLLER_NOT_LEADER => {
                     self.leader = None;
                 }
@@ -82,7 +87,7 @@ pub(crate) async fn heartbeat_all(broker: &Broker, header: &BrokerHeartbeatReque
         .clamp(Duration::from_secs(1), TIMEOUT);
     let calls = broker.config.controller.controller_addr.iter().map(|addr| {
         let req = RemotingCommand::request_with_header(request_code::BROKER_HEARTBEAT, header);
-        async move { broker.outer.invoke_sync(addr, req, timeout).await }
+        async move { broker.namesrv.client.invoke_sync(addr, req, timeout).await }
     });
     join_all(calls)
         .await

@@ -18,13 +18,13 @@ const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
 const STATS_PERIOD: Duration = Duration::from_secs(1);
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
-    let duties = &broker.duties;
+    let duties = &broker.life.duties;
     let b = broker.clone();
-    broker.tasks.spawn_on(persist_offsets(b), duties);
+    broker.life.tasks.spawn_on(persist_offsets(b), duties);
     let b = broker.clone();
-    broker.tasks.spawn_on(expire_clients(b), duties);
+    broker.life.tasks.spawn_on(expire_clients(b), duties);
     let b = broker.clone();
-    broker.tasks.spawn_on(
+    broker.life.tasks.spawn_on(
         async move {
             let mut tick = tokio::time::interval(STATS_PERIOD);
             loop {
@@ -33,7 +33,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
                         b.stats.sample();
                         b.sample_memory();
                     }
-                    _ = b.shutdown.cancelled() => break,
+                    _ = b.life.shutdown.cancelled() => break,
                 }
             }
         },
@@ -41,7 +41,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
     );
     if broker.metrics.is_enabled() {
         let b = broker.clone();
-        broker.tasks.spawn_on(sample_stats_windows(b), duties);
+        broker.life.tasks.spawn_on(sample_stats_windows(b), duties);
     }
 }
 
@@ -51,7 +51,7 @@ async fn sample_stats_windows(b: Arc<Broker>) {
     loop {
         tokio::select! {
             _ = tick.tick() => b.stats_windows.sample(&b.metrics, now_millis()),
-            _ = b.shutdown.cancelled() => break,
+            _ = b.life.shutdown.cancelled() => break,
         }
     }
 }
@@ -68,7 +68,7 @@ async fn persist_offsets(b: Arc<Broker>) {
                 let write = tokio::task::spawn_blocking(move || owner.consumers.offsets.persist(false));
                 let _ = write.await;
             }
-            _ = b.shutdown.cancelled() => break,
+            _ = b.life.shutdown.cancelled() => break,
         }
     }
 }
@@ -83,7 +83,7 @@ async fn expire_clients(b: Arc<Broker>) {
                 let changed = b.consumers.clients.scan_expired(Instant::now(), timeout);
                 crate::ops::clients::notify_consumer_ids_changed(&b, changed);
             }
-            _ = b.shutdown.cancelled() => break,
+            _ = b.life.shutdown.cancelled() => break,
         }
     }
 }

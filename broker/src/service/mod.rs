@@ -44,7 +44,7 @@ const MASTER_SERVICES_STOP: Duration = Duration::from_secs(10);
 /// at start, in controller mode on each promotion. Nothing when they run already.
 pub(crate) fn start_master_services(broker: &Arc<Broker>) {
     let services = &broker.roles.replicas.master_services;
-    let Some(scope) = services.begin(&broker.shutdown, &broker.tasks) else {
+    let Some(scope) = services.begin(&broker.life.shutdown, &broker.life.tasks) else {
         return;
     };
     schedule::spawn(broker, &scope);

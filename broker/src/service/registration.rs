@@ -29,8 +29,9 @@ use crate::state::Broker;
 pub(crate) fn spawn(broker: &Arc<Broker>) {
     let b = broker.clone();
     broker
+        .life
         .tasks
-        .spawn_on(async move { run(b).await }, &broker.duties);
+        .spawn_on(async move { run(b).await }, &broker.life.duties);
 }
 
 /// Registers periodically and on topic changes until shutdown.
@@ -44,7 +45,7 @@ async fn run(broker: Arc<Broker>) {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
             _ = broker.storage.topics.changed() => debug!("topic table changed; registering"),
-            _ = broker.shutdown.cancelled() => break,
+            _ = broker.life.shutdown.cancelled() => break,
         }
         register_all(&broker).await;
     }
@@ -108,7 +109,10 @@ fn register_requests(broker: &Broker) -> Vec<RemotingCommand> {
 /// One registration round with every name server, run on the duties runtime.
 pub(crate) async fn register_now(broker: &Arc<Broker>) {
     let b = broker.clone();
-    let round = broker.duties.spawn(async move { register_all(&b).await });
+    let round = broker
+        .life
+        .duties
+        .spawn(async move { register_all(&b).await });
     if let Err(e) = round.await {
         warn!(error = %e, "registration round did not finish");
     }
@@ -116,7 +120,7 @@ pub(crate) async fn register_now(broker: &Arc<Broker>) {
 
 /// One registration round with every name server.
 pub(crate) async fn register_all(broker: &Broker) {
-    let unregistered = broker.registration.lock().await;
+    let unregistered = broker.namesrv.registration.lock().await;
     if *unregistered {
         return;
     }
@@ -128,7 +132,8 @@ pub(crate) async fn register_all(broker: &Broker) {
         );
     }
     let calls = broker
-        .namesrv_addrs
+        .namesrv
+        .addrs
         .iter()
         .map(|addr| register_with(broker, addr, &requests));
     join_all(calls).await;
@@ -143,7 +148,12 @@ async fn register_with(broker: &Broker, addr: &str, requests: &[RemotingCommand]
     for (part, request) in requests.iter().enumerate() {
         let mut request = request.clone();
         request.opaque = vostok_remoting::command::next_opaque();
-        match broker.outer.invoke_sync(addr, request, timeout).await {
+        match broker
+            .namesrv
+            .client
+            .invoke_sync(addr, request, timeout)
+            .await
+        {
             Ok(response) if response.code == response_code::SUCCESS => {
                 accepted += 1;
                 if accepted == 1 {
@@ -196,7 +206,7 @@ fn learn_master(broker: &Broker, header: RegisterBrokerResponseHeader) {
 
 /// Unregisters from every name server (clean shutdown); registration stops for good.
 pub(crate) async fn unregister_all(broker: &Broker) {
-    let mut unregistered = broker.registration.lock().await;
+    let mut unregistered = broker.namesrv.registration.lock().await;
     *unregistered = true;
     let config = &broker.config;
     let header = UnRegisterBrokerRequestHeader {
@@ -205,14 +215,15 @@ pub(crate) async fn unregister_all(broker: &Broker) {
         cluster_name: config.broker_cluster_name.clone(),
         broker_id: broker.registered_broker_id(),
     };
-    let calls = broker.namesrv_addrs.iter().map(|addr| {
+    let calls = broker.namesrv.addrs.iter().map(|addr| {
         let request =
             RemotingCommand::request_with_header(request_code::UNREGISTER_BROKER, &header);
         async move {
             (
                 addr,
                 broker
-                    .outer
+                    .namesrv
+                    .client
                     .invoke_sync(addr, request, std::time::Duration::from_secs(3))
                     .await,
             )

@@ -33,7 +33,7 @@ use crate::state::Broker;
 
 pub(crate) fn spawn(broker: &Arc<Broker>) {
     let b = broker.clone();
-    broker.tasks.spawn(async move { run(b).await });
+    broker.life.tasks.spawn(async move { run(b).await });
 }
 
 fn identity_path(broker: &Broker) -> std::path::PathBuf {
@@ -210,7 +210,7 @@ async fn run(broker: Arc<Broker>) {
             break id;
         }
         tokio::select! {
-            _ = broker.shutdown.cancelled() => return,
+            _ = broker.life.shutdown.cancelled() => return,
             _ = tokio::time::sleep(retry) => {}
         }
     };
@@ -220,7 +220,7 @@ async fn run(broker: Arc<Broker>) {
     // 2. Registered.
     while !register(&broker, &mut link, id).await {
         tokio::select! {
-            _ = broker.shutdown.cancelled() => return,
+            _ = broker.life.shutdown.cancelled() => return,
             _ = tokio::time::sleep(retry) => {}
         }
     }
@@ -254,7 +254,7 @@ async fn run(broker: Arc<Broker>) {
         }
         joined = false;
         tokio::select! {
-            _ = broker.shutdown.cancelled() => return,
+            _ = broker.life.shutdown.cancelled() => return,
             _ = tokio::time::sleep(tick) => {}
             _ = broker.storage.store.sync_state_set_joined() => joined = true,
             _ = broker.roles.replicas.notice_arrived.notified() => {

@@ -104,7 +104,12 @@ async fn master_epochs(broker: &Broker, master_addr: &str) -> Option<EpochEntryC
         .controller
         .sync_broker_metadata_period
         .clamp(Duration::from_millis(200), Duration::from_secs(3));
-    match broker.outer.invoke_sync(master_addr, req, timeout).await {
+    match broker
+        .namesrv
+        .client
+        .invoke_sync(master_addr, req, timeout)
+        .await
+    {
         Ok(r) if r.code == response_code::SUCCESS => json::from_slice("epochCache", &r.body).ok(),
         Ok(r) => {
             warn!(

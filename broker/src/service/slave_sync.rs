@@ -30,14 +30,14 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
         return;
     }
     let b = broker.clone();
-    broker.tasks.spawn(async move { run(b).await });
+    broker.life.tasks.spawn(async move { run(b).await });
 }
 
 async fn run(broker: Arc<Broker>) {
     let mut wait = FIRST_DELAY;
     loop {
         tokio::select! {
-            _ = broker.shutdown.cancelled() => return,
+            _ = broker.life.shutdown.cancelled() => return,
             _ = tokio::time::sleep(wait) => {}
             _ = broker.roles.master_changed.notified() => {}
         }
@@ -56,7 +56,12 @@ async fn run(broker: Arc<Broker>) {
 
 async fn fetch(broker: &Broker, master: &str, code: i32) -> Option<RemotingCommand> {
     let request = RemotingCommand::request(code);
-    match broker.outer.invoke_sync(master, request, TIMEOUT).await {
+    match broker
+        .namesrv
+        .client
+        .invoke_sync(master, request, TIMEOUT)
+        .await
+    {
         Ok(r) if r.code == response_code::SUCCESS => Some(r),
         Ok(r) => {
             debug!(

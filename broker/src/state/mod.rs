@@ -77,6 +77,28 @@ pub(crate) struct Storage {
     pub(crate) removals: RemovedMessages,
 }
 
+/// The broker's own tasks and how they stop.
+pub(crate) struct Lifecycle {
+    /// Cancelled when the broker stops: every task of the broker watches it.
+    pub(crate) shutdown: CancellationToken,
+    /// The broker's tasks, waited for when it stops.
+    pub(crate) tasks: TaskTracker,
+    /// The small runtime of the broker's duties (registration, client expiry, offset
+    /// flushes): no request flood can hold them up.
+    pub(crate) duties: tokio::runtime::Handle,
+}
+
+/// The name servers and the broker's registration with them.
+pub(crate) struct NameServers {
+    /// The client for the name servers (and for controllers and the master, which
+    /// the broker calls the same way).
+    pub(crate) client: RemotingClient,
+    pub(crate) addrs: Vec<String>,
+    /// Held while registering or unregistering; `true` once unregistered for shutdown,
+    /// so that no registration in flight can land after the unregistration.
+    pub(crate) registration: tokio::sync::Mutex<bool>,
+}
+
 /// What the broker knows of its consumers: groups, offsets, connected clients, their
 /// filters, queue locks and held pulls.
 pub(crate) struct Consumers {
@@ -155,25 +177,16 @@ pub struct Broker {
     pub(crate) stats_windows: stats_window::StatsWindows,
     pub(crate) uniq_ids: UniqIdGenerator,
     pub(crate) boot_timestamp: i64,
-    /// Client for the name servers.
-    pub(crate) outer: RemotingClient,
-    pub(crate) namesrv_addrs: Vec<String>,
-    /// Held while registering or unregistering; `true` once unregistered for shutdown,
-    /// so that no registration in flight can land after the unregistration.
-    pub(crate) registration: tokio::sync::Mutex<bool>,
+    pub(crate) namesrv: NameServers,
     /// POP consumption: checkpoints, FIFO order info, held POP requests.
     pub(crate) pop: PopState,
-    pub(crate) shutdown: CancellationToken,
-    pub(crate) tasks: TaskTracker,
     /// ACL (1.0 or 2.0) when switched on: every request passes it first.
     pub(crate) guard: Option<vostok_auth::Guard>,
     /// The process's memory account (docs/limits.md): frames and queues reserve from
     /// it, the tables report to it ([`memory`]); producers get SYSTEM_BUSY when it is
     /// pressed.
     pub(crate) memory: Arc<vostok_remoting::MemoryBudget>,
-    /// The small runtime of the broker's duties (registration, client expiry, offset
-    /// flushes): no request flood can hold them up.
-    pub(crate) duties: tokio::runtime::Handle,
+    pub(crate) life: Lifecycle,
 }
 
 impl Broker {

@@ -16,27 +16,19 @@
 //! | `rejectTransactionMessage` | half messages refused |
 //! | `transactionTimeOut`, `transactionCheckMax`, `transactionCheckInterval` | the check-back of unresolved transactions (the interval from the next round on) |
 //!
-//! Changes last until the broker stops: to keep one, put it in `broker.conf` too.
+//! A key is one of them by its line in the key table (`.at_run_time()`), and a field
+//! here. Changes last until the broker stops: to keep one, put it in `broker.conf` too.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::config::BrokerConfig;
+use crate::config::KEYS;
 
-/// The keys [`RuntimeConfig::apply`] accepts.
-pub const RUNTIME_KEYS: &[&str] = &[
-    "brokerPermission",
-    "autoCreateTopicEnable",
-    "autoCreateSubscriptionGroup",
-    "slaveReadEnable",
-    "longPollingEnable",
-    "shortPollingTimeMills",
-    "enablePropertyFilter",
-    "rejectTransactionMessage",
-    "transactionTimeOut",
-    "transactionCheckMax",
-    "transactionCheckInterval",
-];
+/// The keys [`RuntimeConfig::apply`] accepts: those the broker's key table
+/// (`config::KEYS`) marks as changing at run time, each read by that table's parser.
+pub static RUNTIME_KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| KEYS.run_time_names());
 
 /// Values of the run-time keys.
 #[derive(Debug)]
@@ -184,6 +176,45 @@ impl RuntimeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value of `key` other than `now`, as the key's parser reads it.
+    fn another(now: &str) -> String {
+        match now {
+            "true" => "false".into(),
+            "false" => "true".into(),
+            n => (n.parse::<i64>().expect("a number") + 1).to_string(),
+        }
+    }
+
+    #[test]
+    fn every_key_the_table_marks_changes_and_shows_at_run_time() {
+        let config = BrokerConfig::default();
+        let start = config.to_properties();
+        assert!(RUNTIME_KEYS.contains(&"brokerPermission"));
+        for key in RUNTIME_KEYS.iter() {
+            let rt = RuntimeConfig::new(&config);
+            let now = &start.iter().find(|(k, _)| k == key).expect("printed").1;
+            let value = another(now);
+            rt.apply(&config, &[((*key).to_owned(), value.clone())])
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            let shown = rt.effective(&config).to_properties();
+            assert!(
+                shown.iter().any(|(k, v)| k == key && *v == value),
+                "{key}={value} is held and reported"
+            );
+        }
+        let reference = KEYS.markdown(&config);
+        for line in reference
+            .lines()
+            .filter(|l| l.contains("changes at run time"))
+        {
+            let key = line.split('`').nth(1).unwrap_or_default();
+            assert!(
+                RUNTIME_KEYS.contains(&key),
+                "{key} says it changes at run time"
+            );
+        }
+    }
 
     #[test]
     fn only_runtime_keys_change_and_all_or_nothing() {

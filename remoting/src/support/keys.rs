@@ -42,6 +42,8 @@ pub struct Key<C: 'static> {
     /// The default as the key reference states it, where the printed `Default`
     /// depends on the host (a host name, `$HOME`, ...).
     pub default_text: Option<&'static str>,
+    /// Whether the key may change while the server runs ([`Key::at_run_time`]).
+    pub run_time: bool,
 }
 
 impl<C> Key<C> {
@@ -59,6 +61,7 @@ impl<C> Key<C> {
             print,
             kind: Kind::Plain,
             default_text: None,
+            run_time: false,
         }
     }
 
@@ -71,6 +74,7 @@ impl<C> Key<C> {
             print: |_| String::new(),
             kind: Kind::Alias(of),
             default_text: None,
+            run_time: false,
         }
     }
 
@@ -83,12 +87,19 @@ impl<C> Key<C> {
             print: |_| String::new(),
             kind: Kind::Ignored,
             default_text: None,
+            run_time: false,
         }
     }
 
     /// The same key with the default the reference states.
     pub const fn default_text(mut self, text: &'static str) -> Self {
         self.default_text = Some(text);
+        self
+    }
+
+    /// The same key, changeable while the server runs; the reference says so.
+    pub const fn at_run_time(mut self) -> Self {
+        self.run_time = true;
         self
     }
 }
@@ -227,11 +238,20 @@ impl Codec<Duration> for Secs {
 ///
 /// `config_key!("name", field: Codec, "doc", default = "text")` also states the
 /// default for the key reference, where the `Default` depends on the host.
+///
+/// `config_key!("name", field: Codec, "doc", at_run_time)`: a key that may change
+/// while the server runs; the reference says so.
 #[macro_export]
 macro_rules! config_key {
     ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, default = $default:literal) => {
         $crate::support::keys::Key {
             default_text: Some($default),
+            ..$crate::config_key!($name, $($field).+ : $codec, $doc)
+        }
+    };
+    ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, at_run_time) => {
+        $crate::support::keys::Key {
+            run_time: true,
             ..$crate::config_key!($name, $($field).+ : $codec, $doc)
         }
     };
@@ -246,6 +266,7 @@ macro_rules! config_key {
             print: |c| $crate::support::keys::Codec::print(&$codec, &c.$($field).+),
             kind: $crate::support::keys::Kind::Plain,
             default_text: None,
+            run_time: false,
         }
     };
 }
@@ -270,6 +291,7 @@ pub struct KeyDoc {
     pub doc: &'static str,
     pub kind: Kind,
     pub default_text: Option<&'static str>,
+    pub run_time: bool,
 }
 
 /// Part of a table: its own keys or a nested section's.
@@ -318,6 +340,7 @@ impl<C> Part<C> for Table<C> {
             doc: k.doc,
             kind: k.kind,
             default_text: k.default_text,
+            run_time: k.run_time,
         }));
         for part in self.nested {
             part.describe(out);
@@ -379,6 +402,15 @@ impl<C> Table<C> {
         self.describe().into_iter().map(|k| k.name).collect()
     }
 
+    /// The names of the keys that change while the server runs, in table order.
+    pub fn run_time_names(&self) -> Vec<&'static str> {
+        self.describe()
+            .into_iter()
+            .filter(|k| k.run_time)
+            .map(|k| k.name)
+            .collect()
+    }
+
     /// The key reference: a Markdown table of every key, its default (as `defaults`
     /// prints it) and its description.
     pub fn markdown(&self, defaults: &C) -> String {
@@ -404,6 +436,9 @@ impl<C> Table<C> {
             let doc = match k.kind {
                 Kind::Alias(of) => format!("another name for `{of}`"),
                 Kind::Ignored => "accepted for RocketMQ's files; no effect in Vostok".to_owned(),
+                Kind::Plain if k.run_time => {
+                    format!("{}; changes at run time", k.doc.replace('|', "\\|"))
+                }
                 Kind::Plain => k.doc.replace('|', "\\|"),
             };
             out.push_str(&format!("| `{}` | {default} | {doc} |\n", k.name));
@@ -485,7 +520,7 @@ mod tests {
     }
 
     static INNER: Table<Inner> = Table {
-        keys: &[crate::config_key!("innerSize", size: Num, "a size")],
+        keys: &[crate::config_key!("innerSize", size: Num, "a size", at_run_time)],
         nested: &[],
     };
 
@@ -501,6 +536,17 @@ mod tests {
         ],
         nested: &[crate::config_within!(Outer, inner, INNER)],
     };
+
+    #[test]
+    fn a_run_time_key_is_marked_on_its_line_and_in_the_reference() {
+        assert_eq!(OUTER.run_time_names(), ["innerSize"]);
+        let md = OUTER.markdown(&Outer::default());
+        assert!(
+            md.contains("| `innerSize` | `0` | a size; changes at run time |"),
+            "{md}"
+        );
+        assert!(md.contains("| `outerOn` | `false` | a switch |"), "{md}");
+    }
 
     #[test]
     fn keys_apply_print_and_parse_back() {

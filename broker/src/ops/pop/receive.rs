@@ -93,7 +93,7 @@ pub(crate) async fn pop(
     loop {
         let result = pop_once(broker, req).await?;
         let now = tokio::time::Instant::now();
-        if !result.messages.is_empty() || now >= deadline || broker.shutdown.is_cancelled() {
+        if !result.messages.is_empty() || now >= deadline || broker.life.shutdown.is_cancelled() {
             return Ok(result);
         }
         let hold =
