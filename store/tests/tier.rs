@@ -564,6 +564,45 @@ async fn continues_after_the_tier(
     }
 }
 
+/// `in_tier` without the messages of the segments at `bases`.
+fn without(in_tier: &[Vec<bytes::Bytes>], bases: &[i64]) -> Vec<Vec<bytes::Bytes>> {
+    in_tier
+        .iter()
+        .map(|q| {
+            q.iter()
+                .filter(|m| !bases.contains(&(phy_of(m) / FILE as i64 * FILE as i64)))
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_record_is_rebuilt_from_the_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = fs_keys(&dir.path().join("tier"));
+    let root = dir.path().join("store");
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let before = read_from_zero(&store);
+    wait_uploaded(&store);
+    let segments = store.tier_status().unwrap().segments;
+    // Only the tier holds them now.
+    assert_eq!(expire_local(&store), segments);
+    store.shutdown();
+    drop(store);
+    std::fs::remove_file(root.join("tier/segments.json")).unwrap();
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    assert!(
+        store.wait_tier(WAIT, |s| s.segments == segments),
+        "{:?}",
+        store.tier_status()
+    );
+    assert_eq!(read_from_zero(&store), before);
+    assert_eq!(store.tier_status().unwrap().segments_uploaded, 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_disk_reads_the_tier_and_continues_after_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -616,19 +655,7 @@ async fn a_damaged_tier_object_is_not_recorded_after_a_lost_disk() {
         );
     }
     // Every message of a whole segment is read; those of the damaged ones are not.
-    let whole: Vec<Vec<bytes::Bytes>> = in_tier
-        .iter()
-        .map(|q| {
-            q.iter()
-                .filter(|m| {
-                    let seg = phy_of(m) / FILE as i64 * FILE as i64;
-                    !damaged.contains(&seg)
-                })
-                .cloned()
-                .collect()
-        })
-        .collect();
-    assert_eq!(read_from_zero(&store), whole);
+    assert_eq!(read_from_zero(&store), without(&in_tier, &damaged));
     // Offsets go on after the tier's, damaged segments included.
     assert_eq!(store.max_phy_offset(), tier_end);
     for (q, msgs) in in_tier.iter().enumerate() {
@@ -682,5 +709,49 @@ async fn s3_tier_is_read_and_continued_after_a_lost_disk() {
     let root = dir.path().join("store");
     let (in_tier, tier_end) = lose_the_disk(&root, &keys).await;
     continues_after_the_tier(&root, &keys, &in_tier, tier_end).await;
+    drop(moto);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_objects_damaged_by_hand_are_not_recorded_after_a_lost_disk() {
+    let Some(moto) = start_moto() else {
+        eprintln!(
+            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
+             installed (.ci/run does)"
+        );
+        return;
+    };
+    create_bucket(moto.port, "vostok-tier");
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", endpoint.as_str()),
+        ("objectStoreBucket", "vostok-tier"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "testing"),
+        ("objectStoreSecretKey", "testing"),
+        ("tieredStorePathPrefix", "cluster/broker-a"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let (in_tier, tier_end) = lose_the_disk(&root, &keys).await;
+    let segments = (tier_end / FILE as i64) as usize;
+    assert!(segments >= 4);
+    // One index deleted, one data object replaced by a short one (by a client of the
+    // S3 API, as an operator would).
+    use vostok_store::tier::backend::ObjectBackend;
+    use vostok_store::tier::TierBackend;
+    let by_hand = ObjectBackend::from_config(&tier_config(&root, &keys).tier).unwrap();
+    let (gone, short) = (FILE as i64, 2 * FILE as i64);
+    by_hand.delete(&format!("index/{gone:020}")).unwrap();
+    by_hand
+        .put(&format!("commitlog/{short:020}"), b"cut short")
+        .unwrap();
+    drop(by_hand);
+    let store = MessageStore::open(tier_config(&root, &keys)).unwrap();
+    let status = store.tier_status().unwrap();
+    assert_eq!(status.segments, segments - 2, "{status:?}");
+    assert_eq!(read_from_zero(&store), without(&in_tier, &[gone, short]));
+    assert_eq!(store.max_phy_offset(), tier_end);
     drop(moto);
 }

@@ -246,6 +246,16 @@ pub(crate) fn continue_after_tier(inner: &StoreInner, tier: &Tier) -> Result<()>
         tracing::info!(ignored, "the tier holds no segment yet");
         return Ok(());
     }
+    if inner.ha.replica.load(std::sync::atomic::Ordering::Acquire) {
+        // A replica's offsets are its master's: it copies from where the master says.
+        tracing::info!(
+            segments = listed,
+            recorded = added,
+            ignored,
+            "no local commitlog on a replica: the record of the tier is rebuilt from it"
+        );
+        return Ok(());
+    }
     let file_size = inner.config.mapped_file_size_commit_log as i64;
     let next = end.saturating_add(file_size - 1) / file_size * file_size;
     let last_ts = state
