@@ -308,7 +308,9 @@ impl ConsumeQueue {
                 max
             };
             if self.files.is_empty() {
-                self.min_offset.store(from, Ordering::Release);
+                // The blanks before it are no messages (a restart finds the same min:
+                // `correct_min_offset` passes blanks).
+                self.min_offset.store(offset, Ordering::Release);
             }
             for blank in from..offset {
                 self.write_entry(blank, CqEntry::BLANK)?;

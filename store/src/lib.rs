@@ -21,7 +21,7 @@
 //! | parts | `ha::{state, group_transfer, wire, config}` | `HAService`'s fields, `GroupTransferService` | connected slaves and their acks, SYNC_MASTER waiters, the HA frames |
 //! | parts | `dispatch_state` | `ReputMessageService`'s fields | dispatch progress, arrival listener, wake-ups |
 //! | parts | `checkpoint`, `lock` | `StoreCheckpoint`, abort/lock files | crash bookkeeping |
-//! | services | [`tier`] (+ `upload`) | `TieredMessageStore` | the second tier: uploads, tier retention, reads the local store no longer has |
+//! | services | [`tier`] (+ `upload`, `rebuild`) | `TieredMessageStore` | the second tier: uploads, tier retention, reads the local store no longer has, its record rebuilt from it after a lost disk |
 //! | parts | `tombstone` | — (Vostok) | deleted topics stay deleted across crashes and re-creation |
 //! | parts | `stopper`, `stats` | `ServiceThread`, `StoreStatsService` | stopping the threads; counters |
 //! | base | `mapped_file`, `mapped_file_queue` | `MappedFile(Queue)` | fixed-size mapped files |

@@ -136,6 +136,8 @@ impl MessageStore {
             .store(inner.config.ha.sync_master, Ordering::Release);
         inner.recover(last_exit_ok)?;
         if let Some(tier) = &inner.tier {
+            // A new disk: what the tier holds is recorded again, and offsets go on after it.
+            crate::tier::rebuild::continue_after_tier(&inner, tier)?;
             // A deletion cut short between its tombstone and the tier's record.
             for (topic, end) in inner.tombstones.all() {
                 tier.forget_topic(&topic, end)
@@ -234,13 +236,20 @@ impl MessageStore {
     }
 
     /// Max offset of a queue: the number of dispatched entries, i.e. the next queue
-    /// offset a pull can wait for (0 for an unknown queue). Like RocketMQ it follows
+    /// offset a pull can wait for (0 for an unknown queue, or the tier's end when only the
+    /// tier holds it). Like RocketMQ it follows
     /// the dispatcher, which trails an append by microseconds.
     pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
-        self.inner
-            .queues
-            .find(topic, queue_id)
-            .map_or(0, |cq| cq.max_offset())
+        match self.inner.queues.find(topic, queue_id) {
+            Some(cq) => cq.max_offset(),
+            // Not written since the local disk was new: the tier's end, if it has it.
+            None => self
+                .inner
+                .tier
+                .as_deref()
+                .and_then(|t| t.queue_range(topic, queue_id))
+                .map_or(0, |(_, end)| end),
+        }
     }
 
     /// Min offset of a queue; with the tier on, the tier's when it goes further back.

@@ -14,6 +14,16 @@ use common::settle;
 use common::tier::*;
 use vostok_store::{GetMessageStatus, MessageStore};
 
+/// Writes a message of another topic with the tier off: the store then has local data.
+async fn seed_without_tier(root: &Path) {
+    let store = MessageStore::open(common::small_config(root, FILE)).unwrap();
+    let r = store
+        .put_message(common::message("Seed", 0, &b"seed"[..], String::new()))
+        .await;
+    assert!(r.is_ok(), "{r:?}");
+    store.shutdown();
+}
+
 /// Writes several files, uploads them, deletes them locally, and reads everything
 /// back from offset 0.
 async fn round_trip(root: &Path, keys: &[(&str, &str)]) {
@@ -80,6 +90,8 @@ async fn a_file_not_in_the_tier_is_never_deleted_and_puts_go_on() {
         ("objectStoreSecretKey", "test"),
         ("tieredStoreUploadTimeout", "2000"),
     ];
+    // A store with local data opens whatever the tier's state (a new disk would not).
+    seed_without_tier(dir.path()).await;
     let store = MessageStore::open(tier_config(dir.path(), &keys)).unwrap();
     fill(&store, 0, 120).await;
     settle(&store);
@@ -419,6 +431,7 @@ async fn an_object_store_that_never_answers_holds_up_neither_puts_nor_shutdown()
         ("objectStoreSecretKey", "test"),
         ("tieredStoreUploadTimeout", "600000"),
     ];
+    seed_without_tier(dir.path()).await;
     let store = MessageStore::open(tier_config(dir.path(), &keys)).unwrap();
     fill(&store, 0, 120).await;
     settle(&store);
@@ -427,7 +440,8 @@ async fn an_object_store_that_never_answers_holds_up_neither_puts_nor_shutdown()
         read_from_zero(&store).iter().map(Vec::len).sum::<usize>(),
         120
     );
-    // An upload is under way: the store has connected, and waits for an answer.
+    // The tier is being listed (before any upload): the store has connected, and waits
+    // for an answer.
     let (conn_tx, conn_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = conn_tx.send(silent.accept().map(|(c, _)| c));
@@ -471,4 +485,273 @@ async fn the_read_cache_stays_within_its_budget() {
     assert!(status.cache_bytes <= 10_000, "{status:?}");
     assert!(status.cache_hits > 0, "blocks are reused: {status:?}");
     assert!(status.object_reads > 0 && status.object_read_failures == 0);
+}
+
+// ---- a lost local disk ----
+
+/// The commitlog offset of a stored record.
+fn phy_of(record: &[u8]) -> i64 {
+    vostok_remoting::protocol::message::record::RecordView::parse_message(record, false)
+        .expect("a stored record")
+        .physical_offset()
+}
+
+/// Fills a store with the tier at `keys` until several files are in the tier, stops
+/// it and deletes its whole directory (the tier stays). Returns, per queue, the
+/// messages the tier holds (those of sealed files), and the first offset after them.
+async fn lose_the_disk(root: &Path, keys: &[(&str, &str)]) -> (Vec<Vec<bytes::Bytes>>, i64) {
+    let store = MessageStore::open(tier_config(root, keys)).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let before = read_from_zero(&store);
+    assert!(file_count(&store) >= 5);
+    wait_uploaded(&store);
+    // The writer's file is lost with the disk; the sealed ones are in the tier.
+    let writer_base = store.max_phy_offset() / FILE as i64 * FILE as i64;
+    store.shutdown();
+    drop(store);
+    std::fs::remove_dir_all(root).unwrap();
+    let in_tier = before
+        .into_iter()
+        .map(|q| q.into_iter().filter(|m| phy_of(m) < writer_base).collect())
+        .collect();
+    (in_tier, writer_base)
+}
+
+/// A store on a new disk, its tier holding `in_tier` up to `tier_end`: everything is
+/// read from offset 0, byte-identical; new messages get commitlog and queue offsets
+/// after the tier's, and keep them across a restart.
+async fn continues_after_the_tier(
+    root: &Path,
+    keys: &[(&str, &str)],
+    in_tier: &[Vec<bytes::Bytes>],
+    tier_end: i64,
+) {
+    let store = MessageStore::open(tier_config(root, keys)).unwrap();
+    assert_eq!(read_from_zero(&store), in_tier, "read back from the tier");
+    assert_eq!(store.max_phy_offset(), tier_end);
+    for (q, msgs) in in_tier.iter().enumerate() {
+        let q = q as i32;
+        assert_eq!(store.min_offset_in_queue(TOPIC, q), 0);
+        assert_eq!(store.max_offset_in_queue(TOPIC, q), msgs.len() as i64);
+        assert_eq!(store.next_queue_offset(TOPIC, q), msgs.len() as i64);
+    }
+    let status = store.tier_status().unwrap();
+    assert_eq!(status.segments_uploaded, 0, "{status:?}");
+    assert_eq!(status.last_segment, Some(tier_end - FILE as i64));
+    // New messages: 2 per queue, after the tier's offsets.
+    fill(&store, 1000, 6).await;
+    settle(&store);
+    let after = read_from_zero(&store);
+    for (q, msgs) in after.iter().enumerate() {
+        let old = &in_tier[q];
+        assert_eq!(&msgs[..old.len()], &old[..], "queue {q}");
+        assert_eq!(msgs.len(), old.len() + 2, "queue {q}");
+        for m in &msgs[old.len()..] {
+            assert!(phy_of(m) >= tier_end, "a new message at {}", phy_of(m));
+        }
+    }
+    // Across a restart the queues start where they did.
+    store.shutdown();
+    drop(store);
+    let store = MessageStore::open(tier_config(root, keys)).unwrap();
+    assert_eq!(read_from_zero(&store), after, "after a restart");
+    for (q, msgs) in in_tier.iter().enumerate() {
+        assert_eq!(
+            store.next_queue_offset(TOPIC, q as i32),
+            msgs.len() as i64 + 2
+        );
+    }
+}
+
+/// `in_tier` without the messages of the segments at `bases`.
+fn without(in_tier: &[Vec<bytes::Bytes>], bases: &[i64]) -> Vec<Vec<bytes::Bytes>> {
+    in_tier
+        .iter()
+        .map(|q| {
+            q.iter()
+                .filter(|m| !bases.contains(&(phy_of(m) / FILE as i64 * FILE as i64)))
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_record_is_rebuilt_from_the_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = fs_keys(&dir.path().join("tier"));
+    let root = dir.path().join("store");
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    let before = read_from_zero(&store);
+    wait_uploaded(&store);
+    let segments = store.tier_status().unwrap().segments;
+    // Only the tier holds them now.
+    assert_eq!(expire_local(&store), segments);
+    store.shutdown();
+    drop(store);
+    std::fs::remove_file(root.join("tier/segments.json")).unwrap();
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    assert!(
+        store.wait_tier(WAIT, |s| s.segments == segments),
+        "{:?}",
+        store.tier_status()
+    );
+    assert_eq!(read_from_zero(&store), before);
+    assert_eq!(store.tier_status().unwrap().segments_uploaded, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_disk_reads_the_tier_and_continues_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = fs_keys(&dir.path().join("tier"));
+    let root = dir.path().join("store");
+    let (in_tier, tier_end) = lose_the_disk(&root, &as_refs(&keys)).await;
+    assert!(in_tier.iter().map(Vec::len).sum::<usize>() >= 60);
+    continues_after_the_tier(&root, &as_refs(&keys), &in_tier, tier_end).await;
+    assert!(root.join("tier/segments.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_tier_object_is_not_recorded_after_a_lost_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier_dir = dir.path().join("tier");
+    let keys = fs_keys(&tier_dir);
+    let root = dir.path().join("store");
+    let (in_tier, tier_end) = lose_the_disk(&root, &as_refs(&keys)).await;
+    let names = |sub: &str| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(tier_dir.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    let (data, index) = (names("commitlog"), names("index"));
+    let segments = data.len();
+    assert!(segments >= 4 && index.len() == segments);
+    let base = |p: &Path| -> i64 { p.file_name().unwrap().to_str().unwrap().parse().unwrap() };
+    // Truncated by hand; its index gone; its data gone (an index left alone). The
+    // last one is damaged too: its offsets are still not given again.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&data[1])
+        .unwrap()
+        .set_len(100)
+        .unwrap();
+    std::fs::remove_file(&index[2]).unwrap();
+    std::fs::remove_file(&data[segments - 1]).unwrap();
+    let damaged = [base(&data[1]), base(&data[2]), base(&data[segments - 1])];
+    let store = MessageStore::open(tier_config(&root, &as_refs(&keys))).unwrap();
+    let status = store.tier_status().unwrap();
+    assert_eq!(status.segments, segments - 3, "{status:?}");
+    let record = std::fs::read_to_string(root.join("tier/segments.json")).unwrap();
+    for b in damaged {
+        assert!(
+            !record.contains(&format!("\"base\":{b},")),
+            "{b} in {record}"
+        );
+    }
+    // Every message of a whole segment is read; those of the damaged ones are not.
+    assert_eq!(read_from_zero(&store), without(&in_tier, &damaged));
+    // Offsets go on after the tier's, damaged segments included.
+    assert_eq!(store.max_phy_offset(), tier_end);
+    for (q, msgs) in in_tier.iter().enumerate() {
+        assert_eq!(store.next_queue_offset(TOPIC, q as i32), msgs.len() as i64);
+    }
+    // The damaged objects stay where they are.
+    assert!(data[1].exists() && index[1].exists() && data[2].exists());
+}
+
+#[test]
+fn a_new_disk_does_not_open_while_the_tier_cannot_be_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1.
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", "http://127.0.0.1:1"),
+        ("objectStoreBucket", "unreachable"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "test"),
+        ("objectStoreSecretKey", "test"),
+        ("tieredStoreUploadTimeout", "2000"),
+    ];
+    let err = match MessageStore::open(tier_config(dir.path(), &keys)) {
+        Ok(_) => panic!("opened without knowing what the tier holds"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("could not be listed"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_tier_is_read_and_continued_after_a_lost_disk() {
+    let Some(moto) = start_moto() else {
+        eprintln!(
+            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
+             installed (.ci/run does)"
+        );
+        return;
+    };
+    create_bucket(moto.port, "vostok-tier");
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", endpoint.as_str()),
+        ("objectStoreBucket", "vostok-tier"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "testing"),
+        ("objectStoreSecretKey", "testing"),
+        ("tieredStorePathPrefix", "cluster/broker-a"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let (in_tier, tier_end) = lose_the_disk(&root, &keys).await;
+    continues_after_the_tier(&root, &keys, &in_tier, tier_end).await;
+    drop(moto);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_objects_damaged_by_hand_are_not_recorded_after_a_lost_disk() {
+    let Some(moto) = start_moto() else {
+        eprintln!(
+            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
+             installed (.ci/run does)"
+        );
+        return;
+    };
+    create_bucket(moto.port, "vostok-tier");
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    let keys = [
+        ("tieredBackendServiceProvider", "s3"),
+        ("objectStoreEndpoint", endpoint.as_str()),
+        ("objectStoreBucket", "vostok-tier"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "testing"),
+        ("objectStoreSecretKey", "testing"),
+        ("tieredStorePathPrefix", "cluster/broker-a"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let (in_tier, tier_end) = lose_the_disk(&root, &keys).await;
+    let segments = (tier_end / FILE as i64) as usize;
+    assert!(segments >= 4);
+    // One index deleted, one data object replaced by a short one (by a client of the
+    // S3 API, as an operator would).
+    use vostok_store::tier::backend::ObjectBackend;
+    use vostok_store::tier::TierBackend;
+    let by_hand = ObjectBackend::from_config(&tier_config(&root, &keys).tier).unwrap();
+    let (gone, short) = (FILE as i64, 2 * FILE as i64);
+    by_hand.delete(&format!("index/{gone:020}")).unwrap();
+    by_hand
+        .put(&format!("commitlog/{short:020}"), b"cut short")
+        .unwrap();
+    drop(by_hand);
+    let store = MessageStore::open(tier_config(&root, &keys)).unwrap();
+    let status = store.tier_status().unwrap();
+    assert_eq!(status.segments, segments - 2, "{status:?}");
+    assert_eq!(read_from_zero(&store), without(&in_tier, &[gone, short]));
+    assert_eq!(store.max_phy_offset(), tier_end);
+    drop(moto);
 }

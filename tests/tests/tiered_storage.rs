@@ -303,28 +303,42 @@ async fn the_console_shows_the_tier_of_the_broker() {
 /// and never the keys; with the tier off, it says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_a_failing_tier_and_an_absent_one() {
-    let broker = Broker::start(
-        BrokerOptions::default()
-            .set(
-                "messageStorePlugIn",
-                "org.apache.rocketmq.tieredstore.TieredMessageStore",
-            )
-            .set("tieredBackendServiceProvider", "s3")
-            // Nothing listens on port 1: every upload fails quickly.
-            .set("objectStoreEndpoint", "http://127.0.0.1:1")
-            .set("objectStoreBucket", "unreachable-bucket")
-            .set("objectStoreRegion", "us-east-1")
-            .set("objectStoreAccessKey", "console-access-key")
-            .set("objectStoreSecretKey", "console-secret-key")
-            .set("tieredStoreUploadTimeout", 2000)
-            .set("mappedFileSizeCommitLog", 64 * 1024),
-    );
-    let console = broker.console_addr.clone().expect("console address");
+    // Started first without the tier: a broker with no local data would not start
+    // while its tier cannot be listed.
+    let mut broker =
+        Broker::start(BrokerOptions::default().set("mappedFileSizeCommitLog", 64 * 1024));
     let admin = TestClient::default();
     assert_eq!(
         admin.create_topic(&broker.addr, "TierTopic", 1).await.code,
         0
     );
+    admin
+        .send(
+            &broker.addr,
+            "TierTopic",
+            0,
+            "before the tier",
+            TestClient::properties(None, None),
+        )
+        .await;
+    for (k, v) in [
+        (
+            "messageStorePlugIn",
+            "org.apache.rocketmq.tieredstore.TieredMessageStore",
+        ),
+        ("tieredBackendServiceProvider", "s3"),
+        // Nothing listens on port 1: every upload fails quickly.
+        ("objectStoreEndpoint", "http://127.0.0.1:1"),
+        ("objectStoreBucket", "unreachable-bucket"),
+        ("objectStoreRegion", "us-east-1"),
+        ("objectStoreAccessKey", "console-access-key"),
+        ("objectStoreSecretKey", "console-secret-key"),
+        ("tieredStoreUploadTimeout", "2000"),
+    ] {
+        broker.options = broker.options.set(k, v);
+    }
+    let broker = broker.restart(false);
+    let console = broker.console_addr.clone().expect("console address");
     // More than a file: the first one is sealed and its upload tried.
     for i in 0..150 {
         let body = format!("tiered {i:04} ").repeat(50);
@@ -359,4 +373,146 @@ async fn the_console_shows_a_failing_tier_and_an_absent_one() {
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("id=\"tier-off\""), "{}", page.body);
     assert!(!page.body.contains("<table id=\"tier\">"), "{}", page.body);
+}
+
+/// The commitlog offset an offset message id names (its last 16 hex digits).
+fn phy_of_id(offset_msg_id: &str) -> i64 {
+    i64::from_str_radix(&offset_msg_id[offset_msg_id.len() - 16..], 16).expect("offset id")
+}
+
+/// The broker's disk is lost (its whole store directory deleted while it is down, the
+/// tier kept): started again, it serves every uploaded message to a new group from
+/// offset 0, byte-identical, and new messages get offsets after the tier's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_on_a_new_disk_serves_the_tier_and_continues_after_it() {
+    const FILE: i64 = 64 * 1024;
+    let tier = tempfile::tempdir().unwrap();
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set(
+                "messageStorePlugIn",
+                "org.apache.rocketmq.tieredstore.TieredMessageStore",
+            )
+            .set("tieredBackendServiceProvider", "posix")
+            .set("tieredStoreFilePath", tier.path().display())
+            .set("mappedFileSizeCommitLog", FILE)
+            .set("flushCommitLogThoroughInterval", 50),
+    );
+    let topic = "LostDiskTopic";
+    broker.create_topic(topic, 4).await;
+    let producer = Producer::new(ProducerConfig {
+        client: client(&broker.namesrv, "producer"),
+        producer_group: "lost-disk-producer".into(),
+        ..Default::default()
+    });
+    producer.start().await.unwrap();
+    // key -> (body, commitlog offset, queue, queue offset)
+    let mut sent = BTreeMap::new();
+    for i in 0..N {
+        let body = format!("lost disk {i:04} ").repeat(40);
+        let msg = Message::new(topic, body.clone()).with_keys([format!("key{i}")]);
+        let r = producer.send(msg).await.unwrap();
+        let phy = phy_of_id(&r.offset_msg_id);
+        sent.insert(
+            format!("key{i}"),
+            (body, phy, r.message_queue.queue_id, r.queue_offset),
+        );
+    }
+    producer.shutdown().await;
+    // Every file before the writer's is in the tier.
+    let last_phy = sent.values().map(|v| v.1).max().unwrap();
+    let sealed = (last_phy / FILE) as usize;
+    assert!(sealed >= 3, "{sealed} sealed files");
+    let tier_files = |sub: &str| std::fs::read_dir(tier.path().join(sub)).map_or(0, |d| d.count());
+    wait_until("every sealed file in the tier", || {
+        tier_files("commitlog") == sealed && tier_files("index") == sealed
+    })
+    .await;
+    let tier_end = sealed as i64 * FILE;
+    let in_tier: BTreeMap<_, _> = sent
+        .iter()
+        .filter(|(_, v)| v.1 < tier_end)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut tier_queue_end: BTreeMap<i32, i64> = BTreeMap::new();
+    for (_, _, q, offset) in sent.values().filter(|v| v.1 < tier_end) {
+        let end = tier_queue_end.entry(*q).or_default();
+        *end = (*end).max(offset + 1);
+    }
+
+    let broker = broker.restart_with(false, |store| std::fs::remove_dir_all(store).unwrap());
+    assert!(!local_files(&broker)
+        .iter()
+        .any(|f| f == "00000000000000000000"));
+    // The topic's configuration went with the disk.
+    broker.create_topic(topic, 4).await;
+    let seen: Arc<Mutex<Vec<MessageExt>>> = Arc::default();
+    let consumer = PushConsumer::new(ConsumerConfig {
+        common: CommonConsumerConfig {
+            client: client(&broker.namesrv, "after-loss"),
+            consumer_group: "after-loss-group".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..CommonConsumerConfig::push_defaults()
+        },
+        ..Default::default()
+    });
+    consumer
+        .subscribe_with_selector(topic, MessageSelector::by_tag("*"))
+        .unwrap();
+    let s = seen.clone();
+    consumer.register_message_listener(MessageListener::concurrently(
+        move |msgs: &[MessageExt], _: &mut ConsumeConcurrentlyContext| {
+            s.lock().unwrap().extend(msgs.iter().cloned());
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        },
+    ));
+    consumer.start().await.unwrap();
+    wait_until("every uploaded message consumed", || {
+        seen.lock().unwrap().len() >= in_tier.len()
+    })
+    .await;
+    // New messages, after the tier's offsets.
+    let producer = Producer::new(ProducerConfig {
+        client: client(&broker.namesrv, "producer-after"),
+        producer_group: "lost-disk-producer".into(),
+        ..Default::default()
+    });
+    producer.start().await.unwrap();
+    let mut new_keys = BTreeMap::new();
+    for i in 0..20 {
+        let body = format!("after the loss {i}");
+        let msg = Message::new(topic, body.clone()).with_keys([format!("new{i}")]);
+        let r = producer.send(msg).await.unwrap();
+        assert!(phy_of_id(&r.offset_msg_id) >= tier_end, "{r:?}");
+        let end = tier_queue_end
+            .get(&r.message_queue.queue_id)
+            .copied()
+            .unwrap_or(0);
+        assert!(r.queue_offset >= end, "{r:?} below the tier's {end}");
+        new_keys.insert(format!("new{i}"), body);
+    }
+    producer.shutdown().await;
+    wait_until("the new messages consumed", || {
+        seen.lock().unwrap().len() >= in_tier.len() + new_keys.len()
+    })
+    .await;
+    consumer.shutdown().await;
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), in_tier.len() + new_keys.len(), "no duplicates");
+    for m in &seen {
+        let key = m.property("KEYS").expect("keys").to_owned();
+        if let Some(body) = new_keys.get(&key) {
+            assert_eq!(&m.body[..], body.as_bytes(), "{key}");
+            assert!(m.commit_log_offset >= tier_end, "{key}");
+            continue;
+        }
+        let (body, phy, q, offset) = &in_tier[&key];
+        assert_eq!(&m.body[..], body.as_bytes(), "{key}");
+        assert_eq!(
+            (m.commit_log_offset, m.queue_id, m.queue_offset),
+            (*phy, *q, *offset),
+            "{key}"
+        );
+    }
 }

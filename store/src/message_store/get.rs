@@ -106,8 +106,18 @@ impl MessageStore {
             self.get_from_tier(topic, queue_id, offset, &limits, filter, min, max)
         };
         let Some(cq) = i.queues.find(topic, queue_id) else {
-            return from_tier(0, 0)
-                .unwrap_or_else(|| GetMessageResult::empty(NoMatchedLogicQueue, 0, 0, 0));
+            if let Some(r) = from_tier(0, 0) {
+                return r;
+            }
+            // A queue only the tier holds (a new disk), asked at or past its end.
+            let tier = i.tier.as_deref().filter(|t| t.serves_reads());
+            return match tier.and_then(|t| t.queue_range(topic, queue_id)) {
+                Some((min, max)) if offset == max => {
+                    GetMessageResult::empty(OffsetOverflowOne, offset, min, max)
+                }
+                Some((min, max)) => GetMessageResult::empty(OffsetOverflowBadly, max, min, max),
+                None => GetMessageResult::empty(NoMatchedLogicQueue, 0, 0, 0),
+            };
         };
         let (min, max) = (cq.min_offset(), cq.max_offset());
         if max == 0 {

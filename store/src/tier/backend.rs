@@ -47,6 +47,9 @@ pub trait TierBackend: Send + Sync {
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes, TierError>;
     /// Deletes `key`; deleting a missing object is not an error.
     fn delete(&self, key: &str) -> Result<(), TierError>;
+    /// Every object under the folder `dir` (`commitlog`, `index`): its key, as given to
+    /// [`TierBackend::put`], and size. More than `max` objects is an error.
+    fn list(&self, dir: &str, max: usize) -> Result<Vec<(String, u64)>, TierError>;
     /// A description for logs: kind and place, never credentials.
     fn describe(&self) -> String;
     /// The store is shutting down: operations waited for now, and later ones, give up
@@ -59,6 +62,9 @@ const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// Parts above this size are uploaded in parts of this size (S3's minimum is 5 MiB).
 const PART_SIZE: usize = 8 * 1024 * 1024;
+
+/// Objects asked of the store in one request (S3 answers at most 1,000 per page).
+const LIST_PAGE: usize = 1000;
 
 /// A [`TierBackend`] over an `object_store::ObjectStore`.
 pub struct ObjectBackend {
@@ -302,6 +308,40 @@ impl TierBackend for ObjectBackend {
                 Err(e) => Err(e.into()),
             }
         })
+    }
+
+    fn list(&self, dir: &str, max: usize) -> Result<Vec<(String, u64)>, TierError> {
+        use futures_util::StreamExt;
+        let mut stream = Some(self.store.list(Some(&self.path(dir))));
+        let mut out = Vec::new();
+        // A page per wait, so that each has the operation timeout, however many pages.
+        while let Some(mut s) = stream.take() {
+            let (rest, page) = self.run(async move {
+                let mut page = Vec::with_capacity(LIST_PAGE);
+                while page.len() < LIST_PAGE {
+                    match s.next().await {
+                        Some(meta) => page.push(meta?),
+                        None => return Ok((None, page)),
+                    }
+                }
+                Ok((Some(s), page))
+            })?;
+            for meta in page {
+                let key = meta.location.as_ref();
+                let Some(key) = key.strip_prefix(self.prefix.as_str()) else {
+                    continue;
+                };
+                if out.len() == max {
+                    return Err(TierError::Corrupt {
+                        what: self.path(dir).to_string(),
+                        reason: format!("more than {max} objects"),
+                    });
+                }
+                out.push((key.to_owned(), meta.size));
+            }
+            stream = rest;
+        }
+        Ok(out)
     }
 
     fn describe(&self) -> String {

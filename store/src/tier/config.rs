@@ -304,7 +304,7 @@ pub static KEYS: Table<TierConfig> = Table {
             },
             |c| c.read_block_size.to_string(),
         ),
-        config_key!("tieredStoreUploadTimeout", op_timeout: Millis, "ms one upload or delete may take before it is abandoned and retried"),
+        config_key!("tieredStoreUploadTimeout", op_timeout: Millis, "ms one upload, delete or page of the tier's listing may take before it is abandoned and retried"),
         config_key!("tieredStoreReadTimeout", read_timeout: Millis, "ms a tier read may take; past it the pull answers \"not found\" and the consumer asks again"),
         Key::ignored("tieredMetadataServiceProvider"),
         Key::ignored("tieredStoreConsumeQueueMaxSize"),

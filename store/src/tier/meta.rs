@@ -82,6 +82,21 @@ impl TierState {
             .collect()
     }
 
+    /// Every queue the tier holds, with its end queue offset.
+    pub(crate) fn queue_ends(&self) -> impl Iterator<Item = (&(String, i32), i64)> + '_ {
+        self.queues
+            .iter()
+            .filter_map(|(q, ranges)| Some((q, ranges.values().map(|(end, _)| *end).max()?)))
+    }
+
+    /// The commitlog offset past the last byte the tier holds, if it holds any.
+    pub(crate) fn data_end(&self) -> Option<i64> {
+        self.segments
+            .values()
+            .map(|s| s.base.saturating_add(s.size as i64))
+            .max()
+    }
+
     /// The smallest and the end queue offset the tier holds for a queue.
     pub(crate) fn queue_range(&self, topic: &str, qid: i32) -> Option<(i64, i64)> {
         let ranges = self.queues.get(&(topic.to_owned(), qid))?;
@@ -187,6 +202,9 @@ mod tests {
         assert_eq!(back.segment_for("T", 0, 10), Some((1000, 10)));
         assert_eq!(back.segment_for("T", 0, 25), None);
         assert_eq!(back.queue_range("T", 0), Some((0, 25)));
+        assert_eq!(back.data_end(), Some(1100));
+        let ends: Vec<_> = back.queue_ends().collect();
+        assert_eq!(ends, vec![(&("T".to_owned(), 0), 25)]);
         assert!(!dir.path().join("tier/segments.json.tmp").exists());
     }
 }

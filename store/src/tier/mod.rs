@@ -7,6 +7,7 @@
 //! | `backend` | the object store, behind a small blocking trait |
 //! | `segment` | a segment's queue index (consume-queue entries of its messages) |
 //! | `meta` | the durable record of uploaded segments |
+//! | `rebuild` | the record rebuilt from the tier (a lost disk); offsets continuing after the tier |
 //! | `upload` | thread `store-tier`: uploads sealed commitlog files, expires old segments |
 //! | `cache` | the bounded read cache |
 //! | this module | the tier's state and the read side, with its bounded cache |
@@ -19,6 +20,7 @@ pub mod backend;
 mod cache;
 pub mod config;
 mod meta;
+pub(crate) mod rebuild;
 mod segment;
 pub(crate) mod upload;
 
@@ -153,6 +155,8 @@ pub(crate) struct Tier {
     pub(crate) warned: Mutex<HashSet<i64>>,
     /// Bumped whenever the recorded segments change.
     progress: (Mutex<u64>, Condvar),
+    /// Whether the tier has been listed since the start (`rebuild`).
+    pub(crate) listed: std::sync::atomic::AtomicBool,
 }
 
 impl Tier {
@@ -177,6 +181,7 @@ impl Tier {
             stats: TierStats::default(),
             warned: Mutex::new(HashSet::new()),
             progress: (Mutex::new(0), Condvar::new()),
+            listed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

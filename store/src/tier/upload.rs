@@ -3,8 +3,9 @@
 //! deletes tier segments older than `tieredStoreFileReservedTime`. It never takes the
 //! append lock, so puts never wait for it; a failed upload is retried with backoff
 //! (1 s doubling to 60 s) while local retention keeps the file (`retention`). Before
-//! its first upload it checks the recorded segments still on the local disk against
-//! the tier (`verify_recorded`).
+//! its first upload it adds to the record the tier's segments it lacks
+//! (`rebuild::catch_up`) and checks the recorded segments still on the local disk
+//! against the tier (`verify_recorded`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -35,10 +36,12 @@ pub(crate) fn run(inner: &StoreInner) {
         let pass = if verified {
             upload_pending(inner, tier)
         } else {
-            verify_recorded(inner, tier).and_then(|_| {
-                verified = true;
-                upload_pending(inner, tier)
-            })
+            super::rebuild::catch_up(inner, tier)
+                .and_then(|_| verify_recorded(inner, tier))
+                .and_then(|_| {
+                    verified = true;
+                    upload_pending(inner, tier)
+                })
         };
         if let Err(TierError::Shutdown) = pass {
             break;
