@@ -51,7 +51,8 @@ pub(crate) struct Replied {
 }
 
 /// Pushes a reply sent by `client` to its requester, and stores it when the broker
-/// keeps replies.
+/// keeps replies. Takes the broker as a whole: a reply passes the single send's
+/// checks ([`super::send::check_message`]) and reads the client table.
 pub(crate) async fn reply(
     broker: &Broker,
     client: Client<'_>,
@@ -78,7 +79,7 @@ pub(crate) async fn reply(
             )
         };
         let result = broker.storage.store.put_message(msg).await;
-        broker.count_put(1);
+        broker.observed.count_put(1);
         match result.append.filter(|_| result.status.is_stored()) {
             Some(append) => stored = Some((append.msg_id, append.queue_offset)),
             None => {

@@ -13,15 +13,17 @@ use vostok_remoting::protocol::body::{TopicConfig, TopicFilterType};
 use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::topic::{self, perm};
+use vostok_remoting::MemoryBudget;
 use vostok_store::MessageInner;
 
 use super::auto_create::{create_topic_in_send, find_or_create_group, NotCreated};
 use super::send_dedupe;
 use super::stored::{choose_queue, stamp_append, stored, Stored};
 use super::{Client, Refusal, Refused};
+use crate::config::BrokerConfig;
 use crate::reroute::{self, Parking};
 use crate::state::metrics::MessageKind;
-use crate::state::Broker;
+use crate::state::{Broker, Intake, Storage};
 
 /// Where a send goes: what the checks before storing read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,22 +60,26 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
 
 /// The admission checks before any send: bounded permits, page cache, memory. The
 /// permit is held while the send runs.
-pub(crate) fn admit(broker: &Broker) -> Result<tokio::sync::SemaphorePermit<'_>, Refusal> {
+pub(crate) fn admit<'a>(
+    intake: &'a Intake,
+    storage: &Storage,
+    memory: &MemoryBudget,
+) -> Result<tokio::sync::SemaphorePermit<'a>, Refusal> {
     // Bounded admission: a flood of sends meets SYSTEM_BUSY, not an unbounded queue.
-    let Ok(permit) = broker.send_permits.try_acquire() else {
+    let Ok(permit) = intake.permits.try_acquire() else {
         return Err(refused(
             Refused::Busy,
             "[OVERLOAD]system busy, start flow control for a while",
         ));
     };
-    if broker.storage.store.is_os_page_cache_busy() {
+    if storage.store.is_os_page_cache_busy() {
         return Err(refused(
             Refused::Busy,
             "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
         ));
     }
     // Near the memory ceiling producers wait, rather than memory growing to it.
-    if broker.memory.is_pressed() {
+    if memory.is_pressed() {
         return Err(refused(
             Refused::Busy,
             "[MEMORY]broker busy: memory nearly at its ceiling, start flow control for a while",
@@ -82,13 +88,16 @@ pub(crate) fn admit(broker: &Broker) -> Result<tokio::sync::SemaphorePermit<'_>,
     Ok(permit)
 }
 
-/// Stores one message sent by `client`.
+/// Stores one message sent by `client`. Takes the broker as a whole: a send reads
+/// nearly every group of it (the role and lease, the run-time permission, the topic
+/// and group tables, the timers, the intake, memory, the metrics), all but the name
+/// servers and POP.
 pub(crate) async fn send(
     broker: &Broker,
     client: Client<'_>,
     mut request: SendRequest,
 ) -> Result<Stored, Refusal> {
-    let _permit = admit(broker)?;
+    let _permit = admit(&broker.intake, &broker.storage, &broker.memory)?;
     let topic_config = check_message(broker, client, &request.to)?;
     send_checked(broker, client, &mut request, &topic_config).await
 }
@@ -157,7 +166,7 @@ async fn send_checked(
     let uniq_key = match scan.uniq_key {
         Some(key) => key,
         None => {
-            let key = broker.uniq_ids.next_id();
+            let key = broker.intake.ids.next_id();
             props.insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &key);
             key
         }
@@ -186,7 +195,7 @@ async fn send_checked(
     } else if scan.delay_level > 0 && scheduled_kind(msg.sys_flag) {
         // A delay level wins over timer properties, as in RocketMQ.
         let props = reroute::without_timer_request(props);
-        let level = scan.delay_level.min(max_delay_level(broker));
+        let level = scan.delay_level.min(max_delay_level(&broker.config));
         reroute::park(&mut msg, props, Parking::Delay { level });
     } else if scan.timer {
         match timer_parking(broker, &props) {
@@ -212,12 +221,13 @@ async fn send_checked(
             .to_owned()
     });
     let result = broker.storage.store.put_message(msg).await;
-    broker.count_put(1);
+    broker.observed.count_put(1);
     broker
+        .observed
         .metrics
         .record_put(&topic_config.topic_name, kind, &result);
     if result.is_ok() {
-        let events = &broker.metrics.events;
+        let events = &broker.observed.metrics.events;
         if let Some(group) = dead_letter_group {
             events.dlq_moved(&group, &topic_config.topic_name);
         }
@@ -229,10 +239,18 @@ async fn send_checked(
     if let Some(claim) = claim {
         send_dedupe::record(claim, &result, queue_id);
     }
-    stored(broker, result, queue_id, Some(uniq_key))
+    stored(
+        broker.config.store.max_message_size,
+        result,
+        queue_id,
+        Some(uniq_key),
+    )
 }
 
 /// `msgCheck`: permission, topic name, forbidden topics, auto-creation, queue id.
+/// Takes the broker: it reads the role and lease ([`Broker::is_master`],
+/// [`Broker::holds_lease`]), the run-time keys, the topic table and the group and
+/// client tables.
 pub(crate) fn check_message(
     broker: &Broker,
     client: Client<'_>,
@@ -430,9 +448,8 @@ impl SendProperties {
 }
 
 /// The number of delay levels (`messageDelayLevel`).
-pub(crate) fn max_delay_level(broker: &Broker) -> i32 {
-    broker
-        .config
+pub(crate) fn max_delay_level(config: &BrokerConfig) -> i32 {
+    config
         .store
         .delay_levels()
         .map(|l| l.len() as i32)

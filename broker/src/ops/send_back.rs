@@ -39,6 +39,10 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
     Refusal::new(kind, remark)
 }
 
+/// Stores a consumer's failed message again: in the group's retry topic, or past its
+/// retries in the group's dead-letter queue. Takes the broker as a whole: it reads the
+/// role ([`Broker::is_master`]), the group, topic and message it names, and counts
+/// what it stores.
 pub(crate) async fn send_back(
     broker: &Broker,
     client: Client<'_>,
@@ -124,17 +128,28 @@ pub(crate) async fn send_back(
     props.insert(property::WAIT_STORE_MSG_OK, "false");
     props.remove(property::DELAY_TIME_LEVEL);
     if delay > 0 {
-        let level = delay.min(super::send::max_delay_level(broker));
+        let level = delay.min(super::send::max_delay_level(&broker.config));
         reroute::park(&mut msg, props, Parking::Delay { level });
     } else {
         msg.properties = props.into_string();
     }
     let result = broker.storage.store.put_message(msg).await;
-    if stored(broker, result.clone(), queue_id, None).is_ok() {
-        broker.count_put(1);
+    if stored(
+        broker.config.store.max_message_size,
+        result.clone(),
+        queue_id,
+        None,
+    )
+    .is_ok()
+    {
+        broker.observed.count_put(1);
         if dead_letter {
             let origin = header.origin_topic.as_deref().unwrap_or(&original.topic);
-            broker.metrics.events.dlq_moved(&header.group, origin);
+            broker
+                .observed
+                .metrics
+                .events
+                .dlq_moved(&header.group, origin);
         }
         Ok(if dead_letter {
             SentBack::DeadLetter

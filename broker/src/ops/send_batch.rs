@@ -35,13 +35,14 @@ fn illegal(remark: impl Into<String>) -> Refusal {
 }
 
 /// Stores a batch sent by `client`; the answer's message id lists the batch's ids,
-/// joined by commas.
+/// joined by commas. Takes the broker as a whole, as [`super::send::send`] does: the
+/// same checks and the same tables.
 pub(crate) async fn send_batch(
     broker: &Broker,
     client: Client<'_>,
     request: BatchRequest,
 ) -> Result<Stored, Refusal> {
-    let _permit = admit(broker)?;
+    let _permit = admit(&broker.intake, &broker.storage, &broker.memory)?;
     let topic_config = check_message(broker, client, &request.to)?;
     let name = &request.to.topic;
     if name.len() > topic::TOPIC_MAX_LENGTH {
@@ -89,7 +90,7 @@ pub(crate) async fn send_batch(
             return Err(illegal("batch messages cannot be delayed"));
         }
         let uniq_key = uniq_key.unwrap_or_else(|| {
-            let key = broker.uniq_ids.next_id();
+            let key = broker.intake.ids.next_id();
             props.insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &key);
             key
         });
@@ -120,9 +121,9 @@ pub(crate) async fn send_batch(
         let n = msgs.len() as u64;
         let result = broker.storage.store.put_messages(msgs).await;
         stamp_append(request.received, &result);
-        broker.count_put(n);
-        broker.metrics.record_put(name, kind, &result);
-        return stored(broker, result, queue_id, None);
+        broker.observed.count_put(n);
+        broker.observed.metrics.record_put(name, kind, &result);
+        return stored(broker.config.store.max_message_size, result, queue_id, None);
     };
     if claim.all_duplicates() {
         return send_dedupe::duplicate(broker, &claim, None);
@@ -136,11 +137,11 @@ pub(crate) async fn send_batch(
     let n = msgs.len() as u64;
     let result = broker.storage.store.put_messages(msgs).await;
     stamp_append(request.received, &result);
-    broker.count_put(n);
-    broker.metrics.record_put(name, kind, &result);
+    broker.observed.count_put(n);
+    broker.observed.metrics.record_put(name, kind, &result);
     let originals = claim.originals();
     send_dedupe::record(claim, &result, queue_id);
-    stored(broker, result, queue_id, None).map(|stored| {
+    stored(broker.config.store.max_message_size, result, queue_id, None).map(|stored| {
         if originals.iter().any(Option::is_some) {
             send_dedupe::splice_batch_ids(broker, stored, &originals)
         } else {

@@ -26,7 +26,7 @@ pub(crate) async fn claim<'a>(
     if window == Duration::ZERO || !applies_to(topic) {
         return None;
     }
-    Some(broker.dedupe.claim(topic, uniq_keys, window).await)
+    Some(broker.intake.dedupe.claim(topic, uniq_keys, window).await)
 }
 
 /// The answer to a request whose every message was stored before: the first

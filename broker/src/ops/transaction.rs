@@ -48,6 +48,9 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
     Refusal::new(kind, remark)
 }
 
+/// Commits or rolls back a half message. Takes the broker as a whole: it reads the
+/// role ([`Broker::is_master`]), the half messages' table, the store and the topic
+/// table, and counts what it stores.
 pub(crate) async fn end_transaction(
     broker: &Broker,
     request: EndTransaction,
@@ -81,13 +84,18 @@ pub(crate) async fn end_transaction(
             ));
         };
         let result = broker.storage.store.put_message(msg).await;
-        if let Err(refusal) = stored(broker, result, half.queue_id, None) {
+        if let Err(refusal) = stored(
+            broker.config.store.max_message_size,
+            result,
+            half.queue_id,
+            None,
+        ) {
             warn!(root, remark = %refusal.remark, "transaction commit not stored");
             return Err(refusal);
         }
-        broker.count_put(1);
+        broker.observed.count_put(1);
         let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
-        broker.metrics.events.committed(
+        broker.observed.metrics.events.committed(
             real_topic,
             half.born_timestamp,
             vostok_remoting::support::time::now_millis(),
@@ -96,7 +104,7 @@ pub(crate) async fn end_transaction(
         Ended::Committed
     } else {
         let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
-        broker.metrics.events.rolled_back(real_topic);
+        broker.observed.metrics.events.rolled_back(real_topic);
         info!(root, msg_id = %request.msg_id, "transaction rolled back");
         Ended::RolledBack
     };
