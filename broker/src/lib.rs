@@ -18,9 +18,10 @@
 //!   front ends map a refusal to a RocketMQ response code (`processor::refused`) or a
 //!   gRPC status (`grpc::status::from_refusal`). An operation takes the groups of
 //!   tables it uses (`offset::commit_offset(&broker.consumers, &broker.storage.topics,
-//!   ..)`), or a small struct of them where it uses many (`ops::pop::PopTables`); the
-//!   few that need the broker as a whole (send, end transaction, send back, reply, and
-//!   the table changes written to disk off the runtime) say why.
+//!   ..)`), or a small struct of them where it uses many (`ops::send::SendTables` for
+//!   what stores a message, `ops::pop::PopTables`); creating or deleting a topic or
+//!   group takes the shared broker, to write its files off the async runtime, and
+//!   says so.
 //! * [`service`]: background services (name-server registration, housekeeping,
 //!   delay levels, timers, transaction check-back, POP revive, a slave's metadata
 //!   sync, controller mode's heartbeats and role changes). Replication itself (the HA listener, a slave's client, the SYNC_MASTER

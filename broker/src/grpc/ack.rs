@@ -15,6 +15,7 @@ use super::proto::{
 };
 use super::status::{from_refusal, from_remoting, ok, status};
 use crate::ops::pop::{self, PopError, PopTables};
+use crate::ops::send::SendTables;
 use crate::ops::send_back::{send_back, SendBack};
 use crate::ops::Client;
 
@@ -201,7 +202,7 @@ pub(crate) async fn forward_to_dlq(
             addr: ctx.remote,
             connection: session.as_ref(),
         };
-        send_back(&svc.broker, client, back)
+        send_back(SendTables::of(&svc.broker), client, back)
             .await
             .map_err(from_refusal)?;
         let read_topic = handle.extra.retry.real_topic(&topic, &group);

@@ -114,7 +114,7 @@ pub(crate) fn browse(
 pub(crate) mod tests {
     use std::time::Duration;
 
-    use super::super::send::{send, tests::to};
+    use super::super::send::{send, tests::to, SendTables};
     use super::super::testing::{broker, peer};
     use super::*;
     use crate::state::Broker;
@@ -123,7 +123,7 @@ pub(crate) mod tests {
     /// them; their stored forms.
     pub(crate) async fn stored(b: &Broker, topic: &str, n: i64) -> Vec<MessageExt> {
         for _ in 0..n {
-            send(b, peer(), to(topic)).await.unwrap();
+            send(SendTables::of(b), peer(), to(topic)).await.unwrap();
         }
         let dispatched = async {
             while b.storage.store.max_offset_in_queue(topic, 0) < n {

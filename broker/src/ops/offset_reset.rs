@@ -182,7 +182,7 @@ mod tests {
         for i in 0..count {
             let mut send = crate::ops::send::tests::to(topic);
             send.to.queue_id = i % 2;
-            crate::ops::send::send(b, testing::peer(), send)
+            crate::ops::send::send(crate::ops::send::SendTables::of(b), testing::peer(), send)
                 .await
                 .unwrap();
         }

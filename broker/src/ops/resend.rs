@@ -105,6 +105,7 @@ mod tests {
     use vostok_remoting::protocol::message::id::create_offset_msg_id;
 
     use super::super::browse::tests::stored;
+    use super::super::send::SendTables;
     use super::super::send_back::{send_back, SendBack, SentBack};
     use super::super::testing::{broker, peer};
     use super::*;
@@ -122,7 +123,10 @@ mod tests {
             max_reconsume_times: None,
             origin_topic: Some("ops-resend".into()),
         };
-        assert_eq!(send_back(b, peer(), back).await, Ok(SentBack::DeadLetter));
+        assert_eq!(
+            send_back(SendTables::of(b), peer(), back).await,
+            Ok(SentBack::DeadLetter)
+        );
         let dlq = topic::dlq_topic("ops-resend-group");
         let dead = async {
             loop {

@@ -36,11 +36,6 @@ pub(crate) fn pending_timer_limit(soft_limit: usize) -> usize {
 }
 
 impl Broker {
-    /// The most pending timers this broker accepts (see [`pending_timer_limit`]).
-    pub(crate) fn max_pending_timers(&self) -> usize {
-        pending_timer_limit(self.memory.soft_limit())
-    }
-
     /// Estimates the tables and reports them to the budget; returns the estimate.
     pub(crate) fn sample_memory(&self) -> usize {
         let tables = self.deferred.timers.pending() * TIMER_BYTES

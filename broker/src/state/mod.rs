@@ -197,6 +197,27 @@ pub(crate) struct Roles {
     pub(crate) replicas: replicas::ReplicaState,
 }
 
+impl Roles {
+    /// [`Broker::is_master`], from the config and this standing.
+    pub(crate) fn is_master(&self, config: &BrokerConfig) -> bool {
+        if !config.controller.enable {
+            return config.is_master();
+        }
+        self.replicas.role() == replicas::ReplicaRole::Master
+    }
+
+    /// Outside controller mode, always; in it, a master that heard from a controller
+    /// within `controllerHeartBeatTimeoutMills` (its lease).
+    pub(crate) fn holds_lease(&self, config: &BrokerConfig) -> bool {
+        if !config.controller.enable {
+            return true;
+        }
+        let last = self.replicas.last_controller_ok_ms.load(Ordering::Acquire);
+        let lease = config.controller.controller_heartbeat_timeout.as_millis() as i64;
+        vostok_remoting::support::time::now_millis() - last < lease
+    }
+}
+
 /// State shared by every request of one broker: a few groups of tables, each handed
 /// alone to what needs only it, and what belongs to the broker as a whole.
 pub struct Broker {
@@ -246,28 +267,7 @@ impl Broker {
     /// whose lease ran out (no controller answered for
     /// `controllerHeartBeatTimeoutMills`) stops taking sends.
     pub fn is_master(&self) -> bool {
-        if !self.config.controller.enable {
-            return self.config.is_master();
-        }
-        self.roles.replicas.role() == replicas::ReplicaRole::Master
-    }
-
-    /// A controller-mode master still holding its lease.
-    pub(crate) fn holds_lease(&self) -> bool {
-        if !self.config.controller.enable {
-            return true;
-        }
-        let last = self
-            .roles
-            .replicas
-            .last_controller_ok_ms
-            .load(Ordering::Acquire);
-        let lease = self
-            .config
-            .controller
-            .controller_heartbeat_timeout
-            .as_millis() as i64;
-        vostok_remoting::support::time::now_millis() - last < lease
+        self.roles.is_master(&self.config)
     }
 
     /// The id this broker registers with the name servers under: 0 for a master.
