@@ -51,7 +51,7 @@ pub(crate) fn registry(broker: &Arc<Broker>) -> Registry {
         ("node_type", "broker"),
         ("node_id", &node_id),
     ]);
-    broker.metrics.register(&mut registry);
+    broker.observed.metrics.register(&mut registry);
     registry.register_collector(Box::new(ScrapeCollector(broker.clone())));
     registry.register_collector(Box::new(vostok_observe::ProcessCollector));
     registry
@@ -129,8 +129,13 @@ impl ScrapeCollector {
             "rocketmq_dlq_messages",
             "Messages in the consumer group's dead letter queue",
         );
-        for group in crate::ops::lag::known_groups(b) {
-            let group_lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&group));
+        for group in crate::ops::lag::known_groups(&b.consumers) {
+            let group_lag = crate::ops::lag::group_lag(
+                &b.storage,
+                &b.consumers,
+                &b.pop,
+                &crate::ops::lag::LagOf::all(&group),
+            );
             let mut per_topic: BTreeMap<&str, [i64; 4]> = BTreeMap::new();
             for q in &group_lag.queues {
                 let e = per_topic.entry(&q.topic).or_default();
@@ -174,6 +179,7 @@ impl ScrapeCollector {
         let b = &*self.0;
         let committed = q.consumer_offset.unwrap_or(0);
         let next = b
+            .observed
             .metrics
             .next_pull(&q.topic, group, q.queue_id)
             .map_or(committed, |n| n.max(committed));
@@ -237,7 +243,7 @@ impl ScrapeCollector {
         let mut watermark =
             GaugeFamily::new("rocketmq_processor_watermark", "Request queue watermark");
         let capacity = b.config.send_thread_pool_queue_capacity.max(1);
-        let in_use = capacity.saturating_sub(b.send_permits.available_permits());
+        let in_use = capacity.saturating_sub(b.intake.permits.available_permits());
         watermark
             .samples
             .push((vec![("processor", "send".to_owned())], in_use as i64));

@@ -16,8 +16,12 @@
 //!   typed request and the `ops::Client` (or `ops::Operator`) it serves in, a typed
 //!   outcome or `ops::Refusal` out (POP's own `PopError` still carries its code). The
 //!   front ends map a refusal to a RocketMQ response code (`processor::refused`) or a
-//!   gRPC status (`grpc::status::from_refusal`). An operation that reads only some
-//!   tables takes those, not the whole [`Broker`].
+//!   gRPC status (`grpc::status::from_refusal`). An operation takes the groups of
+//!   tables it uses (`offset::commit_offset(&broker.consumers, &broker.storage.topics,
+//!   ..)`), or a small struct of them where it uses many (`ops::send::SendTables` for
+//!   what stores a message, `ops::pop::PopTables`); creating or deleting a topic or
+//!   group takes the shared broker, to write its files off the async runtime, and
+//!   says so.
 //! * [`service`]: background services (name-server registration, housekeeping,
 //!   delay levels, timers, transaction check-back, POP revive, a slave's metadata
 //!   sync, controller mode's heartbeats and role changes). Replication itself (the HA listener, a slave's client, the SYNC_MASTER
@@ -29,7 +33,8 @@
 //!   transactions, compiled SQL92 filters, the duplication window, stats and their
 //!   minute/hour/day windows, request metrics, removed messages, the running
 //!   master-only services. [`Broker`] holds them in a few groups (`Storage`,
-//!   `Consumers`, `Deferred`, `Roles`) that code takes one at a time.
+//!   `Consumers`, `Deferred`, `Roles`, `Intake`, `Observed`, `NameServers`,
+//!   `Lifecycle`) that code takes one at a time.
 //! * [`config`]: `broker.conf`; [`error`]: [`BrokerError`].
 //!
 //! Request flow: the remoting server (plain or TLS, `tls.*` keys) hands each request to

@@ -91,13 +91,13 @@ impl MessageArrivingListener for ArrivalBridge {
             // A rolled copy waits no longer than its original did.
             let rolled = property::find(properties, crate::reroute::TIMER_ROLL_FROM).is_some();
             let delay = (!rolled).then_some(at - store_timestamp);
-            (broker.metrics.events).timer_parked(real, delay, true);
+            (broker.observed.metrics.events).timer_parked(real, delay, true);
         } else if topic == SCHEDULE_TOPIC {
             broker.deferred.delay_offsets.on_arrival(queue_id);
             if let Some(delay) = broker.deferred.delay_offsets.level_delay(queue_id + 1) {
                 let real = property::find(properties, property::REAL_TOPIC).unwrap_or_default();
                 let delay = Some(delay.as_millis() as i64);
-                (broker.metrics.events).timer_parked(real, delay, false);
+                (broker.observed.metrics.events).timer_parked(real, delay, false);
             }
         } else if topic == REMOVED_MESSAGE_TOPIC {
             // A slave learns removals as their records arrive from the master.
@@ -443,8 +443,11 @@ fn build_state(
                 vostok_store::ha::epoch_file_path(&config.store.store_path_root_dir),
             )),
         },
-        send_permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
-        uniq_ids: UniqIdGenerator::new(broker_addr.ip()),
+        intake: crate::state::Intake {
+            permits: Semaphore::new(config.send_thread_pool_queue_capacity.max(1)),
+            ids: UniqIdGenerator::new(broker_addr.ip()),
+            dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
+        },
         storage: crate::state::Storage {
             topics: TopicConfigManager::load(&config),
             removals: Default::default(),
@@ -465,15 +468,16 @@ fn build_state(
             transactions: TransactionState::load(&config),
         },
         pop: PopState::new(&config),
-        dedupe: crate::state::dedupe::DedupeWindow::new(config.duplication_window_max_entries),
         broker_addr,
-        stats: BrokerStats::default(),
         runtime: crate::state::runtime_config::RuntimeConfig::new(&config),
-        metrics: crate::state::metrics::BrokerMetrics::new(
-            config.ops.metrics.is_prom() || config.ops.console_on(),
-        ),
-        stats_windows: Default::default(),
-        boot_timestamp: now_millis(),
+        observed: crate::state::Observed {
+            stats: BrokerStats::default(),
+            metrics: crate::state::metrics::BrokerMetrics::new(
+                config.ops.metrics.is_prom() || config.ops.console_on(),
+            ),
+            windows: Default::default(),
+            boot_timestamp: now_millis(),
+        },
         memory,
         life: crate::state::Lifecycle {
             shutdown: CancellationToken::new(),
@@ -551,6 +555,7 @@ impl BrokerHandle {
     /// Successful registrations with a name server since start.
     pub fn registrations(&self) -> u64 {
         self.broker
+            .observed
             .stats
             .registrations
             .load(std::sync::atomic::Ordering::Relaxed)

@@ -189,8 +189,8 @@ pub static KEYS: Table<NamesrvConfig> = Table {
         config_key!("configStorePath", config_store_path: PathCodec, "the properties file this config came from", default = "`$HOME/namesrv/namesrv.properties`"),
         config_key!("productEnvName", product_env_name: RawText, "informational"),
         config_key!("clusterTest", cluster_test: Flag, "informational (Java's cluster-test routing is not supported)"),
-        config_key!("orderMessageEnable", order_message_enable: Flag, "add `orderTopicConf` from the KV namespace `ORDER_TOPIC_CONFIG` to routes"),
-        config_key!("returnOrderTopicConfigToBroker", return_order_topic_config_to_broker: Flag, "answer REGISTER_BROKER with that namespace"),
+        config_key!("orderMessageEnable", order_message_enable: Flag, "add `orderTopicConf` from the KV namespace `ORDER_TOPIC_CONFIG` to routes", at_run_time),
+        config_key!("returnOrderTopicConfigToBroker", return_order_topic_config_to_broker: Flag, "answer REGISTER_BROKER with that namespace", at_run_time),
         shared_key!(
             "scanNotActiveBrokerInterval",
             "how often silent brokers are looked for",
@@ -202,10 +202,10 @@ pub static KEYS: Table<NamesrvConfig> = Table {
         ),
         config_key!("brokerChannelExpiredTime", broker_channel_expired_time: Millis, "a broker silent this long is dropped, unless it registered with its own timeout"),
         config_key!("supportActingMaster", support_acting_master: Flag, "show the lowest slave as master of a broker name that lost its master"),
-        config_key!("enableAllTopicList", enable_all_topic_list: Flag, "serve GET_ALL_TOPIC_LIST_FROM_NAMESERVER"),
-        config_key!("enableTopicList", enable_topic_list: Flag, "serve GET_TOPICS_BY_CLUSTER and the unit topic lists"),
-        config_key!("needWaitForService", need_wait_for_service: Flag, "refuse route lookups for `waitSecondsForService` after start"),
-        config_key!("waitSecondsForService", wait_seconds_for_service: Num, "seconds route lookups wait after start"),
+        config_key!("enableAllTopicList", enable_all_topic_list: Flag, "serve GET_ALL_TOPIC_LIST_FROM_NAMESERVER", at_run_time),
+        config_key!("enableTopicList", enable_topic_list: Flag, "serve GET_TOPICS_BY_CLUSTER and the unit topic lists", at_run_time),
+        config_key!("needWaitForService", need_wait_for_service: Flag, "refuse route lookups for `waitSecondsForService` after start", at_run_time),
+        config_key!("waitSecondsForService", wait_seconds_for_service: Num, "seconds route lookups wait after start", at_run_time),
         config_key!("deleteTopicWithBrokerRegistration", delete_topic_with_broker_registration: Flag, "a master's registration also removes the topics it no longer reports"),
         config_key!("listenPort", listen_port: Num, "the port; 0 binds a free port"),
         shared_key!(
@@ -402,6 +402,23 @@ mod tests {
         assert_eq!(c.wait_seconds_for_service, 45);
         assert!(c.kv_config_path.ends_with("namesrv/kvConfig.json"));
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn the_keys_read_on_each_request_are_the_ones_marked_to_change_at_run_time() {
+        let mut marked = KEYS.run_time_names();
+        marked.sort_unstable();
+        assert_eq!(
+            marked,
+            [
+                "enableAllTopicList",
+                "enableTopicList",
+                "needWaitForService",
+                "orderMessageEnable",
+                "returnOrderTopicConfigToBroker",
+                "waitSecondsForService",
+            ]
+        );
     }
 
     #[test]

@@ -61,7 +61,8 @@ pub(crate) fn update(c: &Console, form: &[(String, String)]) -> Result<String, S
     if changes.is_empty() {
         return Ok("nothing changed".to_owned());
     }
-    op::update_broker_config(b, &changes).map_err(|r| r.remark)?;
+    op::update_broker_config(&b.config, &b.runtime, &b.consumers, &b.storage, &changes)
+        .map_err(|r| r.remark)?;
     let said: Vec<String> = changes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     Ok(format!("changed at run time: {}", said.join(", ")))
 }

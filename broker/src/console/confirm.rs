@@ -128,7 +128,7 @@ fn topic_loss(c: &Console, topic: &str) -> (String, String) {
             .max(0)
         })
         .sum();
-    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(b, topic)
+    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(&b.consumers, topic)
         .into_iter()
         .collect();
     let mut loss = format!(
@@ -151,7 +151,7 @@ fn message_loss(c: &Console, topic: &str, queue: &str, offset: &str) -> (String,
     let (Ok(q), Ok(o)) = (queue.parse::<i32>(), offset.parse::<i64>()) else {
         return (title, "Bad queue id or offset.".to_owned());
     };
-    let Some(m) = crate::ops::browse::message_at(&c.broker, topic, q, o) else {
+    let Some(m) = crate::ops::browse::message_at(&c.broker.storage.store, topic, q, o) else {
         return (
             title,
             format!(
@@ -161,9 +161,10 @@ fn message_loss(c: &Console, topic: &str, queue: &str, offset: &str) -> (String,
         );
     };
     let m = crate::ops::browse::browsed(&m);
-    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(&c.broker, topic)
-        .into_iter()
-        .collect();
+    let groups: Vec<String> =
+        crate::ops::message_status::groups_of_topic(&c.broker.consumers, topic)
+            .into_iter()
+            .collect();
     let loss = format!(
         "Remove message <a href=\"/messages?topic={}&amp;id={}\">{}</a> (topic {}, queue {q}, offset {o}, keys {}, body {}): no group will receive it{}.",
         url(topic),

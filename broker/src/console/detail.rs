@@ -74,7 +74,7 @@ pub(crate) fn shown_body(body: &[u8], compressed: bool) -> (String, String) {
 pub(crate) fn page(c: &Console, r: &HttpRequest, viewer: &Viewer, admin: bool) -> String {
     let p = |k: &str| r.param(k).unwrap_or_default().trim().to_owned();
     let (topic, id) = (p("topic"), p("id"));
-    let found = crate::ops::message_status::messages_by_id(&c.broker, &topic, &id);
+    let found = crate::ops::message_status::messages_by_id(&c.broker.storage.store, &topic, &id);
     let Some(m) = found.first() else {
         return format!(
             "<p class=\"warn\" id=\"not-found\">No message {} in topic {} on this broker.</p>",
@@ -199,7 +199,10 @@ fn groups(c: &Console, m: &MessageExt, admin: bool, back: &str) -> String {
         msg_id: Some(oid.clone()),
         key: None,
     };
-    let Ok(status) = crate::ops::message_status::message_status(&c.broker, &find) else {
+    let Ok(status) = crate::ops::message_status::message_status(
+        crate::ops::message_status::Lookup::of(&c.broker),
+        &find,
+    ) else {
         return String::new();
     };
     let Some(s) = status.messages.first() else {
@@ -276,7 +279,7 @@ fn groups(c: &Console, m: &MessageExt, admin: bool, back: &str) -> String {
 pub(crate) fn consume_effect(c: &Console, f: Field<'_>) -> (String, String) {
     let (topic, id, group) = (f("topic"), f("msgId"), f("group"));
     let title = format!("Resend to group {group}?");
-    let Some(m) = crate::ops::message_status::messages_by_id(&c.broker, &topic, &id)
+    let Some(m) = crate::ops::message_status::messages_by_id(&c.broker.storage.store, &topic, &id)
         .into_iter()
         .next()
     else {
@@ -314,9 +317,14 @@ pub(crate) async fn consume(c: &Console, f: Field<'_>) -> Result<String, String>
         msg_id: f("msgId"),
         topic: Some(f("topic")),
     };
-    let done = consume_directly(&c.broker, ask)
-        .await
-        .map_err(|r| r.remark)?;
+    let done = consume_directly(
+        &c.broker.storage,
+        &c.broker.consumers,
+        &c.broker.config.broker_name,
+        ask,
+    )
+    .await
+    .map_err(|r| r.remark)?;
     Ok(match done.result {
         Some(r) => format!(
             "group {group}'s consumer {} answered {} in {} ms{}",

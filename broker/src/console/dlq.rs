@@ -29,7 +29,7 @@ fn dead_letters(c: &Console, group: &str, from: i64, max: usize) -> Vec<MessageE
         let mut offset = from.max(b.storage.store.min_offset_in_queue(&dlq, q));
         let end = b.storage.store.max_offset_in_queue(&dlq, q);
         while offset < end && out.len() < max {
-            if let Some(m) = crate::ops::browse::message_at(b, &dlq, q, offset) {
+            if let Some(m) = crate::ops::browse::message_at(&b.storage.store, &dlq, q, offset) {
                 out.push(m);
             }
             offset += 1;
@@ -225,7 +225,16 @@ pub(crate) async fn resend_all(
             group: group.clone(),
             msg_id: id.clone(),
         };
-        match crate::ops::resend::resend_dlq(&c.broker, by, resend).await {
+        match crate::ops::resend::resend_dlq(
+            &c.broker.storage,
+            &c.broker.observed,
+            &c.broker.config,
+            c.broker.broker_addr,
+            by,
+            resend,
+        )
+        .await
+        {
             Ok(_) => resent += 1,
             Err(e) => failed.push(format!("{id}: {e}")),
         }

@@ -159,7 +159,12 @@ pub(crate) fn delete_loss(c: &Console, f: Field<'_>) -> (String, String) {
     let group = f("group");
     let title = format!("Delete group {group}?");
     let b = &c.broker;
-    let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&group));
+    let lag = crate::ops::lag::group_lag(
+        &b.storage,
+        &b.consumers,
+        &b.pop,
+        &crate::ops::lag::LagOf::all(&group),
+    );
     let committed: Vec<_> = lag
         .queues
         .iter()

@@ -44,14 +44,24 @@ impl History {
         let now = now_millis();
         let mut s = Sample {
             at: now,
-            topic_in: broker.metrics.topic_in_totals().into_iter().collect(),
+            topic_in: broker
+                .observed
+                .metrics
+                .topic_in_totals()
+                .into_iter()
+                .collect(),
             ..Default::default()
         };
-        for (_, group, n) in broker.metrics.group_out_totals() {
+        for (_, group, n) in broker.observed.metrics.group_out_totals() {
             *s.group_out.entry(group).or_default() += n;
         }
-        for group in crate::ops::lag::known_groups(broker) {
-            let lag = crate::ops::lag::group_lag(broker, &crate::ops::lag::LagOf::all(&group));
+        for group in crate::ops::lag::known_groups(&broker.consumers) {
+            let lag = crate::ops::lag::group_lag(
+                &broker.storage,
+                &broker.consumers,
+                &broker.pop,
+                &crate::ops::lag::LagOf::all(&group),
+            );
             let messages = lag.queues.iter().map(|q| q.lag).sum();
             let ms = lag
                 .queues

@@ -47,7 +47,10 @@ pub(crate) fn search(c: &Console, r: &HttpRequest, admin: bool) -> String {
             msg_id: Some(id.clone()),
             key: Some(key.clone()),
         };
-        let found = match ops::message_status::message_status(&c.broker, &find) {
+        let found = match ops::message_status::message_status(
+            ops::message_status::Lookup::of(&c.broker),
+            &find,
+        ) {
             Ok(found) => found,
             Err(refusal) => return format!("{out}<p class=\"warn\">{}</p>", esc(&refusal.remark)),
         };
@@ -79,7 +82,7 @@ pub(crate) fn search(c: &Console, r: &HttpRequest, admin: bool) -> String {
         let mut offset = b.storage.store.offset_in_queue_by_time(&topic, q, from);
         let max = b.storage.store.max_offset_in_queue(&topic, q);
         while offset < max && listed.len() < MAX_LISTED {
-            match crate::ops::browse::message_at(b, &topic, q, offset) {
+            match crate::ops::browse::message_at(&b.storage.store, &topic, q, offset) {
                 Some(m) if m.store_timestamp > to => break,
                 Some(m) if m.store_timestamp >= from => {
                     listed.push(crate::ops::browse::browsed(&m))
@@ -253,7 +256,8 @@ pub(crate) fn browse(c: &Console, r: &HttpRequest, admin: bool) -> String {
     };
     // A topic this broker does not have lists nothing (a group's DLQ before its first
     // dead letter).
-    let list = ops::browse::browse(&c.broker, &request).unwrap_or_default();
+    let list =
+        ops::browse::browse(&c.broker.storage, &c.broker.consumers, &request).unwrap_or_default();
     let back = format!(
         "/browse?topic={}&group={}&queue={}",
         url(&topic),
@@ -292,9 +296,15 @@ pub(crate) async fn remove(c: &Console, by: &Operator, f: Field<'_>) -> Result<S
         queue_id: queue,
         queue_offset: offset,
     };
-    let r = ops::remove::remove_message(&c.broker, by, remove)
-        .await
-        .map_err(|e| e.to_string())?;
+    let r = ops::remove::remove_message(
+        &c.broker.storage,
+        &c.broker.config,
+        c.broker.broker_addr,
+        by,
+        remove,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(format!(
         "removed {} (queue {}, offset {})",
         r.msg_id, r.queue_id, r.queue_offset
@@ -306,9 +316,16 @@ pub(crate) async fn resend(c: &Console, by: &Operator, f: Field<'_>) -> Result<S
         group: f("group"),
         msg_id: f("msgId"),
     };
-    let r = ops::resend::resend_dlq(&c.broker, by, resend)
-        .await
-        .map_err(|e| e.to_string())?;
+    let r = ops::resend::resend_dlq(
+        &c.broker.storage,
+        &c.broker.observed,
+        &c.broker.config,
+        c.broker.broker_addr,
+        by,
+        resend,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(format!("resent to {} as {}", r.topic, r.msg_id))
 }
 

@@ -89,7 +89,12 @@ fn local_input(ms: i64) -> String {
 pub(crate) fn page(c: &Console, r: &HttpRequest, admin: bool) -> String {
     let group = r.param("group").unwrap_or_default();
     let b = &c.broker;
-    let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&group));
+    let lag = crate::ops::lag::group_lag(
+        &b.storage,
+        &b.consumers,
+        &b.pop,
+        &crate::ops::lag::LagOf::all(&group),
+    );
     let mut topics: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     for q in &lag.queues {
         let t = topics.entry(q.topic.clone()).or_default();
@@ -171,7 +176,7 @@ pub(crate) fn loss(c: &Console, f: Field<'_>) -> (String, String) {
         Ok(reset) => reset,
         Err(e) => return (title, esc(&e)),
     };
-    let queues = match op::plan(&c.broker, &reset) {
+    let queues = match op::plan(&c.broker.storage, &c.broker.consumers, &reset) {
         Ok(queues) => queues,
         Err(refusal) => return (title, esc(&refusal.remark)),
     };
@@ -230,8 +235,13 @@ pub(crate) fn back(f: Field<'_>) -> String {
 /// POST `/offsets/reset`, confirmed.
 pub(crate) fn reset(c: &Console, f: Field<'_>) -> Result<String, String> {
     let reset = request(f)?;
-    let queues = op::plan(&c.broker, &reset).map_err(|r| r.remark)?;
-    op::apply(&c.broker, &reset, &queues);
+    let queues = op::plan(&c.broker.storage, &c.broker.consumers, &reset).map_err(|r| r.remark)?;
+    op::apply(
+        &c.broker.consumers,
+        &c.broker.config.broker_name,
+        &reset,
+        &queues,
+    );
     let skipped: i64 = queues.iter().map(QueueReset::skipped).sum();
     let replayed: i64 = queues.iter().map(QueueReset::replayed).sum();
     Ok(format!(

@@ -31,7 +31,7 @@ pub(crate) fn cluster(c: &Console, view: Option<&super::ClusterView>) -> String 
         vec!["Role".into(), cfg.broker_role.name().to_owned()],
         vec!["Address".into(), esc(&b.broker_addr.to_string())],
         vec!["Name servers".into(), esc(&b.namesrv.addrs.join("; "))],
-        vec!["Started".into(), time(b.boot_timestamp)],
+        vec!["Started".into(), time(b.observed.boot_timestamp)],
         vec![
             "Store".into(),
             esc(&cfg.store.store_path_root_dir.display().to_string()),
@@ -121,7 +121,7 @@ pub(crate) fn topics(
     names.retain(|t| in_namespace(namespace, t) && (admin || viewer.reads_topic(t)));
     names.sort();
     let totals: std::collections::BTreeMap<String, u64> =
-        b.metrics.topic_in_totals().into_iter().collect();
+        b.observed.metrics.topic_in_totals().into_iter().collect();
     let rates = |t: &str| c.history.rate_in(Some(t)).last().map_or(0.0, |p| p.1);
     let own = own_cell(c);
     let mut rows: Vec<Vec<String>> = names
@@ -258,7 +258,7 @@ pub(crate) fn topic(c: &Console, viewer: &Viewer, name: &str) -> String {
     if !links.is_empty() {
         let _ = write!(out, "<p>{}</p>", links.join(" · "));
     }
-    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(b, name)
+    let groups: Vec<String> = crate::ops::message_status::groups_of_topic(&b.consumers, name)
         .into_iter()
         .filter(|g| viewer.reads_group(g))
         .map(|g| format!("<a href=\"/group?name={}\">{}</a>", url(&g), esc(&g)))
@@ -292,13 +292,18 @@ pub(crate) fn groups(
     let now = now_millis();
     let own = own_cell(c);
     // The broker's own groups (revive, transaction check) are not the operator's.
-    let mut rows: Vec<Vec<String>> = crate::ops::lag::known_groups(b)
+    let mut rows: Vec<Vec<String>> = crate::ops::lag::known_groups(&b.consumers)
         .into_iter()
         .filter(|g| {
             !g.starts_with("CID_RMQ_SYS_") && in_namespace(namespace, g) && viewer.reads_group(g)
         })
         .map(|g| {
-            let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(&g));
+            let lag = crate::ops::lag::group_lag(
+                &b.storage,
+                &b.consumers,
+                &b.pop,
+                &crate::ops::lag::LagOf::all(&g),
+            );
             let behind: i64 = lag.queues.iter().map(|q| q.lag).sum();
             let ms = lag
                 .queues
@@ -358,7 +363,12 @@ pub(crate) fn groups(
 pub(crate) fn group(c: &Console, name: &str) -> String {
     let b = &c.broker;
     let now = now_millis();
-    let lag = crate::ops::lag::group_lag(b, &crate::ops::lag::LagOf::all(name));
+    let lag = crate::ops::lag::group_lag(
+        &b.storage,
+        &b.consumers,
+        &b.pop,
+        &crate::ops::lag::LagOf::all(name),
+    );
     let rows: Vec<Vec<String>> = lag
         .queues
         .iter()

@@ -82,7 +82,9 @@ pub(crate) async fn send(c: &Console, f: Field<'_>, peer: SocketAddr) -> Result<
         addr: peer,
         connection: None,
     };
-    let stored = op::send(b, client, request).await.map_err(|r| r.remark)?;
+    let stored = op::send(op::SendTables::of(b), client, request)
+        .await
+        .map_err(|r| r.remark)?;
     let status = match stored.ack {
         Ack::Stored => "SEND_OK",
         Ack::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",

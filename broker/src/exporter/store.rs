@@ -107,6 +107,7 @@ pub(super) fn timers(b: &Broker) -> Vec<GaugeFamily> {
 pub(super) fn transactions(b: &Broker) -> Vec<GaugeFamily> {
     let mut half = GaugeFamily::new("rocketmq_half_messages", "Half messages of all topics");
     half.samples = b
+        .observed
         .metrics
         .events
         .half_messages()

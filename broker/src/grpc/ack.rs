@@ -14,7 +14,8 @@ use super::proto::{
     ForwardMessageToDeadLetterQueueResponse, Status,
 };
 use super::status::{from_refusal, from_remoting, ok, status};
-use crate::ops::pop::{self, PopError};
+use crate::ops::pop::{self, PopError, PopTables};
+use crate::ops::send::SendTables;
 use crate::ops::send_back::{send_back, SendBack};
 use crate::ops::Client;
 
@@ -70,7 +71,7 @@ pub(crate) async fn ack_message(
             let handle = parse_handle(&entry.receipt_handle)?;
             let read_topic = handle.extra.retry.real_topic(&topic, &group);
             pop::ack::ack(
-                &svc.broker,
+                PopTables::of(&svc.broker),
                 &group,
                 &read_topic,
                 handle.extra.queue_id,
@@ -143,7 +144,7 @@ async fn change(
     }
     let read_topic = handle.extra.retry.real_topic(&topic, &group);
     let changed = pop::invisible::change_invisible_time(
-        &svc.broker,
+        PopTables::of(&svc.broker),
         &group,
         &read_topic,
         handle.extra.queue_id,
@@ -201,12 +202,12 @@ pub(crate) async fn forward_to_dlq(
             addr: ctx.remote,
             connection: session.as_ref(),
         };
-        send_back(&svc.broker, client, back)
+        send_back(SendTables::of(&svc.broker), client, back)
             .await
             .map_err(from_refusal)?;
         let read_topic = handle.extra.retry.real_topic(&topic, &group);
         pop::ack::ack(
-            &svc.broker,
+            PopTables::of(&svc.broker),
             &group,
             &read_topic,
             handle.extra.queue_id,

@@ -152,7 +152,8 @@ pub(crate) fn register(
             )
             .map_err(over_limit)?;
             if changed {
-                clients::notify_consumer_ids_changed(broker, vec![name]);
+                let (consumers, config, life) = (&broker.consumers, &broker.config, &broker.life);
+                clients::notify_consumer_ids_changed(consumers, config, life, vec![name]);
             }
             Ok(())
         }

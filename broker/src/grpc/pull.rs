@@ -69,15 +69,16 @@ async fn pull(
     valid_topic(&topic)?;
     valid_group(&group)?;
     let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
-    readable_topic(broker, &topic).map_err(map_err)?;
-    consuming_group(broker, &group, svc.session_channel(ctx).as_ref()).map_err(map_err)?;
+    readable_topic(&broker.storage.topics, &topic).map_err(map_err)?;
+    consuming_group(&broker.consumers, &group, svc.session_channel(ctx).as_ref())
+        .map_err(map_err)?;
     if request.offset < 0 {
         return Err(status(Code::IllegalOffset, "offset cannot be negative"));
     }
     let filter = filter_of(&topic, request.filter_expression.as_ref())?;
     let batch = request.batch_size.clamp(1, 32);
     let read = || {
-        broker.get_for_consumer(
+        broker.storage.get_for_consumer(
             &topic,
             queue.id,
             request.offset,
@@ -119,14 +120,15 @@ async fn pull(
             result = read();
         }
     }
-    broker.count_get(result.messages.len() as u64);
-    broker.metrics.record_get(
+    broker.observed.count_get(result.messages.len() as u64);
+    broker.observed.metrics.record_get(
         &topic,
         &group,
         result.messages.len() as u64,
         result.buffer_total_size as u64,
     );
     broker
+        .observed
         .metrics
         .pulled_to(&topic, &group, queue.id, result.next_begin_offset);
     let found = !result.messages.is_empty();
@@ -174,7 +176,7 @@ pub(crate) fn update_offset(
         }
         let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
         let session = svc.session_channel(ctx);
-        consuming_group(&svc.broker, &group, session.as_ref()).map_err(map_err)?;
+        consuming_group(&svc.broker.consumers, &group, session.as_ref()).map_err(map_err)?;
         let client = Client {
             addr: ctx.remote,
             connection: session.as_ref(),

@@ -35,7 +35,7 @@ use super::proto::{Code, ReceiveMessageRequest, ReceiveMessageResponse, Status};
 use super::session::CONSUMER_LONG_POLLING_MS;
 use super::status::{from_remoting, ok, status};
 use crate::ops::pop::receive::{pop, PopRequest};
-use crate::ops::pop::{consuming_group, readable_topic};
+use crate::ops::pop::{consuming_group, readable_topic, PopTables};
 
 pub(crate) type ReceiveStream =
     Pin<Box<dyn Stream<Item = Result<ReceiveMessageResponse, tonic::Status>> + Send>>;
@@ -137,9 +137,9 @@ async fn receive(
             .is_some_and(|g| g.consume_message_orderly);
     let filter = filter_of(&topic, request.filter_expression.as_ref())?;
     let map_err = |e: crate::ops::pop::PopError| from_remoting(e.code, &e.remark);
-    readable_topic(broker, &topic).map_err(map_err)?;
+    readable_topic(&broker.storage.topics, &topic).map_err(map_err)?;
     let client = svc.session_channel(ctx);
-    consuming_group(broker, &group, client.as_ref()).map_err(map_err)?;
+    consuming_group(&broker.consumers, &group, client.as_ref()).map_err(map_err)?;
     let pop_request = PopRequest {
         group: group.clone(),
         topic: topic.clone(),
@@ -153,7 +153,7 @@ async fn receive(
         attempt_id: request.attempt_id.filter(|a| !a.is_empty()),
         client,
     };
-    let result = pop(broker, &pop_request, std::future::pending())
+    let result = pop(PopTables::of(broker), &pop_request, std::future::pending())
         .await
         .map_err(|e| match e.code {
             response_code::POLLING_FULL => status(Code::TooManyRequests, e.remark),

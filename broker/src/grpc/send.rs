@@ -111,7 +111,7 @@ async fn send_one(
         Ok(built) => built,
         Err(status) => return failed(status),
     };
-    let header = match op::send(broker, client, built.request).await {
+    let header = match op::send(op::SendTables::of(broker), client, built.request).await {
         Ok(stored) if stored.ack == Ack::Stored => stored,
         Ok(stored) => return failed(from_ack(stored.ack)),
         Err(refusal) => return failed(from_refusal(refusal)),

@@ -153,7 +153,12 @@ impl Sessions {
     pub(crate) fn close(&self, broker: &Broker, client_id: &str) -> Option<Arc<Session>> {
         let session = self.table.write_locked().remove(client_id)?;
         session.channel.close();
-        clients::on_channel_closed(broker, &session.channel);
+        clients::on_channel_closed(
+            &broker.consumers,
+            &broker.config,
+            &broker.life,
+            &session.channel,
+        );
         Some(session)
     }
 
@@ -205,7 +210,12 @@ async fn forward(
     if let Some(sessions) = sessions.upgrade() {
         sessions.remove_if_same(&session);
     }
-    clients::on_channel_closed(&broker, &session.channel);
+    clients::on_channel_closed(
+        &broker.consumers,
+        &broker.config,
+        &broker.life,
+        &session.channel,
+    );
     info!(client = %session.client_id, "gRPC client session closed");
 }
 

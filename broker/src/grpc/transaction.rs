@@ -13,6 +13,7 @@ use super::proto::{
     TransactionSource,
 };
 use super::status::{from_refusal, ok, status};
+use crate::ops::send::SendTables;
 use crate::ops::transaction::{end_transaction as end_op, EndTransaction, Resolution};
 
 pub(crate) async fn end_transaction(
@@ -63,7 +64,7 @@ async fn end(
         resolution,
         msg_id: request.message_id.clone(),
     };
-    end_op(&svc.broker, end)
+    end_op(SendTables::of(&svc.broker), end)
         .await
         .map(|_| ())
         .map_err(from_refusal)

@@ -6,11 +6,18 @@
 use tracing::info;
 
 use super::{Refusal, Refused};
-use crate::state::Broker;
+use crate::config::BrokerConfig;
+use crate::state::runtime_config::RuntimeConfig;
+use crate::state::{Consumers, Storage};
 
 /// Applies `changes` (key, value): every key must be one that changes at run time.
+/// Sets the run-time keys, and passes what changed on to the group table (creation on
+/// first use) and the topic table (its version).
 pub(crate) fn update_broker_config(
-    broker: &Broker,
+    config: &BrokerConfig,
+    runtime: &RuntimeConfig,
+    consumers: &Consumers,
+    storage: &Storage,
     changes: &[(String, String)],
 ) -> Result<(), Refusal> {
     if changes.is_empty() {
@@ -19,17 +26,16 @@ pub(crate) fn update_broker_config(
             "no config in the request body",
         ));
     }
-    let before = broker.runtime.broker_permission();
-    if let Err(reason) = broker.runtime.apply(&broker.config, changes) {
+    let before = runtime.broker_permission();
+    if let Err(reason) = runtime.apply(config, changes) {
         return Err(Refusal::new(Refused::InvalidParameter, reason));
     }
     info!(changes = ?changes, "broker config updated at run time");
-    broker
-        .consumers
+    consumers
         .subscriptions
-        .set_auto_create(broker.runtime.auto_create_subscription_group());
-    if broker.runtime.broker_permission() != before {
-        broker.storage.topics.bump_version();
+        .set_auto_create(runtime.auto_create_subscription_group());
+    if runtime.broker_permission() != before {
+        storage.topics.bump_version();
     }
     Ok(())
 }
@@ -45,12 +51,27 @@ mod tests {
         let handle = testing::broker(dir.path()).await;
         let b = handle.broker();
         let set = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
-        update_broker_config(b, &set("brokerPermission", "4")).unwrap();
+        update_broker_config(
+            &b.config,
+            &b.runtime,
+            &b.consumers,
+            &b.storage,
+            &set("brokerPermission", "4"),
+        )
+        .unwrap();
         assert_eq!(b.runtime.broker_permission(), 4);
-        let refused = update_broker_config(b, &set("listenPort", "1")).unwrap_err();
+        let refused = update_broker_config(
+            &b.config,
+            &b.runtime,
+            &b.consumers,
+            &b.storage,
+            &set("listenPort", "1"),
+        )
+        .unwrap_err();
         assert_eq!(refused.kind, Refused::InvalidParameter);
         assert_eq!(
-            update_broker_config(b, &[]).map_err(|r| r.kind),
+            update_broker_config(&b.config, &b.runtime, &b.consumers, &b.storage, &[])
+                .map_err(|r| r.kind),
             Err(Refused::SystemError)
         );
         handle.shutdown().await;

@@ -8,7 +8,9 @@ use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::MessageExt;
 
 use super::{Refusal, Refused};
-use crate::state::Broker;
+use vostok_store::MessageStore;
+
+use crate::state::{Consumers, Storage};
 
 /// Most messages one browse returns.
 pub(crate) const MAX_BROWSE: usize = 256;
@@ -51,15 +53,12 @@ pub(crate) fn browsed(m: &MessageExt) -> BrowsedMessage {
 
 /// The stored message at a queue offset, removed or not.
 pub(crate) fn message_at(
-    broker: &Broker,
+    store: &MessageStore,
     topic: &str,
     queue_id: i32,
     offset: i64,
 ) -> Option<MessageExt> {
-    let got = broker
-        .storage
-        .store
-        .get_message(topic, queue_id, offset, 1, i32::MAX, None);
+    let got = store.get_message(topic, queue_id, offset, 1, i32::MAX, None);
     let raw = got.messages.first()?;
     MessageExt::decode(raw, false)
         .ok()
@@ -68,10 +67,14 @@ pub(crate) fn message_at(
 
 /// Up to `max` waiting messages of the topic, from the group's committed offset;
 /// removed messages are left out. Nothing is consumed. A topic this broker does not
-/// have is refused.
-pub(crate) fn browse(broker: &Broker, request: &Browse) -> Result<Vec<BrowsedMessage>, Refusal> {
+/// have is refused. Reads the storage and the group's committed offsets.
+pub(crate) fn browse(
+    storage: &Storage,
+    consumers: &Consumers,
+    request: &Browse,
+) -> Result<Vec<BrowsedMessage>, Refusal> {
     let topic_name = request.topic.as_str();
-    if !broker.storage.topics.contains(topic_name) {
+    if !storage.topics.contains(topic_name) {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!("topic[{topic_name}] not exist"),
@@ -80,15 +83,15 @@ pub(crate) fn browse(broker: &Broker, request: &Browse) -> Result<Vec<BrowsedMes
     let max = request.max.clamp(1, MAX_BROWSE);
     let queues: Vec<i32> = match request.queue_id {
         Some(q) => vec![q],
-        None => broker.storage.store.queue_ids(topic_name),
+        None => storage.store.queue_ids(topic_name),
     };
     let mut out = Vec::new();
     for q in queues {
-        let min = broker.storage.store.min_offset_in_queue(topic_name, q);
+        let min = storage.store.min_offset_in_queue(topic_name, q);
         let from = request
             .group
             .as_deref()
-            .map(|g| broker.consumers.offsets.query(g, topic_name, q))
+            .map(|g| consumers.offsets.query(g, topic_name, q))
             .filter(|o| *o >= 0)
             .unwrap_or(min)
             .max(min);
@@ -96,7 +99,7 @@ pub(crate) fn browse(broker: &Broker, request: &Browse) -> Result<Vec<BrowsedMes
         if room <= 0 {
             break;
         }
-        let got = broker.get_for_consumer(topic_name, q, from, room, i32::MAX, None);
+        let got = storage.get_for_consumer(topic_name, q, from, room, i32::MAX, None);
         out.extend(
             got.messages
                 .iter()
@@ -111,15 +114,16 @@ pub(crate) fn browse(broker: &Broker, request: &Browse) -> Result<Vec<BrowsedMes
 pub(crate) mod tests {
     use std::time::Duration;
 
-    use super::super::send::{send, tests::to};
+    use super::super::send::{send, tests::to, SendTables};
     use super::super::testing::{broker, peer};
     use super::*;
+    use crate::state::Broker;
 
     /// Sends `n` messages to queue 0 of `topic` and waits until a consumer can read
     /// them; their stored forms.
     pub(crate) async fn stored(b: &Broker, topic: &str, n: i64) -> Vec<MessageExt> {
         for _ in 0..n {
-            send(b, peer(), to(topic)).await.unwrap();
+            send(SendTables::of(b), peer(), to(topic)).await.unwrap();
         }
         let dispatched = async {
             while b.storage.store.max_offset_in_queue(topic, 0) < n {
@@ -130,7 +134,7 @@ pub(crate) mod tests {
             .await
             .expect("dispatched");
         (0..n)
-            .map(|o| message_at(b, topic, 0, o).expect("stored"))
+            .map(|o| message_at(&b.storage.store, topic, 0, o).expect("stored"))
             .collect()
     }
 
@@ -149,7 +153,7 @@ pub(crate) mod tests {
         let handle = broker(dir.path()).await;
         let b = handle.broker();
         stored(b, "ops-browse", 3).await;
-        let listed = browse(b, &all("ops-browse", None)).unwrap();
+        let listed = browse(&b.storage, &b.consumers, &all("ops-browse", None)).unwrap();
         assert_eq!(
             listed.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
             [0, 1, 2]
@@ -158,7 +162,12 @@ pub(crate) mod tests {
         b.consumers
             .offsets
             .commit("ops-browse-group", "ops-browse", 0, 2);
-        let after = browse(b, &all("ops-browse", Some("ops-browse-group"))).unwrap();
+        let after = browse(
+            &b.storage,
+            &b.consumers,
+            &all("ops-browse", Some("ops-browse-group")),
+        )
+        .unwrap();
         assert_eq!(after.len(), 1, "from the committed offset");
         assert_eq!(
             b.consumers
@@ -170,7 +179,7 @@ pub(crate) mod tests {
             max: 1,
             ..all("ops-browse", None)
         };
-        assert_eq!(browse(b, &one).unwrap().len(), 1);
+        assert_eq!(browse(&b.storage, &b.consumers, &one).unwrap().len(), 1);
         handle.shutdown().await;
     }
 
@@ -178,7 +187,12 @@ pub(crate) mod tests {
     async fn browsing_an_unknown_topic_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
-        let refusal = browse(handle.broker(), &all("ops-browse-none", None)).unwrap_err();
+        let refusal = browse(
+            &handle.broker().storage,
+            &handle.broker().consumers,
+            &all("ops-browse-none", None),
+        )
+        .unwrap_err();
         assert_eq!(refusal.kind, Refused::TopicNotExist);
         handle.shutdown().await;
     }

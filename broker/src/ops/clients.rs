@@ -10,9 +10,10 @@ use vostok_remoting::protocol::header::NotifyConsumerIdsChangedRequestHeader;
 use vostok_remoting::protocol::request_code;
 use vostok_remoting::{Channel, RemotingCommand};
 
+use crate::config::BrokerConfig;
 use crate::state::client_registry::{ClientChannelInfo, ConsumerRegistration, OverLimit};
 use crate::state::topic::TopicConfigManager;
-use crate::state::{Broker, Consumers};
+use crate::state::{Consumers, Lifecycle};
 
 /// Registers or refreshes a consumer from its heartbeat (remoting or gRPC); true
 /// when the group's set of clients changed. A clustering group is also noted on
@@ -45,31 +46,43 @@ pub(crate) fn register_consumer(
     Ok(changed)
 }
 
-pub(crate) fn on_channel_closed(broker: &Broker, channel: &Channel) {
-    let changed = broker.consumers.clients.on_channel_closed(channel);
+/// A client's connection closed: it leaves its groups, and they rebalance.
+pub(crate) fn on_channel_closed(
+    consumers: &Consumers,
+    config: &BrokerConfig,
+    life: &Lifecycle,
+    channel: &Channel,
+) {
+    let changed = consumers.clients.on_channel_closed(channel);
     if !changed.is_empty() {
         debug!(peer = %channel.peer_addr(), groups = ?changed, "client channel closed");
     }
-    notify_consumer_ids_changed(broker, changed);
+    notify_consumer_ids_changed(consumers, config, life, changed);
 }
 
-/// Tells every consumer of each group to rebalance (oneway, best effort).
-pub(crate) fn notify_consumer_ids_changed(broker: &Broker, groups: Vec<String>) {
+/// Tells every consumer of each group to rebalance (oneway, best effort), unless the
+/// config says not to or the broker is stopping.
+pub(crate) fn notify_consumer_ids_changed(
+    consumers: &Consumers,
+    config: &BrokerConfig,
+    life: &Lifecycle,
+    groups: Vec<String>,
+) {
     for group in &groups {
-        if broker.consumers.clients.consumer_group(group).is_none() {
-            broker.consumers.filters.unregister_group(group);
+        if consumers.clients.consumer_group(group).is_none() {
+            consumers.filters.unregister_group(group);
         }
     }
-    if !broker.config.notify_consumer_ids_changed_enable || broker.life.shutdown.is_cancelled() {
+    if !config.notify_consumer_ids_changed_enable || life.shutdown.is_cancelled() {
         return;
     }
     for group in groups {
-        if let Some(sub) = broker.consumers.subscriptions.get(&group) {
+        if let Some(sub) = consumers.subscriptions.get(&group) {
             if !sub.notify_consumer_ids_changed_enable {
                 continue;
             }
         }
-        for channel in broker.consumers.clients.consumer_channels(&group) {
+        for channel in consumers.clients.consumer_channels(&group) {
             let header = NotifyConsumerIdsChangedRequestHeader {
                 consumer_group: group.clone(),
             };
@@ -132,7 +145,7 @@ mod tests {
         let offsets = &consumers.offsets;
         assert!(!offsets.note_consumer("ops-clients-group", "ops-clients"));
         assert!(offsets.note_consumer("ops-clients-group", "ops-clients-elsewhere"));
-        on_channel_closed(b, &channel);
+        on_channel_closed(consumers, &b.config, &b.life, &channel);
         assert!(consumers
             .clients
             .consumer_group("ops-clients-group")

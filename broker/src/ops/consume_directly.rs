@@ -16,7 +16,7 @@ use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
 
 use super::{Refusal, Refused};
-use crate::state::Broker;
+use crate::state::{Consumers, Storage};
 
 /// How long the client has to answer (its listener runs meanwhile).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,9 +56,12 @@ pub(crate) struct Consumed {
     pub(crate) result: Option<DirectResult>,
 }
 
-/// Hands the message to the client and waits for its listener's verdict.
+/// Hands the message to the client and waits for its listener's verdict. Reads the
+/// store and the client table; `broker_name` goes in the request to the client.
 pub(crate) async fn consume_directly(
-    broker: &Broker,
+    storage: &Storage,
+    consumers: &Consumers,
+    broker_name: &str,
     request: ConsumeDirectly,
 ) -> Result<Consumed, Refusal> {
     let (_, offset) = decode_offset_msg_id(&request.msg_id).map_err(|e| {
@@ -73,8 +76,7 @@ pub(crate) async fn consume_directly(
             format!("no message {} on this broker", request.msg_id),
         )
     };
-    let raw = broker
-        .storage
+    let raw = storage
         .store
         .select_one_message_by_offset(offset)
         .ok_or_else(not_found)?;
@@ -84,8 +86,7 @@ pub(crate) async fn consume_directly(
             return Err(not_found());
         }
     }
-    let mut online: Vec<_> = broker
-        .consumers
+    let mut online: Vec<_> = consumers
         .clients
         .consumer_group(&request.group)
         .map(|g| g.channels.into_values().collect())
@@ -108,7 +109,7 @@ pub(crate) async fn consume_directly(
         consumer_group: request.group.clone(),
         client_id: Some(client.client_id.clone()),
         msg_id: Some(request.msg_id.clone()),
-        broker_name: Some(broker.config.broker_name.clone()),
+        broker_name: Some(broker_name.to_owned()),
         topic: Some(message.topic.clone()),
     };
     let ask = RemotingCommand::request_with_header(request_code::CONSUME_MESSAGE_DIRECTLY, &header)
@@ -174,11 +175,23 @@ mod tests {
             msg_id: msg_id.into(),
             topic: None,
         };
-        let bad = consume_directly(broker, ask("nothex")).await.unwrap_err();
+        let bad = consume_directly(
+            &broker.storage,
+            &broker.consumers,
+            &broker.config.broker_name,
+            ask("nothex"),
+        )
+        .await
+        .unwrap_err();
         assert_eq!(bad.kind, Refused::InvalidParameter);
-        let missing = consume_directly(broker, ask("7F00000100002A9F0000000000000000"))
-            .await
-            .unwrap_err();
+        let missing = consume_directly(
+            &broker.storage,
+            &broker.consumers,
+            &broker.config.broker_name,
+            ask("7F00000100002A9F0000000000000000"),
+        )
+        .await
+        .unwrap_err();
         assert!(missing.remark.contains("no message"), "{missing:?}");
         handle.shutdown().await;
     }

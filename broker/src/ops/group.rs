@@ -20,7 +20,9 @@ pub(crate) struct DeleteGroup {
     pub(crate) clean_offset: bool,
 }
 
-/// Creates `config.group_name`, or replaces its settings.
+/// Creates `config.group_name`, or replaces its settings. Changes the group table only,
+/// but takes the broker itself (shared) to write the table's file off the async
+/// runtime, with the topic table's ([`Broker::persist_configs`]).
 pub(crate) async fn update_group(
     broker: &Arc<Broker>,
     config: SubscriptionGroupConfig,
@@ -35,7 +37,8 @@ pub(crate) async fn update_group(
 }
 
 /// Deletes a group's settings (and its offsets when asked). Deleting a group this
-/// broker does not have succeeds, as Apache's does.
+/// broker does not have succeeds, as Apache's does. Changes the consumer tables only;
+/// takes the broker itself (shared) to write their files off the async runtime.
 pub(crate) async fn delete_group(broker: &Arc<Broker>, delete: DeleteGroup) -> Result<(), Refusal> {
     if delete.group.is_empty() {
         return Err(Refusal::new(

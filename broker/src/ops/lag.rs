@@ -17,7 +17,8 @@ use std::collections::BTreeSet;
 use vostok_remoting::protocol::body::{GroupLagBody, QueueLagEntry};
 use vostok_remoting::protocol::topic;
 
-use crate::state::Broker;
+use crate::state::pop::PopState;
+use crate::state::{Consumers, Storage};
 
 /// Whose lag, where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,17 +96,15 @@ pub(crate) struct GroupLag {
 }
 
 /// Groups known here: with committed offsets or online.
-pub(crate) fn known_groups(broker: &Broker) -> BTreeSet<String> {
-    let mut groups: BTreeSet<String> = broker
-        .consumers
+pub(crate) fn known_groups(consumers: &Consumers) -> BTreeSet<String> {
+    let mut groups: BTreeSet<String> = consumers
         .offsets
         .topic_groups()
         .into_iter()
         .map(|(_, g)| g)
         .collect();
     groups.extend(
-        broker
-            .consumers
+        consumers
             .clients
             .consumer_groups()
             .into_iter()
@@ -116,35 +115,45 @@ pub(crate) fn known_groups(broker: &Broker) -> BTreeSet<String> {
 
 /// The topics `group` consumes here: with committed offsets, subscribed by an
 /// online client, and its retry topic when it exists. DLQs are not included.
-pub(crate) fn group_topics(broker: &Broker, group: &str) -> BTreeSet<String> {
-    let mut topics: BTreeSet<String> = broker
-        .consumers
+pub(crate) fn group_topics(
+    storage: &Storage,
+    consumers: &Consumers,
+    group: &str,
+) -> BTreeSet<String> {
+    let mut topics: BTreeSet<String> = consumers
         .offsets
         .topic_groups()
         .into_iter()
         .filter(|(_, g)| g == group)
         .map(|(t, _)| t)
         .collect();
-    if let Some(info) = broker.consumers.clients.consumer_group(group) {
+    if let Some(info) = consumers.clients.consumer_group(group) {
         topics.extend(info.subscriptions.keys().cloned());
     }
     let retry = topic::retry_topic(group);
-    if broker.storage.topics.get(&retry).is_some() {
+    if storage.topics.get(&retry).is_some() {
         topics.insert(retry);
     }
-    topics.retain(|t| !topic::is_dlq_topic(t) && broker.storage.topics.get(t).is_some());
+    topics.retain(|t| !topic::is_dlq_topic(t) && storage.topics.get(t).is_some());
     topics
 }
 
 /// The lag of `group` on one queue.
-pub(crate) fn queue_lag(broker: &Broker, group: &str, topic: &str, queue_id: i32) -> QueueLag {
-    let store = &broker.storage.store;
+pub(crate) fn queue_lag(
+    storage: &Storage,
+    consumers: &Consumers,
+    pop: &PopState,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+) -> QueueLag {
+    let store = &storage.store;
     let max = store.max_offset_in_queue(topic, queue_id);
     let min = store.min_offset_in_queue(topic, queue_id);
-    let committed = broker.consumers.offsets.query(group, topic, queue_id);
+    let committed = consumers.offsets.query(group, topic, queue_id);
     let consumer_offset = (committed >= 0).then_some(committed);
     let from = consumer_offset.unwrap_or(min).clamp(min, max.max(min));
-    let removed = broker.storage.removals.of_queue(topic, queue_id);
+    let removed = storage.removals.of_queue(topic, queue_id);
     let removed_behind = removed
         .as_ref()
         .map_or(0, |s| s.range(from..max.max(from)).count() as i64);
@@ -157,7 +166,7 @@ pub(crate) fn queue_lag(broker: &Broker, group: &str, topic: &str, queue_id: i32
             .take(64)
             .find_map(|o| store.message_store_timestamp(topic, queue_id, o))
     };
-    let inflight = broker.pop.unacked_on(topic, group, queue_id);
+    let inflight = pop.unacked_on(topic, group, queue_id);
     QueueLag {
         topic: topic.to_owned(),
         queue_id,
@@ -169,8 +178,14 @@ pub(crate) fn queue_lag(broker: &Broker, group: &str, topic: &str, queue_id: i32
     }
 }
 
-/// The lag of `group` on every queue of every topic it consumes here.
-pub(crate) fn group_lag(broker: &Broker, request: &LagOf) -> GroupLag {
+/// The lag of `group` on every queue of every topic it consumes here: reads the
+/// storage, the consumer tables and the POP messages in flight.
+pub(crate) fn group_lag(
+    storage: &Storage,
+    consumers: &Consumers,
+    pop: &PopState,
+    request: &LagOf,
+) -> GroupLag {
     let group = request.group.as_str();
     let only_topic = request.topic.as_deref().filter(|t| !t.is_empty());
     let mut out = GroupLag::default();
@@ -178,28 +193,31 @@ pub(crate) fn group_lag(broker: &Broker, request: &LagOf) -> GroupLag {
         Some(t) => {
             let mut ts = vec![t.to_owned()];
             let retry = topic::retry_topic(group);
-            if broker.storage.topics.get(&retry).is_some() && t != retry {
+            if storage.topics.get(&retry).is_some() && t != retry {
                 ts.push(retry);
             }
             ts
         }
-        None => group_topics(broker, group).into_iter().collect(),
+        None => group_topics(storage, consumers, group)
+            .into_iter()
+            .collect(),
     };
     for t in topics {
-        let Some(config) = broker.storage.topics.get(&t) else {
+        let Some(config) = storage.topics.get(&t) else {
             continue;
         };
         for queue_id in 0..config.read_queue_nums.max(config.write_queue_nums) {
-            out.queues.push(queue_lag(broker, group, &t, queue_id));
+            out.queues
+                .push(queue_lag(storage, consumers, pop, group, &t, queue_id));
         }
     }
     let dlq = topic::dlq_topic(group);
-    if let Some(config) = broker.storage.topics.get(&dlq) {
+    if let Some(config) = storage.topics.get(&dlq) {
         out.dlq_messages = (0..config.read_queue_nums.max(config.write_queue_nums))
             .map(|q| {
-                let max = broker.storage.store.max_offset_in_queue(&dlq, q);
-                let min = broker.storage.store.min_offset_in_queue(&dlq, q);
-                (max - min - broker.storage.removals.count_in(&dlq, q, min, max)).max(0)
+                let max = storage.store.max_offset_in_queue(&dlq, q);
+                let min = storage.store.min_offset_in_queue(&dlq, q);
+                (max - min - storage.removals.count_in(&dlq, q, min, max)).max(0)
             })
             .sum();
     }
@@ -219,17 +237,36 @@ mod tests {
         let b = handle.broker();
         stored(b, "ops-lag", 4).await;
         b.consumers.offsets.commit("ops-lag-group", "ops-lag", 0, 1);
-        assert!(known_groups(b).contains("ops-lag-group"));
-        assert!(group_topics(b, "ops-lag-group").contains("ops-lag"));
-        let q = queue_lag(b, "ops-lag-group", "ops-lag", 0);
+        assert!(known_groups(&b.consumers).contains("ops-lag-group"));
+        assert!(group_topics(&b.storage, &b.consumers, "ops-lag-group").contains("ops-lag"));
+        let q = queue_lag(
+            &b.storage,
+            &b.consumers,
+            &b.pop,
+            "ops-lag-group",
+            "ops-lag",
+            0,
+        );
         assert_eq!((q.broker_offset, q.consumer_offset, q.lag), (4, Some(1), 3));
         assert!(q.oldest_unconsumed.is_some());
         b.storage.removals.add("ops-lag", 0, 2);
-        let lag = group_lag(b, &LagOf::all("ops-lag-group"));
+        let lag = group_lag(
+            &b.storage,
+            &b.consumers,
+            &b.pop,
+            &LagOf::all("ops-lag-group"),
+        );
         let q0 = lag.queues.iter().find(|q| q.queue_id == 0).unwrap();
         assert_eq!(q0.lag, 2, "a removed message is not behind");
         assert_eq!(lag.dlq_messages, 0);
-        let never = queue_lag(b, "ops-lag-new", "ops-lag", 0);
+        let never = queue_lag(
+            &b.storage,
+            &b.consumers,
+            &b.pop,
+            "ops-lag-new",
+            "ops-lag",
+            0,
+        );
         assert_eq!((never.consumer_offset, never.lag), (None, 3));
         handle.shutdown().await;
     }

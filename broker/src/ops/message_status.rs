@@ -11,6 +11,7 @@
 //! without one online it is not known.
 
 use std::collections::BTreeSet;
+use std::net::SocketAddr;
 
 use vostok_remoting::protocol::body::{GroupDelivery, MessageStatus, MessageStatusBody};
 use vostok_remoting::protocol::filter::{is_tag_type, matches_tags_code, tags_code};
@@ -20,7 +21,10 @@ use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::topic;
 
 use super::{Refusal, Refused};
-use crate::state::Broker;
+use vostok_store::MessageStore;
+
+use crate::state::pop::PopState;
+use crate::state::{Broker, Consumers, Storage};
 
 /// Most messages one lookup by key reports.
 const MAX_FOUND: i32 = 32;
@@ -45,10 +49,34 @@ pub(crate) struct FindMessage {
     pub(crate) key: Option<String>,
 }
 
+/// What a lookup reads: the broker's name and address (for the answer), the storage,
+/// the consumer tables and the POP checkpoints.
+#[derive(Clone, Copy)]
+pub(crate) struct Lookup<'a> {
+    pub(crate) broker_name: &'a str,
+    pub(crate) broker_addr: SocketAddr,
+    pub(crate) storage: &'a Storage,
+    pub(crate) consumers: &'a Consumers,
+    pub(crate) pop: &'a PopState,
+}
+
+impl<'a> Lookup<'a> {
+    /// The broker's tables a lookup reads.
+    pub(crate) fn of(b: &'a Broker) -> Self {
+        Lookup {
+            broker_name: &b.config.broker_name,
+            broker_addr: b.broker_addr,
+            storage: &b.storage,
+            consumers: &b.consumers,
+            pop: &b.pop,
+        }
+    }
+}
+
 /// The status of every message of the topic with the id or key asked for; a request
 /// with neither is refused.
 pub(crate) fn message_status(
-    broker: &Broker,
+    tables: Lookup<'_>,
     request: &FindMessage,
 ) -> Result<MessageStatusBody, Refusal> {
     let msg_id = request.msg_id.as_deref().filter(|s| !s.is_empty());
@@ -56,20 +84,19 @@ pub(crate) fn message_status(
     if msg_id.is_none() && key.is_none() {
         return Err(Refusal::new(Refused::InvalidParameter, "give msgId or key"));
     }
-    Ok(Status(broker).find(&request.topic, msg_id, key))
+    Ok(Status(tables).find(&request.topic, msg_id, key))
 }
 
 /// Groups that consume `topic_name` here: committed offsets or online subscriptions.
-pub(crate) fn groups_of_topic(broker: &Broker, topic_name: &str) -> BTreeSet<String> {
-    let mut groups: BTreeSet<String> = broker
-        .consumers
+pub(crate) fn groups_of_topic(consumers: &Consumers, topic_name: &str) -> BTreeSet<String> {
+    let mut groups: BTreeSet<String> = consumers
         .offsets
         .topic_groups()
         .into_iter()
         .filter(|(t, _)| t == topic_name)
         .map(|(_, g)| g)
         .collect();
-    for (group, info) in broker.consumers.clients.consumer_groups() {
+    for (group, info) in consumers.clients.consumer_groups() {
         if info.subscriptions.contains_key(topic_name) {
             groups.insert(group);
         }
@@ -79,21 +106,19 @@ pub(crate) fn groups_of_topic(broker: &Broker, topic_name: &str) -> BTreeSet<Str
 
 /// The messages of `topic_name` with message id `id`: an offset id names a commitlog
 /// position of this broker; a unique (client) id is indexed as a key.
-pub(crate) fn messages_by_id(broker: &Broker, topic_name: &str, id: &str) -> Vec<MessageExt> {
+pub(crate) fn messages_by_id(store: &MessageStore, topic_name: &str, id: &str) -> Vec<MessageExt> {
     if let Ok((_, offset)) = decode_offset_msg_id(id) {
-        if let Some(m) = broker.storage.store.look_message_by_offset(offset) {
+        if let Some(m) = store.look_message_by_offset(offset) {
             if m.topic == topic_name {
                 return vec![m];
             }
         }
     }
-    find_by_key(broker, topic_name, id)
+    find_by_key(store, topic_name, id)
 }
 
-fn find_by_key(broker: &Broker, topic_name: &str, key: &str) -> Vec<MessageExt> {
-    broker
-        .storage
-        .store
+fn find_by_key(store: &MessageStore, topic_name: &str, key: &str) -> Vec<MessageExt> {
+    store
         .query_message(topic_name, key, MAX_FOUND, 0, i64::MAX)
         .messages
         .iter()
@@ -102,13 +127,13 @@ fn find_by_key(broker: &Broker, topic_name: &str, key: &str) -> Vec<MessageExt> 
 }
 
 /// The tables one lookup reads.
-struct Status<'a>(&'a Broker);
+struct Status<'a>(Lookup<'a>);
 
 impl Status<'_> {
     fn find(&self, topic_name: &str, msg_id: Option<&str>, key: Option<&str>) -> MessageStatusBody {
         let mut found: Vec<MessageExt> = Vec::new();
         if let Some(id) = msg_id.filter(|s| !s.is_empty()) {
-            found.extend(messages_by_id(self.0, topic_name, id));
+            found.extend(messages_by_id(&self.0.storage.store, topic_name, id));
         }
         if let Some(k) = key.filter(|s| !s.is_empty()) {
             for m in self.find_by_key(topic_name, k) {
@@ -122,7 +147,7 @@ impl Status<'_> {
         }
         found.sort_by_key(|m| (m.queue_id, m.queue_offset));
         MessageStatusBody {
-            broker_name: self.0.config.broker_name.clone(),
+            broker_name: self.0.broker_name.to_owned(),
             broker_addr: self.0.broker_addr.to_string(),
             messages: found.iter().map(|m| self.status_of(m)).collect(),
             unknowable: UNKNOWABLE.iter().map(|s| (*s).to_owned()).collect(),
@@ -132,7 +157,7 @@ impl Status<'_> {
     /// The messages of `topic_name` with id `id`: an offset message id (a commitlog
     /// position of this broker) or a unique (client) id, which is indexed as a key.
     fn find_by_key(&self, topic_name: &str, key: &str) -> Vec<MessageExt> {
-        find_by_key(self.0, topic_name, key)
+        find_by_key(&self.0.storage.store, topic_name, key)
     }
 
     fn status_of(&self, m: &MessageExt) -> MessageStatus {
@@ -146,7 +171,7 @@ impl Status<'_> {
             .get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             .unwrap_or("")
             .to_owned();
-        let groups = groups_of_topic(self.0, &m.topic)
+        let groups = groups_of_topic(self.0.consumers, &m.topic)
             .into_iter()
             .map(|g| self.delivery(m, &uniq, removed, g))
             .collect();
@@ -335,7 +360,7 @@ mod tests {
         b.consumers
             .offsets
             .commit("ops-status-group", "ops-status", 0, 0);
-        let body = message_status(b, &find("ops-status", Some(&id), None)).unwrap();
+        let body = message_status(Lookup::of(b), &find("ops-status", Some(&id), None)).unwrap();
         assert_eq!(body.messages.len(), 1);
         let groups = &body.messages[0].groups;
         assert_eq!(groups.len(), 1);
@@ -346,9 +371,10 @@ mod tests {
         b.consumers
             .offsets
             .commit("ops-status-group", "ops-status", 0, 1);
-        let body = message_status(b, &find("ops-status", Some(&id), None)).unwrap();
+        let body = message_status(Lookup::of(b), &find("ops-status", Some(&id), None)).unwrap();
         assert_eq!(body.messages[0].groups[0].state, "consumed");
-        let other = message_status(b, &find("ops-status-other", Some(&id), None)).unwrap();
+        let other =
+            message_status(Lookup::of(b), &find("ops-status-other", Some(&id), None)).unwrap();
         assert!(other.messages.is_empty(), "another topic's message");
         handle.shutdown().await;
     }
@@ -357,8 +383,11 @@ mod tests {
     async fn a_lookup_without_id_or_key_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
-        let refusal =
-            message_status(handle.broker(), &find("ops-status", Some(""), None)).unwrap_err();
+        let refusal = message_status(
+            Lookup::of(handle.broker()),
+            &find("ops-status", Some(""), None),
+        )
+        .unwrap_err();
         assert_eq!(refusal.kind, Refused::InvalidParameter);
         handle.shutdown().await;
     }

@@ -28,6 +28,14 @@
 //! An operation a client's request asks for takes the [`Client`] it came from; one
 //! that changes what consumers receive on an operator's word (remove, resend) takes
 //! the [`Operator`] the front end let through.
+//!
+//! An operation asks only for the tables it uses: the groups of `state::Broker` (or
+//! single tables) as its first parameters, which the front end passes at the call
+//! site (`browse::browse(&broker.storage, &broker.consumers, &request)`), or a small
+//! struct of them where it uses many (`send::SendTables` for every operation that
+//! stores a message, `pop::PopTables`, `message_status::Lookup`). The few that take
+//! the whole broker (topic and group changes, which write their files off the async
+//! runtime) say why in their comment.
 
 pub(crate) mod auto_create;
 pub(crate) mod broker_config;

@@ -16,7 +16,7 @@ use vostok_remoting::protocol::request_code;
 use vostok_remoting::RemotingCommand;
 
 use super::{Refusal, Refused};
-use crate::state::Broker;
+use crate::state::{Consumers, Storage};
 
 /// Where the offsets go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,9 +83,14 @@ impl QueueReset {
     }
 }
 
-/// What `reset` would do, queue by queue, changing nothing.
-pub(crate) fn plan(broker: &Broker, reset: &ResetOffset) -> Result<Vec<QueueReset>, Refusal> {
-    let Some(topic) = broker.storage.topics.get(&reset.topic) else {
+/// What `reset` would do, queue by queue, changing nothing: reads the storage and
+/// the group's committed offsets.
+pub(crate) fn plan(
+    storage: &Storage,
+    consumers: &Consumers,
+    reset: &ResetOffset,
+) -> Result<Vec<QueueReset>, Refusal> {
+    let Some(topic) = storage.topics.get(&reset.topic) else {
         return Err(Refusal::new(
             Refused::TopicNotExist,
             format!(
@@ -96,20 +101,15 @@ pub(crate) fn plan(broker: &Broker, reset: &ResetOffset) -> Result<Vec<QueueRese
     };
     Ok((0..topic.write_queue_nums)
         .map(|queue_id| {
-            let committed = broker
-                .consumers
+            let committed = consumers
                 .offsets
                 .query(&reset.group, &reset.topic, queue_id);
             let committed = (committed >= 0).then_some(committed);
-            let max = broker
-                .storage
-                .store
-                .max_offset_in_queue(&reset.topic, queue_id);
+            let max = storage.store.max_offset_in_queue(&reset.topic, queue_id);
             let target = match reset.to {
                 ResetTo::End => max,
                 ResetTo::Time(ms) => {
-                    broker
-                        .storage
+                    storage
                         .store
                         .offset_in_queue_by_time(&reset.topic, queue_id, ms)
                 }
@@ -130,27 +130,23 @@ pub(crate) fn plan(broker: &Broker, reset: &ResetOffset) -> Result<Vec<QueueRese
 }
 
 /// Commits `queues` (a [`plan`] of `reset`) and pushes them to the group's online
-/// clients; the table as clients receive it.
+/// clients; the table as clients receive it, its queues named on `broker_name`.
 pub(crate) fn apply(
-    broker: &Broker,
+    consumers: &Consumers,
+    broker_name: &str,
     reset: &ResetOffset,
     queues: &[QueueReset],
 ) -> ResetOffsetBody {
     let mut table = ResetOffsetBody::default();
     for q in queues {
-        broker
-            .consumers
+        consumers
             .offsets
             .commit(&reset.group, &reset.topic, q.queue_id, q.offset);
-        let mq = MessageQueue::new(
-            reset.topic.as_str(),
-            broker.config.broker_name.as_str(),
-            q.queue_id,
-        );
+        let mq = MessageQueue::new(reset.topic.as_str(), broker_name, q.queue_id);
         table.offset_table.insert(mq, q.offset);
     }
     let body = table.encode();
-    let channels = broker.consumers.clients.consumer_channels(&reset.group);
+    let channels = consumers.clients.consumer_channels(&reset.group);
     let online = channels.len();
     for channel in channels {
         let push = RemotingCommand::request_with_header(
@@ -178,6 +174,7 @@ mod tests {
     use super::*;
     use crate::ops::testing;
     use crate::ops::topic::{create_topic, CreateTopic};
+    use crate::state::Broker;
 
     /// Stores `count` messages in `topic`, alternating queues 0 and 1, and waits until
     /// the consume queues have them.
@@ -185,7 +182,7 @@ mod tests {
         for i in 0..count {
             let mut send = crate::ops::send::tests::to(topic);
             send.to.queue_id = i % 2;
-            crate::ops::send::send(b, testing::peer(), send)
+            crate::ops::send::send(crate::ops::send::SendTables::of(b), testing::peer(), send)
                 .await
                 .unwrap();
         }
@@ -226,7 +223,7 @@ mod tests {
             to: ResetTo::End,
             force: true,
         };
-        let queues = plan(b, &reset).unwrap();
+        let queues = plan(&b.storage, &b.consumers, &reset).unwrap();
         assert_eq!(queues.len(), 2);
         assert_eq!((queues[0].committed, queues[0].offset), (Some(1), 3));
         assert_eq!((queues[0].skipped(), queues[0].replayed()), (2, 0));
@@ -237,7 +234,7 @@ mod tests {
             b.consumers.offsets.query("reset-group", "reset-topic", 0),
             1
         );
-        apply(b, &reset, &queues);
+        apply(&b.consumers, &b.config.broker_name, &reset, &queues);
         assert_eq!(
             b.consumers.offsets.query("reset-group", "reset-topic", 0),
             3
@@ -249,21 +246,21 @@ mod tests {
 
         // Back to the beginning: everything is replayed.
         reset.to = ResetTo::Time(0);
-        let queues = plan(b, &reset).unwrap();
+        let queues = plan(&b.storage, &b.consumers, &reset).unwrap();
         assert_eq!(
             queues.iter().map(QueueReset::replayed).collect::<Vec<_>>(),
             [3, 2]
         );
         // Not forced, the end moves nobody forward.
-        apply(b, &reset, &queues);
+        apply(&b.consumers, &b.config.broker_name, &reset, &queues);
         reset.to = ResetTo::End;
         reset.force = false;
-        let queues = plan(b, &reset).unwrap();
+        let queues = plan(&b.storage, &b.consumers, &reset).unwrap();
         assert!(queues.iter().all(|q| q.skipped() == 0), "{queues:?}");
 
         reset.topic = "no-such-topic".into();
         assert_eq!(
-            plan(b, &reset).map_err(|r| r.kind),
+            plan(&b.storage, &b.consumers, &reset).map_err(|r| r.kind),
             Err(Refused::TopicNotExist)
         );
         handle.shutdown().await;

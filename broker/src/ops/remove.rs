@@ -4,6 +4,8 @@
 //! format and its replay at start-up); a slave learns each removal when its copy is
 //! dispatched.
 
+use std::net::SocketAddr;
+
 use tracing::info;
 use vostok_remoting::protocol::message::id::create_offset_msg_id;
 use vostok_remoting::protocol::topic::{self, REMOVED_MESSAGE_TOPIC};
@@ -12,8 +14,9 @@ use vostok_store::MessageInner;
 
 use super::browse::message_at;
 use super::Operator;
+use crate::config::BrokerConfig;
 use crate::state::removal::{record_properties, Removal};
-use crate::state::Broker;
+use crate::state::Storage;
 
 /// One waiting message to remove.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,9 +44,13 @@ pub(crate) enum RemoveError {
 }
 
 /// Removes one waiting message: no group receives it from now on. Durable once this
-/// returns `Ok`. Removing a removed message again succeeds.
+/// returns `Ok`. Removing a removed message again succeeds. Writes the storage only;
+/// the config says whether this broker is a master, `broker_addr` is the record's
+/// store host.
 pub(crate) async fn remove_message(
-    broker: &Broker,
+    storage: &Storage,
+    config: &BrokerConfig,
+    broker_addr: SocketAddr,
     by: &Operator,
     request: RemoveMessage,
 ) -> Result<Removal, RemoveError> {
@@ -52,13 +59,13 @@ pub(crate) async fn remove_message(
         queue_id,
         queue_offset,
     } = request;
-    if !broker.config.is_master() {
+    if !config.is_master() {
         return Err(RemoveError::Slave);
     }
     if topic::is_system_topic(&topic_name) {
         return Err(RemoveError::SystemTopic(topic_name));
     }
-    let Some(msg) = message_at(broker, &topic_name, queue_id, queue_offset) else {
+    let Some(msg) = message_at(&storage.store, &topic_name, queue_id, queue_offset) else {
         return Err(RemoveError::NotFound {
             topic: topic_name,
             queue_id,
@@ -73,8 +80,7 @@ pub(crate) async fn remove_message(
         msg_id: create_offset_msg_id(msg.store_host, msg.commit_log_offset),
         removed_at: now_millis(),
     };
-    if broker
-        .storage
+    if storage
         .removals
         .is_removed(&removal.topic, queue_id, queue_offset)
     {
@@ -88,17 +94,14 @@ pub(crate) async fn remove_message(
             0,
             body,
             record_properties(&removal).into_string(),
-            broker.broker_addr,
+            broker_addr,
         )
     };
-    let result = broker.storage.store.put_message(record).await;
+    let result = storage.store.put_message(record).await;
     if !result.is_ok() {
         return Err(RemoveError::NotStored(format!("{:?}", result.status)));
     }
-    broker
-        .storage
-        .removals
-        .add(&removal.topic, queue_id, queue_offset);
+    storage.removals.add(&removal.topic, queue_id, queue_offset);
     info!(topic = %removal.topic, queue_id, queue_offset, msg_id = %removal.msg_id, by = %by, "message removed by an operator");
     Ok(removal)
 }
@@ -124,12 +127,30 @@ mod tests {
         let b = handle.broker();
         stored(b, "ops-remove", 2).await;
         let by = Operator::Console(String::new());
-        let removal = remove_message(b, &by, at("ops-remove", 0)).await.unwrap();
+        let removal = remove_message(
+            &b.storage,
+            &b.config,
+            b.broker_addr,
+            &by,
+            at("ops-remove", 0),
+        )
+        .await
+        .unwrap();
         assert_eq!((removal.queue_id, removal.queue_offset), (0, 0));
         assert!(b.storage.removals.is_removed("ops-remove", 0, 0));
-        let again = remove_message(b, &by, at("ops-remove", 0)).await.unwrap();
+        let again = remove_message(
+            &b.storage,
+            &b.config,
+            b.broker_addr,
+            &by,
+            at("ops-remove", 0),
+        )
+        .await
+        .unwrap();
         assert_eq!(again.msg_id, removal.msg_id, "removing twice is once");
-        let got = b.get_for_consumer("ops-remove", 0, 0, 32, i32::MAX, None);
+        let got = b
+            .storage
+            .get_for_consumer("ops-remove", 0, 0, 32, i32::MAX, None);
         assert_eq!(got.messages.len(), 1, "the pull path skips it");
         // The record replays into an empty table, once dispatched.
         let dispatched = async {
@@ -159,14 +180,28 @@ mod tests {
         stored(b, "ops-remove-none", 1).await;
         let by = Operator::Console(String::new());
         assert!(matches!(
-            remove_message(b, &by, at("ops-remove-none", 5)).await,
+            remove_message(
+                &b.storage,
+                &b.config,
+                b.broker_addr,
+                &by,
+                at("ops-remove-none", 5)
+            )
+            .await,
             Err(RemoveError::NotFound {
                 queue_offset: 5,
                 ..
             })
         ));
         assert_eq!(
-            remove_message(b, &by, at(topic::SCHEDULE_TOPIC, 0)).await,
+            remove_message(
+                &b.storage,
+                &b.config,
+                b.broker_addr,
+                &by,
+                at(topic::SCHEDULE_TOPIC, 0)
+            )
+            .await,
             Err(RemoveError::SystemTopic(topic::SCHEDULE_TOPIC.to_owned()))
         );
         assert!(!b.storage.removals.is_removed("ops-remove-none", 0, 5));

@@ -15,10 +15,9 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::RemotingCommand;
 use vostok_store::MessageInner;
 
-use super::send::{check_message, Destination};
+use super::send::{check_message, Destination, SendTables};
 use super::stored::choose_queue;
 use super::{Client, Refusal};
-use crate::state::Broker;
 
 /// How long the requester has to acknowledge a pushed reply (Apache's `callClient`).
 const PUSH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,15 +52,15 @@ pub(crate) struct Replied {
 /// Pushes a reply sent by `client` to its requester, and stores it when the broker
 /// keeps replies.
 pub(crate) async fn reply(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     request: ReplyRequest,
 ) -> Result<Replied, Refusal> {
-    let topic_config = check_message(broker, client, &request.to)?;
+    let topic_config = check_message(tables, client, &request.to)?;
     let queue_id = choose_queue(request.to.queue_id, &topic_config);
-    let pushed = push_reply(broker, client, &request).await;
+    let pushed = push_reply(tables, client, &request).await;
     let mut stored = None;
-    if broker.config.store_reply_message_enable {
+    if tables.config.store_reply_message_enable {
         let properties = Properties::decode(&request.properties).into_string();
         let msg = MessageInner {
             flag: request.flag,
@@ -74,11 +73,11 @@ pub(crate) async fn reply(
                 queue_id,
                 request.body.clone(),
                 properties,
-                broker.broker_addr,
+                tables.broker_addr,
             )
         };
-        let result = broker.storage.store.put_message(msg).await;
-        broker.count_put(1);
+        let result = tables.storage.store.put_message(msg).await;
+        tables.observed.count_put(1);
         match result.append.filter(|_| result.status.is_stored()) {
             Some(append) => stored = Some((append.msg_id, append.queue_offset)),
             None => {
@@ -96,7 +95,7 @@ pub(crate) async fn reply(
 /// Pushes the reply to the client named in `REPLY_TO_CLIENT`, over a connection of
 /// one of its producers; the error is the answer's remark.
 async fn push_reply(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     request: &ReplyRequest,
 ) -> Result<(), String> {
@@ -111,7 +110,7 @@ async fn push_reply(
             property::MESSAGE_REPLY_TO_CLIENT
         ));
     };
-    let Some(requester) = broker
+    let Some(requester) = tables
         .consumers
         .clients
         .producer_channel_of_client(&client_id)
@@ -137,7 +136,7 @@ async fn push_reply(
         reconsume_times: request.reconsume_times,
         unit_mode: request.unit_mode,
         born_host: format!("{}:{}", born.ip(), born.port()),
-        store_host: format!("{}:{}", broker.broker_addr.ip(), broker.broker_addr.port()),
+        store_host: format!("{}:{}", tables.broker_addr.ip(), tables.broker_addr.port()),
         store_timestamp: now_millis(),
     };
     let push = RemotingCommand::request_with_header(
@@ -189,9 +188,13 @@ mod tests {
         let b = handle.broker();
         let mut props = Properties::default();
         props.insert(property::MESSAGE_REPLY_TO_CLIENT, "gone-client");
-        let replied = reply(b, peer(), reply_to("ops-reply", props.into_string()))
-            .await
-            .unwrap();
+        let replied = reply(
+            SendTables::of(b),
+            peer(),
+            reply_to("ops-reply", props.into_string()),
+        )
+        .await
+        .unwrap();
         let remark = replied.pushed.unwrap_err();
         assert!(remark.contains("gone-client"), "{remark}");
         assert_eq!(replied.queue_id, 0);
@@ -203,9 +206,13 @@ mod tests {
             let record = b.storage.store.look_message_by_offset(at).unwrap();
             assert_eq!(&record.body[..], b"answer");
         }
-        let unnamed = reply(b, peer(), reply_to("ops-reply", String::new()))
-            .await
-            .unwrap();
+        let unnamed = reply(
+            SendTables::of(b),
+            peer(),
+            reply_to("ops-reply", String::new()),
+        )
+        .await
+        .unwrap();
         assert!(unnamed
             .pushed
             .unwrap_err()
@@ -218,7 +225,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
         let b = handle.broker();
-        let refused = reply(b, peer(), reply_to("bad topic!", String::new())).await;
+        let refused = reply(
+            SendTables::of(b),
+            peer(),
+            reply_to("bad topic!", String::new()),
+        )
+        .await;
         assert_eq!(
             refused.err().map(|r| r.kind),
             Some(Refused::InvalidParameter)

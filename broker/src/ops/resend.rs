@@ -1,6 +1,8 @@
 //! A dead-lettered message stored again in its topic (docs/operations.md#operations),
 //! for VOSTOK_RESEND_DLQ_MESSAGE and the console.
 
+use std::net::SocketAddr;
+
 use tracing::info;
 use vostok_remoting::protocol::body::OperationResultBody;
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
@@ -9,7 +11,8 @@ use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::topic;
 
 use super::Operator;
-use crate::state::Broker;
+use crate::config::BrokerConfig;
+use crate::state::{Observed, Storage};
 
 /// A message of a group's dead-letter queue to resend.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,18 +38,23 @@ pub(crate) enum ResendError {
 }
 
 /// Stores a copy of a dead-lettered message of the group in its original topic
-/// (`RETRY_TOPIC`), with its reconsume count back at zero. The DLQ copy stays.
+/// (`RETRY_TOPIC`), with its reconsume count back at zero. The DLQ copy stays. Reads
+/// and writes the storage and counts the put; the config says whether this broker is
+/// a master, `broker_addr` is the copy's store host.
 pub(crate) async fn resend_dlq(
-    broker: &Broker,
+    storage: &Storage,
+    observed: &Observed,
+    config: &BrokerConfig,
+    broker_addr: SocketAddr,
     by: &Operator,
     request: ResendDlq,
 ) -> Result<OperationResultBody, ResendError> {
     let ResendDlq { group, msg_id } = request;
-    if !broker.config.is_master() {
+    if !config.is_master() {
         return Err(ResendError::Slave);
     }
     let dlq = topic::dlq_topic(&group);
-    let store = &broker.storage.store;
+    let store = &storage.store;
     let by_offset = decode_offset_msg_id(&msg_id)
         .ok()
         .and_then(|(_, offset)| store.look_message_by_offset(offset))
@@ -64,14 +72,13 @@ pub(crate) async fn resend_dlq(
         .get(property::RETRY_TOPIC)
         .ok_or(ResendError::NoTopic)?
         .to_owned();
-    let config = broker
-        .storage
+    let topic_config = storage
         .topics
         .get(&target)
         .ok_or_else(|| ResendError::NoSuchTopic(target.clone()))?;
-    let mut msg = crate::reroute::copy_of(&dead, broker.broker_addr);
+    let mut msg = crate::reroute::copy_of(&dead, broker_addr);
     msg.topic = target.clone();
-    msg.queue_id = rand::random_range(0..config.write_queue_nums.max(1));
+    msg.queue_id = rand::random_range(0..topic_config.write_queue_nums.max(1));
     msg.reconsume_times = 0;
     let mut props = dead.properties.clone();
     props.remove(property::DELAY_TIME_LEVEL);
@@ -80,7 +87,7 @@ pub(crate) async fn resend_dlq(
     let result = store.put_message(msg).await;
     match (&result.append, result.is_ok()) {
         (Some(a), true) => {
-            broker.count_put(1);
+            observed.count_put(1);
             info!(group = %group, msg_id = %msg_id, topic = %target, by = %by, "dead-lettered message resent");
             Ok(OperationResultBody {
                 msg_id: a.msg_id.clone(),
@@ -98,6 +105,7 @@ mod tests {
     use vostok_remoting::protocol::message::id::create_offset_msg_id;
 
     use super::super::browse::tests::stored;
+    use super::super::send::SendTables;
     use super::super::send_back::{send_back, SendBack, SentBack};
     use super::super::testing::{broker, peer};
     use super::*;
@@ -115,7 +123,10 @@ mod tests {
             max_reconsume_times: None,
             origin_topic: Some("ops-resend".into()),
         };
-        assert_eq!(send_back(b, peer(), back).await, Ok(SentBack::DeadLetter));
+        assert_eq!(
+            send_back(SendTables::of(b), peer(), back).await,
+            Ok(SentBack::DeadLetter)
+        );
         let dlq = topic::dlq_topic("ops-resend-group");
         let dead = async {
             loop {
@@ -135,7 +146,16 @@ mod tests {
             msg_id,
         };
         let id = create_offset_msg_id(dead.store_host, dead.commit_log_offset);
-        let resent = resend_dlq(b, &by, resend(id)).await.unwrap();
+        let resent = resend_dlq(
+            &b.storage,
+            &b.observed,
+            &b.config,
+            b.broker_addr,
+            &by,
+            resend(id),
+        )
+        .await
+        .unwrap();
         assert_eq!(resent.topic, "ops-resend");
         let copy = b
             .storage
@@ -150,7 +170,15 @@ mod tests {
         // A message of another topic, by its offset id, is not in the group's DLQ.
         let other = create_offset_msg_id(original.store_host, original.commit_log_offset);
         assert_eq!(
-            resend_dlq(b, &by, resend(other.clone())).await,
+            resend_dlq(
+                &b.storage,
+                &b.observed,
+                &b.config,
+                b.broker_addr,
+                &by,
+                resend(other.clone())
+            )
+            .await,
             Err(ResendError::NotFound(other))
         );
         handle.shutdown().await;

@@ -8,20 +8,26 @@
 //! `reroute`). The property string is parsed once: normalised (as Java's decoder
 //! would read it) while the fields the send path needs are picked out.
 
+use std::net::SocketAddr;
+
 use bytes::Bytes;
 use vostok_remoting::protocol::body::{TopicConfig, TopicFilterType};
 use vostok_remoting::protocol::message::property::{self, Properties};
 use vostok_remoting::protocol::message::sysflag;
 use vostok_remoting::protocol::topic::{self, perm};
+use vostok_remoting::MemoryBudget;
 use vostok_store::MessageInner;
 
 use super::auto_create::{create_topic_in_send, find_or_create_group, NotCreated};
 use super::send_dedupe;
 use super::stored::{choose_queue, stamp_append, stored, Stored};
 use super::{Client, Refusal, Refused};
+use crate::config::BrokerConfig;
 use crate::reroute::{self, Parking};
+use crate::state::memory::pending_timer_limit;
 use crate::state::metrics::MessageKind;
-use crate::state::Broker;
+use crate::state::runtime_config::RuntimeConfig;
+use crate::state::{Broker, Consumers, Deferred, Intake, Observed, Roles, Storage};
 
 /// Where a send goes: what the checks before storing read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,28 +58,85 @@ pub(crate) struct SendRequest {
     pub(crate) received: Option<u64>,
 }
 
+/// What storing a message reads and writes, for a send, a batch, a reply, a send back
+/// and the end of a transaction: the config and its run-time keys, the standing among
+/// replicas (a slave or a master without its lease takes no sends), the storage, the
+/// consumer tables (retry topics follow their group), the timers and half messages,
+/// the intake (permits, unique ids, the duplication window), the counters, the memory
+/// account, and the address records carry as their store host.
+#[derive(Clone, Copy)]
+pub(crate) struct SendTables<'a> {
+    pub(crate) config: &'a BrokerConfig,
+    pub(crate) runtime: &'a RuntimeConfig,
+    pub(crate) roles: &'a Roles,
+    pub(crate) storage: &'a Storage,
+    pub(crate) consumers: &'a Consumers,
+    pub(crate) deferred: &'a Deferred,
+    pub(crate) intake: &'a Intake,
+    pub(crate) observed: &'a Observed,
+    pub(crate) memory: &'a MemoryBudget,
+    pub(crate) broker_addr: SocketAddr,
+}
+
+impl<'a> SendTables<'a> {
+    /// The broker's tables a send uses.
+    pub(crate) fn of(b: &'a Broker) -> Self {
+        SendTables {
+            config: &b.config,
+            runtime: &b.runtime,
+            roles: &b.roles,
+            storage: &b.storage,
+            consumers: &b.consumers,
+            deferred: &b.deferred,
+            intake: &b.intake,
+            observed: &b.observed,
+            memory: &b.memory,
+            broker_addr: b.broker_addr,
+        }
+    }
+
+    /// Takes sends ([`Broker::is_master`]).
+    pub(crate) fn is_master(&self) -> bool {
+        self.roles.is_master(self.config)
+    }
+
+    /// A controller-mode master still holding its lease ([`Roles::holds_lease`]).
+    pub(crate) fn holds_lease(&self) -> bool {
+        self.roles.holds_lease(self.config)
+    }
+
+    /// A topic's duplication window ([`Broker::duplication_window`]).
+    pub(crate) fn duplication_window(&self, topic: &TopicConfig) -> std::time::Duration {
+        crate::state::dedupe::window_for(self.config.duplication_window, topic)
+    }
+}
+
 fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
     Refusal::new(kind, remark)
 }
 
 /// The admission checks before any send: bounded permits, page cache, memory. The
 /// permit is held while the send runs.
-pub(crate) fn admit(broker: &Broker) -> Result<tokio::sync::SemaphorePermit<'_>, Refusal> {
+pub(crate) fn admit<'a>(
+    intake: &'a Intake,
+    storage: &Storage,
+    memory: &MemoryBudget,
+) -> Result<tokio::sync::SemaphorePermit<'a>, Refusal> {
     // Bounded admission: a flood of sends meets SYSTEM_BUSY, not an unbounded queue.
-    let Ok(permit) = broker.send_permits.try_acquire() else {
+    let Ok(permit) = intake.permits.try_acquire() else {
         return Err(refused(
             Refused::Busy,
             "[OVERLOAD]system busy, start flow control for a while",
         ));
     };
-    if broker.storage.store.is_os_page_cache_busy() {
+    if storage.store.is_os_page_cache_busy() {
         return Err(refused(
             Refused::Busy,
             "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
         ));
     }
     // Near the memory ceiling producers wait, rather than memory growing to it.
-    if broker.memory.is_pressed() {
+    if memory.is_pressed() {
         return Err(refused(
             Refused::Busy,
             "[MEMORY]broker busy: memory nearly at its ceiling, start flow control for a while",
@@ -84,24 +147,24 @@ pub(crate) fn admit(broker: &Broker) -> Result<tokio::sync::SemaphorePermit<'_>,
 
 /// Stores one message sent by `client`.
 pub(crate) async fn send(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     mut request: SendRequest,
 ) -> Result<Stored, Refusal> {
-    let _permit = admit(broker)?;
-    let topic_config = check_message(broker, client, &request.to)?;
-    send_checked(broker, client, &mut request, &topic_config).await
+    let _permit = admit(tables.intake, tables.storage, tables.memory)?;
+    let topic_config = check_message(tables, client, &request.to)?;
+    send_checked(tables, client, &mut request, &topic_config).await
 }
 
 async fn send_checked(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     request: &mut SendRequest,
     topic_config: &TopicConfig,
 ) -> Result<Stored, Refusal> {
-    handle_retry_and_dlq(broker, client, request)?;
+    handle_retry_and_dlq(tables, client, request)?;
     let dead_letter = topic::is_dlq_topic(&request.to.topic);
-    let max = broker.config.store.max_message_size;
+    let max = tables.config.store.max_message_size;
     if request.body.len() > max {
         return Err(refused(
             Refused::MessageIllegal,
@@ -142,7 +205,7 @@ async fn send_checked(
             queue_id,
             request.body.clone(),
             String::new(),
-            broker.broker_addr,
+            tables.broker_addr,
         )
     };
     if topic_config.topic_filter_type == TopicFilterType::MultiTag {
@@ -157,7 +220,7 @@ async fn send_checked(
     let uniq_key = match scan.uniq_key {
         Some(key) => key,
         None => {
-            let key = broker.uniq_ids.next_id();
+            let key = tables.intake.ids.next_id();
             props.insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &key);
             key
         }
@@ -165,20 +228,20 @@ async fn send_checked(
     // A retry of a message stored within the topic's duplication window gets the
     // original answer; a retry racing the first attempt waits for its outcome.
     let claim = match client_key {
-        true => send_dedupe::claim(broker, topic_config, &msg.topic, &[&uniq_key]).await,
+        true => send_dedupe::claim(tables, topic_config, &msg.topic, &[&uniq_key]).await,
         false => None,
     };
     if let Some(claim) = claim.as_ref().filter(|c| c.all_duplicates()) {
-        return send_dedupe::duplicate(broker, claim, Some(uniq_key));
+        return send_dedupe::duplicate(tables, claim, Some(uniq_key));
     }
-    props.insert(property::CLUSTER, &broker.config.broker_cluster_name);
+    props.insert(property::CLUSTER, &tables.config.broker_cluster_name);
     if scan.prepared {
-        if broker.runtime.reject_transaction_message() {
+        if tables.runtime.reject_transaction_message() {
             return Err(refused(
                 Refused::NoPermission,
                 format!(
                     "the broker[{}] sending transaction message is forbidden",
-                    broker.config.broker_ip1
+                    tables.config.broker_ip1
                 ),
             ));
         }
@@ -186,10 +249,10 @@ async fn send_checked(
     } else if scan.delay_level > 0 && scheduled_kind(msg.sys_flag) {
         // A delay level wins over timer properties, as in RocketMQ.
         let props = reroute::without_timer_request(props);
-        let level = scan.delay_level.min(max_delay_level(broker));
+        let level = scan.delay_level.min(max_delay_level(tables.config));
         reroute::park(&mut msg, props, Parking::Delay { level });
     } else if scan.timer {
-        match timer_parking(broker, &props) {
+        match timer_parking(tables, &props) {
             Ok(Some(parking)) => reroute::park(&mut msg, props, parking),
             Ok(None) => msg.properties = reroute::without_timer_request(props).into_string(),
             Err(refusal) => return Err(refusal),
@@ -211,13 +274,14 @@ async fn send_checked(
             .trim_start_matches(topic::DLQ_GROUP_TOPIC_PREFIX)
             .to_owned()
     });
-    let result = broker.storage.store.put_message(msg).await;
-    broker.count_put(1);
-    broker
+    let result = tables.storage.store.put_message(msg).await;
+    tables.observed.count_put(1);
+    tables
+        .observed
         .metrics
         .record_put(&topic_config.topic_name, kind, &result);
     if result.is_ok() {
-        let events = &broker.metrics.events;
+        let events = &tables.observed.metrics.events;
         if let Some(group) = dead_letter_group {
             events.dlq_moved(&group, &topic_config.topic_name);
         }
@@ -229,42 +293,47 @@ async fn send_checked(
     if let Some(claim) = claim {
         send_dedupe::record(claim, &result, queue_id);
     }
-    stored(broker, result, queue_id, Some(uniq_key))
+    stored(
+        tables.config.store.max_message_size,
+        result,
+        queue_id,
+        Some(uniq_key),
+    )
 }
 
 /// `msgCheck`: permission, topic name, forbidden topics, auto-creation, queue id.
 pub(crate) fn check_message(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     to: &Destination,
 ) -> Result<TopicConfig, Refusal> {
-    if !broker.is_master() {
+    if !tables.is_master() {
         return Err(refused(
             Refused::NotAvailable,
             format!(
                 "the broker[{}] is a slave: send to its master",
-                broker.config.broker_name
+                tables.config.broker_name
             ),
         ));
     }
-    if !broker.holds_lease() {
+    if !tables.holds_lease() {
         // Fencing: a master that reached no controller for a lease may have been
         // replaced (docs/controller.md#fencing).
         return Err(refused(
             Refused::NotAvailable,
             format!(
                 "the broker[{}] lost contact with its controllers: not taking sends",
-                broker.config.broker_name
+                tables.config.broker_name
             ),
         ));
     }
-    if !perm::is_writeable(broker.runtime.broker_permission()) {
+    if !perm::is_writeable(tables.runtime.broker_permission()) {
         return Err(refused(
             Refused::NoPermission,
             format!(
                 "the broker[{}] sending message is forbidden: the broker is read-only (brokerPermission={})",
-                broker.config.broker_ip1,
-                broker.runtime.broker_permission()
+                tables.config.broker_ip1,
+                tables.runtime.broker_permission()
             ),
         ));
     }
@@ -277,7 +346,7 @@ pub(crate) fn check_message(
             format!("Sending message to topic[{}] is forbidden.", to.topic),
         ));
     }
-    let config = match broker.storage.topics.get(&to.topic) {
+    let config = match tables.storage.topics.get(&to.topic) {
         Some(config) => config,
         None => {
             let created = if let Some(group) =
@@ -286,24 +355,24 @@ pub(crate) fn check_message(
                 // A retry topic follows its group: created only with a group that exists
                 // or may be created, so that the bounds on groups bound it too.
                 if let Err(reason) =
-                    find_or_create_group(&broker.consumers, group, client.connection)
+                    find_or_create_group(tables.consumers, group, client.connection)
                 {
                     return Err(refused(
                         Refused::GroupNotExist,
                         format!("subscription group not exist, {group}: {reason}"),
                     ));
                 }
-                Ok(broker
+                Ok(tables
                     .storage
                     .topics
                     .get_or_create(&to.topic, 1, perm::READ | perm::WRITE, 0))
-            } else if broker.runtime.auto_create_topic_enable()
+            } else if tables.runtime.auto_create_topic_enable()
                 || to.default_topic != topic::AUTO_CREATE_TOPIC_KEY_TOPIC
             {
                 let sys_flag = if to.unit_mode { 1 } else { 0 };
                 create_topic_in_send(
-                    &broker.storage.topics,
-                    &broker.consumers.clients,
+                    &tables.storage.topics,
+                    &tables.consumers.clients,
                     client.connection,
                     &to.topic,
                     &to.default_topic,
@@ -354,7 +423,7 @@ pub(crate) fn check_message(
 /// Retry-topic sends: an unknown group is refused; past the group's maximum the message
 /// goes to the group's DLQ instead (docs/commands.md#sending, step 4).
 fn handle_retry_and_dlq(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     request: &mut SendRequest,
 ) -> Result<(), Refusal> {
@@ -367,7 +436,7 @@ fn handle_retry_and_dlq(
     };
     let group = group.to_owned();
     let group_config =
-        find_or_create_group(&broker.consumers, &group, client.connection).map_err(|reason| {
+        find_or_create_group(tables.consumers, &group, client.connection).map_err(|reason| {
             refused(
                 Refused::GroupNotExist,
                 format!("subscription group not exist, {group}: {reason}"),
@@ -378,7 +447,7 @@ fn handle_retry_and_dlq(
         max_reconsume = max;
     }
     let reconsume = request.reconsume_times;
-    let holds_locks = broker
+    let holds_locks = tables
         .consumers
         .locks
         .group_holds_locks(&group, std::time::Instant::now());
@@ -386,7 +455,7 @@ fn handle_retry_and_dlq(
         return Ok(());
     }
     let dlq = topic::dlq_topic(&group);
-    broker.storage.topics.get_or_create(
+    tables.storage.topics.get_or_create(
         &dlq,
         topic::DLQ_NUMS_PER_GROUP,
         perm::READ | perm::WRITE,
@@ -430,9 +499,8 @@ impl SendProperties {
 }
 
 /// The number of delay levels (`messageDelayLevel`).
-pub(crate) fn max_delay_level(broker: &Broker) -> i32 {
-    broker
-        .config
+pub(crate) fn max_delay_level(config: &BrokerConfig) -> i32 {
+    config
         .store
         .delay_levels()
         .map(|l| l.len() as i32)
@@ -445,16 +513,16 @@ const TIMER_PRECISION_MS: i64 = 1000;
 /// Where a timer message waits, `None` when it is due within the timer's precision
 /// (it is then stored at once), or MESSAGE_ILLEGAL, or SYSTEM_BUSY when the pending
 /// timers are at their limit.
-fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>, Refusal> {
+fn timer_parking(tables: SendTables<'_>, props: &Properties) -> Result<Option<Parking>, Refusal> {
     let illegal = |remark: String| refused(Refused::MessageIllegal, remark);
-    if !broker.config.timer_wheel_enable {
+    if !tables.config.timer_wheel_enable {
         return Err(illegal(
             "timer messages are disabled on this broker (timerWheelEnable=false)".into(),
         ));
     }
     let now = vostok_remoting::support::time::now_millis();
     let at = reroute::timer_due_at(props, now).map_err(illegal)?;
-    let max = broker.config.timer_max_delay.as_millis() as i64;
+    let max = tables.config.timer_max_delay.as_millis() as i64;
     let delay = at.saturating_sub(now);
     if delay > max {
         return Err(illegal(format!(
@@ -465,8 +533,8 @@ fn timer_parking(broker: &Broker, props: &Properties) -> Result<Option<Parking>,
         return Ok(None);
     }
     // Bounded like every table that grows with load (docs/limits.md).
-    let limit = broker.max_pending_timers();
-    if broker.deferred.timers.pending() >= limit {
+    let limit = pending_timer_limit(tables.memory.soft_limit());
+    if tables.deferred.timers.pending() >= limit {
         return Err(refused(
             Refused::Busy,
             format!("[TIMER]timer message is under flow control, max num limit is {limit}"),
@@ -511,8 +579,12 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
         let b = handle.broker();
-        let first = send(b, peer(), to("ops-send")).await.unwrap();
-        let second = send(b, peer(), to("ops-send")).await.unwrap();
+        let first = send(SendTables::of(b), peer(), to("ops-send"))
+            .await
+            .unwrap();
+        let second = send(SendTables::of(b), peer(), to("ops-send"))
+            .await
+            .unwrap();
         assert_eq!(first.ack, super::super::stored::Ack::Stored);
         assert_eq!((first.queue_id, first.queue_offset), (0, 0));
         assert_eq!((second.queue_id, second.queue_offset), (0, 1));
@@ -533,21 +605,21 @@ pub(crate) mod tests {
         let mut big = to("ops-big");
         big.body = Bytes::from(vec![0u8; b.config.store.max_message_size + 1]);
         assert_eq!(
-            kind(send(b, peer(), big).await),
+            kind(send(SendTables::of(b), peer(), big).await),
             Some(Refused::MessageIllegal)
         );
         assert_eq!(
-            kind(send(b, peer(), to("bad topic!")).await),
+            kind(send(SendTables::of(b), peer(), to("bad topic!")).await),
             Some(Refused::InvalidParameter)
         );
         assert_eq!(
-            kind(send(b, peer(), to(topic::SCHEDULE_TOPIC)).await),
+            kind(send(SendTables::of(b), peer(), to(topic::SCHEDULE_TOPIC)).await),
             Some(Refused::NoPermission)
         );
         let mut past = to("ops-queue");
         past.to.queue_id = 99;
         assert_eq!(
-            kind(send(b, peer(), past).await),
+            kind(send(SendTables::of(b), peer(), past).await),
             Some(Refused::InvalidParameter)
         );
         handle.shutdown().await;
@@ -561,7 +633,7 @@ pub(crate) mod tests {
         let mut retry = to(&format!("{}ops-group", topic::RETRY_GROUP_TOPIC_PREFIX));
         retry.reconsume_times = 3;
         retry.max_reconsume_times = Some(1);
-        let stored = send(b, peer(), retry).await.unwrap();
+        let stored = send(SendTables::of(b), peer(), retry).await.unwrap();
         assert_eq!(stored.queue_id, 0);
         let (_, at) =
             vostok_remoting::protocol::message::id::decode_offset_msg_id(&stored.msg_id).unwrap();

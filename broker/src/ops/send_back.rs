@@ -7,10 +7,10 @@ use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic::{self, perm};
 
 use super::auto_create::find_or_create_group;
+use super::send::SendTables;
 use super::stored::stored;
 use super::{Client, Refusal, Refused};
 use crate::reroute::{self, Parking};
-use crate::state::Broker;
 
 /// One failed message to send back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +39,14 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
     Refusal::new(kind, remark)
 }
 
+/// Stores a consumer's failed message again: in the group's retry topic, or past its
+/// retries in the group's dead-letter queue.
 pub(crate) async fn send_back(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     header: SendBack,
 ) -> Result<SentBack, Refusal> {
-    let group = match find_or_create_group(&broker.consumers, &header.group, client.connection) {
+    let group = match find_or_create_group(tables.consumers, &header.group, client.connection) {
         Ok(group) => group,
         Err(reason) => {
             return Err(refused(
@@ -53,12 +55,12 @@ pub(crate) async fn send_back(
             ))
         }
     };
-    if !(broker.is_master() && perm::is_writeable(broker.config.broker_permission)) {
+    if !(tables.is_master() && perm::is_writeable(tables.config.broker_permission)) {
         return Err(refused(
             Refused::NoPermission,
             format!(
                 "the broker[{}] sending message is forbidden",
-                broker.config.broker_ip1
+                tables.config.broker_ip1
             ),
         ));
     }
@@ -66,7 +68,7 @@ pub(crate) async fn send_back(
         return Ok(SentBack::Dropped);
     }
     let retry = topic::retry_topic(&header.group);
-    let retry_config = broker.storage.topics.get_or_create(
+    let retry_config = tables.storage.topics.get_or_create(
         &retry,
         group.retry_queue_nums,
         perm::READ | perm::WRITE,
@@ -78,7 +80,7 @@ pub(crate) async fn send_back(
             format!("the topic[{retry}] sending message is forbidden"),
         ));
     }
-    let Some(original) = broker.storage.store.look_message_by_offset(header.offset) else {
+    let Some(original) = tables.storage.store.look_message_by_offset(header.offset) else {
         return Err(refused(
             Refused::SystemError,
             format!("look message by offset failed, {}", header.offset),
@@ -91,7 +93,7 @@ pub(crate) async fn send_back(
     let dead_letter = original.reconsume_times >= max_reconsume || header.delay_level < 0;
     let (target, queue_id, delay) = if dead_letter {
         let dlq = topic::dlq_topic(&header.group);
-        broker.storage.topics.get_or_create(
+        tables.storage.topics.get_or_create(
             &dlq,
             topic::DLQ_NUMS_PER_GROUP,
             perm::READ | perm::WRITE,
@@ -108,7 +110,7 @@ pub(crate) async fn send_back(
         let queue = rand::random_range(0..retry_config.write_queue_nums.max(1));
         (retry, queue, level)
     };
-    let mut msg = reroute::copy_of(&original, broker.broker_addr);
+    let mut msg = reroute::copy_of(&original, tables.broker_addr);
     msg.topic = target;
     msg.queue_id = queue_id;
     msg.reconsume_times = original.reconsume_times.saturating_add(1);
@@ -124,17 +126,28 @@ pub(crate) async fn send_back(
     props.insert(property::WAIT_STORE_MSG_OK, "false");
     props.remove(property::DELAY_TIME_LEVEL);
     if delay > 0 {
-        let level = delay.min(super::send::max_delay_level(broker));
+        let level = delay.min(super::send::max_delay_level(tables.config));
         reroute::park(&mut msg, props, Parking::Delay { level });
     } else {
         msg.properties = props.into_string();
     }
-    let result = broker.storage.store.put_message(msg).await;
-    if stored(broker, result.clone(), queue_id, None).is_ok() {
-        broker.count_put(1);
+    let result = tables.storage.store.put_message(msg).await;
+    if stored(
+        tables.config.store.max_message_size,
+        result.clone(),
+        queue_id,
+        None,
+    )
+    .is_ok()
+    {
+        tables.observed.count_put(1);
         if dead_letter {
             let origin = header.origin_topic.as_deref().unwrap_or(&original.topic);
-            broker.metrics.events.dlq_moved(&header.group, origin);
+            tables
+                .observed
+                .metrics
+                .events
+                .dlq_moved(&header.group, origin);
         }
         Ok(if dead_letter {
             SentBack::DeadLetter
@@ -156,9 +169,12 @@ mod tests {
     use super::super::send::{send, tests::to};
     use super::super::testing::{broker, peer};
     use super::*;
+    use crate::state::Broker;
 
     async fn stored_at(broker: &Broker) -> i64 {
-        let stored = send(broker, peer(), to("ops-back")).await.unwrap();
+        let stored = send(SendTables::of(broker), peer(), to("ops-back"))
+            .await
+            .unwrap();
         decode_offset_msg_id(&stored.msg_id).unwrap().1
     }
 
@@ -179,7 +195,7 @@ mod tests {
         let b = handle.broker();
         let offset = stored_at(b).await;
         assert_eq!(
-            send_back(b, peer(), back(offset, 0)).await,
+            send_back(SendTables::of(b), peer(), back(offset, 0)).await,
             Ok(SentBack::Retry)
         );
         assert!(b
@@ -188,7 +204,7 @@ mod tests {
             .get(&topic::retry_topic("ops-back-group"))
             .is_some());
         assert_eq!(
-            send_back(b, peer(), back(offset, -1)).await,
+            send_back(SendTables::of(b), peer(), back(offset, -1)).await,
             Ok(SentBack::DeadLetter)
         );
         assert!(b
@@ -204,7 +220,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
         let b = handle.broker();
-        let refusal = send_back(b, peer(), back(1 << 40, 0)).await.unwrap_err();
+        let refusal = send_back(SendTables::of(b), peer(), back(1 << 40, 0))
+            .await
+            .unwrap_err();
         assert_eq!(refusal.kind, Refused::SystemError);
         handle.shutdown().await;
     }

@@ -10,12 +10,11 @@ use vostok_remoting::protocol::message::{batch, sysflag};
 use vostok_remoting::protocol::topic;
 use vostok_store::MessageInner;
 
-use super::send::{admit, check_message, Destination};
+use super::send::{admit, check_message, Destination, SendTables};
 use super::send_dedupe;
 use super::stored::{choose_queue, stamp_append, stored, Stored};
 use super::{Client, Refusal, Refused};
 use crate::state::metrics::MessageKind;
-use crate::state::Broker;
 
 /// Several messages to store together.
 #[derive(Debug, Clone)]
@@ -37,12 +36,12 @@ fn illegal(remark: impl Into<String>) -> Refusal {
 /// Stores a batch sent by `client`; the answer's message id lists the batch's ids,
 /// joined by commas.
 pub(crate) async fn send_batch(
-    broker: &Broker,
+    tables: SendTables<'_>,
     client: Client<'_>,
     request: BatchRequest,
 ) -> Result<Stored, Refusal> {
-    let _permit = admit(broker)?;
-    let topic_config = check_message(broker, client, &request.to)?;
+    let _permit = admit(tables.intake, tables.storage, tables.memory)?;
+    let topic_config = check_message(tables, client, &request.to)?;
     let name = &request.to.topic;
     if name.len() > topic::TOPIC_MAX_LENGTH {
         return Err(illegal(format!(
@@ -55,7 +54,7 @@ pub(crate) async fn send_batch(
             "batch request does not support retry group {name}"
         )));
     }
-    let max = broker.config.store.max_message_size;
+    let max = tables.config.store.max_message_size;
     if request.body.len() > max {
         return Err(illegal(format!(
             "the batch size {} over max value, MAX: {max}",
@@ -89,7 +88,7 @@ pub(crate) async fn send_batch(
             return Err(illegal("batch messages cannot be delayed"));
         }
         let uniq_key = uniq_key.unwrap_or_else(|| {
-            let key = broker.uniq_ids.next_id();
+            let key = tables.intake.ids.next_id();
             props.insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &key);
             key
         });
@@ -105,7 +104,7 @@ pub(crate) async fn send_batch(
                 queue_id,
                 Bytes::clone(&entry.body),
                 props.into_string(),
-                broker.broker_addr,
+                tables.broker_addr,
             )
         });
     }
@@ -116,16 +115,16 @@ pub(crate) async fn send_batch(
     };
     // Each message on its own: duplicates are answered, the others stored.
     let keys: Vec<&str> = uniq_keys.iter().map(String::as_str).collect();
-    let Some(claim) = send_dedupe::claim(broker, &topic_config, name, &keys).await else {
+    let Some(claim) = send_dedupe::claim(tables, &topic_config, name, &keys).await else {
         let n = msgs.len() as u64;
-        let result = broker.storage.store.put_messages(msgs).await;
+        let result = tables.storage.store.put_messages(msgs).await;
         stamp_append(request.received, &result);
-        broker.count_put(n);
-        broker.metrics.record_put(name, kind, &result);
-        return stored(broker, result, queue_id, None);
+        tables.observed.count_put(n);
+        tables.observed.metrics.record_put(name, kind, &result);
+        return stored(tables.config.store.max_message_size, result, queue_id, None);
     };
     if claim.all_duplicates() {
-        return send_dedupe::duplicate(broker, &claim, None);
+        return send_dedupe::duplicate(tables, &claim, None);
     }
     let msgs: Vec<MessageInner> = msgs
         .into_iter()
@@ -134,15 +133,15 @@ pub(crate) async fn send_batch(
         .map(|(m, _)| m)
         .collect();
     let n = msgs.len() as u64;
-    let result = broker.storage.store.put_messages(msgs).await;
+    let result = tables.storage.store.put_messages(msgs).await;
     stamp_append(request.received, &result);
-    broker.count_put(n);
-    broker.metrics.record_put(name, kind, &result);
+    tables.observed.count_put(n);
+    tables.observed.metrics.record_put(name, kind, &result);
     let originals = claim.originals();
     send_dedupe::record(claim, &result, queue_id);
-    stored(broker, result, queue_id, None).map(|stored| {
+    stored(tables.config.store.max_message_size, result, queue_id, None).map(|stored| {
         if originals.iter().any(Option::is_some) {
-            send_dedupe::splice_batch_ids(broker, stored, &originals)
+            send_dedupe::splice_batch_ids(tables, stored, &originals)
         } else {
             stored
         }
@@ -178,16 +177,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let handle = broker(dir.path()).await;
         let b = handle.broker();
-        let stored = send_batch(b, peer(), batch_to("ops-batch", &[(b"a", ""), (b"b", "")]))
-            .await
-            .unwrap();
+        let stored = send_batch(
+            SendTables::of(b),
+            peer(),
+            batch_to("ops-batch", &[(b"a", ""), (b"b", "")]),
+        )
+        .await
+        .unwrap();
         assert_eq!(stored.ack, Ack::Stored);
         assert_eq!((stored.queue_id, stored.queue_offset), (0, 0));
         let ids: Vec<&str> = stored.msg_id.split(',').collect();
         assert_eq!(ids.len(), 2, "one id per message: {}", stored.msg_id);
-        let next = send_batch(b, peer(), batch_to("ops-batch", &[(b"c", "")]))
-            .await
-            .unwrap();
+        let next = send_batch(
+            SendTables::of(b),
+            peer(),
+            batch_to("ops-batch", &[(b"c", "")]),
+        )
+        .await
+        .unwrap();
         assert_eq!(next.queue_offset, 2, "after the first batch's two messages");
         for (id, body) in ids.iter().zip([&b"a"[..], b"b"]) {
             let (_, at) = vostok_remoting::protocol::message::id::decode_offset_msg_id(id).unwrap();
@@ -206,21 +213,35 @@ mod tests {
         let kind = |r: Result<Stored, Refusal>| r.err().map(|r| r.kind);
         let delayed = format!("{}\u{1}3\u{2}", property::DELAY_TIME_LEVEL);
         assert_eq!(
-            kind(send_batch(b, peer(), batch_to("ops-batch", &[(b"a", &delayed)])).await),
+            kind(
+                send_batch(
+                    SendTables::of(b),
+                    peer(),
+                    batch_to("ops-batch", &[(b"a", &delayed)])
+                )
+                .await
+            ),
             Some(Refused::MessageIllegal)
         );
         assert_eq!(
-            kind(send_batch(b, peer(), batch_to("ops-batch", &[])).await),
+            kind(send_batch(SendTables::of(b), peer(), batch_to("ops-batch", &[])).await),
             Some(Refused::MessageIllegal)
         );
         let retry = format!("{}ops-group", topic::RETRY_GROUP_TOPIC_PREFIX);
         assert_eq!(
-            kind(send_batch(b, peer(), batch_to(&retry, &[(b"a", "")])).await),
+            kind(send_batch(SendTables::of(b), peer(), batch_to(&retry, &[(b"a", "")])).await),
             Some(Refused::MessageIllegal)
         );
         // The single send's checks come first.
         assert_eq!(
-            kind(send_batch(b, peer(), batch_to("bad topic!", &[(b"a", "")])).await),
+            kind(
+                send_batch(
+                    SendTables::of(b),
+                    peer(),
+                    batch_to("bad topic!", &[(b"a", "")])
+                )
+                .await
+            ),
             Some(Refused::InvalidParameter)
         );
         handle.shutdown().await;

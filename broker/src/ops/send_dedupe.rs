@@ -8,31 +8,31 @@ use vostok_remoting::protocol::body::TopicConfig;
 use vostok_remoting::protocol::message::id::{create_offset_msg_id, decode_offset_msg_id};
 use vostok_store::PutMessageResult;
 
+use super::send::SendTables;
 use super::stored::{Ack, Stored};
 use super::{Refusal, Refused};
 
 use crate::state::dedupe::{applies_to, Claim, Original};
-use crate::state::Broker;
 
 /// Claims `uniq_keys` (the request's messages, in order) in the topic's window, or
 /// `None` when the topic has no window.
 pub(crate) async fn claim<'a>(
-    broker: &'a Broker,
+    tables: SendTables<'a>,
     topic_config: &TopicConfig,
     topic: &str,
     uniq_keys: &[&str],
 ) -> Option<Claim<'a>> {
-    let window = broker.duplication_window(topic_config);
+    let window = tables.duplication_window(topic_config);
     if window == Duration::ZERO || !applies_to(topic) {
         return None;
     }
-    Some(broker.dedupe.claim(topic, uniq_keys, window).await)
+    Some(tables.intake.dedupe.claim(topic, uniq_keys, window).await)
 }
 
 /// The answer to a request whose every message was stored before: the first
 /// message's queue and offset, every message's offset id (as the first send answered).
 pub(crate) fn duplicate(
-    broker: &Broker,
+    tables: SendTables<'_>,
     claim: &Claim<'_>,
     uniq_key: Option<String>,
 ) -> Result<Stored, Refusal> {
@@ -47,7 +47,7 @@ pub(crate) fn duplicate(
     );
     Ok(Stored {
         ack: Ack::Stored,
-        msg_id: msg_ids(broker, originals.iter()),
+        msg_id: msg_ids(tables, originals.iter()),
         queue_id: first.queue_id,
         queue_offset: first.queue_offset,
         uniq_key,
@@ -91,7 +91,7 @@ fn placed(append: &vostok_store::AppendResult, queue_id: i32) -> Vec<Original> {
 /// A batch outcome names every message's offset id in request order, the originals'
 /// for the duplicates among them.
 pub(crate) fn splice_batch_ids(
-    broker: &Broker,
+    tables: SendTables<'_>,
     mut stored: Stored,
     originals: &[Option<Original>],
 ) -> Stored {
@@ -99,7 +99,7 @@ pub(crate) fn splice_batch_ids(
     let ids: Vec<String> = originals
         .iter()
         .map(|o| match o {
-            Some(o) => create_offset_msg_id(broker.broker_addr, o.commit_offset),
+            Some(o) => create_offset_msg_id(tables.broker_addr, o.commit_offset),
             None => new_ids.next().unwrap_or("").to_owned(),
         })
         .collect();
@@ -107,9 +107,9 @@ pub(crate) fn splice_batch_ids(
     stored
 }
 
-fn msg_ids<'a>(broker: &Broker, originals: impl Iterator<Item = &'a Original>) -> String {
+fn msg_ids<'a>(tables: SendTables<'_>, originals: impl Iterator<Item = &'a Original>) -> String {
     originals
-        .map(|o| create_offset_msg_id(broker.broker_addr, o.commit_offset))
+        .map(|o| create_offset_msg_id(tables.broker_addr, o.commit_offset))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -122,6 +122,7 @@ mod tests {
 
     use super::super::send::{send, tests::to};
     use super::super::testing::{broker, peer};
+    use crate::ops::send::SendTables;
     use crate::state::dedupe::WINDOW_ATTRIBUTE;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,11 +142,11 @@ mod tests {
             );
             request
         };
-        let first = send(b, peer(), keyed("K1")).await.unwrap();
-        let retried = send(b, peer(), keyed("K1")).await.unwrap();
+        let first = send(SendTables::of(b), peer(), keyed("K1")).await.unwrap();
+        let retried = send(SendTables::of(b), peer(), keyed("K1")).await.unwrap();
         assert_eq!(retried.msg_id, first.msg_id, "answered as the first send");
         assert_eq!(retried.queue_offset, first.queue_offset);
-        let other = send(b, peer(), keyed("K2")).await.unwrap();
+        let other = send(SendTables::of(b), peer(), keyed("K2")).await.unwrap();
         assert_eq!(other.queue_offset, first.queue_offset + 1, "stored once");
         handle.shutdown().await;
     }

@@ -8,7 +8,6 @@ use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_store::{PutMessageResult, PutMessageStatus};
 
 use super::{Refusal, Refused};
-use crate::state::Broker;
 
 /// How far a stored message got: stored, or stored without the flush or replica the
 /// broker was told to wait for.
@@ -50,9 +49,9 @@ pub(crate) fn stamp_append(received: Option<u64>, result: &PutMessageResult) {
     }
 }
 
-/// The outcome of a put.
+/// The outcome of a put; `max_message_size` (the store's) for a refusal's words.
 pub(crate) fn stored(
-    broker: &Broker,
+    max_message_size: usize,
     result: PutMessageResult,
     queue_id: i32,
     uniq_key: Option<String>,
@@ -91,7 +90,7 @@ pub(crate) fn stored(
                 format!(
                     "the message is illegal, maybe msg body or properties length not matched. \
                      msg body length limit {}, msg properties length limit 32k.",
-                    broker.config.store.max_message_size
+                    max_message_size
                 ),
             )
         }

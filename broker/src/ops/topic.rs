@@ -37,6 +37,9 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
     Refusal::new(kind, remark)
 }
 
+/// Creates a topic or changes its settings. Changes the topic table only, but takes
+/// the broker itself (shared) to write the table's file off the async runtime, with
+/// the group table's ([`Broker::persist_configs`]).
 pub(crate) async fn create_topic(broker: &Arc<Broker>, header: CreateTopic) -> Result<(), Refusal> {
     if let Err(reason) = topic::validate_topic(&header.topic) {
         return Err(refused(Refused::InvalidParameter, reason));
@@ -126,6 +129,9 @@ fn alter_attributes(
     Ok(current)
 }
 
+/// Deletes a topic with its offsets, removals and stored queues. Takes the broker
+/// itself (shared): the store's files and the tables' files are written off the async
+/// runtime, and the topic spans the storage and the consumer tables.
 pub(crate) async fn delete_topic(broker: &Arc<Broker>, header: DeleteTopic) -> Result<(), Refusal> {
     if topic::is_system_topic(&header.topic) {
         return Err(refused(

@@ -5,11 +5,11 @@ use tracing::{debug, info, warn};
 use vostok_remoting::protocol::message::{property, MessageExt};
 use vostok_remoting::protocol::topic;
 
+use super::send::SendTables;
 use super::stored::stored;
 use super::{Refusal, Refused};
 use crate::reroute;
 use crate::state::transaction::root_of;
-use crate::state::Broker;
 
 /// What the producer decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +48,12 @@ fn refused(kind: Refused, remark: impl Into<String>) -> Refusal {
     Refusal::new(kind, remark)
 }
 
+/// Commits or rolls back a half message.
 pub(crate) async fn end_transaction(
-    broker: &Broker,
+    tables: SendTables<'_>,
     request: EndTransaction,
 ) -> Result<Ended, Refusal> {
-    if !broker.is_master() {
+    if !tables.is_master() {
         return Err(refused(
             Refused::NotMaster,
             "the broker is a slave: end transactions on the master",
@@ -62,11 +63,11 @@ pub(crate) async fn end_transaction(
         debug!(msg_id = %request.msg_id, "transaction state unknown; waiting for check-back");
         return Ok(Ended::Undecided);
     }
-    let half = check_prepared(broker, &request)?;
+    let half = check_prepared(tables, &request)?;
     let root = root_of(&half.properties, half.queue_offset);
     // Claimed before the (possibly slow, SYNC_FLUSH) commit: a second END_TRANSACTION
     // for the same transaction, racing this one or arriving later, is ignored.
-    let Some(claim) = broker.deferred.transactions.claim(root) else {
+    let Some(claim) = tables.deferred.transactions.claim(root) else {
         debug!(
             root,
             "transaction already finished or being finished; duplicate end ignored"
@@ -74,20 +75,25 @@ pub(crate) async fn end_transaction(
         return Ok(Ended::Duplicate);
     };
     let ended = if request.resolution == Resolution::Commit {
-        let Some(msg) = reroute::restore_committed(&half, broker.broker_addr) else {
+        let Some(msg) = reroute::restore_committed(&half, tables.broker_addr) else {
             return Err(refused(
                 Refused::SystemError,
                 "half message lacks its real topic",
             ));
         };
-        let result = broker.storage.store.put_message(msg).await;
-        if let Err(refusal) = stored(broker, result, half.queue_id, None) {
+        let result = tables.storage.store.put_message(msg).await;
+        if let Err(refusal) = stored(
+            tables.config.store.max_message_size,
+            result,
+            half.queue_id,
+            None,
+        ) {
             warn!(root, remark = %refusal.remark, "transaction commit not stored");
             return Err(refusal);
         }
-        broker.count_put(1);
+        tables.observed.count_put(1);
         let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
-        broker.metrics.events.committed(
+        tables.observed.metrics.events.committed(
             real_topic,
             half.born_timestamp,
             vostok_remoting::support::time::now_millis(),
@@ -96,15 +102,15 @@ pub(crate) async fn end_transaction(
         Ended::Committed
     } else {
         let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
-        broker.metrics.events.rolled_back(real_topic);
+        tables.observed.metrics.events.rolled_back(real_topic);
         info!(root, msg_id = %request.msg_id, "transaction rolled back");
         Ended::RolledBack
     };
     claim.finish();
-    if !broker
+    if !tables
         .deferred
         .transactions
-        .write_op(&broker.storage.store, broker.broker_addr, root)
+        .write_op(&tables.storage.store, tables.broker_addr, root)
         .await
     {
         return Err(refused(
@@ -115,8 +121,8 @@ pub(crate) async fn end_transaction(
     Ok(ended)
 }
 /// Reads the half message and checks it is the one the producer names.
-fn check_prepared(broker: &Broker, header: &EndTransaction) -> Result<MessageExt, Refusal> {
-    let half = broker
+fn check_prepared(tables: SendTables<'_>, header: &EndTransaction) -> Result<MessageExt, Refusal> {
+    let half = tables
         .storage
         .store
         .look_message_by_offset(header.commit_log_offset)
@@ -156,6 +162,7 @@ mod tests {
     use super::super::send::{send, tests::to};
     use super::super::testing::{broker, peer};
     use super::*;
+    use crate::state::Broker;
 
     /// A half message stored by a send, and the end that names it.
     async fn half(broker: &Broker, resolution: Resolution) -> EndTransaction {
@@ -165,7 +172,7 @@ mod tests {
         let mut request = to("ops-tx-topic");
         request.properties = props.into_string();
         request.sys_flag = sysflag::TRANSACTION_PREPARED_TYPE;
-        let stored = send(broker, peer(), request).await.unwrap();
+        let stored = send(SendTables::of(broker), peer(), request).await.unwrap();
         let (_, commit_log_offset) = decode_offset_msg_id(&stored.msg_id).unwrap();
         EndTransaction {
             producer_group: "ops-tx".into(),
@@ -182,11 +189,20 @@ mod tests {
         let handle = broker(dir.path()).await;
         let b = handle.broker();
         let end = half(b, Resolution::Commit).await;
-        assert_eq!(end_transaction(b, end.clone()).await, Ok(Ended::Committed));
-        assert_eq!(end_transaction(b, end).await, Ok(Ended::Duplicate));
+        assert_eq!(
+            end_transaction(SendTables::of(b), end.clone()).await,
+            Ok(Ended::Committed)
+        );
+        assert_eq!(
+            end_transaction(SendTables::of(b), end).await,
+            Ok(Ended::Duplicate)
+        );
         assert!(b.storage.topics.get("ops-tx-topic").is_some());
         let undecided = half(b, Resolution::Unknown).await;
-        assert_eq!(end_transaction(b, undecided).await, Ok(Ended::Undecided));
+        assert_eq!(
+            end_transaction(SendTables::of(b), undecided).await,
+            Ok(Ended::Undecided)
+        );
         handle.shutdown().await;
     }
 
@@ -197,10 +213,15 @@ mod tests {
         let b = handle.broker();
         let mut end = half(b, Resolution::Rollback).await;
         end.producer_group = "someone-else".into();
-        let refusal = end_transaction(b, end.clone()).await.unwrap_err();
+        let refusal = end_transaction(SendTables::of(b), end.clone())
+            .await
+            .unwrap_err();
         assert_eq!(refusal.kind, Refused::SystemError);
         end.producer_group = "ops-tx".into();
-        assert_eq!(end_transaction(b, end).await, Ok(Ended::RolledBack));
+        assert_eq!(
+            end_transaction(SendTables::of(b), end).await,
+            Ok(Ended::RolledBack)
+        );
         handle.shutdown().await;
     }
 }

@@ -13,6 +13,7 @@ use vostok_remoting::RemotingCommand;
 use super::{decode_body, decode_header, error, success_with};
 use crate::ops::pop::ack::{ack, ack_offsets, ack_orderly};
 use crate::ops::pop::invisible::change_invisible_time;
+use crate::ops::pop::PopTables;
 use crate::state::pop::checkpoint::CkKey;
 use crate::state::Broker;
 
@@ -23,7 +24,7 @@ pub(crate) async fn ack_message(broker: &Broker, request: RemotingCommand) -> Re
         Err(e) => return error(response_code::INVALID_PARAMETER, e),
     };
     match ack(
-        broker,
+        PopTables::of(broker),
         &header.consumer_group,
         &header.topic,
         header.queue_id,
@@ -54,6 +55,7 @@ pub(crate) async fn batch_ack_message(
     if body.acks.is_empty() {
         return error(response_code::NO_MESSAGE, "no ack in the body");
     }
+    let tables = PopTables::of(broker);
     for b in &body.acks {
         let Some(retry) = RetryFlag::parse(&b.retry) else {
             return error(
@@ -71,7 +73,7 @@ pub(crate) async fn batch_ack_message(
         if b.revive_queue_id == ORDER_REVIVE_QUEUE {
             for o in offsets {
                 if let Err(e) =
-                    ack_orderly(broker, &b.consumer_group, &topic, b.queue_id, o, b.pop_time)
+                    ack_orderly(tables, &b.consumer_group, &topic, b.queue_id, o, b.pop_time)
                 {
                     return error(e.code, e.remark);
                 }
@@ -85,7 +87,7 @@ pub(crate) async fn batch_ack_message(
             start_offset: b.start_offset,
             pop_time: b.pop_time,
         };
-        if let Err(e) = ack_offsets(broker, &key, &offsets).await {
+        if let Err(e) = ack_offsets(tables, &key, &offsets).await {
             return error(e.code, e.remark);
         }
     }
@@ -102,7 +104,7 @@ pub(crate) async fn change_message_invisible_time(
         Err(e) => return error(response_code::INVALID_PARAMETER, e),
     };
     match change_invisible_time(
-        broker,
+        PopTables::of(broker),
         &header.consumer_group,
         &header.topic,
         header.queue_id,

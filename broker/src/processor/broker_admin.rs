@@ -15,7 +15,7 @@ use crate::state::Broker;
 /// key it never counted; a broker keeping no counters (neither the exporter nor the
 /// console on) says so with REQUEST_CODE_NOT_SUPPORTED, and `statsAll` prints `-`.
 pub(crate) fn view_broker_stats_data(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
-    if !broker.metrics.is_enabled() {
+    if !broker.observed.metrics.is_enabled() {
         return RemotingCommand::response(
             response_code::REQUEST_CODE_NOT_SUPPORTED,
             "this broker keeps per-topic statistics only with metricsExporterType=PROM or consoleEnable=true".to_owned(),
@@ -24,7 +24,11 @@ pub(crate) fn view_broker_stats_data(broker: &Broker, request: RemotingCommand) 
     let field = |k: &str| request.ext_fields.get(k).unwrap_or("").to_owned();
     let (name, key) = (field("statsName"), field("statsKey"));
     let now = vostok_remoting::support::time::now_millis();
-    match broker.stats_windows.view(&broker.metrics, &name, &key, now) {
+    match broker
+        .observed
+        .windows
+        .view(&broker.observed.metrics, &name, &key, now)
+    {
         Some(data) => RemotingCommand::success().with_body(json::to_vec(&data)),
         None => RemotingCommand::response(
             response_code::SYSTEM_ERROR,
@@ -36,7 +40,7 @@ pub(crate) fn view_broker_stats_data(broker: &Broker, request: RemotingCommand) 
 pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     let mut table: BTreeMap<String, String> = broker.storage.store.runtime_info();
     table.extend(broker.health_info());
-    let (put_tps, get_tps) = broker.stats.tps();
+    let (put_tps, get_tps) = broker.observed.stats.tps();
     let now = vostok_remoting::support::time::now_millis();
     let mut put = |k: &str, v: String| {
         table.insert(k.to_owned(), v);
@@ -47,11 +51,15 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
         "brokerImpl",
         format!("vostok {}", env!("CARGO_PKG_VERSION")),
     );
-    put("bootTimestamp", broker.boot_timestamp.to_string());
-    put("runtime", format_uptime(now - broker.boot_timestamp));
+    put("bootTimestamp", broker.observed.boot_timestamp.to_string());
+    put(
+        "runtime",
+        format_uptime(now - broker.observed.boot_timestamp),
+    );
     put(
         "msgPutTotalTodayNow",
         broker
+            .observed
             .stats
             .put
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -60,6 +68,7 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     put(
         "msgGetTotalTodayNow",
         broker
+            .observed
             .stats
             .get
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -69,7 +78,7 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
     put("getTransferedTps", format!("{get_tps:.2}"));
     put(
         "sendThreadPoolQueueSize",
-        (broker.config.send_thread_pool_queue_capacity - broker.send_permits.available_permits())
+        (broker.config.send_thread_pool_queue_capacity - broker.intake.permits.available_permits())
             .to_string(),
     );
     put(
@@ -84,7 +93,7 @@ pub(crate) fn get_broker_runtime_info(broker: &Broker) -> RemotingCommand {
         "timerPendingMessages",
         broker.deferred.timers.pending().to_string(),
     );
-    let dedupe = &broker.dedupe;
+    let dedupe = &broker.intake.dedupe;
     let entries = dedupe.len();
     put("duplicationWindowEntries", entries.to_string());
     put(

@@ -14,7 +14,13 @@ use crate::state::Broker;
 pub(crate) fn update_broker_config(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let text = String::from_utf8_lossy(&request.body);
     let changes = properties::parse(&text);
-    match op::update_broker_config(broker, &changes) {
+    match op::update_broker_config(
+        &broker.config,
+        &broker.runtime,
+        &broker.consumers,
+        &broker.storage,
+        &changes,
+    ) {
         Ok(()) => RemotingCommand::success(),
         Err(refusal) => refused(refusal),
     }

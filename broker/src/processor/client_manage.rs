@@ -151,7 +151,7 @@ pub(crate) async fn heart_beat(
             refused.push((response_code::INVALID_PARAMETER, over.0));
         }
     }
-    clients::notify_consumer_ids_changed(broker, changed);
+    clients::notify_consumer_ids_changed(&broker.consumers, &broker.config, &broker.life, changed);
     if let Some((code, remark)) = refused.first() {
         tracing::warn!(client = %heartbeat.client_id, peer = %channel.peer_addr(), refused = refused.len(), first = %remark, "heartbeat groups refused by a bound");
         let remark = match refused.len() - 1 {
@@ -184,7 +184,8 @@ pub(crate) async fn unregister_client(
     }
     if let Some(group) = header.consumer_group.as_deref().filter(|g| !g.is_empty()) {
         if broker.consumers.clients.unregister_consumer(group, channel) {
-            clients::notify_consumer_ids_changed(broker, vec![group.to_owned()]);
+            let (consumers, config, life) = (&broker.consumers, &broker.config, &broker.life);
+            clients::notify_consumer_ids_changed(consumers, config, life, vec![group.to_owned()]);
         }
     }
     RemotingCommand::success()

@@ -80,7 +80,14 @@ pub(crate) async fn consume_message_directly(
         msg_id: header.msg_id.unwrap_or_default(),
         topic: header.topic,
     };
-    match crate::ops::consume_directly::consume_directly(broker, ask).await {
+    match crate::ops::consume_directly::consume_directly(
+        &broker.storage,
+        &broker.consumers,
+        &broker.config.broker_name,
+        ask,
+    )
+    .await
+    {
         Ok(consumed) => RemotingCommand::success().with_body(consumed.body),
         Err(refusal) => super::refused(refusal),
     }

@@ -83,7 +83,11 @@ impl RequestProcessor for BrokerProcessor {
             if let Some(refusal) = role::slave_refusal(b, request.code) {
                 return Some(refusal);
             }
-            let started = b.metrics.is_enabled().then(std::time::Instant::now);
+            let started = b
+                .observed
+                .metrics
+                .is_enabled()
+                .then(std::time::Instant::now);
             let (code, oneway) = (request.code, request.is_oneway());
             let response = match request.code {
                 request_code::SEND_MESSAGE
@@ -135,7 +139,7 @@ impl RequestProcessor for BrokerProcessor {
                     let name = request.ext_fields.get("topic").unwrap_or("").to_owned();
                     let response =
                         topic_admin::update_and_create_topic(&self.broker, request).await;
-                    b.metrics.events.topic_created(
+                    b.observed.metrics.events.topic_created(
                         &name,
                         response.code == response_code::SUCCESS,
                         started.elapsed().as_millis() as u64,
@@ -196,7 +200,7 @@ impl RequestProcessor for BrokerProcessor {
                     let response =
                         group_admin::update_and_create_subscription_group(&self.broker, request)
                             .await;
-                    b.metrics.events.group_created(
+                    b.observed.metrics.events.group_created(
                         response.code == response_code::SUCCESS,
                         started.elapsed().as_millis() as u64,
                     );
@@ -276,7 +280,8 @@ impl RequestProcessor for BrokerProcessor {
             };
             if let Some(started) = started {
                 let answered = (!oneway).then_some(response.code);
-                b.metrics
+                b.observed
+                    .metrics
                     .rpc
                     .observe(code, answered, false, started.elapsed());
             }
@@ -285,7 +290,8 @@ impl RequestProcessor for BrokerProcessor {
     }
 
     fn on_channel_closed(&self, channel: &Channel) {
-        crate::ops::clients::on_channel_closed(&self.broker, channel);
+        let b = &self.broker;
+        crate::ops::clients::on_channel_closed(&b.consumers, &b.config, &b.life, channel);
     }
 }
 

@@ -23,7 +23,7 @@ pub(crate) async fn notification(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, NotificationRequestHeader);
-    let topic = match readable_topic(broker, &header.topic) {
+    let topic = match readable_topic(&broker.storage.topics, &header.topic) {
         Ok(t) => t,
         Err(e) => return error(e.code, e.remark),
     };
@@ -36,7 +36,7 @@ pub(crate) async fn notification(
             ),
         );
     }
-    if let Err(e) = consuming_group(broker, &header.consumer_group, Some(channel)) {
+    if let Err(e) = consuming_group(&broker.consumers, &header.consumer_group, Some(channel)) {
         return error(e.code, e.remark);
     }
     let now = now_millis();
@@ -116,7 +116,7 @@ pub(crate) fn polling_info(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, PollingInfoRequestHeader);
-    let topic = match readable_topic(broker, &header.topic) {
+    let topic = match readable_topic(&broker.storage.topics, &header.topic) {
         Ok(t) => t,
         Err(e) => return error(e.code, e.remark),
     };
@@ -129,7 +129,7 @@ pub(crate) fn polling_info(
             ),
         );
     }
-    if let Err(e) = consuming_group(broker, &header.consumer_group, Some(channel)) {
+    if let Err(e) = consuming_group(&broker.consumers, &header.consumer_group, Some(channel)) {
         return error(e.code, e.remark);
     }
     let n = broker

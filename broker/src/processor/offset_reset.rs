@@ -22,7 +22,7 @@ pub(crate) fn invoke_broker_to_reset_offset(
         to: ResetTo::of_timestamp(header.timestamp),
         force: header.is_force.unwrap_or(true),
     };
-    let queues = match op::plan(broker, &reset) {
+    let queues = match op::plan(&broker.storage, &broker.consumers, &reset) {
         Ok(queues) => queues,
         Err(refusal) => return refused(refusal),
     };
@@ -48,6 +48,11 @@ pub(crate) fn invoke_broker_to_reset_offset(
             format!("THe consumer group <{}> not exist", reset.group),
         );
     }
-    let table = op::apply(broker, &reset, &queues);
+    let table = op::apply(
+        &broker.consumers,
+        &broker.config.broker_name,
+        &reset,
+        &queues,
+    );
     RemotingCommand::success().with_body(table.encode())
 }

@@ -28,7 +28,7 @@ pub(crate) fn message_status(broker: &Broker, request: RemotingCommand) -> Remot
         msg_id: h.msg_id,
         key: h.key,
     };
-    match ops::message_status::message_status(broker, &find) {
+    match ops::message_status::message_status(ops::message_status::Lookup::of(broker), &find) {
         Ok(body) => RemotingCommand::success().with_body(json::to_vec(&body)),
         Err(refusal) => refused(refusal),
     }
@@ -43,7 +43,7 @@ pub(crate) fn browse_messages(broker: &Broker, request: RemotingCommand) -> Remo
         queue_id: h.queue_id,
         max: h.max_count.unwrap_or(32).max(1) as usize,
     };
-    match ops::browse::browse(broker, &browse) {
+    match ops::browse::browse(&broker.storage, &broker.consumers, &browse) {
         Ok(messages) => {
             RemotingCommand::success().with_body(json::to_vec(&BrowseBody { messages }))
         }
@@ -64,7 +64,15 @@ pub(crate) async fn remove_message(
         queue_offset: h.queue_offset,
     };
     let by = Operator::Remoting(channel.peer_addr());
-    match ops::remove::remove_message(broker, &by, remove).await {
+    match ops::remove::remove_message(
+        &broker.storage,
+        &broker.config,
+        broker.broker_addr,
+        &by,
+        remove,
+    )
+    .await
+    {
         Ok(r) => {
             let body = OperationResultBody {
                 msg_id: r.msg_id,
@@ -90,7 +98,16 @@ pub(crate) async fn resend_dlq_message(
         msg_id: h.msg_id,
     };
     let by = Operator::Remoting(channel.peer_addr());
-    match ops::resend::resend_dlq(broker, &by, resend).await {
+    match ops::resend::resend_dlq(
+        &broker.storage,
+        &broker.observed,
+        &broker.config,
+        broker.broker_addr,
+        &by,
+        resend,
+    )
+    .await
+    {
         Ok(body) => RemotingCommand::success().with_body(json::to_vec(&body)),
         Err(e) => error(response_code::SYSTEM_ERROR, e.to_string()),
     }
@@ -103,7 +120,7 @@ pub(crate) fn group_lag(broker: &Broker, request: RemotingCommand) -> RemotingCo
         group: h.group,
         topic: h.topic,
     };
-    let lag = ops::lag::group_lag(broker, &of);
+    let lag = ops::lag::group_lag(&broker.storage, &broker.consumers, &broker.pop, &of);
     RemotingCommand::success().with_body(json::to_vec(&lag.to_body(&of.group, now_millis())))
 }
 

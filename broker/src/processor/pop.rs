@@ -18,7 +18,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_header, error};
 use crate::ops::pop::receive::{self, PopRequest, PopResult};
-use crate::ops::pop::{consuming_group, readable_topic};
+use crate::ops::pop::{consuming_group, readable_topic, PopTables};
 use crate::state::consumer_filter::ExpressionMessageFilter;
 use crate::state::Broker;
 
@@ -85,7 +85,7 @@ pub(crate) async fn pop_message(
         attempt_id: header.attempt_id.filter(|a| !a.is_empty()),
         client: Some(channel.clone()),
     };
-    match receive::pop(broker, &req, channel.closed()).await {
+    match receive::pop(PopTables::of(broker), &req, channel.closed()).await {
         Ok(result) => response(result, req.order),
         Err(e) => error(e.code, e.remark),
     }
@@ -127,11 +127,11 @@ pub(crate) fn peek_message(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let header = decode_header!(request, PeekMessageRequestHeader);
-    let topic = match readable_topic(broker, &header.topic) {
+    let topic = match readable_topic(&broker.storage.topics, &header.topic) {
         Ok(t) => t,
         Err(e) => return error(e.code, e.remark),
     };
-    if let Err(e) = consuming_group(broker, &header.consumer_group, Some(channel)) {
+    if let Err(e) = consuming_group(&broker.consumers, &header.consumer_group, Some(channel)) {
         return error(e.code, e.remark);
     }
     if header.queue_id >= topic.read_queue_nums || header.max_msg_nums <= 0 {

@@ -164,7 +164,7 @@ fn pull_inner(
     let max_count = header.max_msg_nums.max(1);
     let max_bytes = header.max_msg_bytes.filter(|b| *b > 0).unwrap_or(i32::MAX);
     let filter = ExpressionMessageFilter::new(subscription, sql);
-    let result = broker.get_for_consumer(
+    let result = broker.storage.get_for_consumer(
         &header.topic,
         header.queue_id,
         header.queue_offset,
@@ -234,14 +234,14 @@ fn pull_inner(
         if latency_trace::enabled() {
             stamp_pulled(&result.messages);
         }
-        broker.count_get(result.messages.len() as u64);
-        broker.metrics.record_get(
+        broker.observed.count_get(result.messages.len() as u64);
+        broker.observed.metrics.record_get(
             &header.topic,
             &header.consumer_group,
             result.messages.len() as u64,
             result.buffer_total_size as u64,
         );
-        broker.metrics.pulled_to(
+        broker.observed.metrics.pulled_to(
             &header.topic,
             &header.consumer_group,
             header.queue_id,

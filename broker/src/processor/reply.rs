@@ -13,6 +13,7 @@ use vostok_remoting::{Channel, RemotingCommand};
 use super::refused;
 use super::send::destination;
 use crate::ops::reply::{reply, ReplyRequest};
+use crate::ops::send::SendTables;
 use crate::ops::Client;
 use crate::state::Broker;
 
@@ -41,7 +42,7 @@ pub(crate) async fn send_reply_message(
         reconsume_times: header.reconsume_times,
         unit_mode: header.unit_mode,
     };
-    let replied = match reply(broker, Client::on(channel), answer).await {
+    let replied = match reply(SendTables::of(broker), Client::on(channel), answer).await {
         Ok(replied) => replied,
         Err(refusal) => return refused(refusal),
     };

@@ -7,7 +7,7 @@ use vostok_remoting::support::latency_trace;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::put_response::send_response;
-use crate::ops::send::{self as op, Destination, SendRequest};
+use crate::ops::send::{self as op, Destination, SendRequest, SendTables};
 use crate::ops::send_batch::{send_batch, BatchRequest};
 use crate::ops::Client;
 use crate::state::Broker;
@@ -31,7 +31,7 @@ pub(crate) async fn send_message(
             body: request.body,
             received,
         };
-        let outcome = send_batch(broker, Client::on(channel), batch).await;
+        let outcome = send_batch(SendTables::of(broker), Client::on(channel), batch).await;
         return send_response(broker, outcome);
     }
     let send = SendRequest {
@@ -48,7 +48,10 @@ pub(crate) async fn send_message(
             .filter(|_| request.version >= version::V3_4_9),
         received,
     };
-    send_response(broker, op::send(broker, Client::on(channel), send).await)
+    send_response(
+        broker,
+        op::send(SendTables::of(broker), Client::on(channel), send).await,
+    )
 }
 
 /// Where a send header sends to.

@@ -6,6 +6,7 @@ use vostok_remoting::protocol::version;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_header, refused};
+use crate::ops::send::SendTables;
 use crate::ops::send_back::{send_back, SendBack};
 use crate::ops::Client;
 use crate::state::Broker;
@@ -26,7 +27,7 @@ pub(crate) async fn consumer_send_msg_back(
             .filter(|_| request.version >= version::V3_4_9),
         origin_topic: header.origin_topic,
     };
-    match send_back(broker, Client::on(channel), back).await {
+    match send_back(SendTables::of(broker), Client::on(channel), back).await {
         Ok(_) => RemotingCommand::success(),
         Err(refusal) => refused(refusal),
     }

@@ -7,6 +7,7 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::{Channel, RemotingCommand};
 
 use super::{decode_header, error, refused};
+use crate::ops::send::SendTables;
 use crate::ops::transaction::{end_transaction as end, EndTransaction, Resolution};
 use crate::state::Broker;
 
@@ -38,7 +39,7 @@ pub(crate) async fn end_transaction(
         resolution,
         msg_id: header.msg_id,
     };
-    match end(broker, end_request).await {
+    match end(SendTables::of(broker), end_request).await {
         Ok(_) => RemotingCommand::success(),
         Err(refusal) => refused(refusal),
     }

@@ -30,7 +30,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
             loop {
                 tokio::select! {
                     _ = tick.tick() => {
-                        b.stats.sample();
+                        b.observed.stats.sample();
                         b.sample_memory();
                     }
                     _ = b.life.shutdown.cancelled() => break,
@@ -39,7 +39,7 @@ pub(crate) fn spawn(broker: &Arc<Broker>) {
         },
         duties,
     );
-    if broker.metrics.is_enabled() {
+    if broker.observed.metrics.is_enabled() {
         let b = broker.clone();
         broker.life.tasks.spawn_on(sample_stats_windows(b), duties);
     }
@@ -50,7 +50,7 @@ async fn sample_stats_windows(b: Arc<Broker>) {
     let mut tick = tokio::time::interval(SAMPLE_EVERY);
     loop {
         tokio::select! {
-            _ = tick.tick() => b.stats_windows.sample(&b.metrics, now_millis()),
+            _ = tick.tick() => b.observed.windows.sample(&b.observed.metrics, now_millis()),
             _ = b.life.shutdown.cancelled() => break,
         }
     }
@@ -81,7 +81,12 @@ async fn expire_clients(b: Arc<Broker>) {
             _ = tick.tick() => {
                 let timeout = b.config.channel_expired_timeout;
                 let changed = b.consumers.clients.scan_expired(Instant::now(), timeout);
-                crate::ops::clients::notify_consumer_ids_changed(&b, changed);
+                crate::ops::clients::notify_consumer_ids_changed(
+                    &b.consumers,
+                    &b.config,
+                    &b.life,
+                    changed,
+                );
             }
             _ = b.life.shutdown.cancelled() => break,
         }

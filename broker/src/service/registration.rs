@@ -174,6 +174,7 @@ async fn register_with(broker: &Broker, addr: &str, requests: &[RemotingCommand]
     if accepted == parts {
         debug!(namesrv = %addr, parts, "registered");
         broker
+            .observed
             .stats
             .registrations
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

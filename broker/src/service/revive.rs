@@ -226,9 +226,9 @@ async fn revive_one(
         .status
         .is_stored();
     if stored {
-        broker.count_put(1);
+        broker.observed.count_put(1);
         if dead_letter {
-            broker.metrics.events.dlq_moved(group, normal);
+            broker.observed.metrics.events.dlq_moved(group, normal);
         }
     }
     Some(stored)

@@ -208,7 +208,7 @@ async fn deliver(broker: &Broker, offset: i64) -> bool {
             p.mark_delivered(offset);
             p.untrack(&topic);
         }
-        broker.metrics.events.timer_delivered(&topic);
+        broker.observed.metrics.events.timer_delivered(&topic);
         true
     } else {
         warn!(offset, ?status, "timer delivery failed; will retry");

@@ -270,5 +270,5 @@ async fn discard(broker: &Broker, half: &MessageExt) {
     msg.tags_code = 0;
     let _ = broker.storage.store.put_message(msg).await;
     let real_topic = half.property(property::REAL_TOPIC).unwrap_or_default();
-    broker.metrics.events.half_dropped(real_topic);
+    broker.observed.metrics.events.half_dropped(real_topic);
 }

@@ -36,15 +36,10 @@ pub(crate) fn pending_timer_limit(soft_limit: usize) -> usize {
 }
 
 impl Broker {
-    /// The most pending timers this broker accepts (see [`pending_timer_limit`]).
-    pub(crate) fn max_pending_timers(&self) -> usize {
-        pending_timer_limit(self.memory.soft_limit())
-    }
-
     /// Estimates the tables and reports them to the budget; returns the estimate.
     pub(crate) fn sample_memory(&self) -> usize {
         let tables = self.deferred.timers.pending() * TIMER_BYTES
-            + self.dedupe.len() * (ENTRY_BYTES + DEDUPE_SLOT_BYTES)
+            + self.intake.dedupe.len() * (ENTRY_BYTES + DEDUPE_SLOT_BYTES)
             + self.pop.checkpoints().len() * CHECKPOINT_BYTES
             + self.deferred.transactions.finished_ranges() * RANGE_BYTES;
         self.memory.set_gauge(tables);
@@ -55,7 +50,7 @@ impl Broker {
     /// the duties runtime made (both say whether hostile load is being absorbed).
     pub(crate) fn health_info(&self) -> BTreeMap<String, String> {
         let m = &self.memory;
-        let registrations = self.stats.registrations.load(Ordering::Relaxed);
+        let registrations = self.observed.stats.registrations.load(Ordering::Relaxed);
         [
             ("memoryUsedBytes", m.used()),
             ("memoryReservedBytes", m.reserved()),

@@ -6,9 +6,13 @@
 //! [`Storage`] (the store, the topic table, removed messages), [`Consumers`] (groups,
 //! offsets, clients, filters, queue locks, held pulls), [`Deferred`] (delay levels,
 //! timers, half messages), [`Roles`] (master, slave and controller-mode standing),
-//! beside POP state, the duplication window, metrics and what belongs to the broker as
-//! a whole (config, addresses, the name-server client, shutdown): RocketMQ's
-//! `BrokerController` fields without its start-up code. [`Broker`]'s own methods keep
+//! [`Intake`] (the bound on sends in progress, unique ids, the duplication window),
+//! [`Observed`] (counters, request metrics and their windows, the start time),
+//! [`NameServers`] (the client and the registration) and [`Lifecycle`] (the stop
+//! signal, the tasks, the duties runtime), beside POP state and what belongs to the
+//! broker as a whole (config and its run-time keys, the address, the ACL guard, the
+//! memory account): RocketMQ's `BrokerController` fields without its start-up code.
+//! An operation takes the groups it uses, not the [`Broker`]. [`Broker`]'s own methods keep
 //! its tables (persist, rebuild) or read across them (the role, a topic's duplication
 //! window, the slowest group on a topic); what acts on them (a consumer registered, its
 //! group told to rebalance) is an operation. The operations (`ops`), front ends and
@@ -120,6 +124,45 @@ pub(crate) struct Deferred {
     pub(crate) transactions: TransactionState,
 }
 
+/// What admits and stamps sends before they are stored: the bound on sends in
+/// progress, the unique ids given to messages that carry none, and the duplication
+/// window that answers a producer's retry without storing it twice.
+pub(crate) struct Intake {
+    /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
+    pub(crate) permits: Semaphore,
+    /// Unique ids (`UNIQ_KEY`) for messages whose producer set none.
+    pub(crate) ids: UniqIdGenerator,
+    /// Unique ids of recent sends, for answering retries without storing twice.
+    pub(crate) dedupe: DedupeWindow,
+}
+
+/// What the broker observes of its own work, for runtime info, the exporter and the
+/// console: message counters and rates, the request metrics, their windows, and when
+/// the broker started.
+pub(crate) struct Observed {
+    /// Messages put and got since start, their per-second rates, registrations
+    /// (GET_BROKER_RUNTIME_INFO).
+    pub(crate) stats: BrokerStats,
+    /// RocketMQ 5's request metrics (Prometheus and the console).
+    pub(crate) metrics: BrokerMetrics,
+    /// The last minute, hour and day of the metrics' counters (VIEW_BROKER_STATS_DATA).
+    pub(crate) windows: stats_window::StatsWindows,
+    /// When the broker started, in epoch milliseconds (`bootTimestamp`, the uptime).
+    pub(crate) boot_timestamp: i64,
+}
+
+impl Observed {
+    /// Counts `n` messages stored (runtime info's put counter).
+    pub(crate) fn count_put(&self, n: u64) {
+        self.stats.put.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` messages handed to consumers (runtime info's get counter).
+    pub(crate) fn count_get(&self, n: u64) {
+        self.stats.get.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
 /// Why a group or topic was not created on first use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum NotCreated {
@@ -154,6 +197,27 @@ pub(crate) struct Roles {
     pub(crate) replicas: replicas::ReplicaState,
 }
 
+impl Roles {
+    /// [`Broker::is_master`], from the config and this standing.
+    pub(crate) fn is_master(&self, config: &BrokerConfig) -> bool {
+        if !config.controller.enable {
+            return config.is_master();
+        }
+        self.replicas.role() == replicas::ReplicaRole::Master
+    }
+
+    /// Outside controller mode, always; in it, a master that heard from a controller
+    /// within `controllerHeartBeatTimeoutMills` (its lease).
+    pub(crate) fn holds_lease(&self, config: &BrokerConfig) -> bool {
+        if !config.controller.enable {
+            return true;
+        }
+        let last = self.replicas.last_controller_ok_ms.load(Ordering::Acquire);
+        let lease = config.controller.controller_heartbeat_timeout.as_millis() as i64;
+        vostok_remoting::support::time::now_millis() - last < lease
+    }
+}
+
 /// State shared by every request of one broker: a few groups of tables, each handed
 /// alone to what needs only it, and what belongs to the broker as a whole.
 pub struct Broker {
@@ -164,19 +228,10 @@ pub struct Broker {
     pub(crate) roles: Roles,
     /// The keys that change at run time (UPDATE_BROKER_CONFIG).
     pub(crate) runtime: RuntimeConfig,
-    /// Unique ids of recent sends, for answering retries without storing twice.
-    pub(crate) dedupe: DedupeWindow,
+    pub(crate) intake: Intake,
+    pub(crate) observed: Observed,
     /// `brokerIP1:listenPort`: what clients connect to and what records carry as STOREHOST.
     pub(crate) broker_addr: SocketAddr,
-    /// Sends in progress; beyond `sendThreadPoolQueueCapacity` senders get SYSTEM_BUSY.
-    pub(crate) send_permits: Semaphore,
-    pub(crate) stats: BrokerStats,
-    /// RocketMQ 5's request metrics (Prometheus and the console).
-    pub(crate) metrics: BrokerMetrics,
-    /// The last minute, hour and day of the metrics' counters (VIEW_BROKER_STATS_DATA).
-    pub(crate) stats_windows: stats_window::StatsWindows,
-    pub(crate) uniq_ids: UniqIdGenerator,
-    pub(crate) boot_timestamp: i64,
     pub(crate) namesrv: NameServers,
     /// POP consumption: checkpoints, FIFO order info, held POP requests.
     pub(crate) pop: PopState,
@@ -212,28 +267,7 @@ impl Broker {
     /// whose lease ran out (no controller answered for
     /// `controllerHeartBeatTimeoutMills`) stops taking sends.
     pub fn is_master(&self) -> bool {
-        if !self.config.controller.enable {
-            return self.config.is_master();
-        }
-        self.roles.replicas.role() == replicas::ReplicaRole::Master
-    }
-
-    /// A controller-mode master still holding its lease.
-    pub(crate) fn holds_lease(&self) -> bool {
-        if !self.config.controller.enable {
-            return true;
-        }
-        let last = self
-            .roles
-            .replicas
-            .last_controller_ok_ms
-            .load(Ordering::Acquire);
-        let lease = self
-            .config
-            .controller
-            .controller_heartbeat_timeout
-            .as_millis() as i64;
-        vostok_remoting::support::time::now_millis() - last < lease
+        self.roles.is_master(&self.config)
     }
 
     /// The id this broker registers with the name servers under: 0 for a master.
@@ -284,7 +318,7 @@ impl Broker {
         if longest.is_zero() {
             return;
         }
-        dedupe::rebuild::rebuild(&self.dedupe, &self.storage.store, longest, |topic| {
+        dedupe::rebuild::rebuild(&self.intake.dedupe, &self.storage.store, longest, |topic| {
             self.storage
                 .topics
                 .get(topic)
@@ -302,14 +336,5 @@ impl Broker {
     pub(crate) fn min_committed_offsets(&self, topic: &str) -> std::collections::HashMap<i32, i64> {
         let online = self.consumers.clients.clustering_groups_subscribing(topic);
         self.consumers.offsets.min_committed_offsets(topic, &online)
-    }
-
-    /// Messages put since start (stats for runtime info).
-    pub(crate) fn count_put(&self, n: u64) {
-        self.stats.put.fetch_add(n, Ordering::Relaxed);
-    }
-
-    pub(crate) fn count_get(&self, n: u64) {
-        self.stats.get.fetch_add(n, Ordering::Relaxed);
     }
 }

@@ -200,7 +200,7 @@ impl MessageFilter for SkipRemoved<'_> {
     }
 }
 
-impl super::Broker {
+impl super::Storage {
     /// The store's `get_message` for a consumer: what `filter` passes, minus the
     /// messages an operator removed. Costs one atomic load when nothing was removed.
     pub(crate) fn get_for_consumer(
@@ -213,7 +213,6 @@ impl super::Broker {
         filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
         let skip = self
-            .storage
             .removals
             .of_queue(topic, queue_id)
             .map(|removed| SkipRemoved {
@@ -224,8 +223,7 @@ impl super::Broker {
             Some(s) => Some(s as &dyn MessageFilter),
             None => filter,
         };
-        self.storage
-            .store
+        self.store
             .get_message(topic, queue_id, offset, max_count, max_bytes, filter)
     }
 }

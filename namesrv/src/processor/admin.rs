@@ -2,6 +2,8 @@
 //! name server's config (docs/wire.md#request-codes,
 //! docs/commands.md#name-server-commands).
 
+use std::sync::LazyLock;
+
 use tracing::info;
 use vostok_remoting::protocol::header::{
     AddWritePermOfBrokerResponseHeader, BrokerPermRequestHeader,
@@ -88,17 +90,12 @@ pub(super) fn get_namesrv_config(s: &Shared) -> Reply {
     )
 }
 
-/// The keys UPDATE_NAMESRV_CONFIG changes at run time: those the request handlers
-/// read on each request. The rest (ports, paths, ACL, TLS, housekeeping periods) are
-/// read once at start.
-pub(super) const RUNTIME_KEYS: &[&str] = &[
-    "enableAllTopicList",
-    "enableTopicList",
-    "orderMessageEnable",
-    "returnOrderTopicConfigToBroker",
-    "needWaitForService",
-    "waitSecondsForService",
-];
+/// The keys UPDATE_NAMESRV_CONFIG changes at run time: those the name server's key
+/// table (`config::KEYS`) marks `at_run_time`, which the request handlers read on each
+/// request. The rest (ports, paths, ACL, TLS, housekeeping periods) are read once at
+/// start.
+pub(super) static RUNTIME_KEYS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| crate::config::KEYS.run_time_names());
 
 /// UPDATE_NAMESRV_CONFIG (318, docs/commands.md#name-server-configuration): the body
 /// is `.properties` text; every key must be one of [`RUNTIME_KEYS`] with a valid

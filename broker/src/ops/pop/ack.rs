@@ -10,25 +10,24 @@
 use vostok_remoting::protocol::pop::ExtraInfo;
 use vostok_remoting::protocol::response_code;
 
-use super::{check_offset, PopError};
+use super::{check_offset, PopError, PopTables};
 use crate::state::pop::checkpoint::{AckOutcome, CkKey};
 use crate::state::pop::journal;
 use crate::state::pop::order::OrderError;
-use crate::state::Broker;
 
 /// Acks one message: `topic` is the topic it was read from (its POP retry topic for a
 /// retried message), `offset` its queue offset, `extra` its handle.
 pub(crate) async fn ack(
-    broker: &Broker,
+    tables: PopTables<'_>,
     group: &str,
     topic: &str,
     queue_id: i32,
     offset: i64,
     extra: &ExtraInfo,
 ) -> Result<(), PopError> {
-    check_offset(broker, topic, queue_id, offset, true)?;
+    check_offset(tables.storage, topic, queue_id, offset, true)?;
     if extra.is_order() {
-        return ack_orderly(broker, group, topic, queue_id, offset, extra.pop_time);
+        return ack_orderly(tables, group, topic, queue_id, offset, extra.pop_time);
     }
     let key = CkKey {
         topic: topic.into(),
@@ -37,18 +36,18 @@ pub(crate) async fn ack(
         start_offset: extra.ck_queue_offset,
         pop_time: extra.pop_time,
     };
-    ack_offsets(broker, &key, &[offset]).await.map(|_| ())
+    ack_offsets(tables, &key, &[offset]).await.map(|_| ())
 }
 
 /// Acks several offsets of one checkpoint with one record; returns how many were
 /// pending. Offsets already acked or not in the checkpoint are ignored.
 pub(crate) async fn ack_offsets(
-    broker: &Broker,
+    tables: PopTables<'_>,
     key: &CkKey,
     offsets: &[i64],
 ) -> Result<usize, PopError> {
     let (revive_qid, pending) = {
-        let table = broker.pop.checkpoints();
+        let table = tables.pop.checkpoints();
         let Some(ck) = table.get(key) else {
             return Ok(0);
         };
@@ -65,19 +64,19 @@ pub(crate) async fn ack_offsets(
     let record = journal::ack_record(
         key,
         &pending,
-        &broker.pop.revive_topic,
+        &tables.pop.revive_topic,
         revive_qid,
-        &broker.config.broker_name,
-        broker.broker_addr,
+        &tables.config.broker_name,
+        tables.broker_addr,
     );
-    let status = broker.storage.store.put_message(record).await.status;
+    let status = tables.storage.store.put_message(record).await.status;
     if !status.is_stored() {
         return Err(PopError::new(
             response_code::SYSTEM_ERROR,
             format!("cannot store the ack: {}", status.as_str()),
         ));
     }
-    let mut table = broker.pop.checkpoints();
+    let mut table = tables.pop.checkpoints();
     for o in &pending {
         if let AckOutcome::Acked { done: true, .. } = table.ack(key, *o) {
             break;
@@ -89,25 +88,25 @@ pub(crate) async fn ack_offsets(
 /// `ackOrderly`: marks a FIFO message acked and commits the batch's first unacked
 /// offset.
 pub(crate) fn ack_orderly(
-    broker: &Broker,
+    tables: PopTables<'_>,
     group: &str,
     topic: &str,
     queue_id: i32,
     offset: i64,
     pop_time: i64,
 ) -> Result<(), PopError> {
-    let committed = broker.consumers.offsets.query(group, topic, queue_id);
+    let committed = tables.consumers.offsets.query(group, topic, queue_id);
     if offset < committed {
         return Ok(());
     }
     let key = (topic.to_owned(), group.to_owned(), queue_id);
-    let next = broker.pop.orders().commit_and_next(&key, offset, pop_time);
+    let next = tables.pop.orders().commit_and_next(&key, offset, pop_time);
     match next {
         Ok(next) => {
-            if next > broker.consumers.offsets.query(group, topic, queue_id) {
-                broker.consumers.offsets.commit(group, topic, queue_id, next);
+            if next > tables.consumers.offsets.query(group, topic, queue_id) {
+                tables.consumers.offsets.commit(group, topic, queue_id, next);
             }
-            broker.pop.polling.notify_group(topic, group);
+            tables.pop.polling.notify_group(topic, group);
             Ok(())
         }
         // A handle of an earlier pop of the queue: RocketMQ ignores it.

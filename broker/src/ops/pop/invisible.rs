@@ -13,11 +13,10 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::support::time::now_millis;
 
 use super::ack::ack_offsets;
-use super::{check_offset, PopError};
+use super::{check_offset, PopError, PopTables};
 use crate::state::pop::checkpoint::{Checkpoint, CkKey};
 use crate::state::pop::journal;
 use crate::state::pop::order::OrderError;
-use crate::state::Broker;
 
 /// The handle's new time fields (`ChangeInvisibleTimeResponseHeader`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +27,7 @@ pub(crate) struct Changed {
 }
 
 pub(crate) async fn change_invisible_time(
-    broker: &Broker,
+    tables: PopTables<'_>,
     group: &str,
     topic: &str,
     queue_id: i32,
@@ -36,12 +35,12 @@ pub(crate) async fn change_invisible_time(
     extra: &ExtraInfo,
     invisible_time: i64,
 ) -> Result<Changed, PopError> {
-    check_offset(broker, topic, queue_id, offset, false)?;
+    check_offset(tables.storage, topic, queue_id, offset, false)?;
     let now = now_millis();
     if extra.is_order() {
         let key = (topic.to_owned(), group.to_owned(), queue_id);
         let at = now.saturating_add(invisible_time);
-        return match broker
+        return match tables
             .pop
             .orders()
             .set_next_visible(&key, offset, extra.pop_time, at)
@@ -62,7 +61,7 @@ pub(crate) async fn change_invisible_time(
         pop_time: extra.pop_time,
     };
     let revive_qid = {
-        let table = broker.pop.checkpoints();
+        let table = tables.pop.checkpoints();
         match table.get(&old) {
             Some(ck) if table.is_pending(&old, offset) => ck.revive_qid,
             _ => return Err(gone()),
@@ -81,14 +80,14 @@ pub(crate) async fn change_invisible_time(
         revive_offset: -1,
     };
     {
-        let _pending = broker.pop.begin_write(revive_qid);
+        let _pending = tables.pop.begin_write(revive_qid);
         let record = journal::checkpoint_record(
             &ck,
-            &broker.pop.revive_topic,
-            &broker.config.broker_name,
-            broker.broker_addr,
+            &tables.pop.revive_topic,
+            &tables.config.broker_name,
+            tables.broker_addr,
         );
-        let put = broker.storage.store.put_message(record).await;
+        let put = tables.storage.store.put_message(record).await;
         let Some(append) = put.append.filter(|_| put.status.is_stored()) else {
             return Err(PopError::new(
                 response_code::SYSTEM_ERROR,
@@ -96,9 +95,9 @@ pub(crate) async fn change_invisible_time(
             ));
         };
         ck.revive_offset = append.queue_offset;
-        broker.pop.checkpoints().insert(ck);
+        tables.pop.checkpoints().insert(ck);
     }
-    ack_offsets(broker, &old, &[offset]).await?;
+    ack_offsets(tables, &old, &[offset]).await?;
     Ok(Changed {
         pop_time: now,
         invisible_time,

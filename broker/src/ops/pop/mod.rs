@@ -21,9 +21,46 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic::perm;
 use vostok_remoting::Channel;
 
+use crate::config::BrokerConfig;
 use crate::ops::auto_create::find_or_create_group;
+use crate::state::pop::PopState;
+use crate::state::runtime_config::RuntimeConfig;
 use crate::state::subscription::SubscriptionGroupConfig;
-use crate::state::Broker;
+use crate::state::topic::TopicConfigManager;
+use crate::state::{Broker, Consumers, Lifecycle, Observed, Storage};
+
+/// What pop, ack and a change of invisible time read and write: the storage, the
+/// consumer tables (offsets, groups) and the POP state; the broker's name and address
+/// that checkpoint and ack records carry, its run-time permission (a pop of a broker
+/// that may not be read is refused), the counters a pop adds to, and the stop signal
+/// that ends a held pop.
+#[derive(Clone, Copy)]
+pub(crate) struct PopTables<'a> {
+    pub(crate) config: &'a BrokerConfig,
+    pub(crate) runtime: &'a RuntimeConfig,
+    pub(crate) storage: &'a Storage,
+    pub(crate) consumers: &'a Consumers,
+    pub(crate) pop: &'a PopState,
+    pub(crate) observed: &'a Observed,
+    pub(crate) life: &'a Lifecycle,
+    pub(crate) broker_addr: std::net::SocketAddr,
+}
+
+impl<'a> PopTables<'a> {
+    /// The broker's tables a POP operation uses.
+    pub(crate) fn of(b: &'a Broker) -> Self {
+        PopTables {
+            config: &b.config,
+            runtime: &b.runtime,
+            storage: &b.storage,
+            consumers: &b.consumers,
+            pop: &b.pop,
+            observed: &b.observed,
+            life: &b.life,
+            broker_addr: b.broker_addr,
+        }
+    }
+}
 
 /// A POP operation refused, as a RocketMQ response code and remark.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +79,11 @@ impl PopError {
 }
 
 /// The topic, which must exist and be readable.
-pub(crate) fn readable_topic(broker: &Broker, topic: &str) -> Result<TopicConfig, PopError> {
-    let config = broker.storage.topics.get(topic).ok_or_else(|| {
+pub(crate) fn readable_topic(
+    topics: &TopicConfigManager,
+    topic: &str,
+) -> Result<TopicConfig, PopError> {
+    let config = topics.get(topic).ok_or_else(|| {
         PopError::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{topic}] not exist, apply first please!"),
@@ -61,11 +101,11 @@ pub(crate) fn readable_topic(broker: &Broker, topic: &str) -> Result<TopicConfig
 /// The group, created on first use for the client on `client` when allowed, which
 /// must be allowed to consume.
 pub(crate) fn consuming_group(
-    broker: &Broker,
+    consumers: &Consumers,
     group: &str,
     client: Option<&Channel>,
 ) -> Result<SubscriptionGroupConfig, PopError> {
-    let config = find_or_create_group(&broker.consumers, group, client).map_err(|reason| {
+    let config = find_or_create_group(consumers, group, client).map_err(|reason| {
         PopError::new(
             response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
             format!("subscription group [{group}] does not exist: {reason}"),
@@ -84,13 +124,13 @@ pub(crate) fn consuming_group(
 /// MESSAGE_ILLEGAL for a queue the topic does not have, NO_MESSAGE for an offset
 /// outside `[min, max]` (`max_inclusive`) or `[min, max)`.
 pub(crate) fn check_offset(
-    broker: &Broker,
+    storage: &Storage,
     topic: &str,
     queue_id: i32,
     offset: i64,
     max_inclusive: bool,
 ) -> Result<(), PopError> {
-    let config = broker.storage.topics.get(topic).ok_or_else(|| {
+    let config = storage.topics.get(topic).ok_or_else(|| {
         PopError::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{topic}] not exist, apply first please!"),
@@ -105,8 +145,8 @@ pub(crate) fn check_offset(
             ),
         ));
     }
-    let min = broker.storage.store.min_offset_in_queue(topic, queue_id);
-    let max = broker.storage.store.max_offset_in_queue(topic, queue_id);
+    let min = storage.store.min_offset_in_queue(topic, queue_id);
+    let max = storage.store.max_offset_in_queue(topic, queue_id);
     let above = if max_inclusive {
         offset > max
     } else {

@@ -25,11 +25,10 @@ use vostok_remoting::support::time::now_millis;
 use vostok_remoting::Channel;
 use vostok_store::{GetMessageStatus, MessageFilter};
 
-use super::{consuming_group, readable_topic, PopError};
+use super::{consuming_group, readable_topic, PopError, PopTables};
 use crate::state::consumer_filter::ExpressionMessageFilter;
 use crate::state::pop::checkpoint::{Checkpoint, CkKey};
 use crate::state::pop::journal;
-use crate::state::Broker;
 
 /// What a consumer asks for.
 #[derive(Debug, Clone)]
@@ -84,24 +83,24 @@ pub(crate) struct PopResult {
 /// result (empty when the poll time ran out) or POLLING_FULL and the other refusals.
 /// `gone` resolves when nobody waits for the answer any more.
 pub(crate) async fn pop(
-    broker: &Broker,
+    tables: PopTables<'_>,
     req: &PopRequest,
     gone: impl Future<Output = ()>,
 ) -> Result<PopResult, PopError> {
     let deadline = tokio::time::Instant::now() + req.poll_time;
     tokio::pin!(gone);
     loop {
-        let result = pop_once(broker, req).await?;
+        let result = pop_once(tables, req).await?;
         let now = tokio::time::Instant::now();
-        if !result.messages.is_empty() || now >= deadline || broker.life.shutdown.is_cancelled() {
+        if !result.messages.is_empty() || now >= deadline || tables.life.shutdown.is_cancelled() {
             return Ok(result);
         }
         let hold =
-            broker
+            tables
                 .pop
                 .polling
                 .hold(&req.topic, &req.group, req.queue_id, deadline - now, || {
-                    may_have_messages(broker, req)
+                    may_have_messages(tables, req)
                 });
         tokio::select! {
             held = hold => held.map_err(|_| {
@@ -113,9 +112,12 @@ pub(crate) async fn pop(
 }
 
 /// One pass over the queues, without holding.
-pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopResult, PopError> {
-    let config = &broker.config;
-    if !topic::perm::is_readable(broker.runtime.broker_permission()) {
+pub(crate) async fn pop_once(
+    tables: PopTables<'_>,
+    req: &PopRequest,
+) -> Result<PopResult, PopError> {
+    let config = &tables.config;
+    if !topic::perm::is_readable(tables.runtime.broker_permission()) {
         return Err(PopError::new(
             response_code::NO_PERMISSION,
             format!("the broker[{}] pop message is forbidden", config.broker_ip1),
@@ -130,7 +132,7 @@ pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopRes
             ),
         ));
     }
-    let topic_config = readable_topic(broker, &req.topic)?;
+    let topic_config = readable_topic(&tables.storage.topics, &req.topic)?;
     if req.queue_id >= topic_config.read_queue_nums {
         return Err(PopError::new(
             response_code::INVALID_PARAMETER,
@@ -140,15 +142,15 @@ pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopRes
             ),
         ));
     }
-    consuming_group(broker, &req.group, req.client.as_ref())?;
-    if !req.order && broker.pop.checkpoints().len() >= broker.pop.max_checkpoints {
+    consuming_group(tables.consumers, &req.group, req.client.as_ref())?;
+    if !req.order && tables.pop.checkpoints().len() >= tables.pop.max_checkpoints {
         return Err(PopError::new(
             response_code::POLLING_FULL,
             "too many popped messages not acked yet (popCkMaxBufferSize)",
         ));
     }
     let mut pass = Pass {
-        broker,
+        tables,
         req,
         result: PopResult {
             pop_time: now_millis(),
@@ -156,7 +158,7 @@ pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopRes
             revive_qid: if req.order {
                 ORDER_REVIVE_QUEUE
             } else {
-                broker.pop.next_revive_qid()
+                tables.pop.next_revive_qid()
             },
             ..PopResult::default()
         },
@@ -181,8 +183,8 @@ pub(crate) async fn pop_once(broker: &Broker, req: &PopRequest) -> Result<PopRes
 
 /// True when a queue of the request has messages beyond the group's offset (checked
 /// once a held request is registered, so that an arrival just before is not missed).
-fn may_have_messages(broker: &Broker, req: &PopRequest) -> bool {
-    let Some(config) = broker.storage.topics.get(&req.topic) else {
+fn may_have_messages(tables: PopTables<'_>, req: &PopRequest) -> bool {
+    let Some(config) = tables.storage.topics.get(&req.topic) else {
         return false;
     };
     let queues: Vec<i32> = if req.queue_id < 0 {
@@ -192,21 +194,21 @@ fn may_have_messages(broker: &Broker, req: &PopRequest) -> bool {
     };
     let now = now_millis();
     queues.into_iter().any(|q| {
-        let committed = broker.consumers.offsets.query(&req.group, &req.topic, q);
+        let committed = tables.consumers.offsets.query(&req.group, &req.topic, q);
         let blocked = req.order
-            && broker.pop.orders().check_block(
+            && tables.pop.orders().check_block(
                 &(req.topic.clone(), req.group.clone(), q),
                 req.attempt_id.as_deref(),
                 now,
             );
         !blocked
             && committed >= 0
-            && broker.storage.store.max_offset_in_queue(&req.topic, q) > committed
+            && tables.storage.store.max_offset_in_queue(&req.topic, q) > committed
     })
 }
 
 struct Pass<'a> {
-    broker: &'a Broker,
+    tables: PopTables<'a>,
     req: &'a PopRequest,
     result: PopResult,
 }
@@ -218,7 +220,7 @@ impl Pass<'_> {
 
     /// Every readable queue of `topic`, starting at `random`.
     async fn topic(&mut self, topic: &str, random: i32) {
-        let Some(config) = self.broker.storage.topics.get(topic) else {
+        let Some(config) = self.tables.storage.topics.get(topic) else {
             return;
         };
         let n = config.read_queue_nums;
@@ -229,17 +231,17 @@ impl Pass<'_> {
 
     /// Pops what fits from one queue.
     async fn queue(&mut self, topic: &str, queue_id: i32) {
-        let (broker, req) = (self.broker, self.req);
-        let store = &broker.storage.store;
+        let (tables, req) = (self.tables, self.req);
+        let store = &tables.storage.store;
         let max_offset = store.max_offset_in_queue(topic, queue_id);
-        let Some(_guard) = broker.pop.try_lock_queue(topic, &req.group, queue_id) else {
+        let Some(_guard) = tables.pop.try_lock_queue(topic, &req.group, queue_id) else {
             self.result.rest_num += max_offset - self.offset(topic, queue_id, false);
             return;
         };
         let order_key = (topic.to_owned(), req.group.clone(), queue_id);
         if req.order {
             let now = now_millis();
-            let mut orders = broker.pop.orders();
+            let mut orders = tables.pop.orders();
             if !orders.has_room(&order_key, now)
                 || orders.check_block(&order_key, req.attempt_id.as_deref(), now)
             {
@@ -257,7 +259,7 @@ impl Pass<'_> {
             .as_ref()
             .filter(|_| !topic::is_retry_topic(topic));
         let get = |from: i64| {
-            broker.get_for_consumer(
+            tables.storage.get_for_consumer(
                 topic,
                 queue_id,
                 from,
@@ -274,7 +276,7 @@ impl Pass<'_> {
                 | GetMessageStatus::OffsetFoundNull
         ) && got.next_begin_offset != offset
         {
-            broker
+            tables
                 .consumers
                 .offsets
                 .commit(&req.group, topic, queue_id, got.next_begin_offset);
@@ -284,7 +286,7 @@ impl Pass<'_> {
         self.result.rest_num += got.max_offset - got.next_begin_offset;
         if got.messages.is_empty() {
             if got.next_begin_offset > offset && got.status != GetMessageStatus::Found {
-                broker
+                tables
                     .consumers
                     .offsets
                     .commit(&req.group, topic, queue_id, got.next_begin_offset);
@@ -299,7 +301,7 @@ impl Pass<'_> {
         let pop_time = self.result.pop_time;
         let mut counts = vec![0; offsets.len()];
         if req.order {
-            let (per_offset, min) = broker.pop.orders().update(
+            let (per_offset, min) = tables.pop.orders().update(
                 order_key,
                 req.attempt_id.clone(),
                 pop_time,
@@ -314,7 +316,7 @@ impl Pass<'_> {
                 &per_offset,
                 min,
             );
-            broker
+            tables
                 .consumers
                 .offsets
                 .commit(&req.group, topic, queue_id, offset);
@@ -324,14 +326,15 @@ impl Pass<'_> {
         {
             return;
         }
-        broker.count_get(got.messages.len() as u64);
-        broker.metrics.record_get(
+        tables.observed.count_get(got.messages.len() as u64);
+        tables.observed.metrics.record_get(
             topic,
             &req.group,
             got.messages.len() as u64,
             got.messages.iter().map(|m| m.len() as u64).sum(),
         );
-        broker
+        tables
+            .observed
             .metrics
             .pulled_to(topic, &req.group, queue_id, got.next_begin_offset);
         let retry = RetryFlag::of_topic(topic);
@@ -346,12 +349,12 @@ impl Pass<'_> {
                 invisible_time: req.invisible_time,
                 revive_qid: self.result.revive_qid,
                 retry,
-                broker_name: broker.config.broker_name.clone(),
+                broker_name: tables.config.broker_name.clone(),
                 queue_id,
                 queue_offset: Some(queue_offset),
             };
             let record =
-                if retry.is_retry() && !broker.config.pop.pop_response_return_actual_retry_topic {
+                if retry.is_retry() && !tables.config.pop.pop_response_return_actual_retry_topic {
                     shown_under(&record, &req.topic, &extra_info).unwrap_or(record)
                 } else {
                     record
@@ -374,7 +377,7 @@ impl Pass<'_> {
         offsets: &[i64],
         next: i64,
     ) -> bool {
-        let (broker, req) = (self.broker, self.req);
+        let (tables, req) = (self.tables, self.req);
         let mut ck = Checkpoint {
             key: CkKey {
                 topic: topic.into(),
@@ -392,43 +395,43 @@ impl Pass<'_> {
             revive_qid: self.result.revive_qid,
             revive_offset: -1,
         };
-        let _pending = broker.pop.begin_write(ck.revive_qid);
+        let _pending = tables.pop.begin_write(ck.revive_qid);
         let record = journal::checkpoint_record(
             &ck,
-            &broker.pop.revive_topic,
-            &broker.config.broker_name,
-            broker.broker_addr,
+            &tables.pop.revive_topic,
+            &tables.config.broker_name,
+            tables.broker_addr,
         );
-        let put = broker.storage.store.put_message(record).await;
+        let put = tables.storage.store.put_message(record).await;
         let Some(append) = put.append.filter(|_| put.status.is_stored()) else {
             tracing::warn!(topic, queue_id, status = ?put.status, "cannot store a POP checkpoint; nothing popped");
             return false;
         };
         ck.revive_offset = append.queue_offset;
-        broker
+        tables
             .consumers
             .offsets
             .commit(&req.group, topic, queue_id, next);
-        broker.pop.checkpoints().insert(ck);
+        tables.pop.checkpoints().insert(ck);
         true
     }
 
     /// The group's offset on a queue; a group without one starts at `initMode` (retry
     /// topics always at their first message), saved when `init`.
     fn offset(&self, topic: &str, queue_id: i32, init: bool) -> i64 {
-        let (broker, req) = (self.broker, self.req);
-        let committed = broker.consumers.offsets.query(&req.group, topic, queue_id);
+        let (tables, req) = (self.tables, self.req);
+        let committed = tables.consumers.offsets.query(&req.group, topic, queue_id);
         if committed >= 0 {
             return committed;
         }
-        let store = &broker.storage.store;
+        let store = &tables.storage.store;
         let offset = if req.init_mode == INIT_MODE_MIN || topic::is_retry_topic(topic) {
             store.min_offset_in_queue(topic, queue_id)
         } else {
             (store.max_offset_in_queue(topic, queue_id) - 1).max(0)
         };
         if init {
-            broker
+            tables
                 .consumers
                 .offsets
                 .commit(&req.group, topic, queue_id, offset);

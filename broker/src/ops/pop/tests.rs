@@ -9,6 +9,7 @@ use vostok_remoting::protocol::response_code;
 use super::ack::ack;
 use super::invisible::change_invisible_time;
 use super::receive::{pop, pop_once, PopRequest};
+use super::PopTables;
 use crate::ops::browse::tests::stored;
 use crate::ops::testing::broker;
 
@@ -36,9 +37,13 @@ async fn a_popped_message_stays_invisible_until_acked() {
     let handle = broker(dir.path()).await;
     let b = handle.broker();
     stored(b, "ops-pop", 2).await;
-    let first = pop(b, &request("ops-pop"), std::future::pending())
-        .await
-        .unwrap();
+    let first = pop(
+        PopTables::of(b),
+        &request("ops-pop"),
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
     let offsets: Vec<Option<i64>> = first
         .messages
         .iter()
@@ -49,19 +54,28 @@ async fn a_popped_message_stays_invisible_until_acked() {
     // Invisible: a second pop finds nothing, and a held one gives up at its poll time.
     let mut held = request("ops-pop");
     held.poll_time = Duration::from_millis(50);
-    let again = pop(b, &held, std::future::pending()).await.unwrap();
+    let again = pop(PopTables::of(b), &held, std::future::pending())
+        .await
+        .unwrap();
     assert!(again.messages.is_empty());
     for m in &first.messages {
         let offset = m.extra_info.queue_offset.unwrap();
-        ack(b, GROUP, "ops-pop", 0, offset, &m.extra_info)
+        ack(PopTables::of(b), GROUP, "ops-pop", 0, offset, &m.extra_info)
             .await
             .unwrap();
     }
     assert_eq!(b.pop.checkpoints().len(), 0, "a fully acked batch is gone");
     // An ack naming an offset the queue never had is refused.
-    let stray = ack(b, GROUP, "ops-pop", 0, 99, &first.messages[0].extra_info)
-        .await
-        .unwrap_err();
+    let stray = ack(
+        PopTables::of(b),
+        GROUP,
+        "ops-pop",
+        0,
+        99,
+        &first.messages[0].extra_info,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(stray.code, response_code::NO_MESSAGE);
     handle.shutdown().await;
 }
@@ -72,15 +86,18 @@ async fn a_new_invisible_time_gives_a_new_handle_and_retires_the_old() {
     let handle = broker(dir.path()).await;
     let b = handle.broker();
     stored(b, "ops-invisible", 1).await;
-    let popped = pop_once(b, &request("ops-invisible")).await.unwrap();
-    let old = popped.messages[0].extra_info.clone();
-    let changed = change_invisible_time(b, GROUP, "ops-invisible", 0, 0, &old, 5_000)
+    let popped = pop_once(PopTables::of(b), &request("ops-invisible"))
         .await
         .unwrap();
+    let old = popped.messages[0].extra_info.clone();
+    let changed =
+        change_invisible_time(PopTables::of(b), GROUP, "ops-invisible", 0, 0, &old, 5_000)
+            .await
+            .unwrap();
     assert_eq!(changed.invisible_time, 5_000);
     assert!(changed.pop_time >= old.pop_time);
     // The old handle names a checkpoint where the message is no longer pending.
-    let gone = change_invisible_time(b, GROUP, "ops-invisible", 0, 0, &old, 5_000)
+    let gone = change_invisible_time(PopTables::of(b), GROUP, "ops-invisible", 0, 0, &old, 5_000)
         .await
         .unwrap_err();
     assert_eq!(gone.code, response_code::NO_MESSAGE);
@@ -89,7 +106,9 @@ async fn a_new_invisible_time_gives_a_new_handle_and_retires_the_old() {
     new.ck_queue_offset = 0;
     new.pop_time = changed.pop_time;
     new.invisible_time = changed.invisible_time;
-    ack(b, GROUP, "ops-invisible", 0, 0, &new).await.unwrap();
+    ack(PopTables::of(b), GROUP, "ops-invisible", 0, 0, &new)
+        .await
+        .unwrap();
     assert_eq!(b.pop.checkpoints().len(), 0);
     handle.shutdown().await;
 }
@@ -99,7 +118,9 @@ async fn popping_an_unknown_topic_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let handle = broker(dir.path()).await;
     let b = handle.broker();
-    let refused = pop_once(b, &request("ops-pop-none")).await.unwrap_err();
+    let refused = pop_once(PopTables::of(b), &request("ops-pop-none"))
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, response_code::TOPIC_NOT_EXIST);
     handle.shutdown().await;
 }
