@@ -446,7 +446,7 @@ impl MessageStore {
         i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
         if let Some(tier) = &i.tier {
-            tier.backend.stop(); // an upload waiting on the object store gives up
+            tier.stop(); // an upload or read waiting on the object store gives up
         }
         i.commitlog.unpark_prefaulter();
         i.commitlog.allocator.stop();

@@ -9,6 +9,7 @@
 //! | `meta` | the durable record of uploaded segments |
 //! | `upload` | thread `store-tier`: uploads sealed commitlog files, expires old segments |
 //! | `cache` | the bounded read cache |
+//! | `budget` | the I/O budget of reads: threads `store-tier-read`, reads in flight, bytes a second |
 //! | this module | the tier's state and the read side, with its bounded cache |
 //!
 //! A tier segment is one sealed local commitlog file (its record data), stored as
@@ -16,6 +17,7 @@
 //! store can no longer answer (`MessageStore::get_message`) come here.
 
 pub mod backend;
+mod budget;
 mod cache;
 pub mod config;
 mod meta;
@@ -36,6 +38,7 @@ pub(crate) use meta::{SegmentMeta, TierMeta, TierState};
 pub(crate) use segment::{IndexEntry, SegmentIndex};
 
 use crate::mapped_file::offset_file_name;
+use budget::{ReadBudget, Readers};
 use cache::{Cache, CacheKey, Cached};
 
 pub(crate) fn data_key(base: i64) -> String {
@@ -128,6 +131,11 @@ pub struct TierStatus {
     pub read_latency_buckets: Vec<u64>,
     /// Sum of the object-store reads' latencies.
     pub read_latency_micros: u64,
+    /// Reads of cold data queued or running on the tier's reader threads.
+    pub reads_pending: u64,
+    /// Reads given up over the I/O budget: refused with the reader queue full, or
+    /// waiting past `tieredStoreReadTimeout` for a reader or the budget.
+    pub reads_over_budget: u64,
     /// Commitlog bytes not in the tier yet (the writer's file included).
     pub upload_lag_bytes: i64,
     /// Age of the oldest message not in the tier yet, ms (0 when none).
@@ -153,6 +161,10 @@ pub(crate) struct Tier {
     pub(crate) warned: Mutex<HashSet<i64>>,
     /// Bumped whenever the recorded segments change.
     progress: (Mutex<u64>, Condvar),
+    /// Object-store reads in flight and their pace.
+    budget: ReadBudget,
+    /// The threads that serve reads of cold data.
+    readers: Readers,
 }
 
 impl Tier {
@@ -168,7 +180,15 @@ impl Tier {
             segments = state.segments.len(),
             "tiered storage on"
         );
+        let budget = ReadBudget::new(config.read_concurrency, config.read_bandwidth);
+        let readers = Readers::start(
+            config.read_concurrency,
+            config.max_pending_limit,
+            config.read_timeout,
+        )?;
         Ok(Tier {
+            budget,
+            readers,
             config,
             backend,
             meta,
@@ -178,6 +198,12 @@ impl Tier {
             warned: Mutex::new(HashSet::new()),
             progress: (Mutex::new(0), Condvar::new()),
         })
+    }
+
+    /// The store is shutting down: uploads and reads waiting give up.
+    pub(crate) fn stop(&self) {
+        self.backend.stop();
+        self.budget.stop();
     }
 
     pub(crate) fn notify_progress(&self) {
@@ -259,6 +285,9 @@ impl Tier {
                 .map(|b| b.load(Ordering::Relaxed))
                 .collect(),
             read_latency_micros: st.read_latency_micros.load(Ordering::Relaxed),
+            reads_pending: self.readers.pending() as u64,
+            reads_over_budget: self.budget.timeouts.load(Ordering::Relaxed)
+                + self.readers.refused.load(Ordering::Relaxed),
             upload_lag_bytes: 0,
             upload_lag_ms: 0,
             backend: self.backend.describe(),
@@ -394,6 +423,8 @@ impl Tier {
         if let Some(Cached::Index(i)) = self.cache.locked().get(&key) {
             return Ok(i);
         }
+        // Its size is known once read: charged to the pace then.
+        let permit = self.budget.acquire(0, self.config.read_timeout)?;
         let started = Instant::now();
         let raw = self.backend.get(&index_key(base));
         self.stats.object_read(
@@ -401,6 +432,8 @@ impl Tier {
             raw.as_ref().ok().map(|r: &Bytes| r.len()),
         );
         let raw = raw?;
+        permit.charge(raw.len() as u64);
+        drop(permit);
         let index = Arc::new(SegmentIndex::decode(&raw)?);
         let weight = index.weight();
         self.cache.locked().put(
@@ -461,8 +494,10 @@ impl Tier {
         Stats::bump(&self.stats.cache_misses);
         let range = n * block..((n + 1) * block).min(seg_size);
         let want = range.end - range.start;
+        let permit = self.budget.acquire(want, self.config.read_timeout)?;
         let started = Instant::now();
         let b = self.backend.get_range(&data_key(base), range);
+        drop(permit);
         self.stats
             .object_read(started.elapsed(), b.as_ref().ok().map(|r: &Bytes| r.len()));
         let b = b?;
@@ -515,6 +550,17 @@ impl Tier {
         );
         self.notify_progress();
         Ok(changed)
+    }
+
+    /// Runs `f` on the threads that serve reads of cold data; `None` when more than
+    /// `tieredStoreMaxPendingLimit` reads wait, or `f` waited past
+    /// `tieredStoreReadTimeout` for a thread (it never runs then).
+    pub(crate) fn on_readers<T, F>(&self, f: F) -> impl std::future::Future<Output = Option<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.readers.run(f)
     }
 
     pub(crate) fn forget_cached(&self, base: i64) {
