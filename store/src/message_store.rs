@@ -12,6 +12,7 @@
 //! | `store-allocate` | creates the next commitlog file ahead of the writer |
 //! | `store-clean` | retention and the disk-usage check |
 //! | `store-tier` | uploads sealed commitlog files to the tier, expires tier segments (when on) |
+//! | `store-tier-read-N` | runs the reads only the tier answers ([`MessageStore::on_tier_readers`]; when on) |
 
 mod get;
 mod ha;
