@@ -109,11 +109,11 @@ def run_pair(opts, bin_dir, ns, pid, work, log, with_cold, k):
                        ["--group", f"cold-{k}", "-d", str(opts.duration + opts.warmup + 2)],
                        cold_json, log, COLD_TOPIC)
         time.sleep(1)
+    # A topic per run: a new e2e group reads its topic from the first offset.
     hot = mqbench(bin_dir, "e2e", ns, pid,
                   ["--mode", "async", "--window", "1024", "-w", "1", "--rate", str(opts.rate),
-                   "--warmup", str(opts.warmup), "-d", str(opts.duration),
-                   "--group", f"hot-{k}-{int(with_cold)}"],
-                  hot_json, log, HOT_TOPIC)
+                   "--warmup", str(opts.warmup), "-d", str(opts.duration)],
+                  hot_json, log, f"{HOT_TOPIC}{k}{'Beside' if with_cold else 'Alone'}")
     h = finish(hot, hot_json)
     c = finish(cold, cold_json) if cold else None
     lat = (h or {}).get("e2e_latency_ms") or {}
@@ -122,6 +122,7 @@ def run_pair(opts, bin_dir, ns, pid, work, log, with_cold, k):
     if c:
         out["cold_mib"] = c.get("mb_per_sec")
         out["cold_msgs"] = c.get("msgs_per_sec")
+        out["cold_received"] = c.get("received")
     return out
 
 

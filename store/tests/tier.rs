@@ -562,3 +562,34 @@ async fn a_tier_read_over_its_budget_answers_not_found_at_the_same_offset() {
         (GetMessageStatus::OffsetFoundNull, offset)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_of_the_same_cold_block_read_it_from_the_tier_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = fs_keys(&dir.path().join("tier"));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) >= 4);
+    // Eight readers at once, each of every queue's first messages: one segment.
+    let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let readers: Vec<_> = (0..8)
+        .map(|n| {
+            let (s, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                s.get_message(TOPIC, n % 3, 0, 1, 0, None)
+            })
+        })
+        .collect();
+    for r in readers {
+        assert_eq!(r.join().unwrap().status, GetMessageStatus::Found);
+    }
+    let status = store.tier_status().unwrap();
+    assert_eq!(
+        status.object_reads, 2,
+        "the segment's queue index and its data, once each: {status:?}"
+    );
+}
