@@ -81,24 +81,23 @@ impl MessageStore {
         let Some(tier) = i.tier.as_deref().filter(|t| t.serves_reads()) else {
             return false;
         };
-        match tier.queue_range(topic, queue_id) {
-            Some((_, end)) if offset < end => {}
-            _ => return false,
+        // The local store first: a pull of the hot tail never looks at the tier.
+        if let Some(cq) = i.queues.find(topic, queue_id) {
+            let (min, max) = (cq.min_offset(), cq.max_offset());
+            if max > 0 && offset >= min {
+                if offset >= max {
+                    return false;
+                }
+                let local = cq.span(offset).is_some_and(|span| {
+                    span.count > 0 && span.get(0).phy >= i.commitlog.min_offset()
+                });
+                if local {
+                    return false;
+                }
+            }
         }
-        let Some(cq) = i.queues.find(topic, queue_id) else {
-            return true;
-        };
-        let (min, max) = (cq.min_offset(), cq.max_offset());
-        if max == 0 || offset < min {
-            return true;
-        }
-        if offset >= max {
-            return false;
-        }
-        match cq.span(offset) {
-            None => true,
-            Some(span) => span.count == 0 || span.get(0).phy < i.commitlog.min_offset(),
-        }
+        tier.queue_range(topic, queue_id)
+            .is_some_and(|(_, end)| offset < end)
     }
 
     /// Runs `f` (a read [`MessageStore::reads_from_tier`] says the tier answers) on
