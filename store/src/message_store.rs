@@ -12,6 +12,7 @@
 //! | `store-allocate` | creates the next commitlog file ahead of the writer |
 //! | `store-clean` | retention and the disk-usage check |
 //! | `store-tier` | uploads sealed commitlog files to the tier, expires tier segments (when on) |
+//! | `store-tier-read-N` | runs the reads only the tier answers ([`MessageStore::on_tier_readers`]; when on) |
 
 mod get;
 mod ha;
@@ -455,7 +456,7 @@ impl MessageStore {
         i.commitlog.lock_writer().closed = true;
         i.stopper.stop();
         if let Some(tier) = &i.tier {
-            tier.backend.stop(); // an upload waiting on the object store gives up
+            tier.stop(); // an upload or read waiting on the object store gives up
         }
         i.commitlog.unpark_prefaulter();
         i.commitlog.allocator.stop();

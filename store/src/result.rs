@@ -116,7 +116,8 @@ pub struct GetMessageResult {
 }
 
 impl GetMessageResult {
-    pub(crate) fn empty(status: GetMessageStatus, next: i64, min: i64, max: i64) -> Self {
+    /// An answer without messages.
+    pub fn empty(status: GetMessageStatus, next: i64, min: i64, max: i64) -> Self {
         GetMessageResult {
             status,
             next_begin_offset: next,

@@ -755,3 +755,124 @@ async fn s3_objects_damaged_by_hand_are_not_recorded_after_a_lost_disk() {
     assert_eq!(store.max_phy_offset(), tier_end);
     drop(moto);
 }
+
+/// A store whose tier reads are starved: one reader, paced at one byte a second, so
+/// that after the first object read every cold read waits for the budget (at most
+/// `read_timeout_ms`).
+fn starved_tier(root: &Path, read_timeout_ms: &str) -> std::sync::Arc<MessageStore> {
+    let mut keys = fs_keys(&root.join("tier"));
+    keys.push(("tieredStoreReadConcurrency", "1".to_owned()));
+    keys.push(("tieredStoreReadBandwidth", "1".to_owned()));
+    keys.push(("tieredStoreReadBlockSize", "4096".to_owned()));
+    keys.push(("tieredStoreReadTimeout", read_timeout_ms.to_owned()));
+    MessageStore::open(tier_config(&root.join("store"), &as_refs(&keys))).unwrap()
+}
+
+/// One async worker, as a broker whose workers all serve pulls: cold reads go to the
+/// tier's reader threads, so the worker answers a pull of the hot tail while every
+/// tier read waits for the budget.
+#[tokio::test(flavor = "current_thread")]
+async fn a_hot_tail_pull_is_answered_while_tier_reads_wait_for_their_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    // Far longer than the test: only the shutdown ends the cold reads.
+    let store = starved_tier(dir.path(), "600000");
+    fill(&store, 0, 120).await;
+    settle(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) >= 4);
+    fill(&store, 120, 3).await;
+    settle(&store);
+    let hot = store.max_offset_in_queue(TOPIC, 0) - 1;
+    assert!(store.reads_from_tier(TOPIC, 0, 0));
+    assert!(
+        !store.reads_from_tier(TOPIC, 0, hot),
+        "the hot tail is local"
+    );
+
+    const COLD: usize = 8;
+    let cold: Vec<_> = (0..COLD)
+        .map(|n| {
+            let s = store.clone();
+            store.on_tier_readers(move || s.get_message(TOPIC, (n % 3) as i32, 0, 32, 0, None))
+        })
+        .map(tokio::spawn)
+        .collect();
+    assert_eq!(store.tier_status().unwrap().reads_pending, COLD as u64);
+    let r = store.get_message(TOPIC, 0, hot, 32, 0, None);
+    assert_eq!(r.status, GetMessageStatus::Found);
+    assert_eq!(r.messages.len(), 1);
+    let status = store.tier_status().unwrap();
+    assert_eq!(
+        (status.reads_pending, status.reads_over_budget),
+        (COLD as u64, 0),
+        "the cold reads still wait: {status:?}"
+    );
+
+    // A shutdown ends the wait: not found, at the same offset.
+    store.shutdown();
+    for c in cold {
+        let r = c.await.unwrap().expect("run by a reader");
+        assert!(r.messages.is_empty());
+        assert_eq!(r.status, GetMessageStatus::OffsetFoundNull);
+        assert_eq!(r.next_begin_offset, 0, "asked again, not skipped");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tier_read_over_its_budget_answers_not_found_at_the_same_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = starved_tier(dir.path(), "200");
+    fill(&store, 0, 120).await;
+    settle(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) >= 4);
+    // The first object read (the segment's queue index) is served and charged to the
+    // pace; the block of records then waits past the read timeout for the pace.
+    let r = store.get_message(TOPIC, 0, 0, 32, 0, None);
+    assert!(r.messages.is_empty());
+    assert_eq!(r.status, GetMessageStatus::OffsetFoundNull);
+    let offset = 0;
+    assert_eq!(r.next_begin_offset, offset, "asked again, not skipped");
+    assert!(store.tier_status().unwrap().reads_over_budget >= 1);
+    // Asked again from the reader threads: the same answer.
+    let s = store.clone();
+    let again = store
+        .on_tier_readers(move || s.get_message(TOPIC, 0, offset, 32, 0, None))
+        .await
+        .expect("run by a reader");
+    assert_eq!(
+        (again.status, again.next_begin_offset),
+        (GetMessageStatus::OffsetFoundNull, offset)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_of_the_same_cold_block_read_it_from_the_tier_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = fs_keys(&dir.path().join("tier"));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    fill(&store, 0, 120).await;
+    settle(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) >= 4);
+    // Eight readers at once, each of every queue's first messages: one segment.
+    let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let readers: Vec<_> = (0..8)
+        .map(|n| {
+            let (s, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                s.get_message(TOPIC, n % 3, 0, 1, 0, None)
+            })
+        })
+        .collect();
+    for r in readers {
+        assert_eq!(r.join().unwrap().status, GetMessageStatus::Found);
+    }
+    let status = store.tier_status().unwrap();
+    assert_eq!(
+        status.object_reads, 2,
+        "the segment's queue index and its data, once each: {status:?}"
+    );
+}

@@ -516,3 +516,92 @@ async fn a_broker_on_a_new_disk_serves_the_tier_and_continues_after_it() {
         );
     }
 }
+
+/// Pulls of cold data wait for the tier's read budget on the tier's own threads: a
+/// pull of the hot tail is answered meanwhile, however many cold pulls are in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
+    let tier = tempfile::tempdir().unwrap();
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .set(
+                "messageStorePlugIn",
+                "org.apache.rocketmq.tieredstore.TieredMessageStore",
+            )
+            .set("tieredBackendServiceProvider", "posix")
+            .set("tieredStoreFilePath", tier.path().display())
+            .set("mappedFileSizeCommitLog", 64 * 1024)
+            .set("fileReservedTime", 0)
+            .set("deleteWhen", every_hour())
+            .set("cleanResourceInterval", 200)
+            .set("flushCommitLogThoroughInterval", 50)
+            // One reader, one byte a second: after the first object read, every
+            // cold read waits for the budget, far longer than this test.
+            .set("tieredStoreReadConcurrency", 1)
+            .set("tieredStoreReadBandwidth", 1)
+            .set("tieredStoreReadBlockSize", 4096)
+            .set("tieredStoreReadTimeout", 600_000),
+    );
+    broker.create_topic("ColdTopic", 1).await;
+    broker.create_topic("HotTopic", 1).await;
+    let client = Arc::new(TestClient::new("budget"));
+    for i in 0..300 {
+        let body = format!("cold {i:04} ").repeat(40);
+        client
+            .send(&broker.addr, "ColdTopic", 0, body, String::new())
+            .await;
+    }
+    wait_until("the first local commitlog files deleted", || {
+        let files = local_files(&broker);
+        files.len() <= 2 && files.first().is_some_and(|f| f != "00000000000000000000")
+    })
+    .await;
+
+    // More cold pulls than the broker has async workers, each from offset 0.
+    const COLD: usize = 12;
+    let cold: Vec<_> = (0..COLD)
+        .map(|n| {
+            let (c, addr) = (client.clone(), broker.addr.clone());
+            tokio::spawn(async move {
+                c.pull(
+                    &addr,
+                    &format!("cold-{n}"),
+                    "ColdTopic",
+                    0,
+                    0,
+                    32,
+                    None,
+                    "*",
+                )
+                .await
+            })
+        })
+        .collect();
+    let pending = |info: &BTreeMap<String, String>| -> usize {
+        info.get("tierReadsPending")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    eventually("every cold pull waiting for the tier", || {
+        let (c, addr) = (client.clone(), broker.addr.clone());
+        async move { pending(&c.runtime_info(&addr).await) == COLD }
+    })
+    .await;
+
+    client
+        .send(&broker.addr, "HotTopic", 0, "hot", String::new())
+        .await;
+    let hot = client
+        .pull(&broker.addr, "hot", "HotTopic", 0, 0, 32, None, "*")
+        .await;
+    assert_eq!(hot.code, 0, "SUCCESS");
+    assert_eq!(hot.messages.len(), 1);
+    assert_eq!(&hot.messages[0].body[..], b"hot");
+    let info = client.runtime_info(&broker.addr).await;
+    assert_eq!(pending(&info), COLD, "the cold pulls still wait");
+    assert!(cold.iter().all(|c| !c.is_finished()));
+    assert_eq!(
+        info.get("tierReadsOverBudget").map(String::as_str),
+        Some("0")
+    );
+}

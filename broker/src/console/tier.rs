@@ -90,6 +90,13 @@ fn rows(t: &TierStatus, now: i64) -> Vec<Vec<String>> {
                 size(t.object_read_bytes as i64)
             ),
         ),
+        row(
+            "Reads of cold data",
+            format!(
+                "{} waiting or running, {} given up over the read budget",
+                t.reads_pending, t.reads_over_budget
+            ),
+        ),
     ]
 }
 

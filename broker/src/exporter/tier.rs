@@ -101,6 +101,18 @@ fn encode_status(t: &TierStatus, e: &mut DescriptorEncoder) -> Result<(), std::f
         "Object-store reads that failed",
         t.object_read_failures,
     )?;
+    gauge(
+        e,
+        "reads_pending",
+        "Reads of cold data queued or running on the tier's reader threads",
+        t.reads_pending as i64,
+    )?;
+    counter(
+        e,
+        "reads_over_budget",
+        "Tier reads given up over the I/O budget (answered not found, asked again)",
+        t.reads_over_budget,
+    )?;
     let name = format!("{P}read_latency_seconds");
     let mut m = e.encode_descriptor(
         &name,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures_util::Stream;
 use vostok_remoting::protocol::body::{SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL};
 use vostok_remoting::protocol::message::MessageExt;
-use vostok_store::{GetMessageStatus, MessageFilter};
+use vostok_store::GetMessageStatus;
 
 use super::client::{filter_of, valid_group, valid_topic};
 use super::context::RequestContext;
@@ -78,16 +78,15 @@ async fn pull(
     let filter = filter_of(&topic, request.filter_expression.as_ref())?;
     let batch = request.batch_size.clamp(1, 32);
     let read = || {
-        broker.storage.get_for_consumer(
+        broker.storage.get_for_consumer_async(
             &topic,
             queue.id,
             request.offset,
-            batch,
-            MAX_PULL_BYTES,
-            Some(&filter as &dyn MessageFilter),
+            (batch, MAX_PULL_BYTES),
+            Some(&filter),
         )
     };
-    let mut result = read();
+    let mut result = read().await;
     if result.messages.is_empty()
         && matches!(
             result.status,
@@ -117,7 +116,7 @@ async fn pull(
                     move || store.max_offset_in_queue(&t, q),
                 )
                 .await;
-            result = read();
+            result = read().await;
         }
     }
     broker.observed.count_get(result.messages.len() as u64);

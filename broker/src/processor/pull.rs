@@ -41,7 +41,7 @@ pub(crate) async fn pull_message(
     let header = decode_header!(request, PullMessageRequestHeader);
     // A held pull keeps only its header, not the request (which may carry a body).
     drop(request);
-    let first = match pull_inner(broker, channel, &header, true) {
+    let first = match pull_once(broker, channel, &header, true).await {
         Ok(pulled) => pulled,
         Err(response) => return response,
     };
@@ -71,7 +71,7 @@ pub(crate) async fn pull_message(
         _ = channel.closed() => return first.response,
     }
     // Re-run once, without committing the offset again; whatever it finds is the answer.
-    match pull_inner(broker, channel, &header, false) {
+    match pull_once(broker, channel, &header, false).await {
         Ok(pulled) => pulled.response,
         Err(response) => response,
     }
@@ -86,6 +86,46 @@ fn tag_codes_of(sub: &SubscriptionData) -> Option<BTreeSet<i32>> {
     } else {
         Some(sub.code_set.clone())
     }
+}
+
+/// Runs the pull: here, or on the tier's reader threads when the tier answers it, so
+/// that reads of cold data never hold up the threads serving the hot tail
+/// (docs/tiered-storage.md#reads-and-the-hot-tail).
+async fn pull_once(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    header: &PullMessageRequestHeader,
+    first: bool,
+) -> Result<Pulled, RemotingCommand> {
+    let store = &broker.storage.store;
+    if !store.reads_from_tier(&header.topic, header.queue_id, header.queue_offset) {
+        return pull_inner(broker, channel, header, first);
+    }
+    let (b, c, h) = (Arc::clone(broker), channel.clone(), header.clone());
+    match store
+        .on_tier_readers(move || pull_inner(&b, &c, &h, first))
+        .await
+    {
+        Some(pulled) => pulled,
+        None => Err(tier_busy(broker, header)),
+    }
+}
+
+/// The answer to a pull the tier's readers could not take in time: "not found" at
+/// the same offset, and the consumer asks again (as after a failed tier read).
+fn tier_busy(broker: &Broker, header: &PullMessageRequestHeader) -> RemotingCommand {
+    let store = &broker.storage.store;
+    let response_header = PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: header.queue_offset,
+        min_offset: store.min_offset_in_queue(&header.topic, header.queue_id),
+        max_offset: store.max_offset_in_queue(&header.topic, header.queue_id),
+    };
+    RemotingCommand::response(
+        response_code::PULL_NOT_FOUND,
+        Some("the tier's reads are over their budget, pull again".to_owned()),
+    )
+    .with_header(&response_header)
 }
 
 /// One evaluation of a pull.

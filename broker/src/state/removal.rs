@@ -33,6 +33,8 @@ use vostok_remoting::protocol::topic::REMOVED_MESSAGE_TOPIC;
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_store::{GetMessageResult, GetMessageStatus, MessageFilter, MessageStore};
 
+use super::consumer_filter::ExpressionMessageFilter;
+
 const P_TOPIC: &str = "VOSTOK_REMOVED_TOPIC";
 const P_QUEUE: &str = "VOSTOK_REMOVED_QUEUE_ID";
 const P_OFFSET: &str = "VOSTOK_REMOVED_QUEUE_OFFSET";
@@ -212,20 +214,75 @@ impl super::Storage {
         max_bytes: i32,
         filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
-        let skip = self
-            .removals
-            .of_queue(topic, queue_id)
-            .map(|removed| SkipRemoved {
-                inner: filter,
-                removed,
-            });
-        let filter = match &skip {
-            Some(s) => Some(s as &dyn MessageFilter),
-            None => filter,
-        };
-        self.store
-            .get_message(topic, queue_id, offset, max_count, max_bytes, filter)
+        let removed = self.removals.of_queue(topic, queue_id);
+        get_skipping(
+            &self.store,
+            removed,
+            (topic, queue_id, offset),
+            (max_count, max_bytes),
+            filter,
+        )
     }
+
+    /// [`Self::get_for_consumer`] for a caller on the async runtime: a read the tier
+    /// answers runs on the tier's reader threads, never on the runtime's workers
+    /// (docs/tiered-storage.md#reads-and-the-hot-tail); one the tier's readers cannot
+    /// take in time answers "not found" at `offset`, and the consumer asks again.
+    pub(crate) async fn get_for_consumer_async(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        (max_count, max_bytes): (i32, i32),
+        filter: Option<&ExpressionMessageFilter>,
+    ) -> GetMessageResult {
+        let store = &self.store;
+        let removed = self.removals.of_queue(topic, queue_id);
+        if !store.reads_from_tier(topic, queue_id, offset) {
+            let filter = filter.map(|f| f as &dyn MessageFilter);
+            let at = (topic, queue_id, offset);
+            return get_skipping(store, removed, at, (max_count, max_bytes), filter);
+        }
+        let (s, t, filter) = (Arc::clone(store), topic.to_owned(), filter.cloned());
+        let read = store.on_tier_readers(move || {
+            let filter = filter.as_ref().map(|f| f as &dyn MessageFilter);
+            get_skipping(
+                &s,
+                removed,
+                (&t, queue_id, offset),
+                (max_count, max_bytes),
+                filter,
+            )
+        });
+        match read.await {
+            Some(got) => got,
+            None => GetMessageResult::empty(
+                GetMessageStatus::OffsetFoundNull,
+                offset,
+                store.min_offset_in_queue(topic, queue_id),
+                store.max_offset_in_queue(topic, queue_id),
+            ),
+        }
+    }
+}
+
+/// `get_message` through `filter`, skipping the `removed` offsets.
+fn get_skipping(
+    store: &MessageStore,
+    removed: Option<QueueSet>,
+    (topic, queue_id, offset): (&str, i32, i64),
+    (max_count, max_bytes): (i32, i32),
+    filter: Option<&dyn MessageFilter>,
+) -> GetMessageResult {
+    let skip = removed.map(|removed| SkipRemoved {
+        inner: filter,
+        removed,
+    });
+    let filter = match &skip {
+        Some(s) => Some(s as &dyn MessageFilter),
+        None => filter,
+    };
+    store.get_message(topic, queue_id, offset, max_count, max_bytes, filter)
 }
 
 #[cfg(test)]

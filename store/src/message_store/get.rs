@@ -73,6 +73,54 @@ impl MessageStore {
         result
     }
 
+    /// Whether a read of `offset` of the queue would be answered by the tier: the
+    /// tier holds it and the local store no longer does. Cheap (no I/O): a caller on
+    /// an async runtime sends such reads to [`MessageStore::on_tier_readers`].
+    pub fn reads_from_tier(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
+        let i = self.inner();
+        let Some(tier) = i.tier.as_deref().filter(|t| t.serves_reads()) else {
+            return false;
+        };
+        // The local store first: a pull of the hot tail never looks at the tier.
+        if let Some(cq) = i.queues.find(topic, queue_id) {
+            let (min, max) = (cq.min_offset(), cq.max_offset());
+            if max > 0 && offset >= min {
+                if offset >= max {
+                    return false;
+                }
+                let local = cq.span(offset).is_some_and(|span| {
+                    span.count > 0 && span.get(0).phy >= i.commitlog.min_offset()
+                });
+                if local {
+                    return false;
+                }
+            }
+        }
+        tier.queue_range(topic, queue_id)
+            .is_some_and(|(_, end)| offset < end)
+    }
+
+    /// Runs `f` (a read [`MessageStore::reads_from_tier`] says the tier answers) on
+    /// the tier's reader threads, `store-tier-read`, within the tier's I/O budget
+    /// (docs/tiered-storage.md#reads-and-the-hot-tail), so that it holds up none of the
+    /// threads serving the hot tail. `None` when the tier is off, more than
+    /// `tieredStoreMaxPendingLimit` reads wait, or `f` waited past
+    /// `tieredStoreReadTimeout` for a thread (then it never ran): the caller answers
+    /// "not found" at the same offset.
+    pub fn on_tier_readers<T, F>(&self, f: F) -> impl std::future::Future<Output = Option<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let run = self.inner().tier.as_deref().map(|t| t.on_readers(f));
+        async move {
+            match run {
+                Some(run) => run.await,
+                None => None,
+            }
+        }
+    }
+
     fn get_inner(
         &self,
         topic: &str,

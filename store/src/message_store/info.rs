@@ -192,6 +192,8 @@ fn tier_runtime_info(t: &crate::tier::TierStatus, put: &mut impl FnMut(&str, Str
             t.read_latency_micros as f64 / 1000.0 / t.object_reads.max(1) as f64
         ),
     );
+    put("tierReadsPending", t.reads_pending.to_string());
+    put("tierReadsOverBudget", t.reads_over_budget.to_string());
     put("tierCacheHits", t.cache_hits.to_string());
     put("tierCacheMisses", t.cache_misses.to_string());
     put("tierCacheBytes", t.cache_bytes.to_string());

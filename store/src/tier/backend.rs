@@ -22,6 +22,8 @@ pub enum TierError {
     Store(#[from] object_store::Error),
     #[error("object store: no answer within {0:?}")]
     Timeout(Duration),
+    #[error("tier reads over their budget for {0:?}")]
+    Busy(Duration),
     #[error("the tier is shut down")]
     Shutdown,
     #[error("tier {what}: {reason}")]

@@ -125,6 +125,15 @@ pub struct TierConfig {
     /// `tieredStoreReadTimeout` (Vostok, ms): a read from the tier is given up after
     /// this (the consumer asks again); a pull waits for it.
     pub read_timeout: Duration,
+    /// `tieredStoreReadConcurrency` (Vostok): object-store reads at once, and the
+    /// threads that serve reads of cold data.
+    pub read_concurrency: usize,
+    /// `tieredStoreReadBandwidth` (Vostok): bytes a second read from the object store;
+    /// 0: no bound.
+    pub read_bandwidth: u64,
+    /// `tieredStoreMaxPendingLimit`: reads of cold data waiting for a reader thread
+    /// before new ones are refused (answered "not found" at the same offset).
+    pub max_pending_limit: usize,
 }
 
 impl std::fmt::Debug for TierConfig {
@@ -162,6 +171,9 @@ impl Default for TierConfig {
             read_block_size: 16 * 1024 * 1024,
             op_timeout: Duration::from_secs(60),
             read_timeout: Duration::from_secs(3),
+            read_concurrency: 4,
+            read_bandwidth: 64 * 1024 * 1024,
+            max_pending_limit: 10_000,
         }
     }
 }
@@ -306,6 +318,21 @@ pub static KEYS: Table<TierConfig> = Table {
         ),
         config_key!("tieredStoreUploadTimeout", op_timeout: Millis, "ms one upload, delete or page of the tier's listing may take before it is abandoned and retried"),
         config_key!("tieredStoreReadTimeout", read_timeout: Millis, "ms a tier read may take; past it the pull answers \"not found\" and the consumer asks again"),
+        Key::new(
+            "tieredStoreReadConcurrency",
+            "object-store reads at once, and threads serving reads of cold data, at least 1",
+            |c: &mut TierConfig, v| {
+                let n: usize = num(v)?;
+                if n == 0 {
+                    return Err(format!("{v:?}: at least 1"));
+                }
+                c.read_concurrency = n;
+                Ok(())
+            },
+            |c| c.read_concurrency.to_string(),
+        ),
+        config_key!("tieredStoreReadBandwidth", read_bandwidth: Num, "bytes a second read from the object store; 0: no bound"),
+        config_key!("tieredStoreMaxPendingLimit", max_pending_limit: Num, "reads of cold data waiting for a reader thread; past it a pull answers \"not found\" and the consumer asks again"),
         Key::ignored("tieredMetadataServiceProvider"),
         Key::ignored("tieredStoreConsumeQueueMaxSize"),
         Key::ignored("tieredStoreIndexFileMaxHashSlotNum"),
@@ -324,7 +351,6 @@ pub static KEYS: Table<TierConfig> = Table {
         Key::ignored("readAheadMessageSizeThreshold"),
         Key::ignored("readAheadCacheExpireDuration"),
         Key::ignored("readAheadCacheSizeThresholdRate"),
-        Key::ignored("tieredStoreMaxPendingLimit"),
     ],
     nested: &[],
 };
@@ -436,7 +462,7 @@ objectStoreSecretKey=
             .filter(|k| k.kind == Kind::Ignored)
             .map(|k| k.name)
             .collect();
-        assert_eq!(ignored.len(), 19);
+        assert_eq!(ignored.len(), 18);
         for (k, v) in vostok_remoting::support::properties::parse(APACHE_CONF) {
             if ignored.contains(&k.as_str()) {
                 continue;

@@ -10,6 +10,7 @@
 //! | `rebuild` | the record rebuilt from the tier (a lost disk); offsets continuing after the tier |
 //! | `upload` | thread `store-tier`: uploads sealed commitlog files, expires old segments |
 //! | `cache` | the bounded read cache |
+//! | `budget` | the I/O budget of reads: threads `store-tier-read`, reads in flight, bytes a second |
 //! | this module | the tier's state and the read side, with its bounded cache |
 //!
 //! A tier segment is one sealed local commitlog file (its record data), stored as
@@ -17,6 +18,7 @@
 //! store can no longer answer (`MessageStore::get_message`) come here.
 
 pub mod backend;
+mod budget;
 mod cache;
 pub mod config;
 mod meta;
@@ -38,6 +40,7 @@ pub(crate) use meta::{SegmentMeta, TierMeta, TierState};
 pub(crate) use segment::{IndexEntry, SegmentIndex};
 
 use crate::mapped_file::offset_file_name;
+use budget::{ReadBudget, Readers};
 use cache::{Cache, CacheKey, Cached};
 
 pub(crate) fn data_key(base: i64) -> String {
@@ -130,6 +133,11 @@ pub struct TierStatus {
     pub read_latency_buckets: Vec<u64>,
     /// Sum of the object-store reads' latencies.
     pub read_latency_micros: u64,
+    /// Reads of cold data queued or running on the tier's reader threads.
+    pub reads_pending: u64,
+    /// Reads given up over the I/O budget: refused with the reader queue full, or
+    /// waiting past `tieredStoreReadTimeout` for a reader or the budget.
+    pub reads_over_budget: u64,
     /// Commitlog bytes not in the tier yet (the writer's file included).
     pub upload_lag_bytes: i64,
     /// Age of the oldest message not in the tier yet, ms (0 when none).
@@ -150,6 +158,8 @@ pub(crate) struct Tier {
     pub(crate) meta: TierMeta,
     pub(crate) state: RwLock<TierState>,
     cache: Mutex<Cache>,
+    /// Cache keys being read from the object store, and a wake-up when one is done.
+    loading: (Mutex<HashSet<CacheKey>>, Condvar),
     pub(crate) stats: TierStats,
     /// Expired local files already warned about for not being uploaded yet.
     pub(crate) warned: Mutex<HashSet<i64>>,
@@ -157,6 +167,10 @@ pub(crate) struct Tier {
     progress: (Mutex<u64>, Condvar),
     /// Whether the tier has been listed since the start (`rebuild`).
     pub(crate) listed: std::sync::atomic::AtomicBool,
+    /// Object-store reads in flight and their pace.
+    budget: ReadBudget,
+    /// The threads that serve reads of cold data.
+    readers: Readers,
 }
 
 impl Tier {
@@ -172,17 +186,32 @@ impl Tier {
             segments = state.segments.len(),
             "tiered storage on"
         );
+        let budget = ReadBudget::new(config.read_concurrency, config.read_bandwidth);
+        let readers = Readers::start(
+            config.read_concurrency,
+            config.max_pending_limit,
+            config.read_timeout,
+        )?;
         Ok(Tier {
+            budget,
+            readers,
             config,
             backend,
             meta,
             state: RwLock::new(state),
             cache: Mutex::new(Cache::default()),
+            loading: (Mutex::new(HashSet::new()), Condvar::new()),
             stats: TierStats::default(),
             warned: Mutex::new(HashSet::new()),
             progress: (Mutex::new(0), Condvar::new()),
             listed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The store is shutting down: uploads and reads waiting give up.
+    pub(crate) fn stop(&self) {
+        self.backend.stop();
+        self.budget.stop();
     }
 
     pub(crate) fn notify_progress(&self) {
@@ -264,6 +293,9 @@ impl Tier {
                 .map(|b| b.load(Ordering::Relaxed))
                 .collect(),
             read_latency_micros: st.read_latency_micros.load(Ordering::Relaxed),
+            reads_pending: self.readers.pending() as u64,
+            reads_over_budget: self.budget.timeouts.load(Ordering::Relaxed)
+                + self.readers.refused.load(Ordering::Relaxed),
             upload_lag_bytes: 0,
             upload_lag_ms: 0,
             backend: self.backend.describe(),
@@ -395,26 +427,71 @@ impl Tier {
     }
 
     fn index(&self, base: i64) -> Result<Arc<SegmentIndex>, TierError> {
-        let key = CacheKey::Index(base);
-        if let Some(Cached::Index(i)) = self.cache.locked().get(&key) {
-            return Ok(i);
+        let (cached, _) = self.cached_or_load(CacheKey::Index(base), || {
+            // Its size is known once read: charged to the pace then.
+            let permit = self.budget.acquire(0, self.config.read_timeout)?;
+            let started = Instant::now();
+            let raw = self.backend.get(&index_key(base));
+            self.stats.object_read(
+                started.elapsed(),
+                raw.as_ref().ok().map(|r: &Bytes| r.len()),
+            );
+            let raw = raw?;
+            permit.charge(raw.len() as u64);
+            drop(permit);
+            let index = SegmentIndex::decode(&raw)?;
+            let weight = index.weight();
+            Ok((Cached::Index(Arc::new(index)), weight))
+        })?;
+        match cached {
+            Cached::Index(i) => Ok(i),
+            Cached::Block(_) => Err(mixed_up(base)),
         }
-        let started = Instant::now();
-        let raw = self.backend.get(&index_key(base));
-        self.stats.object_read(
-            started.elapsed(),
-            raw.as_ref().ok().map(|r: &Bytes| r.len()),
-        );
-        let raw = raw?;
-        let index = Arc::new(SegmentIndex::decode(&raw)?);
-        let weight = index.weight();
-        self.cache.locked().put(
-            key,
-            Cached::Index(Arc::clone(&index)),
-            weight,
-            self.config.read_cache_max_size,
-        );
-        Ok(index)
+    }
+
+    /// The cached value of `key`, or else `load`ed into the cache, once: a reader
+    /// that finds another loading the same key waits for it (at most
+    /// `tieredStoreReadTimeout`) rather than reading it again. With whether it was a
+    /// cache hit.
+    fn cached_or_load(
+        &self,
+        key: CacheKey,
+        load: impl FnOnce() -> Result<(Cached, u64), TierError>,
+    ) -> Result<(Cached, bool), TierError> {
+        let timeout = self.config.read_timeout;
+        let deadline = Instant::now() + timeout;
+        let (loading, loaded) = &self.loading;
+        let mut l = loading.locked();
+        loop {
+            if let Some(v) = self.cache.locked().get(&key) {
+                return Ok((v, true));
+            }
+            if !l.contains(&key) {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(TierError::Busy(timeout));
+            }
+            l = match loaded.wait_timeout(l, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        l.insert(key.clone());
+        drop(l);
+        let r = load();
+        if let Ok((v, weight)) = &r {
+            self.cache.locked().put(
+                key.clone(),
+                v.clone(),
+                *weight,
+                self.config.read_cache_max_size,
+            );
+        }
+        loading.locked().remove(&key);
+        loaded.notify_all();
+        r.map(|(v, _)| (v, false))
     }
 
     /// The `size` bytes at commitlog offset `phy` of the segment at `base`, read in
@@ -458,32 +535,33 @@ impl Tier {
     }
 
     fn block(&self, base: i64, n: u64, block: u64, seg_size: u64) -> Result<Bytes, TierError> {
-        let key = CacheKey::Block(base, n);
-        if let Some(Cached::Block(b)) = self.cache.locked().get(&key) {
-            Stats::bump(&self.stats.cache_hits);
-            return Ok(b);
+        let (cached, hit) = self.cached_or_load(CacheKey::Block(base, n), || {
+            let range = n * block..((n + 1) * block).min(seg_size);
+            let want = range.end - range.start;
+            let permit = self.budget.acquire(want, self.config.read_timeout)?;
+            let started = Instant::now();
+            let b = self.backend.get_range(&data_key(base), range);
+            drop(permit);
+            self.stats
+                .object_read(started.elapsed(), b.as_ref().ok().map(|r: &Bytes| r.len()));
+            let b = b?;
+            if b.len() as u64 != want {
+                return Err(TierError::Corrupt {
+                    what: data_key(base),
+                    reason: format!("read {} bytes where {want} were asked", b.len()),
+                });
+            }
+            Ok((Cached::Block(b), want))
+        })?;
+        Stats::bump(if hit {
+            &self.stats.cache_hits
+        } else {
+            &self.stats.cache_misses
+        });
+        match cached {
+            Cached::Block(b) => Ok(b),
+            Cached::Index(_) => Err(mixed_up(base)),
         }
-        Stats::bump(&self.stats.cache_misses);
-        let range = n * block..((n + 1) * block).min(seg_size);
-        let want = range.end - range.start;
-        let started = Instant::now();
-        let b = self.backend.get_range(&data_key(base), range);
-        self.stats
-            .object_read(started.elapsed(), b.as_ref().ok().map(|r: &Bytes| r.len()));
-        let b = b?;
-        if b.len() as u64 != want {
-            return Err(TierError::Corrupt {
-                what: data_key(base),
-                reason: format!("read {} bytes where {want} were asked", b.len()),
-            });
-        }
-        self.cache.locked().put(
-            key,
-            Cached::Block(b.clone()),
-            want,
-            self.config.read_cache_max_size,
-        );
-        Ok(b)
     }
 
     /// Forgets the queues of `topic` in every segment that ends at or before commitlog
@@ -522,8 +600,27 @@ impl Tier {
         Ok(changed)
     }
 
+    /// Runs `f` on the threads that serve reads of cold data; `None` when more than
+    /// `tieredStoreMaxPendingLimit` reads wait, or `f` waited past
+    /// `tieredStoreReadTimeout` for a thread (it never runs then).
+    pub(crate) fn on_readers<T, F>(&self, f: F) -> impl std::future::Future<Output = Option<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.readers.run(f)
+    }
+
     pub(crate) fn forget_cached(&self, base: i64) {
         self.cache.locked().forget(base);
+    }
+}
+
+/// A cache entry of the other kind than its key says: never stored so.
+fn mixed_up(base: i64) -> TierError {
+    TierError::Corrupt {
+        what: data_key(base),
+        reason: "the read cache holds another kind of entry".to_owned(),
     }
 }
 

@@ -23,7 +23,7 @@ use vostok_remoting::protocol::response_code;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::support::time::now_millis;
 use vostok_remoting::Channel;
-use vostok_store::{GetMessageStatus, MessageFilter};
+use vostok_store::GetMessageStatus;
 
 use super::{consuming_group, readable_topic, PopError, PopTables};
 use crate::state::consumer_filter::ExpressionMessageFilter;
@@ -259,16 +259,15 @@ impl Pass<'_> {
             .as_ref()
             .filter(|_| !topic::is_retry_topic(topic));
         let get = |from: i64| {
-            tables.storage.get_for_consumer(
+            tables.storage.get_for_consumer_async(
                 topic,
                 queue_id,
                 from,
-                room as i32,
-                i32::MAX,
-                filter.map(|f| f as &dyn MessageFilter),
+                (room as i32, i32::MAX),
+                filter,
             )
         };
-        let mut got = get(offset);
+        let mut got = get(offset).await;
         if matches!(
             got.status,
             GetMessageStatus::OffsetTooSmall
@@ -281,7 +280,7 @@ impl Pass<'_> {
                 .offsets
                 .commit(&req.group, topic, queue_id, got.next_begin_offset);
             offset = got.next_begin_offset;
-            got = get(offset);
+            got = get(offset).await;
         }
         self.result.rest_num += got.max_offset - got.next_begin_offset;
         if got.messages.is_empty() {
