@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use vostok_remoting::protocol::header::SendHeaderView;
+use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::topic;
 use vostok_remoting::protocol::version;
 use vostok_remoting::support::latency_trace;
@@ -43,7 +44,7 @@ pub(crate) async fn send_message(
         sys_flag: header.sys_flag,
         born_timestamp: header.born_timestamp,
         flag: header.flag,
-        properties: header.properties.unwrap_or_default().to_owned(),
+        properties: properties_with_room(broker, header.properties.unwrap_or_default()),
         body: request.body,
         reconsume_times: header.reconsume_times.unwrap_or(0),
         // Clients before 3.4.9 do not set their own retry limit.
@@ -53,6 +54,15 @@ pub(crate) async fn send_message(
         received,
     };
     send_response(broker, op::send(broker, Client::on(channel), send).await)
+}
+
+/// The property string, with room for the `CLUSTER` pair the send adds, so that
+/// adding it does not grow the string again.
+fn properties_with_room(broker: &Broker, properties: &str) -> String {
+    let cluster = property::CLUSTER.len() + broker.config.broker_cluster_name.len() + 2;
+    let mut owned = String::with_capacity(properties.len() + cluster);
+    owned.push_str(properties);
+    owned
 }
 
 /// Where a send header sends to.

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use vostok_remoting::protocol::message::id::create_offset_msg_id;
+use vostok_remoting::protocol::message::id::push_offset_msg_id;
 use vostok_remoting::protocol::message::property::{self, MAX_PROPERTIES_LEN};
 use vostok_remoting::protocol::message::sysflag::{transaction_type, TRANSACTION_NOT_TYPE};
 
@@ -162,7 +162,7 @@ impl MessageStore {
             if k > 0 {
                 msg_id.push(',');
             }
-            msg_id.push_str(&create_offset_msg_id(p.msg.store_host, offset));
+            push_offset_msg_id(&mut msg_id, p.msg.store_host, offset);
             offset += p.len as i64;
         }
         let wait_store_ok =

@@ -286,6 +286,38 @@ command_header! {
     }
 }
 
+/// [`SendMessageResponseHeader`] written from borrowed fields: the broker answers
+/// every send with one, and its region and id need no copy of their own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendResponseView<'a> {
+    pub msg_id: &'a str,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub transaction_id: Option<&'a str>,
+    pub batch_uniq_id: Option<&'a str>,
+    pub msg_region: Option<&'a str>,
+    pub trace_on: Option<&'a str>,
+}
+
+impl SendResponseView<'_> {
+    /// Appends the fields into an empty `ext`, keys and order as
+    /// [`SendMessageResponseHeader`]'s `write_to`.
+    pub fn write_to(&self, ext: &mut ExtFields) {
+        let text = |ext: &mut ExtFields, key: &str, v: Option<&str>| {
+            if let Some(v) = v {
+                ext.push_with(key, |b| b.push_str(v));
+            }
+        };
+        text(ext, "msgId", Some(self.msg_id));
+        ext.push_with("queueId", |b| self.queue_id.render_into(b));
+        ext.push_with("queueOffset", |b| self.queue_offset.render_into(b));
+        text(ext, "transactionId", self.transaction_id);
+        text(ext, "batchUniqId", self.batch_uniq_id);
+        text(ext, "MSG_REGION", self.msg_region);
+        text(ext, "TRACE_ON", self.trace_on);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +369,34 @@ mod tests {
             max_reconsume_times: Some(16),
             broker_name: Some("broker-a".into()),
         }
+    }
+
+    #[test]
+    fn the_response_view_writes_what_the_owned_header_does() {
+        let owned = SendMessageResponseHeader {
+            msg_id: "7F0000010000000000000042".into(),
+            queue_id: 3,
+            queue_offset: -1,
+            transaction_id: Some("uniq".into()),
+            batch_uniq_id: None,
+            msg_region: Some("DefaultRegion".into()),
+            trace_on: Some("true".into()),
+        };
+        let mut a = ExtFields::new();
+        owned.write_to(&mut a);
+        let mut b = ExtFields::new();
+        SendResponseView {
+            msg_id: &owned.msg_id,
+            queue_id: owned.queue_id,
+            queue_offset: owned.queue_offset,
+            transaction_id: owned.transaction_id.as_deref(),
+            batch_uniq_id: None,
+            msg_region: owned.msg_region.as_deref(),
+            trace_on: owned.trace_on.as_deref(),
+        }
+        .write_to(&mut b);
+        assert_eq!(a, b);
+        assert_eq!(SendMessageResponseHeader::read_from(&b).unwrap(), owned);
     }
 
     #[test]
