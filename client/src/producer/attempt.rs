@@ -201,7 +201,8 @@ impl ProducerShared {
         }
         let mut reconsume_times = None;
         let mut max_reconsume_times = None;
-        let properties = if topic::is_retry_topic(&msg.topic) {
+        // Borrowed as they are, unless a retry's counters come out of them.
+        let retry_properties = if topic::is_retry_topic(&msg.topic) {
             let mut props = msg.properties.clone();
             reconsume_times = props
                 .remove(property::RECONSUME_TIME)
@@ -209,10 +210,14 @@ impl ProducerShared {
             max_reconsume_times = props
                 .remove(property::MAX_RECONSUME_TIMES)
                 .and_then(|v| v.parse().ok());
-            props.encode()
+            Some(props)
         } else {
-            msg.properties.encode()
+            None
         };
+        let properties = retry_properties
+            .as_ref()
+            .unwrap_or(&msg.properties)
+            .as_str();
         // Written straight into extFields from borrowed fields: no copy of the group,
         // topic or broker name per send.
         let header = SendHeaderView {
@@ -224,7 +229,7 @@ impl ProducerShared {
             sys_flag,
             born_timestamp: now_millis(),
             flag: msg.flag,
-            properties: Some(&properties),
+            properties: Some(properties),
             reconsume_times: Some(reconsume_times.unwrap_or(0)),
             unit_mode: Some(false),
             batch: Some(prepared.is_batch()),
