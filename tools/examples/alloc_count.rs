@@ -412,7 +412,7 @@ fn print_sites(side: &str, every: u64) {
         *paths.entry(key).or_default() += 1;
     }
     let mut paths: Vec<_> = paths.into_iter().collect();
-    paths.sort_by(|a, b| b.1.cmp(&a.1));
+    paths.sort_by_key(|p| std::cmp::Reverse(p.1));
     println!(
         "\n{side}: {} sampled allocations (1 in {every}), by call path",
         samples.len()

@@ -342,7 +342,7 @@ fn decode_with(
                 "language" => {
                     scratch.clear();
                     cmd.language = match r.scalar(scratch)? {
-                        Scalar::Str => LanguageCode::from_name(&scratch),
+                        Scalar::Str => LanguageCode::from_name(scratch),
                         Scalar::Literal(s, e) => text[s..e]
                             .parse::<i64>()
                             .ok()
