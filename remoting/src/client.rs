@@ -282,13 +282,14 @@ impl RemotingClient {
                 return Err(e);
             }
         };
-        let addr = addr.to_owned();
+        // The hooks' view of the call, kept only when they want the response.
+        let after = original.map(|original| (addr.to_owned(), original));
         Ok(ResponseFuture {
             inner: Box::pin(async move {
                 let _permit = permit;
                 let mut response = pending.wait().await?;
-                if let Some(original) = &original {
-                    hooks.after(&addr, original, &mut response);
+                if let Some((addr, original)) = &after {
+                    hooks.after(addr, original, &mut response);
                 }
                 Ok(response)
             }),

@@ -144,7 +144,11 @@ impl RemotingCodec {
     /// Encodes one frame as its head (length, header word, header) and its body, which
     /// is shared rather than copied: the writer hands both to the socket.
     pub fn encode_frame(&self, cmd: &RemotingCommand) -> Result<Frame, RemotingError> {
-        let mut head = BytesMut::with_capacity(8 + 192 + 16 * cmd.ext_fields.len());
+        // Room for the fields' text, their quotes and separators, and escapes (the
+        // property string's separators are escaped in JSON): one allocation per head.
+        let text = cmd.ext_fields.text_len();
+        let mut head =
+            BytesMut::with_capacity(8 + 192 + text + text / 4 + 8 * cmd.ext_fields.len());
         self.encode_head_into(cmd, &mut head)?;
         Ok(Frame {
             head: head.freeze(),

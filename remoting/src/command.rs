@@ -265,6 +265,11 @@ impl ExtFields {
         self.entries.len()
     }
 
+    /// Bytes of the keys and values held (what a writer of the fields copies at least).
+    pub(crate) fn text_len(&self) -> usize {
+        self.buf.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -133,23 +133,26 @@ impl IndexService {
         {
             return Ok(());
         }
-        let keys: Vec<&str> = uniq
-            .into_iter()
-            .chain(
-                keys.into_iter()
-                    .flat_map(|k| k.split(KEY_SEPARATOR))
-                    .filter(|k| !k.is_empty()),
-            )
-            .take(self.max_index as usize - 1)
-            .collect();
+        // Walked twice (counted, then written) rather than collected: a record has a
+        // key or two, and a list of them would be an allocation per message.
+        let keys = || {
+            uniq.into_iter()
+                .chain(
+                    keys.into_iter()
+                        .flat_map(|k| k.split(KEY_SEPARATOR))
+                        .filter(|k| !k.is_empty()),
+                )
+                .take(self.max_index as usize - 1)
+        };
+        let count = keys().count();
         // All entries of a record go to one file, so that a file's header always
         // ends between records (recovery relies on it).
         let current = self.files.read_locked().last().cloned();
         let file = match current {
-            Some(f) if f.index_count() as usize + keys.len() <= self.max_index as usize => f,
+            Some(f) if f.index_count() as usize + count <= self.max_index as usize => f,
             previous => self.roll(previous.as_deref(), store_timestamp)?,
         };
-        for key in keys {
+        for key in keys() {
             writer.key.clear();
             writer.key.push_str(topic);
             writer.key.push('#');

@@ -64,7 +64,7 @@ pub(crate) async fn send(c: &Console, f: Field<'_>, peer: SocketAddr) -> Result<
     let request = SendRequest {
         to: Destination {
             topic: name.clone(),
-            default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
+            default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.into(),
             default_topic_queue_nums: 4,
             queue_id: -1,
             unit_mode: false,

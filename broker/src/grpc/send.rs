@@ -254,7 +254,7 @@ fn build_request(
     let request = SendRequest {
         to: Destination {
             topic: topic_name.to_owned(),
-            default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
+            default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.into(),
             default_topic_queue_nums: broker.config.default_topic_queue_nums,
             queue_id,
             unit_mode: false,

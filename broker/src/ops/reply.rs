@@ -126,7 +126,7 @@ async fn push_reply(
     let push_header = ReplyMessageRequestHeader {
         producer_group: request.producer_group.clone(),
         topic: to.topic.clone(),
-        default_topic: to.default_topic.clone(),
+        default_topic: to.default_topic.to_string(),
         default_topic_queue_nums: to.default_topic_queue_nums,
         queue_id: to.queue_id,
         sys_flag: request.sys_flag,

@@ -8,6 +8,7 @@
 //! `reroute`). The property string is parsed once: normalised (as Java's decoder
 //! would read it) while the fields the send path needs are picked out.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
@@ -33,8 +34,9 @@ use crate::state::{Broker, Consumers, Deferred, Intake, Observed, Roles, Storage
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Destination {
     pub(crate) topic: String,
-    /// The topic a new topic copies (`TBW102` unless the producer names another).
-    pub(crate) default_topic: String,
+    /// The topic a new topic copies (`TBW102` unless the producer names another):
+    /// borrowed when it is `TBW102`, as nearly always, so that a send copies no name.
+    pub(crate) default_topic: Cow<'static, str>,
     pub(crate) default_topic_queue_nums: i32,
     /// A negative id means "any writable queue".
     pub(crate) queue_id: i32,
@@ -558,7 +560,7 @@ pub(crate) mod tests {
         SendRequest {
             to: Destination {
                 topic: topic.to_owned(),
-                default_topic: topic::AUTO_CREATE_TOPIC_KEY_TOPIC.to_owned(),
+                default_topic: Cow::Borrowed(topic::AUTO_CREATE_TOPIC_KEY_TOPIC),
                 default_topic_queue_nums: 4,
                 queue_id: 0,
                 unit_mode: false,

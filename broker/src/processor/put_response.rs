@@ -1,8 +1,8 @@
 //! A send outcome (`crate::ops::stored`) as a remoting send response.
 
-use vostok_remoting::protocol::header::SendMessageResponseHeader;
+use vostok_remoting::protocol::header::SendResponseView;
 use vostok_remoting::protocol::response_code;
-use vostok_remoting::RemotingCommand;
+use vostok_remoting::{ExtFields, RemotingCommand};
 
 use super::refused;
 use crate::ops::stored::{Ack, Stored};
@@ -21,14 +21,22 @@ pub(crate) fn send_response(broker: &Broker, outcome: Result<Stored, Refusal>) -
         Ack::FlushSlaveTimeout => response_code::FLUSH_SLAVE_TIMEOUT,
         Ack::SlaveNotAvailable => response_code::SLAVE_NOT_AVAILABLE,
     };
-    let header = SendMessageResponseHeader {
-        msg_id: stored.msg_id,
+    let mut response = RemotingCommand::response(code, None);
+    response.ext_fields = ExtFields::with_capacity(8);
+    // Written from borrowed fields: the region and flag need no copy per send.
+    SendResponseView {
+        msg_id: &stored.msg_id,
         queue_id: stored.queue_id,
         queue_offset: stored.queue_offset,
-        transaction_id: stored.uniq_key,
+        transaction_id: stored.uniq_key.as_deref(),
         batch_uniq_id: None,
-        msg_region: Some(broker.config.region_id.clone()),
-        trace_on: Some(broker.config.trace_on.to_string()),
-    };
-    RemotingCommand::response(code, None).with_header(&header)
+        msg_region: Some(&broker.config.region_id),
+        trace_on: Some(if broker.config.trace_on {
+            "true"
+        } else {
+            "false"
+        }),
+    }
+    .write_to(&mut response.ext_fields);
+    response
 }

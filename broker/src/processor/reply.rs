@@ -6,7 +6,7 @@
 //! connection of that client is known or the push failed, as in Apache (the reply may
 //! still have been stored).
 
-use vostok_remoting::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
+use vostok_remoting::protocol::header::{SendHeaderView, SendMessageResponseHeader};
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::{Channel, RemotingCommand};
 
@@ -27,17 +27,17 @@ pub(crate) async fn send_reply_message(
     } else {
         request_code::SEND_MESSAGE
     };
-    let header = match SendMessageRequestHeader::decode(as_send, &request.ext_fields) {
+    let header = match SendHeaderView::decode(as_send, &request.ext_fields) {
         Ok(h) => h,
         Err(e) => return super::header_error(&request, e),
     };
     let answer = ReplyRequest {
         to: destination(&header),
-        producer_group: header.producer_group,
+        producer_group: header.producer_group.to_owned(),
         sys_flag: header.sys_flag,
         born_timestamp: header.born_timestamp,
         flag: header.flag,
-        properties: header.properties.unwrap_or_default(),
+        properties: header.properties.unwrap_or_default().to_owned(),
         body: request.body,
         reconsume_times: header.reconsume_times,
         unit_mode: header.unit_mode,

@@ -1,7 +1,11 @@
 //! SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE (docs/commands.md#sending): the
 //! header decoded into a typed send for `crate::ops::send`, its outcome encoded back.
 
-use vostok_remoting::protocol::header::SendMessageRequestHeader;
+use std::borrow::Cow;
+
+use vostok_remoting::protocol::header::SendHeaderView;
+use vostok_remoting::protocol::message::property;
+use vostok_remoting::protocol::topic;
 use vostok_remoting::protocol::version;
 use vostok_remoting::support::latency_trace;
 use vostok_remoting::{Channel, RemotingCommand};
@@ -18,7 +22,8 @@ pub(crate) async fn send_message(
     request: RemotingCommand,
 ) -> RemotingCommand {
     let received = latency_trace::enabled().then(latency_trace::now_micros);
-    let header = match SendMessageRequestHeader::decode(request.code, &request.ext_fields) {
+    // Read in place: only the topic and the property string are copied out.
+    let header = match SendHeaderView::decode(request.code, &request.ext_fields) {
         Ok(h) => h,
         Err(e) => return super::header_error(&request, e),
     };
@@ -39,7 +44,7 @@ pub(crate) async fn send_message(
         sys_flag: header.sys_flag,
         born_timestamp: header.born_timestamp,
         flag: header.flag,
-        properties: header.properties.unwrap_or_default(),
+        properties: properties_with_room(broker, header.properties.unwrap_or_default()),
         body: request.body,
         reconsume_times: header.reconsume_times.unwrap_or(0),
         // Clients before 3.4.9 do not set their own retry limit.
@@ -54,11 +59,24 @@ pub(crate) async fn send_message(
     )
 }
 
+/// The property string, with room for the `CLUSTER` pair the send adds, so that
+/// adding it does not grow the string again.
+fn properties_with_room(broker: &Broker, properties: &str) -> String {
+    let cluster = property::CLUSTER.len() + broker.config.broker_cluster_name.len() + 2;
+    let mut owned = String::with_capacity(properties.len() + cluster);
+    owned.push_str(properties);
+    owned
+}
+
 /// Where a send header sends to.
-pub(super) fn destination(header: &SendMessageRequestHeader) -> Destination {
+pub(super) fn destination(header: &SendHeaderView<'_>) -> Destination {
     Destination {
-        topic: header.topic.clone(),
-        default_topic: header.default_topic.clone(),
+        topic: header.topic.to_owned(),
+        default_topic: if header.default_topic == topic::AUTO_CREATE_TOPIC_KEY_TOPIC {
+            Cow::Borrowed(topic::AUTO_CREATE_TOPIC_KEY_TOPIC)
+        } else {
+            Cow::Owned(header.default_topic.to_owned())
+        },
         default_topic_queue_nums: header.default_topic_queue_nums,
         queue_id: header.queue_id,
         unit_mode: header.unit_mode.unwrap_or(false),

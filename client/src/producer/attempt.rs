@@ -8,19 +8,16 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use vostok_remoting::protocol::body::MessageQueue;
-use vostok_remoting::protocol::header::{
-    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
-};
+use vostok_remoting::protocol::header::{HeaderField, SendHeaderView};
 use vostok_remoting::protocol::message::{property, sysflag};
 use vostok_remoting::protocol::{request_code, topic};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::RemotingCommand;
+use vostok_remoting::{ExtFields, RemotingCommand};
 
 use super::send::{Attempt, Prepared};
 use super::send_result::{SendResult, SendStatus};
 use super::ProducerShared;
-use crate::api;
 use crate::error::{ClientError, Result};
 use crate::hook::{CheckForbiddenContext, CommunicationMode, SendMessageContext};
 use crate::message;
@@ -204,7 +201,8 @@ impl ProducerShared {
         }
         let mut reconsume_times = None;
         let mut max_reconsume_times = None;
-        let properties = if topic::is_retry_topic(&msg.topic) {
+        // Borrowed as they are, unless a retry's counters come out of them.
+        let retry_properties = if topic::is_retry_topic(&msg.topic) {
             let mut props = msg.properties.clone();
             reconsume_times = props
                 .remove(property::RECONSUME_TIME)
@@ -212,14 +210,20 @@ impl ProducerShared {
             max_reconsume_times = props
                 .remove(property::MAX_RECONSUME_TIMES)
                 .and_then(|v| v.parse().ok());
-            props.encode()
+            Some(props)
         } else {
-            msg.properties.encode()
+            None
         };
-        let header = SendMessageRequestHeader {
-            producer_group: self.group.clone(),
-            topic: msg.topic.clone(),
-            default_topic: self.config.create_topic_key.clone(),
+        let properties = retry_properties
+            .as_ref()
+            .unwrap_or(&msg.properties)
+            .as_str();
+        // Written straight into extFields from borrowed fields: no copy of the group,
+        // topic or broker name per send.
+        let header = SendHeaderView {
+            producer_group: &self.group,
+            topic: &msg.topic,
+            default_topic: &self.config.create_topic_key,
             default_topic_queue_nums: self.config.default_topic_queue_nums,
             queue_id: mq.queue_id,
             sys_flag,
@@ -230,7 +234,7 @@ impl ProducerShared {
             unit_mode: Some(false),
             batch: Some(prepared.is_batch()),
             max_reconsume_times,
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(&mq.broker_name),
         };
         let is_reply = msg.property(property::MESSAGE_TYPE) == Some(property::REPLY_MESSAGE_FLAG);
         let code = if is_reply {
@@ -240,10 +244,11 @@ impl ProducerShared {
         } else {
             request_code::SEND_MESSAGE_V2
         };
-        Ok(
-            RemotingCommand::request_with_header(code, &SendMessageRequestHeaderV2::from(header))
-                .with_body(body),
-        )
+        let mut request = RemotingCommand::request(code);
+        // The fields and the property string in one buffer sized for them.
+        request.ext_fields = ExtFields::with_capacity(16 + properties.len() / 24);
+        header.write_v2(&mut request.ext_fields);
+        Ok(request.with_body(body))
     }
 
     fn process_response(
@@ -259,7 +264,19 @@ impl ProducerShared {
                 response.remark(),
             ));
         };
-        let h: SendMessageResponseHeader = api::decode_header(&attempt.addr, &response)?;
+        // The fields read in place: only those the result keeps are copied.
+        let ext = &response.ext_fields;
+        let header_error = |source| ClientError::Header {
+            addr: attempt.addr.clone(),
+            source,
+        };
+        let offset_msg_id = String::from_raw(ext.get("msgId"), "msgId").map_err(header_error)?;
+        let queue_id = i32::from_raw(ext.get("queueId"), "queueId").map_err(header_error)?;
+        let queue_offset =
+            i64::from_raw(ext.get("queueOffset"), "queueOffset").map_err(header_error)?;
+        let transaction_id = ext.get("transactionId").map(str::to_owned);
+        let region_id = ext.get("MSG_REGION").map(str::to_owned);
+        let trace_on = ext.get("TRACE_ON") != Some("false");
         let msg_id = match &prepared.batch_ids {
             Some(ids) => ids.clone(),
             None => prepared.msg.uniq_key().unwrap_or_default().to_owned(),
@@ -267,17 +284,17 @@ impl ProducerShared {
         let mq = MessageQueue::new(
             topic::unwrap_namespace(self.namespace(), &attempt.mq.topic),
             attempt.mq.broker_name.clone(),
-            h.queue_id,
+            queue_id,
         );
         Ok(SendResult {
             send_status,
             msg_id,
-            offset_msg_id: h.msg_id,
+            offset_msg_id,
             message_queue: mq,
-            queue_offset: h.queue_offset,
-            transaction_id: h.transaction_id,
-            region_id: h.msg_region,
-            trace_on: h.trace_on.as_deref() != Some("false"),
+            queue_offset,
+            transaction_id,
+            region_id,
+            trace_on,
         })
     }
 

@@ -3,8 +3,6 @@
 //! docs/message.md#batch-body. Each message keeps its own properties and gets its own
 //! UNIQ_KEY; the result's `msg_id` lists them joined by `,`.
 
-use std::sync::Arc;
-
 use bytes::BytesMut;
 use vostok_remoting::protocol::message::batch::{block_len, encode_block};
 use vostok_remoting::protocol::message::property;
@@ -25,7 +23,7 @@ impl Producer {
         let prepared = shared.prepare_batch(messages)?;
         shared
             .send_default(
-                Arc::new(prepared),
+                &prepared,
                 CommunicationMode::Sync,
                 shared.config.send_msg_timeout,
             )

@@ -53,7 +53,13 @@ impl LatencyFaultTolerance {
             available_at: now + not_available_duration(latency_ms),
         };
         let mut items = self.items.locked();
-        items.insert(broker_name.to_owned(), item);
+        // Every send records its broker: the name is copied only the first time.
+        match items.get_mut(broker_name) {
+            Some(known) => *known = item,
+            None => {
+                items.insert(broker_name.to_owned(), item);
+            }
+        }
     }
 
     pub fn is_available(&self, broker_name: &str, now: Instant) -> bool {

@@ -77,7 +77,7 @@ impl Producer {
         let shared = &self.shared;
         let prepared = shared.prepare(msg)?;
         shared
-            .send_default(Arc::new(prepared), CommunicationMode::Sync, timeout)
+            .send_default(&prepared, CommunicationMode::Sync, timeout)
             .await
     }
 
@@ -95,7 +95,7 @@ impl Producer {
         };
         shared
             .send_default(
-                Arc::new(prepared),
+                &prepared,
                 CommunicationMode::Sync,
                 shared.config.send_msg_timeout,
             )
@@ -115,7 +115,7 @@ impl Producer {
             .acquire_owned()
             .await
             .map_err(|_| ClientError::ShutDown("producer"))?;
-        let prepared = Arc::new(shared.prepare(msg)?);
+        let prepared = shared.prepare(msg)?;
         let timeout = shared.config.send_msg_timeout;
         let begin = Instant::now();
         let info = shared.publish_info(&prepared.msg.topic).await?;
@@ -125,7 +125,7 @@ impl Producer {
         Ok(SendFuture {
             inner: Box::pin(async move {
                 shared
-                    .finish_async(prepared, info, first, begin, timeout, permit)
+                    .finish_async(&prepared, info, first, begin, timeout, permit)
                     .await
             }),
         })
@@ -248,7 +248,7 @@ impl ProducerShared {
     /// Sync send with retries on other brokers.
     pub(crate) async fn send_default(
         &self,
-        prepared: Arc<Prepared>,
+        prepared: &Prepared,
         mode: CommunicationMode,
         timeout: Duration,
     ) -> Result<SendResult> {
@@ -267,7 +267,7 @@ impl ProducerShared {
             }
             let started = self
                 .start_attempt(
-                    &prepared,
+                    prepared,
                     &info,
                     last_broker.as_deref(),
                     mode,
@@ -275,7 +275,7 @@ impl ProducerShared {
                 )
                 .await;
             let outcome = match started {
-                Ok(attempt) => self.await_attempt(&prepared, attempt, mode).await,
+                Ok(attempt) => self.await_attempt(prepared, attempt, mode).await,
                 Err((mq, e)) => Err((mq, e)),
             };
             match outcome {
@@ -322,7 +322,7 @@ impl ProducerShared {
 
     async fn finish_async(
         &self,
-        prepared: Arc<Prepared>,
+        prepared: &Prepared,
         info: Arc<TopicPublishInfo>,
         first: std::result::Result<Attempt, (MessageQueue, ClientError)>,
         begin: Instant,
@@ -335,7 +335,7 @@ impl ProducerShared {
         loop {
             let outcome = match started {
                 Ok(attempt) => {
-                    self.await_attempt(&prepared, attempt, CommunicationMode::Async)
+                    self.await_attempt(prepared, attempt, CommunicationMode::Async)
                         .await
                 }
                 Err(failed) => Err(failed),
@@ -358,7 +358,7 @@ impl ProducerShared {
             debug!(topic = %prepared.msg.topic, broker = %mq.broker_name, attempt = attempt_no, error = %e, "async send failed; retrying");
             started = self
                 .start_attempt(
-                    &prepared,
+                    prepared,
                     &info,
                     Some(&mq.broker_name),
                     CommunicationMode::Async,

@@ -19,7 +19,12 @@ const FIXED_LEN: usize = 21;
 
 /// Appends the binary header of `cmd` to `out`.
 pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
-    out.reserve(FIXED_LEN + 64);
+    out.reserve(
+        FIXED_LEN
+            + cmd.remark.as_deref().map_or(0, str::len)
+            + cmd.ext_fields.text_len()
+            + 6 * cmd.ext_fields.len(),
+    );
     out.put_i16(cmd.code as i16);
     out.put_u8(cmd.language.code());
     out.put_i16(cmd.version as i16);
@@ -51,17 +56,17 @@ fn malformed(reason: impl Into<String>) -> RemotingError {
     }
 }
 
-fn take_str(buf: &mut &[u8], len: usize, what: &str) -> Result<String, RemotingError> {
+/// The next `len` bytes as text, borrowed from the header.
+fn take_str<'a>(buf: &mut &'a [u8], len: usize, what: &str) -> Result<&'a str, RemotingError> {
     if buf.remaining() < len {
         return Err(malformed(format!(
             "{what} of {len} bytes overruns the header ({} left)",
             buf.remaining()
         )));
     }
-    let s = std::str::from_utf8(&buf[..len])
-        .map_err(|_| malformed(format!("{what} is not UTF-8")))?
-        .to_owned();
-    buf.advance(len);
+    let (text, rest) = buf.split_at(len);
+    let s = std::str::from_utf8(text).map_err(|_| malformed(format!("{what} is not UTF-8")))?;
+    *buf = rest;
     Ok(s)
 }
 
@@ -86,7 +91,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
     let remark_len = length(buf.get_i32() as i64, "remark")?;
     let remark = match remark_len {
         0 => None,
-        n => Some(take_str(&mut buf, n, "remark")?.into_boxed_str()),
+        n => Some(take_str(&mut buf, n, "remark")?.into()),
     };
     if buf.remaining() < 4 {
         return Err(malformed("missing extFields length"));
@@ -105,7 +110,12 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
             rest.len()
         )));
     }
-    let mut ext_fields = ExtFields::new();
+    // Keys and values are copied once, into the map's one buffer (never more than the
+    // map's bytes on the wire): two allocations per header, not two per field.
+    let mut ext_fields = ExtFields {
+        buf: String::with_capacity(map_len),
+        entries: Vec::with_capacity(if map_len == 0 { 0 } else { 16 }),
+    };
     while map.has_remaining() {
         if map.remaining() < 2 {
             return Err(malformed("truncated extFields key length"));
@@ -117,7 +127,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
         }
         let value_len = length(map.get_i32() as i64, "value")?;
         let value = take_str(&mut map, value_len, "extFields value")?;
-        ext_fields.push_decoded(&key, &value);
+        ext_fields.push_decoded(key, value);
     }
     Ok(RemotingCommand {
         code,

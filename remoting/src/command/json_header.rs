@@ -18,7 +18,7 @@ use crate::error::RemotingError;
 
 /// Appends the JSON header of `cmd` to `out`.
 pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
-    out.reserve(96 + cmd.ext_fields.len() * 24);
+    out.reserve(96 + cmd.ext_fields.text_len() + cmd.ext_fields.len() * 8);
     out.put_slice(b"{\"code\":");
     put_int(out, cmd.code as i64);
     if !cmd.ext_fields.is_empty() {

@@ -280,8 +280,34 @@ impl<'a> Reader<'a> {
     }
 }
 
+thread_local! {
+    /// The key and value scratch of [`decode`], kept by each thread between headers: a
+    /// header is decoded for every frame, and fresh scratch would cost two allocations
+    /// each time.
+    static SCRATCH: std::cell::Cell<(String, String)> =
+        const { std::cell::Cell::new((String::new(), String::new())) };
+}
+
+/// Scratch grown past this by a header with long keys or values is not kept.
+const SCRATCH_KEPT: usize = 1024;
+
 /// Decodes a JSON header. The body is attached by the caller.
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
+    let (mut key, mut scratch) = SCRATCH.take();
+    let decoded = decode_with(header, &mut key, &mut scratch);
+    if key.capacity() <= SCRATCH_KEPT && scratch.capacity() <= SCRATCH_KEPT {
+        key.clear();
+        scratch.clear();
+        SCRATCH.set((key, scratch));
+    }
+    decoded
+}
+
+fn decode_with(
+    header: &[u8],
+    key: &mut String,
+    scratch: &mut String,
+) -> Result<RemotingCommand, RemotingError> {
     let text = std::str::from_utf8(header).map_err(|_| error("header is not UTF-8"))?;
     let mut r = Reader {
         text,
@@ -301,24 +327,22 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
         serialize_type: SerializeType::Json,
     };
     let mut code = None;
-    let mut key = String::with_capacity(32);
-    let mut scratch = String::with_capacity(64);
     r.expect(b'{')?;
     if !r.eat(b'}') {
         loop {
             key.clear();
             r.skip_ws();
-            r.string_into(&mut key)?;
+            r.string_into(key)?;
             r.expect(b':')?;
             match key.as_str() {
-                "code" => code = Some(r.int(&mut scratch, "code")?),
-                "version" => cmd.version = r.int(&mut scratch, "version")?,
-                "opaque" => cmd.opaque = r.int(&mut scratch, "opaque")?,
-                "flag" => cmd.flag = r.int(&mut scratch, "flag")?,
+                "code" => code = Some(r.int(scratch, "code")?),
+                "version" => cmd.version = r.int(scratch, "version")?,
+                "opaque" => cmd.opaque = r.int(scratch, "opaque")?,
+                "flag" => cmd.flag = r.int(scratch, "flag")?,
                 "language" => {
                     scratch.clear();
-                    cmd.language = match r.scalar(&mut scratch)? {
-                        Scalar::Str => LanguageCode::from_name(&scratch),
+                    cmd.language = match r.scalar(scratch)? {
+                        Scalar::Str => LanguageCode::from_name(scratch),
                         Scalar::Literal(s, e) => text[s..e]
                             .parse::<i64>()
                             .ok()
@@ -329,14 +353,14 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
                 }
                 "remark" => {
                     scratch.clear();
-                    cmd.remark = match r.scalar(&mut scratch)? {
+                    cmd.remark = match r.scalar(scratch)? {
                         Scalar::Str => Some(scratch.as_str().into()),
                         Scalar::Null => None,
                         Scalar::Literal(..) => return Err(error("`remark` is not a string")),
                     };
                 }
                 "extFields" => cmd.ext_fields = r.ext_fields()?,
-                _ => r.skip_value(&mut scratch)?,
+                _ => r.skip_value(scratch)?,
             }
             if r.eat(b',') {
                 continue;

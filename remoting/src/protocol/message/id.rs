@@ -37,13 +37,18 @@ fn parse_hex(s: &str) -> Option<Vec<u8>> {
 /// The offset message id of the record at `offset` stored by `store_host`.
 pub fn create_offset_msg_id(store_host: SocketAddr, offset: i64) -> String {
     let mut out = String::with_capacity(56);
-    match store_host.ip() {
-        IpAddr::V4(ip) => push_hex(&mut out, &ip.octets()),
-        IpAddr::V6(ip) => push_hex(&mut out, &ip.octets()),
-    }
-    push_hex(&mut out, &(store_host.port() as i32).to_be_bytes());
-    push_hex(&mut out, &offset.to_be_bytes());
+    push_offset_msg_id(&mut out, store_host, offset);
     out
+}
+
+/// Appends [`create_offset_msg_id`]'s text to `out` (a batch's ids join in one string).
+pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, offset: i64) {
+    match store_host.ip() {
+        IpAddr::V4(ip) => push_hex(out, &ip.octets()),
+        IpAddr::V6(ip) => push_hex(out, &ip.octets()),
+    }
+    push_hex(out, &(store_host.port() as i32).to_be_bytes());
+    push_hex(out, &offset.to_be_bytes());
 }
 
 /// Store host and commitlog offset of an offset message id.

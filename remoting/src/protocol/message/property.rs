@@ -293,16 +293,18 @@ impl Properties {
 /// dropped, the last one terminated) and no name repeats.
 fn is_normal(text: &str, mut visit: impl FnMut(&str, &str)) -> bool {
     let mut covered = 0;
-    let mut names: Vec<&str> = Vec::new();
+    // Few names (on the stack): a scan beats hashing; many (a hostile message): hash.
+    let mut names: [&str; 16] = [""; 16];
+    let mut count = 0;
     let mut seen = std::collections::HashSet::new();
     for (k, v) in pairs(text) {
         visit(k, v);
         covered += k.len() + v.len() + 2;
-        // Few names: a scan beats hashing; many (a hostile message): hash.
-        let repeated = if names.len() < 16 {
-            let r = names.contains(&k);
-            names.push(k);
-            if names.len() == 16 {
+        let repeated = if count < names.len() {
+            let r = names[..count].contains(&k);
+            names[count] = k;
+            count += 1;
+            if count == names.len() {
                 seen.extend(names.iter().copied());
             }
             r
