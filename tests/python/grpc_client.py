@@ -50,6 +50,7 @@ def message(topic, body, tag=None, keys=None, group=None, delay_s=None, props=No
 def view(m):
     return {
         "body": m.body.decode(),
+        "body_hex": m.body.hex(),
         "tag": m.tag,
         "keys": list(m.keys or []),
         "properties": dict(m.properties or {}),
@@ -58,6 +59,7 @@ def view(m):
         "attempt": m.delivery_attempt,
         "delivery_timestamp": m.delivery_timestamp,
         "corrupted": m.corrupted,
+        "handle": m.receipt_handle,
     }
 
 
