@@ -4,8 +4,8 @@ a Vostok broker over the classic remoting protocol.
 
     python cpp_client.py SCENARIO NAMESRV TOPIC [ARG...]
 
-Each scenario ends with one line `RESULT <json>` that tests/tests/cpp_client.rs checks.
-Every wait is bounded.
+Each scenario ends with one line `RESULT <json>` that tests/tests/cpp_client.rs (or
+tests/tests/tiered_storage_clients.rs) checks. Every wait is bounded.
 """
 
 import ctypes

@@ -4,7 +4,8 @@
     python grpc_client.py SCENARIO ENDPOINT TOPIC [ARG...]
 
 Each scenario prints progress lines and ends with one line `RESULT <json>` that the
-Rust test driving it (tests/tests/grpc_python.rs) checks. Every wait is bounded; a
+Rust test driving it (tests/tests/grpc_python.rs, tests/tests/tiered_storage_clients.rs)
+checks. Every wait is bounded; a
 failure raises, so the process exits non-zero with a traceback.
 """
 
