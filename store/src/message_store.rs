@@ -314,9 +314,12 @@ impl MessageStore {
     }
 
     /// Whether the record at `commit_log_offset` is within the newest
-    /// `accessMessageInMemoryMaxRatio` % of RAM worth of commitlog.
+    /// `accessMessageInMemoryMaxRatio` % of RAM worth of commitlog and still in a
+    /// local file (a record only the tier holds is not, however young).
     pub fn is_in_memory(&self, commit_log_offset: i64) -> bool {
-        self.inner.commitlog.max_offset() - commit_log_offset < self.inner.memory_window()
+        let commitlog = &self.inner.commitlog;
+        commit_log_offset >= commitlog.min_offset()
+            && commitlog.max_offset() - commit_log_offset < self.inner.memory_window()
     }
 
     /// Deletes `topics` for good: a durable tombstone first (so neither a crash

@@ -38,6 +38,9 @@ async fn round_trip(root: &Path, keys: &[(&str, &str)]) {
     assert_eq!(expire_local(&store), files - 1);
     assert!(store.min_phy_offset() > 0);
     assert_eq!(store.min_offset_in_queue(TOPIC, 0), 0, "the tier's min");
+    // A record only the tier holds is not in memory, however young.
+    assert!(!store.is_in_memory(0));
+    assert!(store.is_in_memory(store.min_phy_offset()));
     let after = read_from_zero(&store);
     assert_eq!(after, before, "read back from the tier");
     // A tag filter works on tier data too.

@@ -4,16 +4,18 @@ a Vostok broker over the classic remoting protocol.
 
     python cpp_client.py SCENARIO NAMESRV TOPIC [ARG...]
 
-Each scenario ends with one line `RESULT <json>` that tests/tests/cpp_client.rs checks.
-Every wait is bounded.
+Each scenario ends with one line `RESULT <json>` that tests/tests/cpp_client.rs (or
+tests/tests/tiered_storage_clients.rs) checks. Every wait is bounded.
 """
 
+import ctypes
 import json
 import sys
 import threading
 import time
 
 from rocketmq.client import Message, Producer, PushConsumer, SendStatus
+from rocketmq.ffi import dll
 
 WAIT = 60  # seconds
 
@@ -76,6 +78,59 @@ def scenario_consume(namesrv, topic, group, count="30"):
         # Returning normally is CONSUME_SUCCESS; raising, RECONSUME_LATER.
 
     consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.subscribe(topic, on_message)
+    consumer.start()
+    finished = done.wait(WAIT)
+    consumer.shutdown()
+    result(finished=finished, seen=seen)
+
+
+def consume_from_first_offset(consumer):
+    """The binding has no setter for where a new group starts; the C++ client has
+    (`DefaultMQPushConsumer::setConsumeFromWhere`, exported), and the binding's handle
+    is that object. 4 is CONSUME_FROM_FIRST_OFFSET."""
+    set_where = dll._ZN8rocketmq21DefaultMQPushConsumer19setConsumeFromWhereENS_16ConsumeFromWhereE
+    set_where.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    set_where.restype = None
+    get_where = dll._ZN8rocketmq21DefaultMQPushConsumer19getConsumeFromWhereEv
+    get_where.argtypes = [ctypes.c_void_p]
+    get_where.restype = ctypes.c_int
+    set_where(consumer._handle, 4)
+    assert get_where(consumer._handle) == 4
+
+
+def text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def scenario_consume_first(namesrv, topic, group, count, props=""):
+    """An orderly push consumer of a new group starting at the first offset reads until
+    `count` distinct (queue, offset) came (or the bound), in the order delivered, with
+    the bodies in hex and the properties named in `props` (comma-separated)."""
+    count = int(count)
+    names = [p for p in props.split(",") if p]
+    seen = []
+    positions = set()
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def on_message(msg):
+        with lock:
+            seen.append({
+                "body_hex": msg.body.hex(),
+                "tags": text(msg.tags),
+                "keys": text(msg.keys),
+                "queue": msg.queue_id,
+                "offset": msg.queue_offset,
+                "properties": {n: text(msg.get_property(n)) for n in names},
+            })
+            positions.add((msg.queue_id, msg.queue_offset))
+            if len(positions) >= count:
+                done.set()
+
+    consumer = PushConsumer(group, orderly=True)
+    consume_from_first_offset(consumer)
     consumer.set_namesrv_addr(namesrv)
     consumer.subscribe(topic, on_message)
     consumer.start()

@@ -4,7 +4,8 @@
     python grpc_client.py SCENARIO ENDPOINT TOPIC [ARG...]
 
 Each scenario prints progress lines and ends with one line `RESULT <json>` that the
-Rust test driving it (tests/tests/grpc_python.rs) checks. Every wait is bounded; a
+Rust test driving it (tests/tests/grpc_python.rs, tests/tests/tiered_storage_clients.rs)
+checks. Every wait is bounded; a
 failure raises, so the process exits non-zero with a traceback.
 """
 
@@ -50,6 +51,7 @@ def message(topic, body, tag=None, keys=None, group=None, delay_s=None, props=No
 def view(m):
     return {
         "body": m.body.decode(),
+        "body_hex": m.body.hex(),
         "tag": m.tag,
         "keys": list(m.keys or []),
         "properties": dict(m.properties or {}),
@@ -58,6 +60,7 @@ def view(m):
         "attempt": m.delivery_attempt,
         "delivery_timestamp": m.delivery_timestamp,
         "corrupted": m.corrupted,
+        "handle": m.receipt_handle,
     }
 
 

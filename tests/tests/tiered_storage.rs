@@ -11,6 +11,9 @@ use vostok_client::{
     ConsumerConfig, Message, MessageExt, MessageListener, MessageSelector, Producer,
     ProducerConfig, PushConsumer,
 };
+use vostok_remoting::protocol::header::QueryConsumerOffsetRequestHeader;
+use vostok_remoting::protocol::{request_code, response_code};
+use vostok_remoting::RemotingCommand;
 use vostok_tests::client::TestClient;
 use vostok_tests::sdk::{client, eventually, wait_until};
 use vostok_tests::{binary, http, Broker, BrokerOptions};
@@ -86,6 +89,31 @@ async fn a_group_created_after_local_deletion_reads_everything_from_the_tier() {
         files.len() <= 2 && files.first().is_some_and(|f| f != "00000000000000000000")
     })
     .await;
+
+    // A new group's offset is not found (no "0 while the first message is in memory"
+    // for a message only the tier holds): a CONSUME_FROM_LAST_OFFSET group starts at
+    // the end, as with Apache, instead of replaying the tier.
+    let admin = TestClient::default();
+    for q in 0..4 {
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: "late-group".into(),
+            topic: topic.into(),
+            queue_id: q,
+            set_zero_if_not_found: None,
+        };
+        let response = admin
+            .call(
+                &broker.addr,
+                RemotingCommand::request_with_header(request_code::QUERY_CONSUMER_OFFSET, &header),
+            )
+            .await;
+        assert_eq!(
+            response.code,
+            response_code::QUERY_NOT_FOUND,
+            "queue {q}: {}",
+            response.remark()
+        );
+    }
 
     let seen: Arc<Mutex<Vec<MessageExt>>> = Arc::default();
     let consumer = PushConsumer::new(ConsumerConfig {
