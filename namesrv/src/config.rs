@@ -254,7 +254,8 @@ pub static KEYS: Table<NamesrvConfig> = Table {
 };
 
 /// The controller's keys other than the shared ones, printed only when the controller
-/// runs.
+/// runs. Those that change at run time change through UPDATE_CONTROLLER_CONFIG at the
+/// controller's address, never through UPDATE_NAMESRV_CONFIG.
 struct EmbeddedController;
 
 impl Part<NamesrvConfig> for EmbeddedController {
@@ -286,6 +287,8 @@ impl Part<NamesrvConfig> for EmbeddedController {
                 .filter(|k| !SHARED_WITH_CONTROLLER.contains(&k.name)),
         );
     }
+
+    fn run_time_names(&self, _: &mut Vec<&'static str>) {}
 }
 
 impl Section for NamesrvConfig {
@@ -419,6 +422,20 @@ mod tests {
                 "waitSecondsForService",
             ]
         );
+        // The embedded controller's are its own request's, though the reference
+        // lists them here as changing at run time.
+        let controller = vostok_controller::config::KEYS.run_time_names();
+        assert!(!controller.is_empty());
+        let reference = KEYS.markdown(&NamesrvConfig::default());
+        for key in controller {
+            assert!(!marked.contains(&key), "{key}");
+            assert!(
+                reference.contains(&format!("| `{key}` |"))
+                    && reference.lines().any(|l| l.starts_with(&format!("| `{key}` |"))
+                        && l.ends_with("changes at run time |")),
+                "{key}"
+            );
+        }
     }
 
     #[test]

@@ -300,6 +300,15 @@ pub trait Part<C>: Sync {
     fn apply(&self, config: &mut C, key: &str, value: &str) -> Option<Result<(), String>>;
     fn print(&self, config: &C, out: &mut Vec<(&'static str, String)>);
     fn describe(&self, out: &mut Vec<KeyDoc>);
+    /// The keys of this part that the section's own update request changes while the
+    /// server runs: those [`Part::describe`] marks. A part that is another server's
+    /// section (a name server's embedded controller) overrides this to name none, so
+    /// that only that server's own request changes them.
+    fn run_time_names(&self, out: &mut Vec<&'static str>) {
+        let mut docs = Vec::new();
+        self.describe(&mut docs);
+        out.extend(docs.into_iter().filter(|k| k.run_time).map(|k| k.name));
+    }
 }
 
 /// A section's keys: its own, then those of the sections nested in it.
@@ -346,6 +355,13 @@ impl<C> Part<C> for Table<C> {
             part.describe(out);
         }
     }
+
+    fn run_time_names(&self, out: &mut Vec<&'static str>) {
+        out.extend(self.keys.iter().filter(|k| k.run_time).map(|k| k.name));
+        for part in self.nested {
+            part.run_time_names(out);
+        }
+    }
 }
 
 impl<P, C> Part<P> for Within<P, C> {
@@ -357,6 +373,9 @@ impl<P, C> Part<P> for Within<P, C> {
     }
     fn describe(&self, out: &mut Vec<KeyDoc>) {
         Part::describe(self.table, out)
+    }
+    fn run_time_names(&self, out: &mut Vec<&'static str>) {
+        Part::run_time_names(self.table, out)
     }
 }
 
@@ -402,13 +421,13 @@ impl<C> Table<C> {
         self.describe().into_iter().map(|k| k.name).collect()
     }
 
-    /// The names of the keys that change while the server runs, in table order.
+    /// The names of the keys the server's update request changes while it runs, in
+    /// table order: the keys marked [`Key::at_run_time`], its nested sections' included,
+    /// except those of a part that is another server's section ([`Part::run_time_names`]).
     pub fn run_time_names(&self) -> Vec<&'static str> {
-        self.describe()
-            .into_iter()
-            .filter(|k| k.run_time)
-            .map(|k| k.name)
-            .collect()
+        let mut out = Vec::new();
+        Part::run_time_names(self, &mut out);
+        out
     }
 
     /// The key reference: a Markdown table of every key, its default (as `defaults`
@@ -546,6 +565,39 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| `outerOn` | `false` | a switch |"), "{md}");
+    }
+
+    /// Another server's section nested in a table: read and listed with it, changed
+    /// at run time only through that server's own request.
+    struct Foreign;
+
+    impl Part<Outer> for Foreign {
+        fn apply(&self, c: &mut Outer, key: &str, value: &str) -> Option<Result<(), String>> {
+            INNER.apply(&mut c.inner, key, value)
+        }
+        fn print(&self, c: &Outer, out: &mut Vec<(&'static str, String)>) {
+            out.extend(INNER.values(&c.inner));
+        }
+        fn describe(&self, out: &mut Vec<KeyDoc>) {
+            out.extend(INNER.describe());
+        }
+        fn run_time_names(&self, _: &mut Vec<&'static str>) {}
+    }
+
+    static HOST: Table<Outer> = Table {
+        keys: &[crate::config_key!("outerOn", on: Flag, "a switch", at_run_time)],
+        nested: &[&Foreign],
+    };
+
+    #[test]
+    fn another_servers_section_keeps_its_run_time_keys_to_itself() {
+        assert_eq!(HOST.run_time_names(), ["outerOn"]);
+        assert_eq!(INNER.run_time_names(), ["innerSize"]);
+        let md = HOST.markdown(&Outer::default());
+        assert!(
+            md.contains("| `innerSize` | `0` | a size; changes at run time |"),
+            "{md}"
+        );
     }
 
     #[test]
