@@ -431,8 +431,10 @@ mod tests {
             assert!(!marked.contains(&key), "{key}");
             assert!(
                 reference.contains(&format!("| `{key}` |"))
-                    && reference.lines().any(|l| l.starts_with(&format!("| `{key}` |"))
-                        && l.ends_with("changes at run time |")),
+                    && reference
+                        .lines()
+                        .any(|l| l.starts_with(&format!("| `{key}` |"))
+                            && l.ends_with("changes at run time |")),
                 "{key}"
             );
         }

@@ -138,6 +138,8 @@ pub struct Path;
 pub struct Millis;
 /// A duration in seconds.
 pub struct Secs;
+/// A number of at least the one given: `AtLeast(1usize)`.
+pub struct AtLeast<T>(pub T);
 
 /// Reads a number, naming the value when it is not one.
 pub fn num<T: FromStr>(text: &str) -> Result<T, String>
@@ -147,6 +149,18 @@ where
     text.trim()
         .parse()
         .map_err(|e: T::Err| format!("cannot parse {text:?} ({e})"))
+}
+
+/// Reads a number of at least `min`.
+pub fn at_least<T: FromStr + PartialOrd + Display>(text: &str, min: T) -> Result<T, String>
+where
+    T::Err: Display,
+{
+    let n = num(text)?;
+    if n < min {
+        return Err(format!("expected at least {min}, got {text:?}"));
+    }
+    Ok(n)
 }
 
 /// Reads `true` or `false`.
@@ -164,6 +178,18 @@ where
 {
     fn parse(&self, text: &str) -> Result<T, String> {
         num(text)
+    }
+    fn print(&self, value: &T) -> String {
+        value.to_string()
+    }
+}
+
+impl<T: FromStr + PartialOrd + Display + Copy> Codec<T> for AtLeast<T>
+where
+    T::Err: Display,
+{
+    fn parse(&self, text: &str) -> Result<T, String> {
+        at_least(text, self.0)
     }
     fn print(&self, value: &T) -> String {
         value.to_string()
@@ -622,6 +648,14 @@ mod tests {
         check_printed_keys(&OUTER, &c, Outer::default()).unwrap();
         let e = OUTER.apply_known(&mut c, "innerSize", "x").unwrap_err();
         assert!(e.contains("cannot parse \"x\""), "{e}");
+        assert_eq!(at_least(" 3 ", 1u32), Ok(3));
+        assert_eq!(
+            AtLeast(1usize).parse("0"),
+            Err("expected at least 1, got \"0\"".to_owned())
+        );
+        assert!(at_least::<i64>("x", 1)
+            .unwrap_err()
+            .contains("cannot parse"));
         let e = OUTER.apply_known(&mut c, "outerOn", "yes").unwrap_err();
         assert!(e.contains("expected true or false"), "{e}");
         let md = OUTER.markdown(&Outer::default());
