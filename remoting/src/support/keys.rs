@@ -44,6 +44,9 @@ pub struct Key<C: 'static> {
     pub default_text: Option<&'static str>,
     /// Whether the key may change while the server runs ([`Key::at_run_time`]).
     pub run_time: bool,
+    /// Whether the key is among the few a server prints for a quick look
+    /// ([`Key::important`]).
+    pub important: bool,
 }
 
 impl<C> Key<C> {
@@ -62,6 +65,7 @@ impl<C> Key<C> {
             kind: Kind::Plain,
             default_text: None,
             run_time: false,
+            important: false,
         }
     }
 
@@ -75,6 +79,7 @@ impl<C> Key<C> {
             kind: Kind::Alias(of),
             default_text: None,
             run_time: false,
+            important: false,
         }
     }
 
@@ -88,6 +93,7 @@ impl<C> Key<C> {
             kind: Kind::Ignored,
             default_text: None,
             run_time: false,
+            important: false,
         }
     }
 
@@ -100,6 +106,13 @@ impl<C> Key<C> {
     /// The same key, changeable while the server runs; the reference says so.
     pub const fn at_run_time(mut self) -> Self {
         self.run_time = true;
+        self
+    }
+
+    /// The same key, among those printed for a quick look (`mqbroker -m`, as
+    /// RocketMQ's important fields).
+    pub const fn important(mut self) -> Self {
+        self.important = true;
         self
     }
 }
@@ -262,24 +275,36 @@ impl Codec<Duration> for Secs {
 /// `config_key!("name", field.path: Codec, "doc")`: a [`Key`] that reads its value
 /// into `field.path` with the [`Codec`] and prints it back with the same codec.
 ///
-/// `config_key!("name", field: Codec, "doc", default = "text")` also states the
-/// default for the key reference, where the `Default` depends on the host.
-///
-/// `config_key!("name", field: Codec, "doc", at_run_time)`: a key that may change
-/// while the server runs; the reference says so.
+/// Options may follow the doc, comma separated:
+/// * `default = "text"` states the default for the key reference, where the `Default`
+///   depends on the host;
+/// * `at_run_time`: the key may change while the server runs; the reference says so;
+/// * `important`: among the keys printed for a quick look ([`Key::important`]).
 #[macro_export]
 macro_rules! config_key {
-    ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, default = $default:literal) => {
-        $crate::support::keys::Key {
+    (@with $key:expr;) => { $key };
+    (@with $key:expr; default = $default:literal $(, $($rest:tt)*)?) => {
+        $crate::config_key!(@with $crate::support::keys::Key {
             default_text: Some($default),
-            ..$crate::config_key!($name, $($field).+ : $codec, $doc)
-        }
+            ..$key
+        }; $($($rest)*)?)
     };
-    ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, at_run_time) => {
-        $crate::support::keys::Key {
+    (@with $key:expr; at_run_time $(, $($rest:tt)*)?) => {
+        $crate::config_key!(@with $crate::support::keys::Key {
             run_time: true,
-            ..$crate::config_key!($name, $($field).+ : $codec, $doc)
-        }
+            ..$key
+        }; $($($rest)*)?)
+    };
+    (@with $key:expr; important $(, $($rest:tt)*)?) => {
+        $crate::config_key!(@with $crate::support::keys::Key {
+            important: true,
+            ..$key
+        }; $($($rest)*)?)
+    };
+    ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, $($option:tt)+) => {
+        $crate::config_key!(
+            @with $crate::config_key!($name, $($field).+ : $codec, $doc); $($option)+
+        )
     };
     ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal) => {
         $crate::support::keys::Key {
@@ -293,6 +318,7 @@ macro_rules! config_key {
             kind: $crate::support::keys::Kind::Plain,
             default_text: None,
             run_time: false,
+            important: false,
         }
     };
 }
@@ -318,6 +344,7 @@ pub struct KeyDoc {
     pub kind: Kind,
     pub default_text: Option<&'static str>,
     pub run_time: bool,
+    pub important: bool,
 }
 
 /// Part of a table: its own keys or a nested section's.
@@ -376,6 +403,7 @@ impl<C> Part<C> for Table<C> {
             kind: k.kind,
             default_text: k.default_text,
             run_time: k.run_time,
+            important: k.important,
         }));
         for part in self.nested {
             part.describe(out);
@@ -454,6 +482,16 @@ impl<C> Table<C> {
         let mut out = Vec::new();
         Part::run_time_names(self, &mut out);
         out
+    }
+
+    /// The names of the keys printed for a quick look ([`Key::important`]), in table
+    /// order.
+    pub fn important_names(&self) -> Vec<&'static str> {
+        self.describe()
+            .into_iter()
+            .filter(|k| k.important)
+            .map(|k| k.name)
+            .collect()
     }
 
     /// The key reference: a Markdown table of every key, its default (as `defaults`
@@ -565,7 +603,7 @@ mod tests {
     }
 
     static INNER: Table<Inner> = Table {
-        keys: &[crate::config_key!("innerSize", size: Num, "a size", at_run_time)],
+        keys: &[crate::config_key!("innerSize", size: Num, "a size", at_run_time, important)],
         nested: &[],
     };
 
@@ -585,6 +623,7 @@ mod tests {
     #[test]
     fn a_run_time_key_is_marked_on_its_line_and_in_the_reference() {
         assert_eq!(OUTER.run_time_names(), ["innerSize"]);
+        assert_eq!(OUTER.important_names(), ["innerSize"]);
         let md = OUTER.markdown(&Outer::default());
         assert!(
             md.contains("| `innerSize` | `0` | a size; changes at run time |"),
