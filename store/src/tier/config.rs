@@ -497,4 +497,20 @@ objectStoreSecretKey=
             .unwrap();
         assert!(c.validate().is_err());
     }
+
+    #[test]
+    fn read_sizes_below_their_floor_are_refused() {
+        let mut c = TierConfig::default();
+        let e = c
+            .apply_property("tieredStoreReadBlockSize", "4095")
+            .unwrap_err();
+        assert!(e.contains("at least 4096"), "{e}");
+        c.apply_property("tieredStoreReadBlockSize", "4096")
+            .unwrap();
+        assert_eq!(c.read_block_size, 4096);
+        let e = c
+            .apply_property("tieredStoreReadConcurrency", "0")
+            .unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
+    }
 }
