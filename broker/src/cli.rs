@@ -51,19 +51,6 @@ struct Args {
     options: Vec<String>,
 }
 
-const IMPORTANT: &[&str] = &[
-    "brokerClusterName",
-    "brokerName",
-    "brokerId",
-    "brokerIP1",
-    "listenPort",
-    "namesrvAddr",
-    "brokerRole",
-    "flushDiskType",
-    "storePathRootDir",
-    "autoCreateTopicEnable",
-];
-
 /// Where each key set away from its default came from, for error messages.
 #[derive(Default)]
 struct Origins(HashMap<String, String>);
@@ -159,9 +146,10 @@ pub fn main() -> ExitCode {
         config.ops.console_enable = Some(config.is_standalone());
     }
     if args.print_config || args.print_important {
+        let important = crate::config::KEYS.important_names();
         let mut text = String::new();
         for (k, v) in config.to_properties() {
-            if args.print_config || IMPORTANT.contains(&k.as_str()) {
+            if args.print_config || important.contains(&k.as_str()) {
                 text.push_str(&format!("{k}={v}\n"));
             }
         }

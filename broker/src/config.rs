@@ -304,12 +304,7 @@ pub fn local_ip() -> IpAddr {
 impl BrokerConfig {
     /// Checks combinations a single key cannot.
     pub fn validate(&self) -> Result<(), BrokerError> {
-        let bad = |key: &str, reason: &str| {
-            Err(BrokerError::Config {
-                key: key.to_owned(),
-                reason: reason.to_owned(),
-            })
-        };
+        let bad = |key: &str, reason: &str| Err(BrokerError::config(key, reason));
         if self.broker_name.is_empty() {
             return bad("brokerName", "must not be empty");
         }

@@ -35,6 +35,16 @@ pub enum BrokerError {
     Remoting(#[from] vostok_remoting::RemotingError),
 }
 
+impl BrokerError {
+    /// A refused setting: `key` with the reason.
+    pub fn config(key: &str, reason: impl ToString) -> Self {
+        BrokerError::Config {
+            key: key.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// What to do about a port in use: another broker on this host is the usual cause.
 pub(crate) fn bind_hint(source: &std::io::Error) -> &'static str {
     if source.kind() == std::io::ErrorKind::AddrInUse {

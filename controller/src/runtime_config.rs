@@ -4,17 +4,22 @@
 //! values. Every other key is read once at start; changing one is refused, naming the
 //! keys that can change. Changes last until the controller stops.
 //!
+//! A key is one of them by its line in the key table (`at_run_time`), and a field
+//! here.
+//!
 //! | key | effect |
 //! |---|---|
 //! | `enableElectUncleanMaster` | the next election may pick a replica outside the SyncStateSet |
 //! | `notifyBrokerRoleChanged` | the next election tells the group's brokers their roles at once |
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
 
-use crate::config::ControllerConfig;
+use crate::config::{ControllerConfig, KEYS};
 
-/// The keys [`RuntimeConfig::apply`] accepts.
-pub const RUNTIME_KEYS: &[&str] = &["enableElectUncleanMaster", "notifyBrokerRoleChanged"];
+/// The keys [`RuntimeConfig::apply`] accepts: those the controller's key table
+/// (`config::KEYS`) marks as changing at run time, each read by that table's parser.
+pub static RUNTIME_KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| KEYS.run_time_names());
 
 /// Values of the run-time keys.
 #[derive(Debug)]
@@ -39,6 +44,14 @@ impl RuntimeConfig {
         self.notify_broker_role_changed.load(Ordering::Acquire)
     }
 
+    /// `config` with the run-time values in place of the start values.
+    pub fn effective(&self, config: &ControllerConfig) -> ControllerConfig {
+        let mut c = config.clone();
+        c.enable_elect_unclean_master = self.enable_elect_unclean_master();
+        c.notify_broker_role_changed = self.notify_broker_role_changed();
+        c
+    }
+
     /// Checks every change with the config's parser, then applies them all, or none:
     /// `Err` names the first key that cannot change at run time or has a bad value.
     pub fn apply(
@@ -46,9 +59,7 @@ impl RuntimeConfig {
         config: &ControllerConfig,
         changes: &[(String, String)],
     ) -> Result<(), String> {
-        let mut probe = config.clone();
-        probe.enable_elect_unclean_master = self.enable_elect_unclean_master();
-        probe.notify_broker_role_changed = self.notify_broker_role_changed();
+        let mut probe = self.effective(config);
         for (key, value) in changes {
             if !RUNTIME_KEYS.contains(&key.as_str()) {
                 return Err(format!(
@@ -66,19 +77,6 @@ impl RuntimeConfig {
         self.notify_broker_role_changed
             .store(probe.notify_broker_role_changed, Ordering::Release);
         Ok(())
-    }
-
-    /// `pairs` (the start values) with the run-time values in place.
-    pub fn overlay(&self, pairs: &mut [(&'static str, String)]) {
-        for (key, value) in pairs.iter_mut() {
-            match *key {
-                "enableElectUncleanMaster" => {
-                    *value = self.enable_elect_unclean_master().to_string()
-                }
-                "notifyBrokerRoleChanged" => *value = self.notify_broker_role_changed().to_string(),
-                _ => {}
-            }
-        }
     }
 }
 
@@ -117,8 +115,44 @@ mod tests {
                 &[("enableElectUncleanMaster".into(), "yes".into())]
             )
             .is_err());
-        let mut pairs = config.to_properties();
-        rt.overlay(&mut pairs);
-        assert!(pairs.contains(&("enableElectUncleanMaster", "true".to_owned())));
+        let shown = rt.effective(&config).to_properties();
+        assert!(shown.contains(&("enableElectUncleanMaster", "true".to_owned())));
+    }
+
+    #[test]
+    fn the_keys_update_controller_config_changes_are_the_ones_marked_in_the_table() {
+        assert_eq!(
+            *RUNTIME_KEYS,
+            ["enableElectUncleanMaster", "notifyBrokerRoleChanged"]
+        );
+    }
+
+    /// A value other than `now`, as the key's parser reads it.
+    fn another(now: &str) -> String {
+        match now {
+            "true" => "false".into(),
+            "false" => "true".into(),
+            n => (n.parse::<i64>().expect("a number") + 1).to_string(),
+        }
+    }
+
+    /// A key marked in the table without a field here would be accepted and then
+    /// dropped; each one is held and reported.
+    #[test]
+    fn every_key_the_table_marks_changes_and_shows_at_run_time() {
+        let config = ControllerConfig::default();
+        let start = config.to_properties();
+        for key in RUNTIME_KEYS.iter() {
+            let rt = RuntimeConfig::new(&config);
+            let now = &start.iter().find(|(k, _)| k == key).expect("printed").1;
+            let value = another(now);
+            rt.apply(&config, &[((*key).to_owned(), value.clone())])
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            let shown = rt.effective(&config).to_properties();
+            assert!(
+                shown.iter().any(|(k, v)| k == key && *v == value),
+                "{key}={value} is held and reported"
+            );
+        }
     }
 }

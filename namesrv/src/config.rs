@@ -141,15 +141,12 @@ impl Default for NamesrvConfig {
     }
 }
 
-/// Keys both the name server and its embedded controller read: applied to both, and
-/// listed once (as the name server's) in the effective configuration.
-const SHARED_WITH_CONTROLLER: [&str; 5] = [
-    "scanNotActiveBrokerInterval",
-    "bindAddress",
-    "aclEnable",
-    "authenticationEnabled",
-    "rocketmqHome",
-];
+/// Whether `key` is one of the name server's own keys (a `shared_key!` line when the
+/// controller reads it too): applied to both, and listed once (as the name server's)
+/// in the effective configuration.
+fn own_key(key: &str) -> bool {
+    KEYS.keys.iter().any(|k| k.name == key)
+}
 
 /// A shared key: the name server's own rule, then the controller's.
 macro_rules! shared_key {
@@ -254,7 +251,8 @@ pub static KEYS: Table<NamesrvConfig> = Table {
 };
 
 /// The controller's keys other than the shared ones, printed only when the controller
-/// runs.
+/// runs. Those that change at run time change through UPDATE_CONTROLLER_CONFIG at the
+/// controller's address, never through UPDATE_NAMESRV_CONFIG.
 struct EmbeddedController;
 
 impl Part<NamesrvConfig> for EmbeddedController {
@@ -273,7 +271,7 @@ impl Part<NamesrvConfig> for EmbeddedController {
                 vostok_controller::config::KEYS
                     .values(&config.controller)
                     .into_iter()
-                    .filter(|(k, _)| !SHARED_WITH_CONTROLLER.contains(k)),
+                    .filter(|(k, _)| !own_key(k)),
             );
         }
     }
@@ -283,9 +281,11 @@ impl Part<NamesrvConfig> for EmbeddedController {
             vostok_controller::config::KEYS
                 .describe()
                 .into_iter()
-                .filter(|k| !SHARED_WITH_CONTROLLER.contains(&k.name)),
+                .filter(|k| !own_key(k.name)),
         );
     }
+
+    fn run_time_names(&self, _: &mut Vec<&'static str>) {}
 }
 
 impl Section for NamesrvConfig {
@@ -419,6 +419,22 @@ mod tests {
                 "waitSecondsForService",
             ]
         );
+        // The embedded controller's are its own request's, though the reference
+        // lists them here as changing at run time.
+        let controller = vostok_controller::config::KEYS.run_time_names();
+        assert!(!controller.is_empty());
+        let reference = KEYS.markdown(&NamesrvConfig::default());
+        for key in controller {
+            assert!(!marked.contains(&key), "{key}");
+            assert!(
+                reference.contains(&format!("| `{key}` |"))
+                    && reference
+                        .lines()
+                        .any(|l| l.starts_with(&format!("| `{key}` |"))
+                            && l.ends_with("changes at run time |")),
+                "{key}"
+            );
+        }
     }
 
     #[test]
@@ -472,6 +488,43 @@ mod tests {
             vostok_remoting::support::keys::unknown_key("listenPrt", KEYS.names()),
             "unknown key 'listenPrt' (did you mean 'listenPort'?)"
         );
+    }
+
+    /// A key of both tables is the name server's, and the controller's rule reads it
+    /// too: these five, each a `shared_key!` line.
+    #[test]
+    fn the_keys_shared_with_the_controller_are_listed_once() {
+        let controller = vostok_controller::config::KEYS.names();
+        let mut shared: Vec<&str> = KEYS
+            .keys
+            .iter()
+            .map(|k| k.name)
+            .filter(|k| controller.contains(k))
+            .collect();
+        shared.sort_unstable();
+        assert_eq!(
+            shared,
+            [
+                "aclEnable",
+                "authenticationEnabled",
+                "bindAddress",
+                "rocketmqHome",
+                "scanNotActiveBrokerInterval",
+            ]
+        );
+        let names = KEYS.names();
+        for key in shared {
+            assert_eq!(names.iter().filter(|k| **k == key).count(), 1, "{key}");
+        }
+        let mut c = NamesrvConfig::default();
+        c.apply_property("scanNotActiveBrokerInterval", "1234")
+            .unwrap();
+        c.apply_property("bindAddress", "127.0.0.2").unwrap();
+        assert_eq!(
+            c.controller.scan_not_active_broker_interval,
+            Duration::from_millis(1234)
+        );
+        assert_eq!(c.controller.bind_address, "127.0.0.2");
     }
 
     #[test]

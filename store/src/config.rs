@@ -190,7 +190,7 @@ impl Codec<Duration> for Hours {
 /// The store keys, RocketMQ's `MessageStoreConfig` names and units.
 pub static KEYS: Table<StoreConfig> = Table {
     keys: &[
-        config_key!("storePathRootDir", store_path_root_dir: Path, "where the store keeps its files (RocketMQ: `~/store`)"),
+        config_key!("storePathRootDir", store_path_root_dir: Path, "where the store keeps its files (RocketMQ: `~/store`)", important),
         Key::new(
             "storePathCommitLog",
             "the commitlog's directory",
@@ -207,7 +207,7 @@ pub static KEYS: Table<StoreConfig> = Table {
         Key::new(
             "flushDiskType",
             "`ASYNC_FLUSH`, or `SYNC_FLUSH`: a send is acknowledged after fdatasync (group commit)",
-            |c, v| {
+            |c: &mut StoreConfig, v| {
                 c.flush_disk_type = match v.trim() {
                     "ASYNC_FLUSH" => FlushDiskType::AsyncFlush,
                     "SYNC_FLUSH" => FlushDiskType::SyncFlush,
@@ -216,7 +216,8 @@ pub static KEYS: Table<StoreConfig> = Table {
                 Ok(())
             },
             |c| c.flush_disk_type.as_str().to_owned(),
-        ),
+        )
+        .important(),
         config_key!("flushIntervalCommitLog", flush_interval_commit_log: Millis, "ms between two flushes of an ASYNC_FLUSH commitlog"),
         config_key!("flushCommitLogLeastPages", flush_commit_log_least_pages: Num, "pages a flush waits for, unless the thorough interval passed"),
         config_key!("flushCommitLogThoroughInterval", flush_commit_log_thorough_interval: Millis, "ms after which a flush goes ahead with any number of pages"),

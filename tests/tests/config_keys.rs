@@ -193,6 +193,27 @@ fn p_prints_every_key_a_program_reads_and_nothing_else() {
     assert_eq!(controller, printed_keys(&vostok_controller::config::KEYS));
 }
 
+/// `mqbroker -m` prints the keys the table marks important, and only those.
+#[test]
+fn m_prints_the_important_keys() {
+    let out = run(&broker_program(), &["-o", "listenPort=0", "-m"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "mqbroker -m: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut printed: Vec<&str> = stdout
+        .lines()
+        .map(|l| l.split_once('=').map_or(l, |(k, _)| k))
+        .collect();
+    printed.sort_unstable();
+    let mut important = vostok_broker::config::KEYS.important_names();
+    important.sort_unstable();
+    assert_eq!(printed, important);
+    assert!(printed.contains(&"listenPort"), "{stdout}");
+}
+
 #[test]
 fn a_misspelt_key_is_refused_naming_the_key_meant() {
     for (program, option, meant) in [

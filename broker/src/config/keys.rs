@@ -16,13 +16,13 @@ use crate::error::BrokerError;
 /// Every key `broker.conf` accepts.
 pub static KEYS: Table<BrokerConfig> = Table {
     keys: &[
-        config_key!("brokerClusterName", broker_cluster_name: Text, "the cluster this broker registers in"),
-        config_key!("brokerName", broker_name: Text, "master and slaves share it; also a topic name: `[%|a-zA-Z0-9_-]`", default = "the host name before its first dot, other characters than `[a-zA-Z0-9_-]` replaced by `-`"),
-        config_key!("brokerId", broker_id: Num, "0 = master, > 0 = slave"),
-        config_key!("brokerIP1", broker_ip1: Text, "what clients connect to; stored in every record as STOREHOST", default = "`127.0.0.1` standalone, else the host's outward address"),
+        config_key!("brokerClusterName", broker_cluster_name: Text, "the cluster this broker registers in", important),
+        config_key!("brokerName", broker_name: Text, "master and slaves share it; also a topic name: `[%|a-zA-Z0-9_-]`", default = "the host name before its first dot, other characters than `[a-zA-Z0-9_-]` replaced by `-`", important),
+        config_key!("brokerId", broker_id: Num, "0 = master, > 0 = slave", important),
+        config_key!("brokerIP1", broker_ip1: Text, "what clients connect to; stored in every record as STOREHOST", default = "`127.0.0.1` standalone, else the host's outward address", important),
         config_key!("brokerIP2", broker_ip2: Text, "the address slaves replicate from; empty: `brokerIP1`"),
         config_key!("bindAddress", bind_address: Text, "the address the listeners bind", default = "`127.0.0.1` standalone, else `0.0.0.0`"),
-        config_key!("listenPort", listen_port: Num, "the remoting port; 0 binds a free port"),
+        config_key!("listenPort", listen_port: Num, "the remoting port; 0 binds a free port", important),
         Key::new(
             "haListenPort",
             "where a master accepts its slaves; advertised as `brokerIP2:haListenPort`",
@@ -35,23 +35,24 @@ pub static KEYS: Table<BrokerConfig> = Table {
         .default_text("`listenPort + 1` (a free port when `listenPort` is 0)"),
         config_key!("portOffset", port_offset: Num, "added to every port the broker binds (a port of 0 stays free-port)"),
         config_key!("fastListenEnable", fast_listen_enable: Flag, "also serve `listenPort - 2`, where Java clients up to 4.4 send"),
-        config_key!("namesrvAddr", namesrv_addr: OptText, "`host:port;host:port`; empty: an embedded name server (standalone)", default = "`$NAMESRV_ADDR`, else none (standalone)"),
+        config_key!("namesrvAddr", namesrv_addr: OptText, "`host:port;host:port`; empty: an embedded name server (standalone)", default = "`$NAMESRV_ADDR`, else none (standalone)", important),
         config_key!("embeddedNamesrvPort", embedded_namesrv_port: Num, "the embedded name server's port (standalone mode)"),
         Key::new(
             "brokerRole",
             "`ASYNC_MASTER`, `SYNC_MASTER` (a send is acknowledged once a slave holds it) or `SLAVE`",
-            |c, v| {
+            |c: &mut BrokerConfig, v| {
                 c.broker_role = v.parse()?;
                 Ok(())
             },
             |c| c.broker_role.name().to_owned(),
-        ),
+        )
+        .important(),
         config_key!("regionId", region_id: Text, "the region clients' trace records name"),
         config_key!("traceOn", trace_on: Flag, "whether clients trace sends to this broker"),
         config_key!("traceTopicEnable", trace_topic_enable: Flag, "create the message trace topic at start"),
         config_key!("msgTraceTopicName", msg_trace_topic_name: Text, "the message trace topic"),
         config_key!("brokerPermission", broker_permission: Num, "4 read, 2 write", at_run_time),
-        config_key!("autoCreateTopicEnable", auto_create_topic_enable: Flag, "create unknown topics on first send from `TBW102`", at_run_time),
+        config_key!("autoCreateTopicEnable", auto_create_topic_enable: Flag, "create unknown topics on first send from `TBW102`", at_run_time, important),
         config_key!("autoCreateSubscriptionGroup", auto_create_subscription_group: Flag, "create unknown groups on first use", at_run_time),
         config_key!("defaultTopicQueueNums", default_topic_queue_nums: Num, "queues of `TBW102`, the auto-create template"),
         config_key!("clusterTopicEnable", cluster_topic_enable: Flag, "create a topic named after the cluster"),
@@ -124,6 +125,28 @@ impl BrokerConfig {
 mod tests {
     use super::*;
     use vostok_remoting::support::keys::check_printed_keys;
+
+    /// `mqbroker -m` prints these, marked on their lines in the tables.
+    #[test]
+    fn the_important_keys_are_the_ones_marked() {
+        let mut marked = KEYS.important_names();
+        marked.sort_unstable();
+        assert_eq!(
+            marked,
+            [
+                "autoCreateTopicEnable",
+                "brokerClusterName",
+                "brokerIP1",
+                "brokerId",
+                "brokerName",
+                "brokerRole",
+                "flushDiskType",
+                "listenPort",
+                "namesrvAddr",
+                "storePathRootDir",
+            ]
+        );
+    }
 
     /// `-p` prints every key the parser accepts (aliases and keys accepted only for
     /// RocketMQ's files aside) and nothing else, and each printed value parses back.

@@ -6,7 +6,7 @@
 //! the tables, their files and the name-server registration without end.
 
 use vostok_remoting::config_key;
-use vostok_remoting::support::keys::{Codec, Section, Table};
+use vostok_remoting::support::keys::{AtLeast, Section, Table};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataLimits {
@@ -47,32 +47,18 @@ impl Default for MetadataLimits {
 
 /// A bound of at least 1: switching creation off is `autoCreateSubscriptionGroup` /
 /// `autoCreateTopicEnable`.
-struct AtLeastOne;
-
-impl Codec<usize> for AtLeastOne {
-    fn parse(&self, text: &str) -> Result<usize, String> {
-        match text.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(n),
-            _ => Err(format!(
-                "expected a whole number of at least 1, got {text:?}"
-            )),
-        }
-    }
-    fn print(&self, value: &usize) -> String {
-        value.to_string()
-    }
-}
+const AT_LEAST_ONE: AtLeast<usize> = AtLeast(1);
 
 /// The bounds.
 pub static KEYS: Table<MetadataLimits> = Table {
     keys: &[
-        config_key!("maxSubscriptionGroupNum", max_subscription_groups: AtLeastOne, "no subscription group is created on first use once the broker holds this many"),
-        config_key!("maxTopicNum", max_topics: AtLeastOne, "no topic is created by a send once the broker holds this many"),
-        config_key!("maxProducerGroupNum", max_producer_groups: AtLeastOne, "producer groups online at once"),
-        config_key!("maxConsumerGroupNumPerClient", max_consumer_groups_per_client: AtLeastOne, "consumer groups one client connection is in"),
-        config_key!("maxProducerGroupNumPerClient", max_producer_groups_per_client: AtLeastOne, "producer groups one client connection is in"),
-        config_key!("maxAutoCreateGroupNumPerClient", max_auto_created_groups_per_client: AtLeastOne, "subscription groups created on first use by one client connection"),
-        config_key!("maxAutoCreateTopicNumPerClient", max_auto_created_topics_per_client: AtLeastOne, "topics created by the sends of one client connection"),
+        config_key!("maxSubscriptionGroupNum", max_subscription_groups: AT_LEAST_ONE, "no subscription group is created on first use once the broker holds this many"),
+        config_key!("maxTopicNum", max_topics: AT_LEAST_ONE, "no topic is created by a send once the broker holds this many"),
+        config_key!("maxProducerGroupNum", max_producer_groups: AT_LEAST_ONE, "producer groups online at once"),
+        config_key!("maxConsumerGroupNumPerClient", max_consumer_groups_per_client: AT_LEAST_ONE, "consumer groups one client connection is in"),
+        config_key!("maxProducerGroupNumPerClient", max_producer_groups_per_client: AT_LEAST_ONE, "producer groups one client connection is in"),
+        config_key!("maxAutoCreateGroupNumPerClient", max_auto_created_groups_per_client: AT_LEAST_ONE, "subscription groups created on first use by one client connection"),
+        config_key!("maxAutoCreateTopicNumPerClient", max_auto_created_topics_per_client: AT_LEAST_ONE, "topics created by the sends of one client connection"),
     ],
     nested: &[],
 };

@@ -46,13 +46,6 @@ impl Default for OpsConfig {
     }
 }
 
-fn bad(key: &str, reason: String) -> BrokerError {
-    BrokerError::Config {
-        key: key.to_owned(),
-        reason,
-    }
-}
-
 /// The exporter and console keys.
 pub static KEYS: Table<OpsConfig> = Table {
     keys: &[
@@ -91,7 +84,7 @@ impl OpsConfig {
     pub(crate) fn validate(&self) -> Result<(), BrokerError> {
         self.metrics
             .validate()
-            .map_err(|e| bad("metricsExporterType", e.to_string()))
+            .map_err(|e| BrokerError::config("metricsExporterType", e))
     }
 
     /// Whether the console runs.

@@ -8,7 +8,7 @@ use vostok_auth::{GuardConfig, TimeWindow};
 use vostok_remoting::auth::SessionCredentials;
 use vostok_remoting::tls::TlsConfig;
 
-use vostok_remoting::support::keys::{Flag, Key, Section, Table, Text};
+use vostok_remoting::support::keys::{AtLeast, Flag, Key, Section, Table, Text};
 use vostok_remoting::{config_key, config_within};
 
 use crate::error::BrokerError;
@@ -99,22 +99,7 @@ pub static KEYS: Table<SecurityConfig> = Table {
             |c| mask(&c.secret_key),
         ),
         config_key!("rocketmqHome", rocketmq_home: Text, "where `conf/plain_acl.yml` is looked for; empty: `$ROCKETMQ_HOME`, else the working directory"),
-        Key::new(
-            "authenticationMaxTimeSkewMillis",
-            "how far a signed time may be from the clock (docs/security.md#replay)",
-            |c, v| {
-                c.time_window.max_skew_ms = match v.trim().parse::<i64>() {
-                    Ok(ms) if ms > 0 => ms,
-                    _ => {
-                        return Err(format!(
-                            "expected a positive number of milliseconds, got {v:?}"
-                        ))
-                    }
-                };
-                Ok(())
-            },
-            |c| c.time_window.max_skew_ms.to_string(),
-        ),
+        config_key!("authenticationMaxTimeSkewMillis", time_window.max_skew_ms: AtLeast(1i64), "how far a signed time may be from the clock (docs/security.md#replay)"),
         config_key!("authenticationTimeRequired", time_window.required: Flag, "a signed request must carry its time"),
         config_key!("grpcSignedDateUtc", time_window.grpc_date_utc: Flag, "gRPC clients sign their date in UTC"),
         Key::ignored("authenticationProvider"),

@@ -16,13 +16,6 @@ use vostok_remoting::{ClientConfig, RemotingClient};
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 
-fn config_error(key: &str, reason: impl ToString) -> BrokerError {
-    BrokerError::Config {
-        key: key.to_owned(),
-        reason: reason.to_string(),
-    }
-}
-
 /// What start-up builds from the security keys.
 pub(crate) struct Security {
     pub guard: Option<Guard>,
@@ -41,23 +34,25 @@ pub(crate) fn open(config: &mut BrokerConfig) -> Result<Security, BrokerError> {
     let tls = security
         .tls
         .effective()
-        .map_err(|e| config_error("tls.config.file", e))?;
+        .map_err(|e| BrokerError::config("tls.config.file", e))?;
     let server_options = tls
         .server()
-        .map_err(|e| config_error("tls.server.mode", e))?;
-    let client_options = tls.client().map_err(|e| config_error("tls.enable", e))?;
+        .map_err(|e| BrokerError::config("tls.server.mode", e))?;
+    let client_options = tls
+        .client()
+        .map_err(|e| BrokerError::config("tls.enable", e))?;
     let server_tls = server_options
         .as_ref()
         .map(|o| ServerTls::new(o).map(Arc::new))
         .transpose()
-        .map_err(|e| config_error("tls.server.certPath", e))?;
+        .map_err(|e| BrokerError::config("tls.server.certPath", e))?;
     if config.is_standalone()
         && server_options
             .as_ref()
             .is_some_and(|o| o.mode == TlsMode::Enforcing)
         && client_options.is_none()
     {
-        return Err(config_error(
+        return Err(BrokerError::config(
             "tls.enable",
             "a standalone broker with tls.server.mode=enforcing registers with its embedded name server over TLS: set tls.enable=true and tls.client.trustCertPath",
         ));
@@ -66,14 +61,14 @@ pub(crate) fn open(config: &mut BrokerConfig) -> Result<Security, BrokerError> {
         .as_ref()
         .map(|o| vostok_remoting::tls::server_config(o, &[b"h2"]).map(|config| (o.mode, config)))
         .transpose()
-        .map_err(|e| config_error("tls.server.certPath", e))?;
+        .map_err(|e| BrokerError::config("tls.server.certPath", e))?;
     let client_tls = client_options
         .as_ref()
         .map(ClientTls::new)
         .transpose()
-        .map_err(|e| config_error("tls.client.trustCertPath", e))?;
+        .map_err(|e| BrokerError::config("tls.client.trustCertPath", e))?;
     let guard = Guard::open(&security.guard_config(config.config_dir())?)
-        .map_err(|e| config_error("aclEnable", e))?;
+        .map_err(|e| BrokerError::config("aclEnable", e))?;
     let mut credentials = security.credentials();
     if credentials.is_none() && security.is_on() && config.is_standalone() {
         credentials = Some(SessionCredentials::new(

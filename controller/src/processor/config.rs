@@ -12,9 +12,7 @@ use super::error;
 use crate::node::ControllerNode;
 
 pub(super) fn get_config(node: &ControllerNode) -> RemotingCommand {
-    let mut pairs = node.config.to_properties();
-    node.runtime.overlay(&mut pairs);
-    let pairs: Vec<(String, String)> = pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    let pairs = crate::config::KEYS.print(&node.runtime.effective(&node.config));
     RemotingCommand::success().with_body(properties::render(&pairs).into_bytes())
 }
 

@@ -93,7 +93,8 @@ pub(super) fn get_namesrv_config(s: &Shared) -> Reply {
 /// The keys UPDATE_NAMESRV_CONFIG changes at run time: those the name server's key
 /// table (`config::KEYS`) marks `at_run_time`, which the request handlers read on each
 /// request. The rest (ports, paths, ACL, TLS, housekeeping periods) are read once at
-/// start.
+/// start. The embedded controller's run-time keys are not among them: they change
+/// through UPDATE_CONTROLLER_CONFIG at the controller's address.
 pub(super) static RUNTIME_KEYS: LazyLock<Vec<&'static str>> =
     LazyLock::new(|| crate::config::KEYS.run_time_names());
 

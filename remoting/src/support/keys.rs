@@ -44,6 +44,9 @@ pub struct Key<C: 'static> {
     pub default_text: Option<&'static str>,
     /// Whether the key may change while the server runs ([`Key::at_run_time`]).
     pub run_time: bool,
+    /// Whether the key is among the few a server prints for a quick look
+    /// ([`Key::important`]).
+    pub important: bool,
 }
 
 impl<C> Key<C> {
@@ -62,6 +65,7 @@ impl<C> Key<C> {
             kind: Kind::Plain,
             default_text: None,
             run_time: false,
+            important: false,
         }
     }
 
@@ -75,6 +79,7 @@ impl<C> Key<C> {
             kind: Kind::Alias(of),
             default_text: None,
             run_time: false,
+            important: false,
         }
     }
 
@@ -88,6 +93,7 @@ impl<C> Key<C> {
             kind: Kind::Ignored,
             default_text: None,
             run_time: false,
+            important: false,
         }
     }
 
@@ -100,6 +106,13 @@ impl<C> Key<C> {
     /// The same key, changeable while the server runs; the reference says so.
     pub const fn at_run_time(mut self) -> Self {
         self.run_time = true;
+        self
+    }
+
+    /// The same key, among those printed for a quick look (`mqbroker -m`, as
+    /// RocketMQ's important fields).
+    pub const fn important(mut self) -> Self {
+        self.important = true;
         self
     }
 }
@@ -138,6 +151,8 @@ pub struct Path;
 pub struct Millis;
 /// A duration in seconds.
 pub struct Secs;
+/// A number of at least the one given: `AtLeast(1usize)`.
+pub struct AtLeast<T>(pub T);
 
 /// Reads a number, naming the value when it is not one.
 pub fn num<T: FromStr>(text: &str) -> Result<T, String>
@@ -147,6 +162,18 @@ where
     text.trim()
         .parse()
         .map_err(|e: T::Err| format!("cannot parse {text:?} ({e})"))
+}
+
+/// Reads a number of at least `min`.
+pub fn at_least<T: FromStr + PartialOrd + Display>(text: &str, min: T) -> Result<T, String>
+where
+    T::Err: Display,
+{
+    let n = num(text)?;
+    if n < min {
+        return Err(format!("expected at least {min}, got {text:?}"));
+    }
+    Ok(n)
 }
 
 /// Reads `true` or `false`.
@@ -164,6 +191,18 @@ where
 {
     fn parse(&self, text: &str) -> Result<T, String> {
         num(text)
+    }
+    fn print(&self, value: &T) -> String {
+        value.to_string()
+    }
+}
+
+impl<T: FromStr + PartialOrd + Display + Copy> Codec<T> for AtLeast<T>
+where
+    T::Err: Display,
+{
+    fn parse(&self, text: &str) -> Result<T, String> {
+        at_least(text, self.0)
     }
     fn print(&self, value: &T) -> String {
         value.to_string()
@@ -236,24 +275,36 @@ impl Codec<Duration> for Secs {
 /// `config_key!("name", field.path: Codec, "doc")`: a [`Key`] that reads its value
 /// into `field.path` with the [`Codec`] and prints it back with the same codec.
 ///
-/// `config_key!("name", field: Codec, "doc", default = "text")` also states the
-/// default for the key reference, where the `Default` depends on the host.
-///
-/// `config_key!("name", field: Codec, "doc", at_run_time)`: a key that may change
-/// while the server runs; the reference says so.
+/// Options may follow the doc, comma separated:
+/// * `default = "text"` states the default for the key reference, where the `Default`
+///   depends on the host;
+/// * `at_run_time`: the key may change while the server runs; the reference says so;
+/// * `important`: among the keys printed for a quick look ([`Key::important`]).
 #[macro_export]
 macro_rules! config_key {
-    ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, default = $default:literal) => {
-        $crate::support::keys::Key {
+    (@with $key:expr;) => { $key };
+    (@with $key:expr; default = $default:literal $(, $($rest:tt)*)?) => {
+        $crate::config_key!(@with $crate::support::keys::Key {
             default_text: Some($default),
-            ..$crate::config_key!($name, $($field).+ : $codec, $doc)
-        }
+            ..$key
+        }; $($($rest)*)?)
     };
-    ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, at_run_time) => {
-        $crate::support::keys::Key {
+    (@with $key:expr; at_run_time $(, $($rest:tt)*)?) => {
+        $crate::config_key!(@with $crate::support::keys::Key {
             run_time: true,
-            ..$crate::config_key!($name, $($field).+ : $codec, $doc)
-        }
+            ..$key
+        }; $($($rest)*)?)
+    };
+    (@with $key:expr; important $(, $($rest:tt)*)?) => {
+        $crate::config_key!(@with $crate::support::keys::Key {
+            important: true,
+            ..$key
+        }; $($($rest)*)?)
+    };
+    ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal, $($option:tt)+) => {
+        $crate::config_key!(
+            @with $crate::config_key!($name, $($field).+ : $codec, $doc); $($option)+
+        )
     };
     ($name:literal, $($field:ident).+ : $codec:expr, $doc:literal) => {
         $crate::support::keys::Key {
@@ -267,6 +318,7 @@ macro_rules! config_key {
             kind: $crate::support::keys::Kind::Plain,
             default_text: None,
             run_time: false,
+            important: false,
         }
     };
 }
@@ -292,6 +344,7 @@ pub struct KeyDoc {
     pub kind: Kind,
     pub default_text: Option<&'static str>,
     pub run_time: bool,
+    pub important: bool,
 }
 
 /// Part of a table: its own keys or a nested section's.
@@ -300,6 +353,15 @@ pub trait Part<C>: Sync {
     fn apply(&self, config: &mut C, key: &str, value: &str) -> Option<Result<(), String>>;
     fn print(&self, config: &C, out: &mut Vec<(&'static str, String)>);
     fn describe(&self, out: &mut Vec<KeyDoc>);
+    /// The keys of this part that the section's own update request changes while the
+    /// server runs: those [`Part::describe`] marks. A part that is another server's
+    /// section (a name server's embedded controller) overrides this to name none, so
+    /// that only that server's own request changes them.
+    fn run_time_names(&self, out: &mut Vec<&'static str>) {
+        let mut docs = Vec::new();
+        self.describe(&mut docs);
+        out.extend(docs.into_iter().filter(|k| k.run_time).map(|k| k.name));
+    }
 }
 
 /// A section's keys: its own, then those of the sections nested in it.
@@ -341,9 +403,17 @@ impl<C> Part<C> for Table<C> {
             kind: k.kind,
             default_text: k.default_text,
             run_time: k.run_time,
+            important: k.important,
         }));
         for part in self.nested {
             part.describe(out);
+        }
+    }
+
+    fn run_time_names(&self, out: &mut Vec<&'static str>) {
+        out.extend(self.keys.iter().filter(|k| k.run_time).map(|k| k.name));
+        for part in self.nested {
+            part.run_time_names(out);
         }
     }
 }
@@ -357,6 +427,9 @@ impl<P, C> Part<P> for Within<P, C> {
     }
     fn describe(&self, out: &mut Vec<KeyDoc>) {
         Part::describe(self.table, out)
+    }
+    fn run_time_names(&self, out: &mut Vec<&'static str>) {
+        Part::run_time_names(self.table, out)
     }
 }
 
@@ -402,11 +475,21 @@ impl<C> Table<C> {
         self.describe().into_iter().map(|k| k.name).collect()
     }
 
-    /// The names of the keys that change while the server runs, in table order.
+    /// The names of the keys the server's update request changes while it runs, in
+    /// table order: the keys marked [`Key::at_run_time`], its nested sections' included,
+    /// except those of a part that is another server's section ([`Part::run_time_names`]).
     pub fn run_time_names(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        Part::run_time_names(self, &mut out);
+        out
+    }
+
+    /// The names of the keys printed for a quick look ([`Key::important`]), in table
+    /// order.
+    pub fn important_names(&self) -> Vec<&'static str> {
         self.describe()
             .into_iter()
-            .filter(|k| k.run_time)
+            .filter(|k| k.important)
             .map(|k| k.name)
             .collect()
     }
@@ -520,7 +603,7 @@ mod tests {
     }
 
     static INNER: Table<Inner> = Table {
-        keys: &[crate::config_key!("innerSize", size: Num, "a size", at_run_time)],
+        keys: &[crate::config_key!("innerSize", size: Num, "a size", at_run_time, important)],
         nested: &[],
     };
 
@@ -540,12 +623,46 @@ mod tests {
     #[test]
     fn a_run_time_key_is_marked_on_its_line_and_in_the_reference() {
         assert_eq!(OUTER.run_time_names(), ["innerSize"]);
+        assert_eq!(OUTER.important_names(), ["innerSize"]);
         let md = OUTER.markdown(&Outer::default());
         assert!(
             md.contains("| `innerSize` | `0` | a size; changes at run time |"),
             "{md}"
         );
         assert!(md.contains("| `outerOn` | `false` | a switch |"), "{md}");
+    }
+
+    /// Another server's section nested in a table: read and listed with it, changed
+    /// at run time only through that server's own request.
+    struct Foreign;
+
+    impl Part<Outer> for Foreign {
+        fn apply(&self, c: &mut Outer, key: &str, value: &str) -> Option<Result<(), String>> {
+            INNER.apply(&mut c.inner, key, value)
+        }
+        fn print(&self, c: &Outer, out: &mut Vec<(&'static str, String)>) {
+            out.extend(INNER.values(&c.inner));
+        }
+        fn describe(&self, out: &mut Vec<KeyDoc>) {
+            out.extend(INNER.describe());
+        }
+        fn run_time_names(&self, _: &mut Vec<&'static str>) {}
+    }
+
+    static HOST: Table<Outer> = Table {
+        keys: &[crate::config_key!("outerOn", on: Flag, "a switch", at_run_time)],
+        nested: &[&Foreign],
+    };
+
+    #[test]
+    fn another_servers_section_keeps_its_run_time_keys_to_itself() {
+        assert_eq!(HOST.run_time_names(), ["outerOn"]);
+        assert_eq!(INNER.run_time_names(), ["innerSize"]);
+        let md = HOST.markdown(&Outer::default());
+        assert!(
+            md.contains("| `innerSize` | `0` | a size; changes at run time |"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -570,6 +687,14 @@ mod tests {
         check_printed_keys(&OUTER, &c, Outer::default()).unwrap();
         let e = OUTER.apply_known(&mut c, "innerSize", "x").unwrap_err();
         assert!(e.contains("cannot parse \"x\""), "{e}");
+        assert_eq!(at_least(" 3 ", 1u32), Ok(3));
+        assert_eq!(
+            AtLeast(1usize).parse("0"),
+            Err("expected at least 1, got \"0\"".to_owned())
+        );
+        assert!(at_least::<i64>("x", 1)
+            .unwrap_err()
+            .contains("cannot parse"));
         let e = OUTER.apply_known(&mut c, "outerOn", "yes").unwrap_err();
         assert!(e.contains("expected true or false"), "{e}");
         let md = OUTER.markdown(&Outer::default());

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use vostok_remoting::config_key;
-use vostok_remoting::support::keys::{num, Codec, Flag, Key, Millis, Num, Path, Table, Text};
+use vostok_remoting::support::keys::{
+    num, AtLeast, Codec, Flag, Key, Millis, Num, Path, Table, Text,
+};
 
 use crate::error::{Result, StoreError};
 
@@ -303,34 +305,10 @@ pub static KEYS: Table<TierConfig> = Table {
             |c| c.path_prefix.clone(),
         ),
         config_key!("tieredStoreReadCacheMaxSize", read_cache_max_size: Num, "bytes of tier data kept in memory for reads"),
-        Key::new(
-            "tieredStoreReadBlockSize",
-            "the unit of a tier read (a segment no larger is read whole), at least 4096",
-            |c: &mut TierConfig, v| {
-                let size: u64 = num(v)?;
-                if size < 4096 {
-                    return Err(format!("{v:?}: at least 4096 bytes"));
-                }
-                c.read_block_size = size;
-                Ok(())
-            },
-            |c| c.read_block_size.to_string(),
-        ),
+        config_key!("tieredStoreReadBlockSize", read_block_size: AtLeast(4096u64), "the unit of a tier read (a segment no larger is read whole), at least 4096"),
         config_key!("tieredStoreUploadTimeout", op_timeout: Millis, "ms one upload, delete or page of the tier's listing may take before it is abandoned and retried"),
         config_key!("tieredStoreReadTimeout", read_timeout: Millis, "ms a tier read may take; past it the pull answers \"not found\" and the consumer asks again"),
-        Key::new(
-            "tieredStoreReadConcurrency",
-            "object-store reads at once, and threads serving reads of cold data, at least 1",
-            |c: &mut TierConfig, v| {
-                let n: usize = num(v)?;
-                if n == 0 {
-                    return Err(format!("{v:?}: at least 1"));
-                }
-                c.read_concurrency = n;
-                Ok(())
-            },
-            |c| c.read_concurrency.to_string(),
-        ),
+        config_key!("tieredStoreReadConcurrency", read_concurrency: AtLeast(1usize), "object-store reads at once, and threads serving reads of cold data, at least 1"),
         config_key!("tieredStoreReadBandwidth", read_bandwidth: Num, "bytes a second read from the object store; 0: no bound"),
         config_key!("tieredStoreMaxPendingLimit", max_pending_limit: Num, "reads of cold data waiting for a reader thread; past it a pull answers \"not found\" and the consumer asks again"),
         Key::ignored("tieredMetadataServiceProvider"),
@@ -518,5 +496,21 @@ objectStoreSecretKey=
         c.apply_property("tieredBackendServiceProvider", "posix")
             .unwrap();
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn read_sizes_below_their_floor_are_refused() {
+        let mut c = TierConfig::default();
+        let e = c
+            .apply_property("tieredStoreReadBlockSize", "4095")
+            .unwrap_err();
+        assert!(e.contains("at least 4096"), "{e}");
+        c.apply_property("tieredStoreReadBlockSize", "4096")
+            .unwrap();
+        assert_eq!(c.read_block_size, 4096);
+        let e = c
+            .apply_property("tieredStoreReadConcurrency", "0")
+            .unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
     }
 }
