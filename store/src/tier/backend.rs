@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +99,7 @@ impl ObjectBackend {
                         path: c.file_path.clone(),
                         source,
                     })?;
+                    remove_staged_uploads(&c.file_path);
                     let fs = object_store::local::LocalFileSystem::new_with_prefix(&c.file_path)?
                         .with_automatic_cleanup(true);
                     (
@@ -242,6 +243,50 @@ impl ObjectBackend {
     }
 }
 
+/// Deletes what a process killed in the middle of a write to a file-system tier left:
+/// the object-store crate writes each object to `<name>#<n>` beside it and renames it
+/// when whole, so such a file is never an object and is never listed, only kept. A
+/// broker is the only writer of its tier directory, so at its start none is in use.
+fn remove_staged_uploads(root: &Path) {
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(path),
+                Ok(t) if t.is_file() && is_staged_upload(&entry.file_name()) => {
+                    match std::fs::remove_file(&path) {
+                        Ok(()) => tracing::warn!(
+                            path = %path.display(),
+                            "removed a tier object left half-written by a killed process"
+                        ),
+                        Err(e) => tracing::warn!(
+                            path = %path.display(),
+                            error = %e,
+                            "could not remove a half-written tier object"
+                        ),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `<name>#<digits>`: an object being written, as the object-store crate names it.
+fn is_staged_upload(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    match name.rsplit_once('#') {
+        Some((_, n)) => !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()),
+        None => false,
+    }
+}
+
 impl TierBackend for ObjectBackend {
     fn put(&self, key: &str, data: &[u8]) -> Result<(), TierError> {
         let path = self.path(key);
@@ -362,5 +407,30 @@ impl Drop for ObjectBackend {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_written_objects_of_a_killed_process_are_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let commitlog = dir.path().join("commitlog");
+        std::fs::create_dir_all(&commitlog).unwrap();
+        let kept = ["00000000000000000000", "a#b", "name#"];
+        for name in kept.iter().chain(&["00000000000000065536#1", "x#12"]) {
+            std::fs::write(commitlog.join(name), b"data").unwrap();
+        }
+        remove_staged_uploads(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(&commitlog)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut kept: Vec<String> = kept.iter().map(|s| s.to_string()).collect();
+        kept.sort();
+        assert_eq!(left, kept);
     }
 }
