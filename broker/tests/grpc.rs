@@ -534,3 +534,85 @@ async fn receive_change_ack_and_forward_to_the_dead_letter_queue() {
     }
     broker.shutdown().await;
 }
+
+/// Bodies the SDK stored compressed (LZ4 chosen explicitly, zstd, and the zlib
+/// default) reach a 5.x client plain, marked IDENTITY, their digest over the plain
+/// bytes, as Apache's proxy hands them out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_bodies_are_received_plain() {
+    use vostok_broker::grpc::proto::receive_message_response::Content as Rc;
+    use vostok_broker::grpc::proto::{Encoding, ReceiveMessageRequest};
+    use vostok_client::{Compression, Producer, ProducerConfig};
+    let (broker, _dir, mut client) = start().await;
+    let topic = "ZipGrpcTopic";
+    let mut expected = Vec::new();
+    for (i, codec) in [Compression::Lz4, Compression::Zstd, Compression::Zlib]
+        .into_iter()
+        .enumerate()
+    {
+        let producer = Producer::new(ProducerConfig {
+            compress_type: codec,
+            ..ProducerConfig::new(format!("zip-{i}"), &broker.namesrv_addr())
+        });
+        producer.start().await.unwrap();
+        // Above the 4 KiB threshold, so stored compressed.
+        let body: Vec<u8> = (0..10_000u32).map(|n| (n % 251) as u8 ^ i as u8).collect();
+        producer
+            .send(vostok_client::Message::new(topic, body.clone()))
+            .await
+            .unwrap();
+        producer.shutdown().await;
+        expected.push(body);
+    }
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + T;
+    while got.len() < expected.len() && tokio::time::Instant::now() < deadline {
+        let receive = ReceiveMessageRequest {
+            group: resource("zip-group"),
+            message_queue: Some(MessageQueue {
+                topic: resource(topic),
+                id: -1,
+                ..Default::default()
+            }),
+            filter_expression: None,
+            batch_size: 32,
+            invisible_duration: Some(prost_types::Duration {
+                seconds: 30,
+                nanos: 0,
+            }),
+            auto_renew: false,
+            long_polling_timeout: Some(prost_types::Duration {
+                seconds: 1,
+                nanos: 0,
+            }),
+            attempt_id: None,
+        };
+        let mut stream = client
+            .receive_message(req(receive))
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(item) = stream.message().await.unwrap() {
+            if let Some(Rc::Message(m)) = item.content {
+                got.push(m);
+            }
+        }
+    }
+    assert_eq!(got.len(), expected.len(), "every message received");
+    let mut bodies = Vec::new();
+    for m in &got {
+        let sys = m.system_properties.as_ref().expect("system properties");
+        assert_eq!(sys.body_encoding, Encoding::Identity as i32);
+        let digest = sys.body_digest.as_ref().expect("a body digest");
+        assert_eq!(
+            digest.checksum,
+            format!("{:08X}", crc32fast::hash(&m.body)),
+            "the digest covers the bytes handed out"
+        );
+        bodies.push(m.body.to_vec());
+    }
+    bodies.sort();
+    expected.sort();
+    assert!(bodies == expected, "the plain bodies, byte for byte");
+    broker.shutdown().await;
+}

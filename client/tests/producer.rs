@@ -13,8 +13,8 @@ use vostok_client::hook::{
     CheckForbiddenContext, CheckForbiddenHook, SendMessageContext, SendMessageHook,
 };
 use vostok_client::{
-    ClientError, LocalTransactionState, Message, MessageExt, Producer, ProducerConfig, SendStatus,
-    TransactionListener, TransactionProducer,
+    ClientError, Compression, LocalTransactionState, Message, MessageExt, Producer, ProducerConfig,
+    SendStatus, TransactionListener, TransactionProducer,
 };
 use vostok_remoting::protocol::header::SendMessageRequestHeader;
 use vostok_remoting::protocol::message::{property, sysflag};
@@ -299,8 +299,10 @@ async fn batch_is_one_request_with_one_record_per_message() {
     cluster.shutdown().await;
 }
 
+/// By default large bodies are zlib streams flagged as Apache's 5.x producer flags them
+/// (`0x301`), which every RocketMQ consumer can read; LZ4 is an explicit choice.
 #[tokio::test]
-async fn large_bodies_are_lz4_compressed_with_rocketmq5_flags() {
+async fn large_bodies_are_zlib_compressed_by_default_and_lz4_on_request() {
     let cluster = FakeCluster::start(1).await;
     cluster.create_topic("Zip", 1);
     let producer = started(&cluster, "pg").await;
@@ -313,27 +315,45 @@ async fn large_bodies_are_lz4_compressed_with_rocketmq5_flags() {
         .send(Message::new("Zip", vec![7u8; 4095]))
         .await
         .unwrap();
+    producer.shutdown().await;
+    let lz4 = Producer::new(ProducerConfig {
+        compress_type: Compression::Lz4,
+        ..config(&cluster, "pg-lz4")
+    });
+    lz4.start().await.unwrap();
+    lz4.send(Message::new("Zip", body.clone())).await.unwrap();
+    lz4.shutdown().await;
+
     let st = cluster.broker(0).state();
     let big = SendMessageRequestHeader::decode(st.sends[0].code, &st.sends[0].ext_fields).unwrap();
-    assert_eq!(big.sys_flag & 0x701, 0x101, "COMPRESSED + LZ4 type bits");
-    assert_eq!(
-        &st.sends[0].body[..4],
-        &[0x04, 0x22, 0x4D, 0x18],
-        "LZ4 frame magic"
-    );
+    assert_eq!(big.sys_flag & 0x701, 0x301, "COMPRESSED + ZLIB type bits");
+    assert_eq!(st.sends[0].body[0], 0x78, "zlib stream header");
     assert!(st.sends[0].body.len() < body.len());
     let small =
         SendMessageRequestHeader::decode(st.sends[1].code, &st.sends[1].ext_fields).unwrap();
     assert_eq!(small.sys_flag, 0, "4095 bytes stay plain");
-    let stored = st.messages("Zip");
+    let explicit =
+        SendMessageRequestHeader::decode(st.sends[2].code, &st.sends[2].ext_fields).unwrap();
     assert_eq!(
-        vostok_client::message::decompress(&stored[0].body, stored[0].sys_flag)
-            .unwrap()
-            .unwrap(),
-        body
+        explicit.sys_flag & 0x701,
+        0x101,
+        "COMPRESSED + LZ4 type bits"
     );
+    assert_eq!(
+        &st.sends[2].body[..4],
+        &[0x04, 0x22, 0x4D, 0x18],
+        "LZ4 frame magic"
+    );
+    let stored = st.messages("Zip");
+    for i in [0, 2] {
+        assert_eq!(
+            vostok_client::message::decompress(&stored[i].body, stored[i].sys_flag)
+                .unwrap()
+                .unwrap(),
+            body
+        );
+    }
     drop(st);
-    producer.shutdown().await;
     cluster.shutdown().await;
 }
 

@@ -2,6 +2,7 @@
 //! `GrpcConverter.buildMessage`): system properties from the record and its RocketMQ
 //! properties, user properties for the rest.
 
+use std::io::Read;
 use std::net::SocketAddr;
 
 use vostok_remoting::protocol::message::{property, sysflag, MessageExt};
@@ -95,6 +96,77 @@ pub(crate) fn crc32_hex(body: &[u8]) -> String {
     format!("{:08X}", crc32fast::hash(body))
 }
 
+/// Largest body the front end inflates for a client. A producer checks the plain body
+/// against `maxMessageSize` (4 MiB by default), so a genuine body stays far below it;
+/// a record claiming more is handed out as stored rather than held in memory.
+const MAX_INFLATED_BODY: u64 = 64 * 1024 * 1024;
+
+/// Why a stored compressed body was not inflated.
+#[derive(Debug, thiserror::Error)]
+enum InflateError {
+    #[error("{0}")]
+    Codec(#[from] std::io::Error),
+    #[error("inflates beyond {MAX_INFLATED_BODY} bytes")]
+    TooLarge,
+}
+
+/// The plain bytes of a body stored with `compression`, bounded by [`MAX_INFLATED_BODY`].
+fn inflate(body: &[u8], compression: sysflag::Compression) -> Result<Vec<u8>, InflateError> {
+    let mut out = Vec::with_capacity(body.len().saturating_mul(4).min(1 << 20));
+    let limit = MAX_INFLATED_BODY + 1;
+    match compression {
+        sysflag::Compression::Zlib => {
+            flate2::read::ZlibDecoder::new(body)
+                .take(limit)
+                .read_to_end(&mut out)?;
+        }
+        sysflag::Compression::Lz4 => {
+            lz4_flex::frame::FrameDecoder::new(body)
+                .take(limit)
+                .read_to_end(&mut out)?;
+        }
+        sysflag::Compression::Zstd => {
+            zstd::stream::read::Decoder::new(body)?
+                .take(limit)
+                .read_to_end(&mut out)?;
+        }
+    }
+    if out.len() as u64 > MAX_INFLATED_BODY {
+        return Err(InflateError::TooLarge);
+    }
+    Ok(out)
+}
+
+/// The body a 5.x client is handed and its encoding. Apache's proxy decodes stored
+/// messages with decompression on, so its clients get plain bytes whatever codec the
+/// producer chose; so does this front end, for zlib, LZ4 and zstd alike. A body that
+/// does not inflate is handed out as stored: a zlib one marked GZIP (the
+/// client's own inflate then reports the message as corrupted), the others as they are.
+fn client_body(msg: &MessageExt) -> (bytes::Bytes, Encoding) {
+    let Some(compression) = sysflag::compression(msg.sys_flag) else {
+        return (msg.body.clone(), Encoding::Identity);
+    };
+    match inflate(&msg.body, compression) {
+        Ok(plain) => (bytes::Bytes::from(plain), Encoding::Identity),
+        Err(error) => {
+            tracing::warn!(
+                topic = %msg.topic,
+                queue_id = msg.queue_id,
+                queue_offset = msg.queue_offset,
+                ?compression,
+                %error,
+                "cannot decompress a message body for a gRPC client; handing it out as stored"
+            );
+            let encoding = if compression == sysflag::Compression::Zlib {
+                Encoding::Gzip
+            } else {
+                Encoding::Identity
+            };
+            (msg.body.clone(), encoding)
+        }
+    }
+}
+
 /// The gRPC message for a stored one.
 pub(crate) fn to_proto(ctx: &RequestContext, msg: &MessageExt, delivery: &Delivery) -> Message {
     let props = &msg.properties;
@@ -112,13 +184,7 @@ pub(crate) fn to_proto(ctx: &RequestContext, msg: &MessageExt, delivery: &Delive
         .get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         .map(str::to_owned)
         .unwrap_or_else(|| msg.offset_msg_id());
-    // Bodies compressed with zlib are handed out as they are stored, marked GZIP as
-    // Apache does (the clients inflate zlib and gzip alike); the other algorithms
-    // are shown as they are, which only the remoting clients read.
-    let zlib = matches!(
-        sysflag::compression(msg.sys_flag),
-        Some(sysflag::Compression::Zlib)
-    );
+    let (body, body_encoding) = client_body(msg);
     let delivery_timestamp = props
         .get(property::TIMER_DELIVER_MS)
         .and_then(|v| v.parse::<i64>().ok())
@@ -138,13 +204,9 @@ pub(crate) fn to_proto(ctx: &RequestContext, msg: &MessageExt, delivery: &Delive
         message_id,
         body_digest: Some(Digest {
             r#type: DigestType::Crc32 as i32,
-            checksum: crc32_hex(&msg.body),
+            checksum: crc32_hex(&body),
         }),
-        body_encoding: if zlib {
-            Encoding::Gzip as i32
-        } else {
-            Encoding::Identity as i32
-        },
+        body_encoding: body_encoding as i32,
         message_type: message_type(msg) as i32,
         born_timestamp: Some(timestamp(msg.born_timestamp)),
         born_host,
@@ -168,7 +230,7 @@ pub(crate) fn to_proto(ctx: &RequestContext, msg: &MessageExt, delivery: &Delive
         topic: Some(ctx.resource(&msg.topic)),
         user_properties,
         system_properties: Some(system_properties),
-        body: msg.body.clone(),
+        body,
     }
 }
 
@@ -187,6 +249,60 @@ mod tests {
     fn times_round_trip() {
         assert_eq!(millis_of(&timestamp(1_700_000_000_123)), 1_700_000_000_123);
         assert_eq!(millis_of_duration(&duration_ms(30_500)), 30_500);
+    }
+
+    fn stored(body: &[u8], sys_flag: i32) -> MessageExt {
+        MessageExt {
+            sys_flag,
+            ..MessageExt::new(
+                "T",
+                0,
+                bytes::Bytes::copy_from_slice(body),
+                Default::default(),
+                "127.0.0.1:10911".parse().unwrap(),
+            )
+        }
+    }
+
+    #[test]
+    fn compressed_bodies_are_handed_out_plain() {
+        let plain: Vec<u8> = (0..20_000u32).map(|i| (i % 13) as u8).collect();
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(5));
+        std::io::Write::write_all(&mut zlib, &plain).unwrap();
+        let zlib = zlib.finish().unwrap();
+        let mut lz4 = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        std::io::Write::write_all(&mut lz4, &plain).unwrap();
+        let lz4 = lz4.finish().unwrap();
+        let zstd = zstd::bulk::compress(&plain, 3).unwrap();
+        for (packed, flag) in [
+            (&zlib, sysflag::compression_bits(sysflag::Compression::Zlib)),
+            // 4.x producers set only the compressed bit: zlib.
+            (&zlib, sysflag::COMPRESSED_FLAG),
+            (&lz4, sysflag::compression_bits(sysflag::Compression::Lz4)),
+            (&zstd, sysflag::compression_bits(sysflag::Compression::Zstd)),
+        ] {
+            let (body, encoding) = client_body(&stored(packed, flag));
+            assert_eq!(body.as_ref(), plain.as_slice(), "sysFlag {flag:#x}");
+            assert_eq!(encoding, Encoding::Identity);
+        }
+        let (body, encoding) = client_body(&stored(b"plain", 0));
+        assert_eq!(
+            (body.as_ref(), encoding),
+            (&b"plain"[..], Encoding::Identity)
+        );
+    }
+
+    #[test]
+    fn a_body_that_does_not_inflate_is_handed_out_as_stored() {
+        let junk = b"not compressed at all";
+        for (c, encoding) in [
+            (sysflag::Compression::Zlib, Encoding::Gzip),
+            (sysflag::Compression::Lz4, Encoding::Identity),
+            (sysflag::Compression::Zstd, Encoding::Identity),
+        ] {
+            let (body, got) = client_body(&stored(junk, sysflag::compression_bits(c)));
+            assert_eq!((body.as_ref(), got), (&junk[..], encoding), "{c:?}");
+        }
     }
 
     #[test]

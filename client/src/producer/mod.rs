@@ -63,7 +63,9 @@ pub struct ProducerConfig {
     pub send_msg_timeout: Duration,
     /// `compressMsgBodyOverHowmuch`: bodies of at least this size are compressed.
     pub compress_msg_body_over_howmuch: usize,
-    /// `compressType` (Java default ZLIB; Vostok defaults to LZ4).
+    /// `compressType` (`rocketmq.message.compressType` in Java): ZLIB by default, as
+    /// Java's, because 4.x and C++ consumers only inflate zlib; LZ4 and ZSTD are faster
+    /// but need a consumer that reads the compression type bits (Java 5.x, Vostok).
     pub compress_type: Compression,
     /// `compressLevel` for ZLIB.
     pub compress_level: u32,
@@ -95,7 +97,7 @@ impl Default for ProducerConfig {
             default_topic_queue_nums: 4,
             send_msg_timeout: Duration::from_secs(3),
             compress_msg_body_over_howmuch: 4096,
-            compress_type: Compression::Lz4,
+            compress_type: Compression::Zlib,
             compress_level: 5,
             retry_times_when_send_failed: 2,
             retry_times_when_send_async_failed: 2,
