@@ -9,14 +9,14 @@
 //! the code, not on the machine's load, so two builds compare by them exactly.
 //!
 //! ```sh
-//! cargo run --release -p vostok-tools --example alloc_count
-//! cargo run --release -p vostok-tools --example alloc_count -- --count 20000 --rows async
-//! cargo run -p vostok-tools --example alloc_count -- --count 20000 --sites broker   # where
+//! cargo bench -p vostok-tools --bench alloc_count
+//! cargo bench -p vostok-tools --bench alloc_count -- --count 20000 --rows async
+//! cargo bench --profile profiling -p vostok-tools --bench alloc_count -- --count 20000 --sites broker
 //! ```
 //!
 //! `--sites broker|client` samples one allocation in `--sample` of that side with its
-//! stack and prints the most frequent call paths through Vostok's code (use a debug
-//! build or the `profiling` profile: release binaries carry no symbols).
+//! stack and prints the most frequent call paths through Vostok's code (use the
+//! `profiling` profile: the release and bench profiles carry no symbols).
 //!
 //! Not a test: it asserts nothing and is run by hand (deploy/bench/README.md).
 
@@ -176,6 +176,8 @@ fn parse_args() -> Result<Args, String> {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
         let num = |v: String| v.parse::<u64>().map_err(|e| format!("{v}: {e}"));
         match flag.as_str() {
+            // What `cargo bench` passes to every bench target.
+            "--bench" => {}
             "--count" => a.count = num(value()?)?.max(1),
             "--warmup" => a.warmup = num(value()?)?,
             "--window" => a.window = num(value()?)?.max(1) as usize,
