@@ -124,14 +124,18 @@ mod tests {
     use super::*;
 
     /// A thread in `wait_for` is woken by the announcement of the offset it waits for,
-    /// and leaves no waiter counted behind (later announcements notify nobody).
+    /// and leaves no waiter counted behind (later announcements notify nobody). Its own
+    /// timeout is an hour, so only a notification can end its wait within the test's.
     #[test]
     fn announce_wakes_a_waiter() {
         let state = Arc::new(DispatchState::default());
-        let waiter = {
+        let (done, woken) = std::sync::mpsc::channel();
+        {
             let state = state.clone();
-            std::thread::spawn(move || state.wait_for(100, Duration::from_secs(30)))
-        };
+            std::thread::spawn(move || {
+                let _ = done.send(state.wait_for(100, Duration::from_secs(3600)));
+            });
+        }
         // Once it is counted it holds the lock until it waits, so the one announcement
         // below comes after it started waiting and must wake it.
         while *state.waiters.locked() == 0 {
@@ -139,7 +143,12 @@ mod tests {
         }
         state.set_reput_from(100);
         state.announce();
-        assert!(waiter.join().unwrap_or(false));
+        let reached = woken.recv_timeout(Duration::from_secs(30));
+        assert_eq!(
+            reached,
+            Ok(true),
+            "the waiter was not woken by the announcement"
+        );
         assert_eq!(*state.waiters.locked(), 0);
         // Already reached: no wait at all.
         assert!(state.wait_for(50, Duration::ZERO));
