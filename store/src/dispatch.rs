@@ -206,7 +206,7 @@ impl StoreInner {
             off = base + pos as i64;
         }
         if dispatched > 0 || off != end {
-            self.dispatch.announce(off);
+            self.dispatch.announce();
         }
         Ok(dispatched)
     }

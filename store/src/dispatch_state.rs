@@ -32,7 +32,10 @@ pub(crate) struct DispatchState {
     pub(crate) running: Mutex<()>,
     pub(crate) stop: AtomicBool,
     pub(crate) listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
-    progress: Mutex<i64>,
+    /// Threads inside `wait_for`: only with one does `announce` notify, since a
+    /// notification is a system call even when nobody waits, and `announce` runs after
+    /// every dispatch pass (once per single send).
+    waiters: Mutex<usize>,
     progressed: Condvar,
 }
 
@@ -86,26 +89,68 @@ impl DispatchState {
         self.unpark();
     }
 
-    pub(crate) fn announce(&self, reput: i64) {
-        let mut p = self.progress.locked();
-        *p = reput;
-        drop(p);
-        self.progressed.notify_all();
+    /// Wakes the threads in `wait_for` after the reput offset moved.
+    pub(crate) fn announce(&self) {
+        // A waiter checks the reput offset under this lock before it waits, so it either
+        // saw the new offset or is counted here.
+        let waiting = *self.waiters.locked() > 0;
+        if waiting {
+            self.progressed.notify_all();
+        }
     }
 
     /// Waits until everything below `offset` is dispatched; `false` on timeout.
     pub(crate) fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut p = self.progress.locked();
-        loop {
+        let mut p = self.waiters.locked();
+        *p += 1;
+        let reached = loop {
             if self.reput_from() >= offset {
-                return true;
+                break true;
             }
             let now = Instant::now();
             if now >= deadline {
-                return false;
+                break false;
             }
             p = self.progressed.wait_timeout_locked(p, deadline - now);
+        };
+        *p -= 1;
+        reached
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread in `wait_for` is woken by the announcement of the offset it waits for,
+    /// and leaves no waiter counted behind (later announcements notify nobody). Its own
+    /// timeout is an hour, so only a notification can end its wait within the test's.
+    #[test]
+    fn announce_wakes_a_waiter() {
+        let state = Arc::new(DispatchState::default());
+        let (done, woken) = std::sync::mpsc::channel();
+        {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                let _ = done.send(state.wait_for(100, Duration::from_secs(3600)));
+            });
         }
+        // Once it is counted it holds the lock until it waits, so the one announcement
+        // below comes after it started waiting and must wake it.
+        while *state.waiters.locked() == 0 {
+            std::thread::yield_now();
+        }
+        state.set_reput_from(100);
+        state.announce();
+        let reached = woken.recv_timeout(Duration::from_secs(30));
+        assert_eq!(
+            reached,
+            Ok(true),
+            "the waiter was not woken by the announcement"
+        );
+        assert_eq!(*state.waiters.locked(), 0);
+        // Already reached: no wait at all.
+        assert!(state.wait_for(50, Duration::ZERO));
     }
 }
