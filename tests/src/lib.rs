@@ -19,6 +19,7 @@ pub mod proxy;
 pub mod python;
 pub mod schedule;
 pub mod sdk;
+pub mod tier;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

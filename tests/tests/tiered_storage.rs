@@ -16,29 +16,10 @@ use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
 use vostok_tests::client::TestClient;
 use vostok_tests::sdk::{client, eventually, wait_until};
+use vostok_tests::tier::{every_hour, expiring, local_files, phy_of_id, tiered};
 use vostok_tests::{binary, http, Broker, BrokerOptions};
 
 const N: usize = 400;
-
-fn every_hour() -> String {
-    (0..24)
-        .map(|h| format!("{h:02}"))
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
-/// Names of the broker's local commitlog files.
-fn local_files(broker: &Broker) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(broker.store_dir.join("commitlog"))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_created_after_local_deletion_reads_everything_from_the_tier() {
@@ -232,20 +213,7 @@ fn cell(table: &str, name: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_the_tier_of_the_broker() {
     let tier = tempfile::tempdir().unwrap();
-    let broker = Broker::start(
-        BrokerOptions::default()
-            .set(
-                "messageStorePlugIn",
-                "org.apache.rocketmq.tieredstore.TieredMessageStore",
-            )
-            .set("tieredBackendServiceProvider", "posix")
-            .set("tieredStoreFilePath", tier.path().display())
-            .set("mappedFileSizeCommitLog", 64 * 1024)
-            .set("fileReservedTime", 0)
-            .set("deleteWhen", every_hour())
-            .set("cleanResourceInterval", 200)
-            .set("flushCommitLogThoroughInterval", 50),
-    );
+    let broker = Broker::start(expiring(tiered(tier.path())));
     let console = broker.console_addr.clone().expect("console address");
     let admin = TestClient::default();
     assert_eq!(
@@ -403,29 +371,14 @@ async fn the_console_shows_a_failing_tier_and_an_absent_one() {
     assert!(!page.body.contains("<table id=\"tier\">"), "{}", page.body);
 }
 
-/// The commitlog offset an offset message id names (its last 16 hex digits).
-fn phy_of_id(offset_msg_id: &str) -> i64 {
-    i64::from_str_radix(&offset_msg_id[offset_msg_id.len() - 16..], 16).expect("offset id")
-}
-
 /// The broker's disk is lost (its whole store directory deleted while it is down, the
 /// tier kept): started again, it serves every uploaded message to a new group from
 /// offset 0, byte-identical, and new messages get offsets after the tier's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_on_a_new_disk_serves_the_tier_and_continues_after_it() {
-    const FILE: i64 = 64 * 1024;
+    const FILE: i64 = 64 * 1024; // the commitlog file size `tiered` sets
     let tier = tempfile::tempdir().unwrap();
-    let broker = Broker::start(
-        BrokerOptions::default()
-            .set(
-                "messageStorePlugIn",
-                "org.apache.rocketmq.tieredstore.TieredMessageStore",
-            )
-            .set("tieredBackendServiceProvider", "posix")
-            .set("tieredStoreFilePath", tier.path().display())
-            .set("mappedFileSizeCommitLog", FILE)
-            .set("flushCommitLogThoroughInterval", 50),
-    );
+    let broker = Broker::start(tiered(tier.path()));
     let topic = "LostDiskTopic";
     broker.create_topic(topic, 4).await;
     let producer = Producer::new(ProducerConfig {
@@ -551,18 +504,7 @@ async fn a_broker_on_a_new_disk_serves_the_tier_and_continues_after_it() {
 async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
     let tier = tempfile::tempdir().unwrap();
     let broker = Broker::start(
-        BrokerOptions::default()
-            .set(
-                "messageStorePlugIn",
-                "org.apache.rocketmq.tieredstore.TieredMessageStore",
-            )
-            .set("tieredBackendServiceProvider", "posix")
-            .set("tieredStoreFilePath", tier.path().display())
-            .set("mappedFileSizeCommitLog", 64 * 1024)
-            .set("fileReservedTime", 0)
-            .set("deleteWhen", every_hour())
-            .set("cleanResourceInterval", 200)
-            .set("flushCommitLogThoroughInterval", 50)
+        expiring(tiered(tier.path()))
             // One reader, one byte a second: after the first object read, every
             // cold read waits for the budget, far longer than this test.
             .set("tieredStoreReadConcurrency", 1)

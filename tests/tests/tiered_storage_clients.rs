@@ -15,7 +15,8 @@ use vostok_client::{Compression, Message, Producer, ProducerConfig};
 use vostok_tests::client::TestClient;
 use vostok_tests::python::{self, PyClient};
 use vostok_tests::sdk::{client, wait_until};
-use vostok_tests::{Broker, BrokerOptions};
+use vostok_tests::tier::{expiring, local_files, phy_of_id, tiered};
+use vostok_tests::Broker;
 
 /// Bound of one scenario.
 const T: Duration = Duration::from_secs(150);
@@ -41,50 +42,12 @@ struct Sent {
     properties: BTreeMap<String, String>,
 }
 
-/// Names of the broker's local commitlog files.
-fn local_files(broker: &Broker) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(broker.store_dir.join("commitlog"))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-fn every_hour() -> String {
-    (0..24)
-        .map(|h| format!("{h:02}"))
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
-/// The commitlog offset an offset message id names (its last 16 hex digits).
-fn phy_of_id(offset_msg_id: &str) -> i64 {
-    i64::from_str_radix(&offset_msg_id[offset_msg_id.len() - 16..], 16).expect("offset id")
-}
-
 /// A broker with a file-system tier whose first local commitlog files are gone, and
 /// what it stored by (queue, queue offset). The tier directory lives as long as the
 /// broker is needed.
 fn broker_with_cold_messages() -> (Broker, tempfile::TempDir, Stored) {
     let tier = tempfile::tempdir().unwrap();
-    let broker = Broker::start(
-        BrokerOptions::default()
-            .set(
-                "messageStorePlugIn",
-                "org.apache.rocketmq.tieredstore.TieredMessageStore",
-            )
-            .set("tieredBackendServiceProvider", "posix")
-            .set("tieredStoreFilePath", tier.path().display())
-            .set("mappedFileSizeCommitLog", 64 * 1024)
-            .set("fileReservedTime", 0)
-            .set("deleteWhen", every_hour())
-            .set("cleanResourceInterval", 200)
-            .set("flushCommitLogThoroughInterval", 50),
-    );
+    let broker = Broker::start(expiring(tiered(tier.path())));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stored = runtime.block_on(async {
         broker.create_topic(TOPIC, QUEUES).await;
