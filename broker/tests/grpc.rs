@@ -195,6 +195,53 @@ async fn routes_name_this_endpoint_and_assignments_every_queue() {
     broker.shutdown().await;
 }
 
+/// Receives from every queue of `topic` as `group` (30 s invisible, long polls of 1 s)
+/// until `want` messages came or `T` passed: sends are dispatched asynchronously.
+async fn receive_at_least(
+    client: &mut MessagingServiceClient<Channel>,
+    group: &str,
+    topic: &str,
+    want: usize,
+) -> Vec<Message> {
+    use vostok_broker::grpc::proto::receive_message_response::Content as Rc;
+    use vostok_broker::grpc::proto::ReceiveMessageRequest;
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + T;
+    while got.len() < want && tokio::time::Instant::now() < deadline {
+        let receive = ReceiveMessageRequest {
+            group: resource(group),
+            message_queue: Some(MessageQueue {
+                topic: resource(topic),
+                id: -1,
+                ..Default::default()
+            }),
+            filter_expression: None,
+            batch_size: 32,
+            invisible_duration: Some(prost_types::Duration {
+                seconds: 30,
+                nanos: 0,
+            }),
+            auto_renew: false,
+            long_polling_timeout: Some(prost_types::Duration {
+                seconds: 1,
+                nanos: 0,
+            }),
+            attempt_id: None,
+        };
+        let mut stream = client
+            .receive_message(req(receive))
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(item) = stream.message().await.unwrap() {
+            if let Some(Rc::Message(m)) = item.content {
+                got.push(m);
+            }
+        }
+    }
+    got
+}
+
 fn message(topic: &str, id: &str, body: &str) -> Message {
     Message {
         topic: resource(topic),
@@ -400,10 +447,8 @@ async fn bad_receipt_handles_and_empty_sends_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receive_change_ack_and_forward_to_the_dead_letter_queue() {
-    use vostok_broker::grpc::proto::receive_message_response::Content as Rc;
     use vostok_broker::grpc::proto::{
         ChangeInvisibleDurationRequest, ForwardMessageToDeadLetterQueueRequest,
-        ReceiveMessageRequest,
     };
     let (broker, _dir, mut client) = start().await;
     for (id, body) in [("dlq-0", "to-dlq"), ("dlq-1", "to-ack")] {
@@ -417,40 +462,7 @@ async fn receive_change_ack_and_forward_to_the_dead_letter_queue() {
         assert_eq!(code(&r.status), Code::Ok);
     }
     // Receive both (the sends are dispatched asynchronously: poll until they show).
-    let mut got = Vec::new();
-    let deadline = tokio::time::Instant::now() + T;
-    while got.len() < 2 && tokio::time::Instant::now() < deadline {
-        let receive = ReceiveMessageRequest {
-            group: resource("dlq-group"),
-            message_queue: Some(MessageQueue {
-                topic: resource("DlqTopic"),
-                id: -1,
-                ..Default::default()
-            }),
-            filter_expression: None,
-            batch_size: 32,
-            invisible_duration: Some(prost_types::Duration {
-                seconds: 30,
-                nanos: 0,
-            }),
-            auto_renew: false,
-            long_polling_timeout: Some(prost_types::Duration {
-                seconds: 1,
-                nanos: 0,
-            }),
-            attempt_id: None,
-        };
-        let mut stream = client
-            .receive_message(req(receive))
-            .await
-            .unwrap()
-            .into_inner();
-        while let Some(item) = stream.message().await.unwrap() {
-            if let Some(Rc::Message(m)) = item.content {
-                got.push(m);
-            }
-        }
-    }
+    let got = receive_at_least(&mut client, "dlq-group", "DlqTopic", 2).await;
     assert_eq!(got.len(), 2, "both received");
     let handle = |m: &Message| {
         m.system_properties
@@ -540,8 +552,7 @@ async fn receive_change_ack_and_forward_to_the_dead_letter_queue() {
 /// bytes, as Apache's proxy hands them out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_bodies_are_received_plain() {
-    use vostok_broker::grpc::proto::receive_message_response::Content as Rc;
-    use vostok_broker::grpc::proto::{Encoding, ReceiveMessageRequest};
+    use vostok_broker::grpc::proto::Encoding;
     use vostok_client::{Compression, Producer, ProducerConfig};
     let (broker, _dir, mut client) = start().await;
     let topic = "ZipGrpcTopic";
@@ -564,40 +575,7 @@ async fn compressed_bodies_are_received_plain() {
         producer.shutdown().await;
         expected.push(body);
     }
-    let mut got = Vec::new();
-    let deadline = tokio::time::Instant::now() + T;
-    while got.len() < expected.len() && tokio::time::Instant::now() < deadline {
-        let receive = ReceiveMessageRequest {
-            group: resource("zip-group"),
-            message_queue: Some(MessageQueue {
-                topic: resource(topic),
-                id: -1,
-                ..Default::default()
-            }),
-            filter_expression: None,
-            batch_size: 32,
-            invisible_duration: Some(prost_types::Duration {
-                seconds: 30,
-                nanos: 0,
-            }),
-            auto_renew: false,
-            long_polling_timeout: Some(prost_types::Duration {
-                seconds: 1,
-                nanos: 0,
-            }),
-            attempt_id: None,
-        };
-        let mut stream = client
-            .receive_message(req(receive))
-            .await
-            .unwrap()
-            .into_inner();
-        while let Some(item) = stream.message().await.unwrap() {
-            if let Some(Rc::Message(m)) = item.content {
-                got.push(m);
-            }
-        }
-    }
+    let got = receive_at_least(&mut client, "zip-group", topic, expected.len()).await;
     assert_eq!(got.len(), expected.len(), "every message received");
     let mut bodies = Vec::new();
     for m in &got {
