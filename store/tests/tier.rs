@@ -236,6 +236,36 @@ async fn killed_during_uploads_resumes_without_duplicates_or_gaps() {
 struct Moto {
     child: std::process::Child,
     port: u16,
+    endpoint: String,
+}
+
+impl Moto {
+    /// The keys of a store whose tier is the bucket `vostok-tier` on this server.
+    fn keys(&self) -> [(&str, &str); 7] {
+        [
+            ("tieredBackendServiceProvider", "s3"),
+            ("objectStoreEndpoint", self.endpoint.as_str()),
+            ("objectStoreBucket", "vostok-tier"),
+            ("objectStoreRegion", "us-east-1"),
+            ("objectStoreAccessKey", "testing"),
+            ("objectStoreSecretKey", "testing"),
+            ("tieredStorePathPrefix", "cluster/broker-a"),
+        ]
+    }
+}
+
+/// Moto with the bucket `vostok-tier` created, or `None` with a line saying the test
+/// is skipped.
+fn moto_with_bucket() -> Option<Moto> {
+    let Some(moto) = start_moto() else {
+        eprintln!(
+            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
+             installed (.ci/run does)"
+        );
+        return None;
+    };
+    create_bucket(moto.port, "vostok-tier");
+    Some(moto)
 }
 
 impl Drop for Moto {
@@ -266,7 +296,12 @@ fn start_moto() -> Option<Moto> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let moto = Moto { child, port };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let moto = Moto {
+        child,
+        port,
+        endpoint,
+    };
     let deadline = std::time::Instant::now() + WAIT;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(std::time::Instant::now() < deadline, "moto did not start");
@@ -290,24 +325,10 @@ fn create_bucket(port: u16, bucket: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_tier_serves_every_message_after_local_deletion() {
-    let Some(moto) = start_moto() else {
-        eprintln!(
-            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
-             installed (.ci/run does)"
-        );
+    let Some(moto) = moto_with_bucket() else {
         return;
     };
-    create_bucket(moto.port, "vostok-tier");
-    let endpoint = format!("http://127.0.0.1:{}", moto.port);
-    let keys = [
-        ("tieredBackendServiceProvider", "s3"),
-        ("objectStoreEndpoint", endpoint.as_str()),
-        ("objectStoreBucket", "vostok-tier"),
-        ("objectStoreRegion", "us-east-1"),
-        ("objectStoreAccessKey", "testing"),
-        ("objectStoreSecretKey", "testing"),
-        ("tieredStorePathPrefix", "cluster/broker-a"),
-    ];
+    let keys = moto.keys();
     let dir = tempfile::tempdir().unwrap();
     round_trip(dir.path(), &keys).await;
     drop(moto);
@@ -690,24 +711,10 @@ fn a_new_disk_does_not_open_while_the_tier_cannot_be_listed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_tier_is_read_and_continued_after_a_lost_disk() {
-    let Some(moto) = start_moto() else {
-        eprintln!(
-            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
-             installed (.ci/run does)"
-        );
+    let Some(moto) = moto_with_bucket() else {
         return;
     };
-    create_bucket(moto.port, "vostok-tier");
-    let endpoint = format!("http://127.0.0.1:{}", moto.port);
-    let keys = [
-        ("tieredBackendServiceProvider", "s3"),
-        ("objectStoreEndpoint", endpoint.as_str()),
-        ("objectStoreBucket", "vostok-tier"),
-        ("objectStoreRegion", "us-east-1"),
-        ("objectStoreAccessKey", "testing"),
-        ("objectStoreSecretKey", "testing"),
-        ("tieredStorePathPrefix", "cluster/broker-a"),
-    ];
+    let keys = moto.keys();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
     let (in_tier, tier_end) = lose_the_disk(&root, &keys).await;
@@ -717,24 +724,10 @@ async fn s3_tier_is_read_and_continued_after_a_lost_disk() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_objects_damaged_by_hand_are_not_recorded_after_a_lost_disk() {
-    let Some(moto) = start_moto() else {
-        eprintln!(
-            "SKIPPED: no S3 test server; set VOSTOK_MOTO to a Python with moto[server] \
-             installed (.ci/run does)"
-        );
+    let Some(moto) = moto_with_bucket() else {
         return;
     };
-    create_bucket(moto.port, "vostok-tier");
-    let endpoint = format!("http://127.0.0.1:{}", moto.port);
-    let keys = [
-        ("tieredBackendServiceProvider", "s3"),
-        ("objectStoreEndpoint", endpoint.as_str()),
-        ("objectStoreBucket", "vostok-tier"),
-        ("objectStoreRegion", "us-east-1"),
-        ("objectStoreAccessKey", "testing"),
-        ("objectStoreSecretKey", "testing"),
-        ("tieredStorePathPrefix", "cluster/broker-a"),
-    ];
+    let keys = moto.keys();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
     let (in_tier, tier_end) = lose_the_disk(&root, &keys).await;
