@@ -5,6 +5,7 @@ one broker, runs its steps on it in order (unmeasured steps fill or load it), th
 it and deletes its store. Used by matrix.py and quick_ab.py.
 """
 
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -124,6 +125,29 @@ def step_bytes(step, warmup, duration):
     return int(secs * per_sec)
 
 
+def busy_secs():
+    """CPU seconds the whole machine has spent busy (all cores, /proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def others_cores(v, busy_before, busy_after, elapsed):
+    """Cores that processes other than the broker and mqbench kept busy during a step:
+    the machine's busy time over the step less what the two used over their window. On
+    the shared machine the tails of these rows follow this figure, not the broker's
+    age (deploy/bench/README.md, "What the tail waits on after a burst")."""
+    if busy_before is None or busy_after is None or elapsed <= 0:
+        return None
+    ours = ((v.get("broker") or {}).get("cpu_cores") or 0) + \
+        ((v.get("mqbench") or {}).get("cpu_cores") or 0)
+    return max(0.0, (busy_after - busy_before) / elapsed - ours)
+
+
 def store_gib(store):
     """Bytes of the commitlog files under a Vostok store, in GiB (None if not there)."""
     commitlog = Path(store) / "commitlog"
@@ -165,7 +189,7 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
                                      else opts.duration)]
             if json_path.exists():
                 json_path.unlink()
-            t0 = time.time()
+            t0, busy0 = time.time(), busy_secs()
             v = mqbench(bench, step.kind, ns, pid, step.flags + client_flags, common, json_path,
                         log, topic=step.topic)
             if v is None:
@@ -179,6 +203,7 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
                       + ("" if size is None else f", commitlog {size:.2f} GiB"), flush=True)
                 continue
             out[step.name] = figures(v, step.kind)
+            out[step.name]["others"] = others_cores(v, busy0, busy_secs(), time.time() - t0)
     finally:
         stop()
     return out
@@ -190,5 +215,5 @@ def line(name, f):
         return "–" if v is None else f"{v:,.{digits}f}"
     return (f"   {name}: {f['rate']:,.0f} msg/s p50 {fmt(f['p50'], 3)} p99 {fmt(f['p99'], 3)} "
             f"p99.9 {fmt(f['p999'], 3)} ms, CPU µs/msg broker {fmt(f['broker_us'], 1)} "
-            f"mqbench {fmt(f['tool_us'], 1)}")
+            f"mqbench {fmt(f['tool_us'], 1)}, other processes {fmt(f.get('others'), 2)} cores")
 
