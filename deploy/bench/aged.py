@@ -125,27 +125,32 @@ def step_bytes(step, warmup, duration):
     return int(secs * per_sec)
 
 
-def busy_secs():
-    """CPU seconds the whole machine has spent busy (all cores, /proc/stat), or None."""
+def runqueue_wait_secs(pid):
+    """Seconds the threads of `pid` have spent runnable but waiting for a core
+    (/proc/<pid>/task/*/schedstat), or None where the kernel does not tell."""
+    total, seen = 0, False
     try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+                seen = True
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9 if seen else None
 
 
-def others_cores(v, busy_before, busy_after, elapsed):
-    """Cores that processes other than the broker and mqbench kept busy during a step:
-    the machine's busy time over the step less what the two used over their window. On
-    the shared machine the tails of these rows follow this figure, not the broker's
-    age (deploy/bench/README.md, "What the tail waits on after a burst")."""
-    if busy_before is None or busy_after is None or elapsed <= 0:
+def core_wait(pid, before, elapsed):
+    """Milliseconds per second that the broker's threads, together, waited for a core
+    during a step: on a shared machine the tails of these rows follow it, not the
+    broker's age (deploy/bench/README.md, "What the tail waits on after a burst")."""
+    after = runqueue_wait_secs(pid)
+    if before is None or after is None or elapsed <= 0:
         return None
-    ours = ((v.get("broker") or {}).get("cpu_cores") or 0) + \
-        ((v.get("mqbench") or {}).get("cpu_cores") or 0)
-    return max(0.0, (busy_after - busy_before) / elapsed - ours)
+    return max(0.0, after - before) * 1000 / elapsed
 
 
 def store_gib(store):
@@ -189,7 +194,7 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
                                      else opts.duration)]
             if json_path.exists():
                 json_path.unlink()
-            t0, busy0 = time.time(), busy_secs()
+            t0, waited0 = time.time(), runqueue_wait_secs(pid)
             v = mqbench(bench, step.kind, ns, pid, step.flags + client_flags, common, json_path,
                         log, topic=step.topic)
             if v is None:
@@ -203,7 +208,7 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
                       + ("" if size is None else f", commitlog {size:.2f} GiB"), flush=True)
                 continue
             out[step.name] = figures(v, step.kind)
-            out[step.name]["others"] = others_cores(v, busy0, busy_secs(), time.time() - t0)
+            out[step.name]["waited"] = core_wait(pid, waited0, time.time() - t0)
     finally:
         stop()
     return out
@@ -215,5 +220,5 @@ def line(name, f):
         return "–" if v is None else f"{v:,.{digits}f}"
     return (f"   {name}: {f['rate']:,.0f} msg/s p50 {fmt(f['p50'], 3)} p99 {fmt(f['p99'], 3)} "
             f"p99.9 {fmt(f['p999'], 3)} ms, CPU µs/msg broker {fmt(f['broker_us'], 1)} "
-            f"mqbench {fmt(f['tool_us'], 1)}, other processes {fmt(f.get('others'), 2)} cores")
+            f"mqbench {fmt(f['tool_us'], 1)}, broker waited for a core {fmt(f.get('waited'), 0)} ms/s")
 

@@ -192,8 +192,8 @@ def summarise(runs):
     out = {k: median([r[k] for r in runs]) for k in ("rate", "mb", "p50", "p99", "p999",
                                                     "broker_cpu", "tool_cpu", "broker_us",
                                                     "tool_us")}
-    others = [r["others"] for r in runs if r.get("others") is not None]
-    out["others"] = median(others) if others else None
+    waited = [r["waited"] for r in runs if r.get("waited") is not None]
+    out["waited"] = median(waited) if waited else None
     out["rss"] = max((r["rss"] for r in runs if r["rss"] is not None), default=None)
     out["errors"] = sum(r["errors"] for r in runs)
     out["lost"] = sum(r["lost"] or 0 for r in runs) if any(r["lost"] is not None for r in runs) else None
@@ -492,11 +492,12 @@ def aged_table(opts, results, peer):
            f"rows on a store filled with {opts.fill_gib:g} GiB first (default 1 GiB "
            f"commitlog files); the async, batch and e2e rows {opts.rounds} times in a row on "
            "one broker (first and last round shown). p50/p99/p99.9: end to end for e2e rows, "
-           "send latency otherwise. Other processes: the cores that processes other than the "
-           "broker and mqbench kept busy during the row (the machine's busy time less theirs); "
-           "on a shared machine the tails follow it.", ""]
+           "send latency otherwise. Waited for a core: milliseconds per second that the broker's "
+           "threads, together, were runnable but waiting for a core during the row "
+           "(/proc/<pid>/task/*/schedstat); the tails of these rows follow it on a shared "
+           "machine.", ""]
     head = ("| row | CPU µs/msg broker / mqbench | msg/s | p50 ms | p99 ms | p99.9 ms | "
-            "other processes, cores |")
+            "waited for a core, ms/s |")
     sep = "|---|---:|---:|---:|---:|---:|---:|"
     if peer:
         head += (" peer CPU µs/msg broker / mqbench | peer msg/s | peer p50 ms | peer p99 ms | "
@@ -516,7 +517,7 @@ def aged_table(opts, results, peer):
     for sc in opts.aged:
         for name in aged.shown_rows(sc):
             s = summarise(results.get((name, "vostok"), []))
-            line = f"| {name} | {cells(s)} {fmt(s and s['others'], 2)} |"
+            line = f"| {name} | {cells(s)} {fmt(s and s['waited'], 0)} |"
             if peer:
                 p = summarise(results.get((name, "peer"), []))
                 ratio = (f"{s['p99'] / p['p99']:.2f}" if s and p and s["p99"] and p["p99"]
