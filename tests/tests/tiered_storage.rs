@@ -301,7 +301,7 @@ async fn the_console_shows_the_tier_of_the_broker() {
 /// With the tier unreachable, the console says uploads fail and why, naming the bucket
 /// and never the keys; with the tier off, it says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_console_shows_a_failing_tier_and_an_absent_one() {
+async fn a_failing_tier_is_shown_by_the_console_broker_status_and_metrics() {
     // Started first without the tier: a broker with no local data would not start
     // while its tier cannot be listed.
     let mut broker =
@@ -333,6 +333,7 @@ async fn the_console_shows_a_failing_tier_and_an_absent_one() {
         ("objectStoreAccessKey", "console-access-key"),
         ("objectStoreSecretKey", "console-secret-key"),
         ("tieredStoreUploadTimeout", "2000"),
+        ("metricsExporterType", "PROM"),
     ] {
         broker.options = broker.options.set(k, v);
     }
@@ -366,6 +367,52 @@ async fn the_console_shows_a_failing_tier_and_an_absent_one() {
     assert!(table.contains("unreachable-bucket"), "{table}");
     assert!(!page.contains("console-secret-key"), "{page}");
     assert!(!page.contains("console-access-key"), "{page}");
+
+    // The same in `mqadmin brokerStatus`: the state, the failures and the last error
+    // with its time, without the keys.
+    let out = std::process::Command::new(binary("vostok-test-mqadmin"))
+        .args(["-n", &broker.namesrv, "brokerStatus", "-b", &broker.addr])
+        .env_remove("NAMESRV_ADDR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{status}");
+    let field = |key: &str| -> String {
+        status
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("{key} in {status}"))
+    };
+    assert_eq!(field("tierState"), "UPLOAD_FAILING", "{status}");
+    assert!(field("tierUploadFailures").parse::<u64>().unwrap() >= 1);
+    let error = field("tierLastUploadError");
+    assert!(error.contains("unreachable-bucket"), "{error}");
+    let at: i64 = field("tierLastUploadErrorTime").parse().unwrap();
+    assert!(at > 0, "{status}");
+    assert!(!status.contains("console-secret-key"), "{status}");
+    assert!(!status.contains("console-access-key"), "{status}");
+    // And in the Prometheus metrics.
+    let metrics = http::get(&broker.metrics_addr.clone().expect("metrics"), "/metrics")
+        .await
+        .body;
+    // `name{labels} value`
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| {
+                let rest = l.strip_prefix(name)?.strip_prefix('{')?;
+                rest.rsplit_once(' ')?.1.trim().parse().ok()
+            })
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    assert!(value("rocketmq_tiered_store_upload_failures_total") >= 1.0);
+    assert_eq!(value("rocketmq_tiered_store_upload_failing"), 1.0);
+    assert!(value("rocketmq_tiered_store_last_upload_error_timestamp_seconds") > 0.0);
+    assert!(!metrics.contains("console-secret-key"));
 
     let plain = Broker::start(BrokerOptions::default());
     let page = http::get(&plain.console_addr.clone().expect("console"), "/").await;
