@@ -908,7 +908,13 @@ async fn a_pull_of_several_blocks_waits_for_them_within_one_read_timeout() {
     let r = store.get_message(TOPIC, 0, 0, 32, 0, None);
     assert_eq!(r.status, GetMessageStatus::Found);
     let read = r.messages.len();
-    assert!(read > 0 && read < 32, "{read} of 32 messages within the deadline");
-    assert_eq!(r.next_begin_offset, read as i64, "the next pull goes on from there");
+    assert!(
+        read > 0 && read < 32,
+        "{read} of 32 messages within the deadline"
+    );
+    assert_eq!(
+        r.next_begin_offset, read as i64,
+        "the next pull goes on from there"
+    );
     assert!(store.tier_status().unwrap().reads_over_budget >= 1);
 }

@@ -12,8 +12,8 @@ use vostok_client::{
     ProducerConfig, PushConsumer,
 };
 use vostok_remoting::protocol::header::{
-    GetConsumeStatsRequestHeader, QueryConsumeQueueRequestHeader,
-    QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader, ViewMessageRequestHeader,
+    GetConsumeStatsRequestHeader, QueryConsumeQueueRequestHeader, QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader, ViewMessageRequestHeader,
 };
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;

@@ -104,7 +104,10 @@ impl MessageStore {
     /// pulls (searches by time, lag, queue entries, lookups by key or offset) then
     /// run on [`MessageStore::on_tier_readers`]. Cheap (no I/O).
     pub fn tier_serves_reads(&self) -> bool {
-        self.inner().tier.as_deref().is_some_and(|t| t.serves_reads())
+        self.inner()
+            .tier
+            .as_deref()
+            .is_some_and(|t| t.serves_reads())
     }
 
     /// Runs `f` (a read [`MessageStore::reads_from_tier`] says the tier answers) on

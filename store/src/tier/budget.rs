@@ -258,12 +258,8 @@ mod tests {
         let p = b.acquire(1000, in_ms(0), T).unwrap();
         drop(p);
         // ...and the next may start only 1000 seconds later: refused without waiting.
-        assert!(matches!(
-            b.acquire(1, in_ms(0), T),
-            Err(TierError::Busy(_))
-        ));
+        assert!(matches!(b.acquire(1, in_ms(0), T), Err(TierError::Busy(_))));
     }
-
 
     #[tokio::test(flavor = "current_thread")]
     async fn readers_refuse_past_their_queue_and_run_the_rest() {

@@ -74,8 +74,12 @@ pub(crate) fn run(inner: &StoreInner) {
 /// `message` (an upload error, kept for `mqadmin brokerStatus` and the console) with
 /// the object store's credentials, configured or from the environment, as `***`.
 fn without_secrets(message: &str, config: &super::TierConfig) -> String {
-    let from_env = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"]
-        .map(|k| std::env::var(k).unwrap_or_default());
+    let from_env = [
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_ACCESS_KEY_ID",
+    ]
+    .map(|k| std::env::var(k).unwrap_or_default());
     let mut out = message.to_owned();
     for secret in [&config.secret_key, &config.access_key]
         .into_iter()
@@ -327,10 +331,7 @@ mod tests {
             secret_key: "the-secret-key".into(),
             ..Default::default()
         };
-        let said = without_secrets(
-            "denied for the-access-key (the-secret-key) at bucket b",
-            &c,
-        );
+        let said = without_secrets("denied for the-access-key (the-secret-key) at bucket b", &c);
         assert_eq!(said, "denied for *** (***) at bucket b");
     }
 }
