@@ -117,8 +117,10 @@ class Vostok(Target):
         self.proc = None
         self.dir = None
 
-    def start(self, flush, profile=None, settings=None):
-        self.dir = Path(tempfile.mkdtemp(prefix="vostok-bench-", dir=self.work))
+    def start(self, flush, profile=None, settings=None, reuse_dir=None):
+        """`reuse_dir`: a directory a stopped broker left (see `halt`), to start on its
+        store again."""
+        self.dir = Path(reuse_dir or tempfile.mkdtemp(prefix="vostok-bench-", dir=self.work))
         port, ns_port = free_port(), free_port()
         args = [str(self.binary)]
         settings = [
@@ -157,6 +159,11 @@ class Vostok(Target):
                 subprocess.Popen(["cat"], stdin=self.proc.stdout, stdout=subprocess.DEVNULL)
                 return f"127.0.0.1:{ns_port}", self.proc.pid
         raise RuntimeError(f"vostok broker did not boot; see {self.dir / 'broker.log'}")
+
+    def halt(self):
+        """Stops the broker and keeps its directory, for `start(reuse_dir=...)`."""
+        terminate(self.proc)
+        self.proc = None
 
     def stop(self):
         terminate(self.proc)

@@ -872,3 +872,49 @@ async fn readers_of_the_same_cold_block_read_it_from_the_tier_once() {
         "the segment's queue index and its data, once each: {status:?}"
     );
 }
+
+/// A pull that needs several blocks of a segment waits for all of them within one
+/// `tieredStoreReadTimeout`, not one each: what it read by then is answered, and the
+/// next pull goes on from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_of_several_blocks_waits_for_them_within_one_read_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut keys = fs_keys(&dir.path().join("tier"));
+    keys.push(("mappedFileSizeCommitLog", (64 * 1024).to_string()));
+    keys.push(("maxTransferCountOnMessageInDisk", "32".to_owned()));
+    keys.push(("tieredStoreReadBlockSize", "4096".to_owned()));
+    // A block a second: each block waits for the pace about a second, far less than
+    // the read timeout; the nine blocks of 32 messages of 1 KiB, far more.
+    keys.push(("tieredStoreReadBandwidth", "4096".to_owned()));
+    keys.push(("tieredStoreReadTimeout", "3000".to_owned()));
+    let store =
+        MessageStore::open(tier_config(&dir.path().join("store"), &as_refs(&keys))).unwrap();
+    for i in 0..130 {
+        let r = store
+            .put_message(common::message(
+                TOPIC,
+                0,
+                vec![b'x'; 1000],
+                common::props(None, None, Some(&format!("UNIQ{i:08}"))),
+            ))
+            .await;
+        assert!(r.is_ok(), "put {i}: {r:?}");
+    }
+    settle(&store);
+    wait_uploaded(&store);
+    assert!(expire_local(&store) >= 1);
+    assert!(store.reads_from_tier(TOPIC, 0, 0));
+
+    let r = store.get_message(TOPIC, 0, 0, 32, 0, None);
+    assert_eq!(r.status, GetMessageStatus::Found);
+    let read = r.messages.len();
+    assert!(
+        read > 0 && read < 32,
+        "{read} of 32 messages within the deadline"
+    );
+    assert_eq!(
+        r.next_begin_offset, read as i64,
+        "the next pull goes on from there"
+    );
+    assert!(store.tier_status().unwrap().reads_over_budget >= 1);
+}

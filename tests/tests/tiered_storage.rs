@@ -11,7 +11,10 @@ use vostok_client::{
     ConsumerConfig, Message, MessageExt, MessageListener, MessageSelector, Producer,
     ProducerConfig, PushConsumer,
 };
-use vostok_remoting::protocol::header::QueryConsumerOffsetRequestHeader;
+use vostok_remoting::protocol::header::{
+    GetConsumeStatsRequestHeader, QueryConsumeQueueRequestHeader, QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader, ViewMessageRequestHeader,
+};
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::RemotingCommand;
 use vostok_tests::client::TestClient;
@@ -298,7 +301,7 @@ async fn the_console_shows_the_tier_of_the_broker() {
 /// With the tier unreachable, the console says uploads fail and why, naming the bucket
 /// and never the keys; with the tier off, it says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_console_shows_a_failing_tier_and_an_absent_one() {
+async fn a_failing_tier_is_shown_by_the_console_broker_status_and_metrics() {
     // Started first without the tier: a broker with no local data would not start
     // while its tier cannot be listed.
     let mut broker =
@@ -330,6 +333,7 @@ async fn the_console_shows_a_failing_tier_and_an_absent_one() {
         ("objectStoreAccessKey", "console-access-key"),
         ("objectStoreSecretKey", "console-secret-key"),
         ("tieredStoreUploadTimeout", "2000"),
+        ("metricsExporterType", "PROM"),
     ] {
         broker.options = broker.options.set(k, v);
     }
@@ -363,6 +367,52 @@ async fn the_console_shows_a_failing_tier_and_an_absent_one() {
     assert!(table.contains("unreachable-bucket"), "{table}");
     assert!(!page.contains("console-secret-key"), "{page}");
     assert!(!page.contains("console-access-key"), "{page}");
+
+    // The same in `mqadmin brokerStatus`: the state, the failures and the last error
+    // with its time, without the keys.
+    let out = std::process::Command::new(binary("vostok-test-mqadmin"))
+        .args(["-n", &broker.namesrv, "brokerStatus", "-b", &broker.addr])
+        .env_remove("NAMESRV_ADDR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{status}");
+    let field = |key: &str| -> String {
+        status
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("{key} in {status}"))
+    };
+    assert_eq!(field("tierState"), "UPLOAD_FAILING", "{status}");
+    assert!(field("tierUploadFailures").parse::<u64>().unwrap() >= 1);
+    let error = field("tierLastUploadError");
+    assert!(error.contains("unreachable-bucket"), "{error}");
+    let at: i64 = field("tierLastUploadErrorTime").parse().unwrap();
+    assert!(at > 0, "{status}");
+    assert!(!status.contains("console-secret-key"), "{status}");
+    assert!(!status.contains("console-access-key"), "{status}");
+    // And in the Prometheus metrics.
+    let metrics = http::get(&broker.metrics_addr.clone().expect("metrics"), "/metrics")
+        .await
+        .body;
+    // `name{labels} value`
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| {
+                let rest = l.strip_prefix(name)?.strip_prefix('{')?;
+                rest.rsplit_once(' ')?.1.trim().parse().ok()
+            })
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    assert!(value("rocketmq_tiered_store_upload_failures_total") >= 1.0);
+    assert_eq!(value("rocketmq_tiered_store_upload_failing"), 1.0);
+    assert!(value("rocketmq_tiered_store_last_upload_error_timestamp_seconds") > 0.0);
+    assert!(!metrics.contains("console-secret-key"));
 
     let plain = Broker::start(BrokerOptions::default());
     let page = http::get(&plain.console_addr.clone().expect("console"), "/").await;
@@ -574,4 +624,117 @@ async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
         info.get("tierReadsOverBudget").map(String::as_str),
         Some("0")
     );
+}
+
+/// Searches by time, lag figures (consumer progress) and queue entries (`queryCq`) that
+/// read the tier wait for its read budget on the tier's reader threads, as cold pulls
+/// do: a pull of the hot tail is answered meanwhile, however many of them wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hot_tail_pull_is_answered_while_searches_by_time_wait_for_the_tier() {
+    let tier = tempfile::tempdir().unwrap();
+    let broker = Broker::start(
+        expiring(tiered(tier.path()))
+            // One reader, one byte a second: after the first object read, every
+            // read of another object waits for the budget, far longer than this test.
+            .set("tieredStoreReadConcurrency", 1)
+            .set("tieredStoreReadBandwidth", 1)
+            .set("tieredStoreReadBlockSize", 4096)
+            .set("tieredStoreReadTimeout", 600_000),
+    );
+    broker.create_topic("ColdTopic", 1).await;
+    broker.create_topic("HotTopic", 1).await;
+    let client = Arc::new(TestClient::new("queries"));
+    for i in 0..300 {
+        let body = format!("cold {i:04} ").repeat(40);
+        client
+            .send(&broker.addr, "ColdTopic", 0, body, String::new())
+            .await;
+    }
+    wait_until("the first local commitlog files deleted", || {
+        let files = local_files(&broker);
+        files.len() <= 2 && files.first().is_some_and(|f| f != "00000000000000000000")
+    })
+    .await;
+    // A group that consumed the first five messages: its lag figure is the store
+    // time of offset 4, which only the tier has.
+    let committed = client
+        .update_offset(&broker.addr, "lagging", "ColdTopic", 0, 5)
+        .await;
+    assert_eq!(committed.code, response_code::SUCCESS);
+
+    // The first object read (a block of the first record) is served and spends the
+    // budget: the segment's queue index, which every request below needs, waits.
+    let view = ViewMessageRequestHeader {
+        offset: 0,
+        topic: None,
+    };
+    let first = client
+        .call(
+            &broker.addr,
+            RemotingCommand::request_with_header(request_code::VIEW_MESSAGE_BY_ID, &view),
+        )
+        .await;
+    assert_eq!(first.code, response_code::SUCCESS, "{:?}", first.remark);
+
+    // More of them than the broker has async workers.
+    let requests: Vec<RemotingCommand> = (0..4)
+        .flat_map(|_| {
+            let search = SearchOffsetRequestHeader {
+                topic: "ColdTopic".into(),
+                queue_id: 0,
+                timestamp: 0,
+                boundary_type: None,
+            };
+            let entries = QueryConsumeQueueRequestHeader {
+                topic: "ColdTopic".into(),
+                queue_id: 0,
+                index: 0,
+                count: 10,
+                consumer_group: None,
+            };
+            let progress = GetConsumeStatsRequestHeader {
+                consumer_group: "lagging".into(),
+                topic: Some("ColdTopic".into()),
+            };
+            [
+                RemotingCommand::request_with_header(
+                    request_code::SEARCH_OFFSET_BY_TIMESTAMP,
+                    &search,
+                ),
+                RemotingCommand::request_with_header(request_code::QUERY_CONSUME_QUEUE, &entries),
+                RemotingCommand::request_with_header(request_code::GET_CONSUME_STATS, &progress),
+            ]
+        })
+        .collect();
+    let waiting = requests.len();
+    let queries: Vec<_> = requests
+        .into_iter()
+        .map(|request| {
+            let (c, addr) = (client.clone(), broker.addr.clone());
+            tokio::spawn(async move { c.call(&addr, request).await })
+        })
+        .collect();
+    let pending = |info: &BTreeMap<String, String>| -> usize {
+        info.get("tierReadsPending")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    eventually("every query waiting for the tier", || {
+        let (c, addr) = (client.clone(), broker.addr.clone());
+        async move { pending(&c.runtime_info(&addr).await) == waiting }
+    })
+    .await;
+
+    client
+        .send(&broker.addr, "HotTopic", 0, "hot", String::new())
+        .await;
+    let hot = client
+        .pull(&broker.addr, "hot", "HotTopic", 0, 0, 32, None, "*")
+        .await;
+    assert_eq!(hot.code, 0, "SUCCESS");
+    assert_eq!(hot.messages.len(), 1);
+    assert_eq!(&hot.messages[0].body[..], b"hot");
+    let info = client.runtime_info(&broker.addr).await;
+    assert_eq!(pending(&info), waiting, "the queries still wait");
+    assert!(queries.iter().all(|q| !q.is_finished()));
 }

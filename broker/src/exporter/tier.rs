@@ -7,6 +7,7 @@
 //! | `rocketmq_tiered_store_uploaded_segments_total`, `..._uploaded_bytes_total` | counter | uploaded since start |
 //! | `rocketmq_tiered_store_upload_failures_total` | counter | failed upload passes |
 //! | `rocketmq_tiered_store_upload_failing` | gauge | 1 while the last upload pass failed |
+//! | `rocketmq_tiered_store_last_upload_error_timestamp_seconds` | gauge | when the last upload failed (0: not since start) |
 //! | `rocketmq_tiered_store_upload_lag_bytes` | gauge | commitlog bytes not in the tier yet |
 //! | `rocketmq_tiered_store_upload_lag_seconds` | gauge | age of the oldest message not in the tier yet |
 //! | `rocketmq_tiered_store_messages_read_total` | counter | messages served from the tier |
@@ -75,6 +76,12 @@ fn encode_status(t: &TierStatus, e: &mut DescriptorEncoder) -> Result<(), std::f
         "upload_failing",
         "1 while the last upload pass failed",
         i64::from(t.failing),
+    )?;
+    gauge(
+        e,
+        "last_upload_error_timestamp_seconds",
+        "When the last upload pass failed, seconds since the epoch; 0: none since start",
+        t.last_upload_error.as_ref().map_or(0, |(at, _)| at / 1000),
     )?;
     gauge(
         e,

@@ -230,7 +230,9 @@ pub(crate) fn get_offset(
     }
 }
 
-pub(crate) fn query_offset(
+/// A search by time may read the tier: with the tier on, it runs on the tier's reader
+/// threads (docs/tiered-storage.md#reads-and-the-hot-tail).
+pub(crate) async fn query_offset(
     svc: &GrpcService,
     ctx: &RequestContext,
     request: QueryOffsetRequest,
@@ -240,6 +242,23 @@ pub(crate) fn query_offset(
     let store = &svc.broker.storage.store;
     let offset = match QueryOffsetPolicy::try_from(request.query_offset_policy) {
         Ok(QueryOffsetPolicy::End) => store.max_offset_in_queue(&topic, queue.id),
+        Ok(QueryOffsetPolicy::Timestamp) if store.tier_serves_reads() => {
+            let at = request.timestamp.as_ref().map(millis_of).unwrap_or(0);
+            let (s, t, q) = (std::sync::Arc::clone(store), topic.clone(), queue.id);
+            let found = store
+                .on_tier_readers(move || s.offset_in_queue_by_time(&t, q, at))
+                .await;
+            let Some(offset) = found else {
+                return QueryOffsetResponse {
+                    status: Some(status(
+                        Code::TooManyRequests,
+                        "the tiered store's readers are busy; try again",
+                    )),
+                    offset: 0,
+                };
+            };
+            offset
+        }
         Ok(QueryOffsetPolicy::Timestamp) => {
             let at = request.timestamp.as_ref().map(millis_of).unwrap_or(0);
             store.offset_in_queue_by_time(&topic, queue.id, at)

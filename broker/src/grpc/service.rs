@@ -243,7 +243,7 @@ impl MessagingService for GrpcService {
         request: Request<QueryOffsetRequest>,
     ) -> Result<Response<QueryOffsetResponse>, tonic::Status> {
         unary(self, request, |ctx, req| async move {
-            pull::query_offset(self, &ctx, req)
+            pull::query_offset(self, &ctx, req).await
         })
         .await
     }

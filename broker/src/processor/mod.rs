@@ -30,6 +30,7 @@ mod scope;
 mod send;
 mod send_back;
 mod store_admin;
+mod tier_reads;
 pub(crate) mod topic_admin;
 mod topic_consumers;
 mod transaction;
@@ -119,18 +120,24 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::GET_MAX_OFFSET => consumer_manage::get_max_offset(b, request),
                 request_code::GET_MIN_OFFSET => consumer_manage::get_min_offset(b, request),
                 request_code::SEARCH_OFFSET_BY_TIMESTAMP => {
-                    consumer_manage::search_offset_by_timestamp(b, request)
+                    let handler = consumer_manage::search_offset_by_timestamp;
+                    tier_reads::run(&self.broker, request, handler).await
                 }
                 request_code::GET_EARLIEST_MSG_STORETIME => {
-                    consumer_manage::get_earliest_msg_storetime(b, request)
+                    let handler = consumer_manage::get_earliest_msg_storetime;
+                    tier_reads::run(&self.broker, request, handler).await
                 }
                 request_code::LOCK_BATCH_MQ => consumer_manage::lock_batch_mq(b, request),
                 request_code::UNLOCK_BATCH_MQ => consumer_manage::unlock_batch_mq(b, request),
                 request_code::GET_ALL_CONSUMER_OFFSET => {
                     consumer_manage::get_all_consumer_offset(b)
                 }
-                request_code::QUERY_MESSAGE => query::query_message(b, request).await,
-                request_code::VIEW_MESSAGE_BY_ID => query::view_message_by_id(b, request).await,
+                request_code::QUERY_MESSAGE => {
+                    tier_reads::run(&self.broker, request, query::query_message).await
+                }
+                request_code::VIEW_MESSAGE_BY_ID => {
+                    tier_reads::run(&self.broker, request, query::view_message_by_id).await
+                }
                 request_code::END_TRANSACTION => {
                     transaction::end_transaction(b, channel, request).await
                 }
@@ -164,16 +171,19 @@ impl RequestProcessor for BrokerProcessor {
                     broker_config::update_broker_config(b, request)
                 }
                 request_code::INVOKE_BROKER_TO_RESET_OFFSET => {
-                    offset_reset::invoke_broker_to_reset_offset(b, request)
+                    let handler = offset_reset::invoke_broker_to_reset_offset;
+                    tier_reads::run(&self.broker, request, handler).await
                 }
                 request_code::CLEAN_EXPIRED_CONSUMEQUEUE | request_code::CLEAN_UNUSED_TOPIC => {
                     store_admin::clean_unused_topics(&self.broker).await
                 }
                 request_code::GET_BROKER_CONSUME_STATS => {
-                    broker_inspect::get_broker_consume_stats(b, request)
+                    let handler = broker_inspect::get_broker_consume_stats;
+                    tier_reads::run(&self.broker, request, handler).await
                 }
                 request_code::QUERY_CONSUME_QUEUE => {
-                    broker_inspect::query_consume_queue(b, request)
+                    let handler = broker_inspect::query_consume_queue;
+                    tier_reads::run(&self.broker, request, handler).await
                 }
                 request_code::GET_BROKER_HA_STATUS => broker_inspect::get_broker_ha_status(b),
                 request_code::RESET_MASTER_FLUSH_OFFSET => {
@@ -193,8 +203,14 @@ impl RequestProcessor for BrokerProcessor {
                     client_relay::get_consumer_status(b, request).await
                 }
                 request_code::DELETE_EXPIRED_COMMITLOG => store_admin::delete_expired_commit_log(b),
-                request_code::GET_TOPIC_STATS_INFO => topic_admin::get_topic_stats_info(b, request),
-                request_code::GET_CONSUME_STATS => group_admin::get_consume_stats(b, request),
+                request_code::GET_TOPIC_STATS_INFO => {
+                    let handler = topic_admin::get_topic_stats_info;
+                    tier_reads::run(&self.broker, request, handler).await
+                }
+                request_code::GET_CONSUME_STATS => {
+                    let handler = group_admin::get_consume_stats;
+                    tier_reads::run(&self.broker, request, handler).await
+                }
                 request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                     let started = std::time::Instant::now();
                     let response =
@@ -250,15 +266,21 @@ impl RequestProcessor for BrokerProcessor {
                 request_code::POLLING_INFO | request_code::POLLING_INFO_SHORT => {
                     notification::polling_info(b, channel, request)
                 }
-                request_code::VOSTOK_MESSAGE_STATUS => ops_admin::message_status(b, request),
-                request_code::VOSTOK_BROWSE_MESSAGES => ops_admin::browse_messages(b, request),
+                request_code::VOSTOK_MESSAGE_STATUS => {
+                    tier_reads::run(&self.broker, request, ops_admin::message_status).await
+                }
+                request_code::VOSTOK_BROWSE_MESSAGES => {
+                    tier_reads::run(&self.broker, request, ops_admin::browse_messages).await
+                }
                 request_code::VOSTOK_REMOVE_MESSAGE => {
                     ops_admin::remove_message(b, channel, request).await
                 }
                 request_code::VOSTOK_RESEND_DLQ_MESSAGE => {
                     ops_admin::resend_dlq_message(b, channel, request).await
                 }
-                request_code::VOSTOK_GET_GROUP_LAG => ops_admin::group_lag(b, request),
+                request_code::VOSTOK_GET_GROUP_LAG => {
+                    tier_reads::run(&self.broker, request, ops_admin::group_lag).await
+                }
                 request_code::VOSTOK_GET_CONNECTED_CLIENTS => ops_admin::connected_clients(b),
                 request_code::UPDATE_AND_CREATE_ACL_CONFIG
                 | request_code::DELETE_ACL_CONFIG

@@ -13,25 +13,19 @@ use crate::state::Broker;
 /// `defaultQueryMaxNum` for lookups by unique key.
 const DEFAULT_QUERY_MAX_NUM: i32 = 32;
 
-pub(crate) async fn query_message(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
+/// Runs on the tier's reader threads when the tier is on ([`super::tier_reads`]).
+pub(crate) fn query_message(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let mut header = decode_header!(request, QueryMessageRequestHeader);
     if header.unique_key_query == Some(true) {
         header.max_num = DEFAULT_QUERY_MAX_NUM;
     }
-    let store = broker.storage.store.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        store.query_message(
-            &header.topic,
-            &header.key,
-            header.max_num,
-            header.begin_timestamp,
-            header.end_timestamp,
-        )
-    })
-    .await;
-    let Ok(result) = result else {
-        return error(response_code::SYSTEM_ERROR, "query failed");
-    };
+    let result = broker.storage.store.query_message(
+        &header.topic,
+        &header.key,
+        header.max_num,
+        header.begin_timestamp,
+        header.end_timestamp,
+    );
     let response_header = QueryMessageResponseHeader {
         index_last_update_timestamp: result.index_last_update_timestamp,
         index_last_update_phyoffset: result.index_last_update_phyoffset,
@@ -52,10 +46,8 @@ pub(crate) async fn query_message(broker: &Broker, request: RemotingCommand) -> 
         .with_body(body.freeze())
 }
 
-pub(crate) async fn view_message_by_id(
-    broker: &Broker,
-    request: RemotingCommand,
-) -> RemotingCommand {
+/// Runs on the tier's reader threads when the tier is on ([`super::tier_reads`]).
+pub(crate) fn view_message_by_id(broker: &Broker, request: RemotingCommand) -> RemotingCommand {
     let header = decode_header!(request, ViewMessageRequestHeader);
     match broker
         .storage

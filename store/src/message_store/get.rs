@@ -100,6 +100,16 @@ impl MessageStore {
             .is_some_and(|(_, end)| offset < end)
     }
 
+    /// Whether the tier is on and serves reads: requests that may read it besides
+    /// pulls (searches by time, lag, queue entries, lookups by key or offset) then
+    /// run on [`MessageStore::on_tier_readers`]. Cheap (no I/O).
+    pub fn tier_serves_reads(&self) -> bool {
+        self.inner()
+            .tier
+            .as_deref()
+            .is_some_and(|t| t.serves_reads())
+    }
+
     /// Runs `f` (a read [`MessageStore::reads_from_tier`] says the tier answers) on
     /// the tier's reader threads, `store-tier-read`, within the tier's I/O budget
     /// (docs/tiered-storage.md#reads-and-the-hot-tail), so that it holds up none of the
@@ -290,7 +300,9 @@ impl MessageStore {
             tier_min
         };
         let examine = (16_000 / CQ_UNIT_SIZE).max(limits.max_count);
-        let found = match tier.entries_from(topic, queue_id, offset, examine) {
+        // One deadline for the whole pull: its queue index and every block it reads.
+        let deadline = tier.deadline();
+        let found = match tier.entries_from(topic, queue_id, offset, examine, deadline) {
             Ok(Some(found)) => found,
             Ok(None) => return None,
             Err(e) => {
@@ -315,7 +327,7 @@ impl MessageStore {
                     continue;
                 }
             }
-            let bytes = match tier.read(base, e.phy, size) {
+            let bytes = match tier.read(base, e.phy, size, deadline) {
                 Ok(b) => b,
                 Err(err) => {
                     tracing::warn!(topic, queue_id, offset = e.queue_offset, error = %err, "tier read failed");

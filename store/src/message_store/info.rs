@@ -179,6 +179,14 @@ fn tier_runtime_info(t: &crate::tier::TierStatus, put: &mut impl FnMut(&str, Str
     put("tierSegmentsUploaded", t.segments_uploaded.to_string());
     put("tierBytesUploaded", t.bytes_uploaded.to_string());
     put("tierUploadFailures", t.upload_failures.to_string());
+    // The last upload error since start (kept once uploads recover; `tierState` says
+    // whether they did), credentials never in it.
+    let (error_at, error) = t
+        .last_upload_error
+        .clone()
+        .unwrap_or((0, "none".to_owned()));
+    put("tierLastUploadErrorTime", error_at.to_string());
+    put("tierLastUploadError", error);
     put("tierUploadLagBytes", t.upload_lag_bytes.to_string());
     put("tierUploadLagSeconds", (t.upload_lag_ms / 1000).to_string());
     put("tierSegmentsExpired", t.segments_expired.to_string());

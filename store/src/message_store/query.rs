@@ -62,7 +62,7 @@ impl MessageStore {
             return None;
         }
         let tier = i.tier.as_deref().filter(|t| t.serves_reads())?;
-        tier.read_record(commit_log_offset)
+        tier.read_record(commit_log_offset, tier.deadline())
             .map_err(|e| tracing::warn!(commit_log_offset, error = %e, "tier read failed"))
             .ok()
             .flatten()
@@ -133,7 +133,9 @@ impl MessageStore {
             return;
         }
         let span = (begin_ms, end_ms);
-        let found = match tier.find_by_key(topic, key, max * 2, span, local_min) {
+        // One deadline for the whole query: the indexes it reads and its records.
+        let deadline = tier.deadline();
+        let found = match tier.find_by_key(topic, key, max * 2, span, local_min, deadline) {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(topic, error = %e, "tier lookup by key failed");
@@ -147,7 +149,7 @@ impl MessageStore {
             if e.phy >= local_min {
                 continue; // the local index answers for it
             }
-            let raw = match tier.read(base, e.phy, e.size.max(0) as usize) {
+            let raw = match tier.read(base, e.phy, e.size.max(0) as usize, deadline) {
                 Ok(raw) => raw,
                 Err(err) => {
                     tracing::warn!(topic, error = %err, "tier read failed");
@@ -217,8 +219,9 @@ impl MessageStore {
         };
         let mut out = Vec::new();
         let mut at = from;
+        let deadline = tier.deadline();
         while out.len() < count && at < below {
-            let found = match tier.entries_from(topic, queue_id, at, count - out.len()) {
+            let found = match tier.entries_from(topic, queue_id, at, count - out.len(), deadline) {
                 Ok(Some((_, found))) if !found.is_empty() => found,
                 Ok(_) => break,
                 Err(e) => {
@@ -262,7 +265,7 @@ impl MessageStore {
         }
         // Gone from the local disk: the tier's queue index has it.
         let tier = i.tier.as_deref().filter(|t| t.serves_reads())?;
-        match tier.entries_from(topic, queue_id, consume_queue_offset, 1) {
+        match tier.entries_from(topic, queue_id, consume_queue_offset, 1, tier.deadline()) {
             Ok(Some((_, e))) => e
                 .first()
                 .filter(|e| e.queue_offset == consume_queue_offset)
@@ -339,7 +342,7 @@ impl MessageStore {
                 return None;
             }
         }
-        match tier.offset_by_time(topic, queue_id, timestamp_ms) {
+        match tier.offset_by_time(topic, queue_id, timestamp_ms, tier.deadline()) {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(topic, queue_id, error = %e, "tier lookup by time failed");

@@ -2,8 +2,9 @@
 //! of cold data run on their own threads, `store-tier-read`, never on the threads that
 //! serve the hot tail, and at most `tieredStoreReadConcurrency` object-store reads at
 //! once, paced to `tieredStoreReadBandwidth` bytes a second. A read over the budget
-//! waits, at most `tieredStoreReadTimeout`, then gives up (the consumer asks again at
-//! the same offset).
+//! waits until its request's deadline (`tieredStoreReadTimeout` after the request
+//! began, one for all the objects it reads), then gives up (the consumer asks again
+//! at the same offset).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -69,10 +70,14 @@ impl ReadBudget {
         }
     }
 
-    /// Waits, at most `timeout`, for a slot and for the pace to allow a read of
-    /// `bytes`, which is then charged.
-    pub(crate) fn acquire(&self, bytes: u64, timeout: Duration) -> Result<Permit<'_>, TierError> {
-        let deadline = Instant::now() + timeout;
+    /// Waits, until `deadline`, for a slot and for the pace to allow a read of
+    /// `bytes`, which is then charged. `timeout` is what the error names.
+    pub(crate) fn acquire(
+        &self,
+        bytes: u64,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Permit<'_>, TierError> {
         let mut s = self.state.locked();
         loop {
             if s.stopped {
@@ -227,30 +232,33 @@ fn serve(
 mod tests {
     use super::*;
 
+    const T: Duration = Duration::from_secs(1);
+
+    fn in_ms(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
     #[test]
     fn the_budget_bounds_reads_in_flight_and_gives_up_after_the_timeout() {
         let b = ReadBudget::new(1, 0);
-        let first = b.acquire(100, Duration::ZERO).unwrap();
+        let first = b.acquire(100, in_ms(0), T).unwrap();
         assert!(matches!(
-            b.acquire(100, Duration::from_millis(1)),
+            b.acquire(100, in_ms(1), T),
             Err(TierError::Busy(_))
         ));
         assert_eq!(b.timeouts.load(Ordering::Relaxed), 1);
         drop(first);
-        let _again = b.acquire(100, Duration::ZERO).unwrap();
+        let _again = b.acquire(100, in_ms(0), T).unwrap();
     }
 
     #[test]
     fn the_pace_holds_the_next_read_back() {
         // One byte a second: the first read starts at once...
         let b = ReadBudget::new(8, 1);
-        let p = b.acquire(1000, Duration::ZERO).unwrap();
+        let p = b.acquire(1000, in_ms(0), T).unwrap();
         drop(p);
         // ...and the next may start only 1000 seconds later: refused without waiting.
-        assert!(matches!(
-            b.acquire(1, Duration::ZERO),
-            Err(TierError::Busy(_))
-        ));
+        assert!(matches!(b.acquire(1, in_ms(0), T), Err(TierError::Busy(_))));
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -124,8 +124,9 @@ pub struct TierConfig {
     pub read_block_size: u64,
     /// `tieredStoreUploadTimeout` (Vostok, ms): one object operation is abandoned after this.
     pub op_timeout: Duration,
-    /// `tieredStoreReadTimeout` (Vostok, ms): a read from the tier is given up after
-    /// this (the consumer asks again); a pull waits for it.
+    /// `tieredStoreReadTimeout` (Vostok, ms): how long a request (a pull, a query)
+    /// may wait for the tier, one deadline for every object it reads; past it the
+    /// pull answers what it read by then, or "not found" (the consumer asks again).
     pub read_timeout: Duration,
     /// `tieredStoreReadConcurrency` (Vostok): object-store reads at once, and the
     /// threads that serve reads of cold data.
@@ -307,7 +308,7 @@ pub static KEYS: Table<TierConfig> = Table {
         config_key!("tieredStoreReadCacheMaxSize", read_cache_max_size: Num, "bytes of tier data kept in memory for reads"),
         config_key!("tieredStoreReadBlockSize", read_block_size: AtLeast(4096u64), "the unit of a tier read (a segment no larger is read whole), at least 4096"),
         config_key!("tieredStoreUploadTimeout", op_timeout: Millis, "ms one upload, delete or page of the tier's listing may take before it is abandoned and retried"),
-        config_key!("tieredStoreReadTimeout", read_timeout: Millis, "ms a tier read may take; past it the pull answers \"not found\" and the consumer asks again"),
+        config_key!("tieredStoreReadTimeout", read_timeout: Millis, "ms a request may wait for the tier, one deadline for all the objects it reads; past it a pull answers what it read, or \"not found\", and the consumer asks again"),
         config_key!("tieredStoreReadConcurrency", read_concurrency: AtLeast(1usize), "object-store reads at once, and threads serving reads of cold data, at least 1"),
         config_key!("tieredStoreReadBandwidth", read_bandwidth: Num, "bytes a second read from the object store; 0: no bound"),
         config_key!("tieredStoreMaxPendingLimit", max_pending_limit: Num, "reads of cold data waiting for a reader thread; past it a pull answers \"not found\" and the consumer asks again"),

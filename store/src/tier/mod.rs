@@ -211,6 +211,14 @@ impl Tier {
         }
     }
 
+    /// When a read of the tier that starts now must be done: `tieredStoreReadTimeout`
+    /// from now. A request makes one and passes it to every object it reads, so that
+    /// a pull or a query that needs several objects waits for all of them within one
+    /// read timeout, not one each.
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.config.read_timeout
+    }
+
     /// At most `limit` queue entries from `offset`: those of the segment holding it (or
     /// of the next segment with the queue, when `offset` fell in a gap), with the
     /// segment's base.
@@ -220,11 +228,12 @@ impl Tier {
         qid: i32,
         offset: i64,
         limit: usize,
+        deadline: Instant,
     ) -> Result<Option<(i64, Vec<IndexEntry>)>, TierError> {
         let Some((base, from)) = self.state.read_locked().segment_for(topic, qid, offset) else {
             return Ok(None);
         };
-        let index = self.index(base)?;
+        let index = self.index(base, deadline)?;
         let entries = index.entries_from(topic, qid, from);
         Ok(Some((base, entries[..entries.len().min(limit)].to_vec())))
     }
@@ -236,13 +245,14 @@ impl Tier {
         topic: &str,
         qid: i32,
         timestamp_ms: i64,
+        deadline: Instant,
     ) -> Result<Option<i64>, TierError> {
         let segments = self.state.read_locked().queue_segments(topic, qid);
         for (base, newest) in segments {
             if newest < timestamp_ms {
                 continue; // every message in it is older
             }
-            let index = self.index(base)?;
+            let index = self.index(base, deadline)?;
             let found = index
                 .entries_from(topic, qid, i64::MIN)
                 .iter()
@@ -255,7 +265,11 @@ impl Tier {
     }
 
     /// The whole record starting at commitlog offset `phy`, from the segment holding it.
-    pub(crate) fn read_record(&self, phy: i64) -> Result<Option<Bytes>, TierError> {
+    pub(crate) fn read_record(
+        &self,
+        phy: i64,
+        deadline: Instant,
+    ) -> Result<Option<Bytes>, TierError> {
         let Some((base, size)) = self
             .state
             .read_locked()
@@ -269,12 +283,12 @@ impl Tier {
         if phy + 4 > base + size as i64 {
             return Ok(None);
         }
-        let head = self.read(base, phy, 4)?;
+        let head = self.read(base, phy, 4, deadline)?;
         let total = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
         if total <= 4 || phy + total as i64 > base + size as i64 {
             return Ok(None);
         }
-        self.read(base, phy, total as usize).map(Some)
+        self.read(base, phy, total as usize, deadline).map(Some)
     }
 
     /// Up to `max` messages of `topic` with `key` among their keys (`UNIQ_KEY`,
@@ -289,6 +303,7 @@ impl Tier {
         max: usize,
         (begin_ms, end_ms): (i64, i64),
         below: i64,
+        deadline: Instant,
     ) -> Result<Vec<(i64, IndexEntry)>, TierError> {
         let candidates: Vec<i64> = {
             let state = self.state.read_locked();
@@ -317,7 +332,7 @@ impl Tier {
             );
         }
         for base in candidates.into_iter().rev().take(KEY_QUERY_MAX_SEGMENTS) {
-            let index = self.index(base)?;
+            let index = self.index(base, deadline)?;
             let mut here: Vec<IndexEntry> = index
                 .with_key(topic, key)
                 .filter(|e| (begin_ms..=end_ms).contains(&e.store_timestamp))
@@ -333,10 +348,10 @@ impl Tier {
         Ok(found)
     }
 
-    fn index(&self, base: i64) -> Result<Arc<SegmentIndex>, TierError> {
-        let (cached, _) = self.cached_or_load(CacheKey::Index(base), || {
+    fn index(&self, base: i64, deadline: Instant) -> Result<Arc<SegmentIndex>, TierError> {
+        let (cached, _) = self.cached_or_load(CacheKey::Index(base), deadline, || {
             // Its size is known once read: charged to the pace then.
-            let permit = self.budget.acquire(0, self.config.read_timeout)?;
+            let permit = self.budget.acquire(0, deadline, self.config.read_timeout)?;
             let started = Instant::now();
             let raw = self.backend.get(&index_key(base));
             self.stats.object_read(
@@ -357,16 +372,15 @@ impl Tier {
     }
 
     /// The cached value of `key`, or else `load`ed into the cache, once: a reader
-    /// that finds another loading the same key waits for it (at most
-    /// `tieredStoreReadTimeout`) rather than reading it again. With whether it was a
-    /// cache hit.
+    /// that finds another loading the same key waits for it (until `deadline`)
+    /// rather than reading it again. With whether it was a cache hit.
     fn cached_or_load(
         &self,
         key: CacheKey,
+        deadline: Instant,
         load: impl FnOnce() -> Result<(Cached, u64), TierError>,
     ) -> Result<(Cached, bool), TierError> {
         let timeout = self.config.read_timeout;
-        let deadline = Instant::now() + timeout;
         let (loading, loaded) = &self.loading;
         let mut l = loading.locked();
         loop {
@@ -403,8 +417,14 @@ impl Tier {
 
     /// The `size` bytes at commitlog offset `phy` of the segment at `base`, read in
     /// blocks of `tieredStoreReadBlockSize` (the whole segment when it is smaller)
-    /// through the cache.
-    pub(crate) fn read(&self, base: i64, phy: i64, size: usize) -> Result<Bytes, TierError> {
+    /// through the cache, every block by `deadline`.
+    pub(crate) fn read(
+        &self,
+        base: i64,
+        phy: i64,
+        size: usize,
+        deadline: Instant,
+    ) -> Result<Bytes, TierError> {
         bump(&self.stats.reads);
         let seg_size = self
             .state
@@ -427,13 +447,13 @@ impl Tier {
         }
         let (first, last) = (from / block, (to - 1) / block);
         if first == last {
-            let b = self.block(base, first, block, seg_size)?;
+            let b = self.block(base, first, (block, seg_size), deadline)?;
             let at = (from - first * block) as usize;
             return Ok(b.slice(at..at + size));
         }
         let mut out = BytesMut::with_capacity(size);
         for n in first..=last {
-            let b = self.block(base, n, block, seg_size)?;
+            let b = self.block(base, n, (block, seg_size), deadline)?;
             let start = from.max(n * block) - n * block;
             let end = to.min((n + 1) * block) - n * block;
             out.extend_from_slice(&b[start as usize..end as usize]);
@@ -441,11 +461,19 @@ impl Tier {
         Ok(out.freeze())
     }
 
-    fn block(&self, base: i64, n: u64, block: u64, seg_size: u64) -> Result<Bytes, TierError> {
-        let (cached, hit) = self.cached_or_load(CacheKey::Block(base, n), || {
+    fn block(
+        &self,
+        base: i64,
+        n: u64,
+        (block, seg_size): (u64, u64),
+        deadline: Instant,
+    ) -> Result<Bytes, TierError> {
+        let (cached, hit) = self.cached_or_load(CacheKey::Block(base, n), deadline, || {
             let range = n * block..((n + 1) * block).min(seg_size);
             let want = range.end - range.start;
-            let permit = self.budget.acquire(want, self.config.read_timeout)?;
+            let permit = self
+                .budget
+                .acquire(want, deadline, self.config.read_timeout)?;
             let started = Instant::now();
             let b = self.backend.get_range(&data_key(base), range);
             drop(permit);

@@ -48,7 +48,8 @@ pub(crate) fn run(inner: &StoreInner) {
         }
         tier.stats.failing.store(pass.is_err(), Ordering::Relaxed);
         if let Err(e) = pass {
-            *tier.stats.last_upload_error.locked() = Some((now_millis(), e.to_string()));
+            let said = without_secrets(&e.to_string(), &tier.config);
+            *tier.stats.last_upload_error.locked() = Some((now_millis(), said));
             tier.stats.upload_failures.fetch_add(1, Ordering::Relaxed);
             tier.notify_progress();
             tracing::warn!(
@@ -68,6 +69,27 @@ pub(crate) fn run(inner: &StoreInner) {
             break;
         }
     }
+}
+
+/// `message` (an upload error, kept for `mqadmin brokerStatus` and the console) with
+/// the object store's credentials, configured or from the environment, as `***`.
+fn without_secrets(message: &str, config: &super::TierConfig) -> String {
+    let from_env = [
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_ACCESS_KEY_ID",
+    ]
+    .map(|k| std::env::var(k).unwrap_or_default());
+    let mut out = message.to_owned();
+    for secret in [&config.secret_key, &config.access_key]
+        .into_iter()
+        .chain(from_env.iter())
+    {
+        if !secret.is_empty() {
+            out = out.replace(secret.as_str(), "***");
+        }
+    }
+    out
 }
 
 /// At start: checks that every recorded segment whose local file is still here is
@@ -296,4 +318,20 @@ pub(crate) fn expire(inner: &StoreInner, tier: &Tier, now_ms: i64) -> Result<usi
     }
     tier.notify_progress();
     Ok(expired.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upload_error_is_kept_without_the_credentials() {
+        let c = super::super::TierConfig {
+            access_key: "the-access-key".into(),
+            secret_key: "the-secret-key".into(),
+            ..Default::default()
+        };
+        let said = without_secrets("denied for the-access-key (the-secret-key) at bucket b", &c);
+        assert_eq!(said, "denied for *** (***) at bucket b");
+    }
 }
