@@ -36,5 +36,5 @@ pub mod v2;
 
 pub use error::AuthError;
 pub use guard::{Guard, GuardConfig, Principal};
-pub use proof::{GrpcProof, MacProof, Proof, TimeWindow};
+pub use proof::{GrpcProof, MacProof, Proof, TimeWindow, Unproven};
 pub use resource::{Access, Denied, Need, Resource};

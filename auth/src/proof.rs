@@ -59,6 +59,24 @@ pub trait Proof {
         window: &TimeWindow,
         now_ms: i64,
     ) -> Result<(), String>;
+    /// [`Proof::signed_with`], then [`Proof::signed_in_time`]: what the guards ask of
+    /// every request. A remoting request does both over one sorted list of its fields.
+    fn proven(&self, key: &SigningKey, window: &TimeWindow, now_ms: i64) -> Result<(), Unproven> {
+        if !self.signed_with(key) {
+            return Err(Unproven::Signature);
+        }
+        self.signed_in_time(key, window, now_ms)
+            .map_err(Unproven::Time)
+    }
+}
+
+/// Why [`Proof::proven`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unproven {
+    /// Not signed with the account's secret.
+    Signature,
+    /// Signed, but not in time (or the time's proof is missing or forged); says why.
+    Time(String),
 }
 
 impl Proof for RemotingCommand {
@@ -84,13 +102,27 @@ impl Proof for RemotingCommand {
     ) -> Result<(), String> {
         match stamp::verify(key, self, now_ms, window.max_skew_ms) {
             Ok(Some(_)) => Ok(()),
-            Ok(None) if window.required => Err(format!(
-                "the request carries no {VOSTOK_SIGNATURE} (code and time), which authenticationTimeRequired=true asks of every client"
-            )),
+            Ok(None) if window.required => Err(no_stamp()),
             Ok(None) => Ok(()),
             Err(e) => Err(e.to_string()),
         }
     }
+
+    fn proven(&self, key: &SigningKey, window: &TimeWindow, now_ms: i64) -> Result<(), Unproven> {
+        match stamp::verify_signed(key, self, now_ms, window.max_skew_ms) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) if window.required => Err(Unproven::Time(no_stamp())),
+            Ok(None) => Ok(()),
+            Err(stamp::Unproven::Signature) => Err(Unproven::Signature),
+            Err(stamp::Unproven::Stamp(e)) => Err(Unproven::Time(e.to_string())),
+        }
+    }
+}
+
+fn no_stamp() -> String {
+    format!(
+        "the request carries no {VOSTOK_SIGNATURE} (code and time), which authenticationTimeRequired=true asks of every client"
+    )
 }
 
 /// A gRPC call: its `authorization` (when sent and well formed) and `x-mq-date-time`.

@@ -44,6 +44,79 @@ const SIGNATURE_LEN: usize = 28;
 /// the heap.
 const INLINE_FIELDS: usize = 32;
 
+/// The signed fields of a request in key order, one per key (the last one sent),
+/// sorted once on the stack (on the heap past [`INLINE_FIELDS`]): a verifier walks
+/// them twice, for RocketMQ's signature and for Vostok's stamp.
+pub(crate) struct SignedFields<'a> {
+    inline: [(&'a str, &'a str); INLINE_FIELDS],
+    heap: Vec<(&'a str, &'a str)>,
+    len: usize,
+}
+
+impl<'a> SignedFields<'a> {
+    pub(crate) fn of(ext: &'a ExtFields, skip_unique_key_query: bool) -> SignedFields<'a> {
+        let signed = ext
+            .iter()
+            .filter(|(k, _)| *k != SIGNATURE && !(skip_unique_key_query && *k == UNIQUE_KEY_QUERY));
+        let mut out = SignedFields {
+            inline: [("", ""); INLINE_FIELDS],
+            heap: Vec::new(),
+            len: 0,
+        };
+        if ext.len() <= INLINE_FIELDS {
+            for (slot, field) in out.inline.iter_mut().zip(signed) {
+                *slot = field;
+                out.len += 1;
+            }
+        } else {
+            out.heap.extend(signed);
+            out.len = out.heap.len();
+        }
+        let fields = out.all_mut();
+        // Stable (and, at these sizes, without a heap buffer): among equal keys the
+        // order sent is kept, so the last of a run is the value Java's map holds.
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+        // Keep the last of each run of equal keys, in place.
+        let mut kept = 0;
+        for i in 0..fields.len() {
+            if fields.get(i + 1).is_none_or(|next| next.0 != fields[i].0) {
+                fields[kept] = fields[i];
+                kept += 1;
+            }
+        }
+        out.len = kept;
+        out
+    }
+
+    fn all_mut(&mut self) -> &mut [(&'a str, &'a str)] {
+        if self.heap.is_empty() {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.heap[..self.len]
+        }
+    }
+
+    /// Key and value of every signed field, in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        let all = if self.heap.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.heap[..self.len]
+        };
+        all.iter().copied()
+    }
+
+    /// RocketMQ's signature over these fields and `body`: the values, then the body.
+    pub(crate) fn mac(&self, key: &SigningKey, body: &[u8]) -> HmacSha1 {
+        let mut mac = key.mac.clone();
+        for (_, v) in self.iter() {
+            mac.update(v.as_bytes());
+        }
+        mac.update(body);
+        mac
+    }
+}
+
 /// Calls `each` with the key and value of every signed field of `ext`, in key order,
 /// one per key (the last one sent).
 pub(crate) fn for_each_signed<'a>(
@@ -51,29 +124,8 @@ pub(crate) fn for_each_signed<'a>(
     skip_unique_key_query: bool,
     mut each: impl FnMut(&'a str, &'a str),
 ) {
-    let signed = ext
-        .iter()
-        .filter(|(k, _)| *k != SIGNATURE && !(skip_unique_key_query && *k == UNIQUE_KEY_QUERY));
-    let mut inline = [("", ""); INLINE_FIELDS];
-    let mut heap = Vec::new();
-    let fields: &mut [(&str, &str)] = if ext.len() <= INLINE_FIELDS {
-        let mut n = 0;
-        for (slot, field) in inline.iter_mut().zip(signed) {
-            *slot = field;
-            n += 1;
-        }
-        &mut inline[..n]
-    } else {
-        heap.extend(signed);
-        &mut heap
-    };
-    // Stable (and, at these sizes, without a heap buffer): among equal keys the
-    // order sent is kept, so the last of a run is the value Java's map holds.
-    fields.sort_by(|a, b| a.0.cmp(b.0));
-    for (i, (key, value)) in fields.iter().enumerate() {
-        if fields.get(i + 1).is_none_or(|next| next.0 != *key) {
-            each(key, value);
-        }
+    for (k, v) in SignedFields::of(ext, skip_unique_key_query).iter() {
+        each(k, v);
     }
 }
 
@@ -105,10 +157,7 @@ impl SigningKey {
     }
 
     fn keyed(&self, ext: &ExtFields, body: &[u8], skip_unique_key_query: bool) -> HmacSha1 {
-        let mut mac = self.mac.clone();
-        for_each_signed(ext, skip_unique_key_query, |_, v| mac.update(v.as_bytes()));
-        mac.update(body);
-        mac
+        SignedFields::of(ext, skip_unique_key_query).mac(self, body)
     }
 
     /// The signature a client puts in `Signature` for these fields and body.
