@@ -84,10 +84,18 @@ ROWS = [
      ["--mode", "async", "--window", "1024", "-w", "1"], None),
     ("SYNC_MASTER + slave, batch x32, 8 tasks", "SYNC_MASTER", "produce",
      ["--mode", "batch", "--batch", "32", "-w", "8"], None),
-    # The slave's lag under full ASYNC_MASTER load (bar: within 100 ms).
+    # The slave's lag under full ASYNC_MASTER load.
     ("ASYNC_MASTER + slave, batch x32, 8 tasks", "ASYNC_MASTER+SLAVE", "produce",
      ["--mode", "batch", "--batch", "32", "-w", "8"], None),
+    # The slave's lag at a rate the master can sustain: half of the standalone async row
+    # (about 90,000 msg/s on a quiet 2-core machine), for a minute (ROW_DURATION); the bar
+    # is a p99 lag within 100 ms. `--replication-rate` sets the rate.
+    ("ASYNC_MASTER + slave, async at half the standalone rate, 60 s", "ASYNC_MASTER+SLAVE",
+     "produce", ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "HALF_RATE"], None),
 ]
+
+# Rows measured for longer than `--duration`, in seconds.
+ROW_DURATION = {"ASYNC_MASTER + slave, async at half the standalone rate, 60 s": 60}
 
 # The sync and async rows again with ACL (plain_acl.yml, a non-admin account with PUB|SUB,
 # every request signed and checked) and with TLS (enforcing, ECDSA P-256 certificates made
@@ -233,7 +241,6 @@ def run_matrix(opts, targets, bench, log):
                 backlog_rows = []
             continue
         print("== " + " / ".join(r[0] for r in group), flush=True)
-        duration = ["-d", str(opts.duration)]
         for i in range(opts.runs):
             # Each round starts with the next row of the group: no row always runs first.
             shift = i % len(group)
@@ -246,7 +253,11 @@ def run_matrix(opts, targets, bench, log):
                 else:
                     row_targets = [t for t in targets
                                    if (profile is None and settings is None) or t.name == "vostok"]
+                duration = ["-d", str(ROW_DURATION.get(name, opts.duration))]
+                flags = [str(opts.replication_rate) if f == "HALF_RATE" else f for f in flags]
                 for t in row_targets:
+                    if flush in REPLICATION_MODES:
+                        t.row = name  # the lag sampled in this run belongs to this row
                     ns, pid = t.start(flush, profile, settings)
                     try:
                         if json_path.exists():
@@ -424,7 +435,7 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
             continue
         note = ""
         if flush == "ASYNC_MASTER+SLAVE":
-            note += opts.replicated.lag_note()
+            note += opts.replicated.lag_note(name)
         if s["errors"]:
             note += f" ({s['errors']:,} send errors)"
         if kind == "e2e" and s["lost"] is not None:
@@ -557,6 +568,8 @@ def main():
     ap.add_argument("--consume-duration", type=float, default=8)
     ap.add_argument("--out", default=str(HERE / "results.md"))
     ap.add_argument("--work", default=None, help="temp dir for stores and logs")
+    ap.add_argument("--replication-rate", type=int, default=45_000,
+                    help="msg/s of the master/slave row at half the standalone rate")
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these")
     ap.add_argument("--only", nargs="*", help="only rows with exactly these names")
     ap.add_argument("--interleave", action="store_true",

@@ -186,7 +186,8 @@ class ReplicatedVostok:
         self.binary = bin_dir / "mqbroker"
         self.work, self.free_port = work, free_port
         self.procs, self.dir, self.sampler = [], None, None
-        self.lags = []
+        self.lags = {}  # row name -> the lag summaries of its runs
+        self.row = None
 
     def _broker(self, name, settings):
         args = [str(self.binary)]
@@ -240,7 +241,7 @@ class ReplicatedVostok:
 
     def stop(self):
         if self.sampler:
-            self.lags.append(self.sampler.stop())
+            self.lags.setdefault(self.row, []).append(self.sampler.stop())
             self.sampler = None
         for proc in reversed(self.procs):
             if proc.poll() is None:
@@ -250,9 +251,9 @@ class ReplicatedVostok:
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def lag_note(self):
-        """The lag figures over the runs so far, as a table note."""
-        lags = [x for x in self.lags if x]
+    def lag_note(self, row):
+        """The lag figures over the row's runs so far, as a table note."""
+        lags = [x for x in self.lags.get(row, []) if x]
         if not lags:
             return ""
         med = statistics.median(x["ms_median"] for x in lags)
