@@ -24,13 +24,22 @@ use crate::message;
 use crate::route::TopicPublishInfo;
 
 impl ProducerShared {
-    pub(super) fn select_queue(
+    fn select_queue(
         &self,
         info: &TopicPublishInfo,
         last_broker: Option<&str>,
     ) -> Option<MessageQueue> {
+        self.select_queue_at(info, last_broker, Instant::now())
+    }
+
+    /// [`Self::select_queue`] with the clock already read (`now`, for fault avoidance).
+    pub(super) fn select_queue_at(
+        &self,
+        info: &TopicPublishInfo,
+        last_broker: Option<&str>,
+        now: Instant,
+    ) -> Option<MessageQueue> {
         if self.config.send_latency_fault_enable {
-            let now = Instant::now();
             info.select_queue(last_broker, |b| self.fault.is_available(b, now))
                 .cloned()
         } else {
@@ -40,11 +49,13 @@ impl ProducerShared {
 
     fn record_latency(&self, broker: &str, started: Instant, isolation: bool) {
         if self.config.send_latency_fault_enable {
+            // One clock read for both the latency and the fault's start.
+            let now = Instant::now();
             self.fault.update(
                 broker,
-                started.elapsed().as_millis() as u64,
+                now.saturating_duration_since(started).as_millis() as u64,
                 isolation,
-                Instant::now(),
+                now,
             );
         }
     }
