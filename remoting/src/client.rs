@@ -260,19 +260,18 @@ impl RemotingClient {
         match self.async_permits.clone().try_acquire_owned() {
             Ok(permit) => Ok(permit),
             Err(TryAcquireError::Closed) => Err(RemotingError::Shutdown("client")),
-            Err(TryAcquireError::NoPermits) => match tokio::time::timeout_at(
-                deadline,
-                self.async_permits.clone().acquire_owned(),
-            )
-            .await
-            {
-                Ok(Ok(permit)) => Ok(permit),
-                Ok(Err(_)) => Err(RemotingError::Shutdown("client")),
-                Err(_) => Err(RemotingError::TooManyRequests {
-                    kind: "async",
-                    limit: self.config.async_permits,
-                }),
-            },
+            Err(TryAcquireError::NoPermits) => {
+                match tokio::time::timeout_at(deadline, self.async_permits.clone().acquire_owned())
+                    .await
+                {
+                    Ok(Ok(permit)) => Ok(permit),
+                    Ok(Err(_)) => Err(RemotingError::Shutdown("client")),
+                    Err(_) => Err(RemotingError::TooManyRequests {
+                        kind: "async",
+                        limit: self.config.async_permits,
+                    }),
+                }
+            }
         }
     }
 
