@@ -183,6 +183,8 @@ impl ProducerShared {
 
     /// Turns an attempt's answer into a result: the broker's latency for fault
     /// avoidance, hooks after.
+    // The (queue, error) pair every step of an attempt returns; moved only on failure.
+    #[allow(clippy::result_large_err)]
     pub(super) fn finish_attempt(
         &self,
         prepared: &Prepared,
