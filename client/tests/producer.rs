@@ -517,6 +517,51 @@ async fn sends_move_to_the_second_broker_when_the_first_is_killed() {
 }
 
 #[tokio::test]
+async fn callback_sends_retry_on_another_broker_and_report_a_lost_one() {
+    let cluster = FakeCluster::start(2).await;
+    cluster.create_topic("CallbackFailover", 4);
+    let producer = started(&cluster, "pg").await;
+    for i in 0..4 {
+        producer
+            .send(Message::new("CallbackFailover", format!("{i}")))
+            .await
+            .unwrap();
+    }
+    cluster.broker(0).kill().await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for i in 0..8 {
+        let tx = tx.clone();
+        producer
+            .send_with_callback(
+                Message::new("CallbackFailover", format!("after {i}")),
+                move |r| {
+                    let _ = tx.send(r);
+                },
+            )
+            .await
+            .unwrap();
+    }
+    for _ in 0..8 {
+        let r = tokio::time::timeout(T, rx.recv()).await.unwrap().unwrap();
+        assert_eq!(r.unwrap().message_queue.broker_name, "broker-b");
+    }
+    // With no broker left, the error reaches the caller or the callback, once.
+    cluster.broker(1).kill().await;
+    let sent = producer
+        .send_with_callback(Message::new("CallbackFailover", "lost"), move |r| {
+            let _ = tx.send(r);
+        })
+        .await;
+    if sent.is_ok() {
+        let r = tokio::time::timeout(T, rx.recv()).await.unwrap().unwrap();
+        assert!(r.is_err(), "{r:?}");
+    }
+    assert!(tokio::time::timeout(T, rx.recv()).await.unwrap().is_none());
+    producer.shutdown().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
 async fn namespaces_isolate_topics() {
     let cluster = FakeCluster::start(1).await;
     let mut cfg = config(&cluster, "pg");

@@ -11,7 +11,6 @@
 //! process's [`MemoryBudget`]. Either side may send requests: a [`Channel`] is the
 //! handle for both.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,7 +18,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
@@ -41,7 +40,9 @@ mod pending;
 mod read_loop;
 mod reader;
 pub use detached::DetachedReceiver;
-pub use pending::PendingResponse;
+pub use pending::{PendingResponse, ResponseCallback};
+
+use pending::{PendingTable, Sink};
 
 use outbox::{Outbox, Queued, FRAME_OVERHEAD};
 use reader::FrameReader;
@@ -96,8 +97,6 @@ impl Default for ConnectionConfig {
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
 
-type PendingTable = Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>;
-
 struct Inner {
     id: u64,
     peer: SocketAddr,
@@ -107,7 +106,9 @@ struct Inner {
     tx: mpsc::Sender<Queued>,
     outbox: Arc<Outbox>,
     budget: Arc<MemoryBudget>,
-    pending: PendingTable,
+    pending: Mutex<PendingTable>,
+    /// Wakes the pending table's sweeper for a deadline earlier than it knows of.
+    sweep: Notify,
     /// Cancelled when the connection is gone: no more reads, writer draining.
     closed: CancellationToken,
     /// Cancelled when queued frames are to be dropped rather than written.
@@ -192,7 +193,8 @@ impl Inner {
             tx,
             outbox: Outbox::new(config.write_high_water, config.write_low_water),
             budget: config.budget.clone(),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingTable::default()),
+            sweep: Notify::new(),
             closed: CancellationToken::new(),
             aborted: CancellationToken::new(),
             closed_flag: AtomicBool::new(false),
@@ -250,6 +252,7 @@ impl Channel {
         let tracker = ctx.tracker.clone();
         let runtime = ctx.runtime.clone();
         let writer = outbox::write_loop(wr, rx, channel.inner.clone());
+        let sweeper = channel.clone().sweep_loop();
         let reader = channel.clone();
         ctx.processor.on_channel_connected(&channel);
         let frames = FrameReader::new(
@@ -262,10 +265,12 @@ impl Channel {
         match runtime {
             Some(runtime) => {
                 tracker.spawn_on(writer, &runtime);
+                tracker.spawn_on(sweeper, &runtime);
                 tracker.spawn_on(read, &runtime);
             }
             None => {
                 tracker.spawn(writer);
+                tracker.spawn(sweeper);
                 tracker.spawn(read);
             }
         }
@@ -374,7 +379,8 @@ impl Channel {
         let charge = self.charge_request(&frame)?;
         let (tx, rx) = oneshot::channel();
         let opaque = cmd.opaque;
-        self.inner.pending.locked().insert(opaque, tx);
+        // No timer per request: the connection's sweeper fails it at its deadline.
+        self.register(opaque, Sink::Waiting(tx), deadline);
         let pending = PendingResponse {
             channel: self.clone(),
             rx,
@@ -399,6 +405,66 @@ impl Channel {
             Ok(Ok(())) => Ok(pending),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(pending.timeout_error()),
+        }
+    }
+
+    /// Queues a request whose answer (or error: not queued, timeout at `deadline`,
+    /// connection lost) is given to `callback`, exactly once, with no task waiting for
+    /// it: on the connection's reader when answered, else on the sweeper, the reader
+    /// closing the connection, or here when the request could not be queued.
+    pub async fn send_request_with_callback(
+        &self,
+        mut cmd: RemotingCommand,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+        callback: ResponseCallback,
+    ) {
+        cmd.flag &= !(crate::command::FLAG_RESPONSE | crate::command::FLAG_ONEWAY);
+        let queued = match self.encode(&mut cmd) {
+            Ok(frame) => self.charge_request(&frame).map(|charge| (frame, charge)),
+            Err(e) => Err(e),
+        };
+        let (frame, charge) = match queued {
+            Ok(queued) => queued,
+            Err(e) => return self.call_back(callback, Err(e)),
+        };
+        let opaque = cmd.opaque;
+        let sink = Sink::Call {
+            call: callback,
+            code: cmd.code,
+            timeout,
+        };
+        self.register(opaque, sink, deadline);
+        // Not queued: the callback gets the error, unless the reader (closing) or the
+        // sweeper took its slot first and has called it.
+        let unqueued = |e: RemotingError| {
+            let sink = self.inner.pending.locked().remove(opaque);
+            if let Some(Sink::Call { call, .. }) = sink {
+                self.call_back(call, Err(e));
+            }
+        };
+        if self.is_closed() {
+            return unqueued(self.closed_error());
+        }
+        let queue = self.enqueue(frame, charge, Room::Wait);
+        tokio::pin!(queue);
+        let queued = match queue.as_mut().now_or_never() {
+            Some(done) => done,
+            None => match tokio::time::timeout_at(deadline, queue).await {
+                Ok(done) => done,
+                Err(_) => Err(RemotingError::Timeout {
+                    peer: self.inner.peer,
+                    code: cmd.code,
+                    opaque,
+                    timeout,
+                }),
+            },
+        };
+        if let Err(e) = queued {
+            if e.is_transport() {
+                self.close();
+            }
+            unqueued(e);
         }
     }
 
@@ -483,10 +549,10 @@ impl Channel {
     }
 
     fn complete(&self, response: RemotingCommand) {
-        let waiter = self.inner.pending.locked().remove(&response.opaque);
+        let waiter = self.inner.pending.locked().remove(response.opaque);
         match waiter {
-            Some(tx) => {
-                let _ = tx.send(response);
+            Some(sink) => {
+                sink.answer(self, response);
             }
             None => {
                 debug!(peer = %self.inner.peer, opaque = response.opaque, "response without a pending request (timed out?)")
@@ -495,7 +561,7 @@ impl Channel {
     }
 
     fn forget(&self, opaque: i32) {
-        self.inner.pending.locked().remove(&opaque);
+        self.inner.pending.locked().remove(opaque);
     }
 
     fn touch(&self) {

@@ -15,12 +15,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::debug;
 
-use crate::channel::{Channel, ChannelContext, ConnectionConfig};
+use crate::channel::{Channel, ChannelContext, ConnectionConfig, PendingResponse};
 use crate::command::RemotingCommand;
 use crate::error::{RemotingError, Result};
 use crate::processor::{NotSupported, RequestProcessor, RpcHook, RpcHooks};
@@ -74,15 +74,29 @@ pub struct RemotingClient {
     shutdown: CancellationToken,
 }
 
-/// The response of an [`RemotingClient::invoke_async`] call.
+/// The response of an [`RemotingClient::invoke_async`] call: no box and no timer of
+/// its own (the connection's sweeper fails it at its deadline).
 pub struct ResponseFuture {
-    inner: Pin<Box<dyn Future<Output = Result<RemotingCommand>> + Send>>,
+    pending: PendingResponse,
+    /// The async permit, given back when the answer is in (or the future dropped).
+    permit: Option<OwnedSemaphorePermit>,
+    /// The hooks' view of the call, kept only when they want the response.
+    after: Option<(RpcHooks, String, RemotingCommand)>,
 }
 
 impl Future for ResponseFuture {
     type Output = Result<RemotingCommand>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.inner.as_mut().poll(cx)
+        let this = &mut *self;
+        let mut response = match this.pending.poll_response(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(outcome) => outcome?,
+        };
+        this.permit = None;
+        if let Some((hooks, addr, original)) = &this.after {
+            hooks.after(addr, original, &mut response);
+        }
+        Poll::Ready(Ok(response))
     }
 }
 
@@ -236,20 +250,87 @@ impl RemotingClient {
         timeout: Duration,
     ) -> Result<ResponseFuture> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let permit =
-            match tokio::time::timeout_at(deadline, self.async_permits.clone().acquire_owned())
-                .await
-            {
-                Ok(Ok(permit)) => permit,
-                Ok(Err(_)) => return Err(RemotingError::Shutdown("client")),
-                Err(_) => {
-                    return Err(RemotingError::TooManyRequests {
+        let permit = self.async_permit(deadline).await?;
+        self.start_call(addr, request, deadline, Some(permit)).await
+    }
+
+    /// An async call's permit, waiting for one until `deadline` when all are taken.
+    async fn async_permit(&self, deadline: tokio::time::Instant) -> Result<OwnedSemaphorePermit> {
+        // A free permit is taken without a timer; only a full window waits.
+        match self.async_permits.clone().try_acquire_owned() {
+            Ok(permit) => Ok(permit),
+            Err(TryAcquireError::Closed) => Err(RemotingError::Shutdown("client")),
+            Err(TryAcquireError::NoPermits) => {
+                match tokio::time::timeout_at(deadline, self.async_permits.clone().acquire_owned())
+                    .await
+                {
+                    Ok(Ok(permit)) => Ok(permit),
+                    Ok(Err(_)) => Err(RemotingError::Shutdown("client")),
+                    Err(_) => Err(RemotingError::TooManyRequests {
                         kind: "async",
                         limit: self.config.async_permits,
-                    })
+                    }),
                 }
-            };
-        self.start_call(addr, request, deadline, Some(permit)).await
+            }
+        }
+    }
+
+    /// Queues `request` and gives its response or its error (not queued, timeout,
+    /// connection lost) to `callback`, exactly once, with no task or timer of its own:
+    /// on the connection's reader task when answered (keep it short), else where the
+    /// error is found. At most `async_permits` such calls (and
+    /// [`RemotingClient::invoke_async`]'s) wait for responses at once.
+    pub async fn invoke_async_with_callback<F>(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        timeout: Duration,
+        callback: F,
+    ) where
+        F: FnOnce(Result<RemotingCommand>) + Send + 'static,
+    {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let permit = match self.async_permit(deadline).await {
+            Ok(permit) => permit,
+            Err(e) => return callback(Err(e)),
+        };
+        let channel = match self.call_channel(addr, deadline).await {
+            Ok(channel) => channel,
+            Err(e) => return callback(Err(e)),
+        };
+        let hooks = self.hooks();
+        let after = if hooks.is_empty() {
+            None
+        } else {
+            hooks.before(addr, &mut request);
+            hooks
+                .wants_response()
+                .then(|| (hooks, addr.to_owned(), request.clone()))
+        };
+        let call: crate::channel::ResponseCallback = Box::new(move |outcome| {
+            drop(permit);
+            let outcome = outcome.map(|mut response| {
+                if let Some((hooks, addr, original)) = &after {
+                    hooks.after(addr, original, &mut response);
+                }
+                response
+            });
+            callback(outcome)
+        });
+        channel
+            .send_request_with_callback(request, deadline, timeout, call)
+            .await
+    }
+
+    /// The connection for a call to `addr`, connecting within `deadline` if needed.
+    async fn call_channel(&self, addr: &str, deadline: tokio::time::Instant) -> Result<Channel> {
+        match self.live_channel(addr) {
+            Some(channel) => Ok(channel),
+            None => {
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.channel_with_timeout(addr, remaining).await
+            }
+        }
     }
 
     async fn start_call(
@@ -259,13 +340,7 @@ impl RemotingClient {
         deadline: tokio::time::Instant,
         permit: Option<OwnedSemaphorePermit>,
     ) -> Result<ResponseFuture> {
-        let channel = match self.live_channel(addr) {
-            Some(channel) => channel,
-            None => {
-                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-                self.channel_with_timeout(addr, remaining).await?
-            }
-        };
+        let channel = self.call_channel(addr, deadline).await?;
         let hooks = self.hooks();
         let original = if hooks.is_empty() {
             None
@@ -282,17 +357,10 @@ impl RemotingClient {
                 return Err(e);
             }
         };
-        // The hooks' view of the call, kept only when they want the response.
-        let after = original.map(|original| (addr.to_owned(), original));
         Ok(ResponseFuture {
-            inner: Box::pin(async move {
-                let _permit = permit;
-                let mut response = pending.wait().await?;
-                if let Some((addr, original)) = &after {
-                    hooks.after(addr, original, &mut response);
-                }
-                Ok(response)
-            }),
+            pending,
+            permit,
+            after: original.map(|original| (hooks, addr.to_owned(), original)),
         })
     }
 

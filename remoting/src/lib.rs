@@ -47,7 +47,7 @@ pub mod tls;
 mod writer;
 
 pub use budget::{MemoryBudget, Reservation};
-pub use channel::{Channel, ConnectionConfig, DetachedReceiver};
+pub use channel::{Channel, ConnectionConfig, DetachedReceiver, ResponseCallback};
 pub use client::{ClientConfig, RemotingClient, ResponseFuture};
 pub use codec::{Frame, FrameLimits, RemotingCodec};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};

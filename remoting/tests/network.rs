@@ -177,6 +177,73 @@ async fn timeout_frees_the_call_and_a_late_answer_is_dropped() {
     assert_eq!(&response.body[..], b"next");
 }
 
+/// A call whose answer goes to a callback: the callback's outcomes, in the order given.
+fn callback_into(
+    tx: &mpsc::UnboundedSender<(&'static str, Result<RemotingCommand, RemotingError>)>,
+    name: &'static str,
+) -> impl FnOnce(Result<RemotingCommand, RemotingError>) + Send + 'static {
+    let tx = tx.clone();
+    move |outcome| {
+        let _ = tx.send((name, outcome));
+    }
+}
+
+#[tokio::test]
+async fn callbacks_get_the_answer_a_timeout_or_the_connection_loss_once_each() {
+    let (server, processor) = start(ServerConfig::default()).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::new(ClientConfig::default(), None);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+
+    client
+        .invoke_async_with_callback(&addr, echo(b"cb"), T, callback_into(&tx, "echo"))
+        .await;
+    let (name, outcome) = tokio::time::timeout(T, rx.recv()).await.unwrap().unwrap();
+    assert_eq!(name, "echo");
+    assert_eq!(&outcome.unwrap().body[..], b"cb");
+
+    // A long deadline first, then a short one: the sweeper wakes for the earlier one.
+    client
+        .invoke_async_with_callback(
+            &addr,
+            RemotingCommand::request(HANG),
+            Duration::from_secs(60),
+            callback_into(&tx, "hang"),
+        )
+        .await;
+    client
+        .invoke_async_with_callback(
+            &addr,
+            RemotingCommand::request(SLOW),
+            Duration::from_millis(50),
+            callback_into(&tx, "slow"),
+        )
+        .await;
+    let (name, outcome) = tokio::time::timeout(T, rx.recv()).await.unwrap().unwrap();
+    assert_eq!(name, "slow");
+    assert!(
+        matches!(outcome, Err(RemotingError::Timeout { .. })),
+        "{outcome:?}"
+    );
+
+    // The hanging call learns of the connection's loss, long before its deadline.
+    for ch in server.channels() {
+        ch.close();
+    }
+    let (name, outcome) = tokio::time::timeout(T, rx.recv()).await.unwrap().unwrap();
+    assert_eq!(name, "hang");
+    assert!(
+        matches!(outcome, Err(RemotingError::ConnectionClosed { .. })),
+        "{outcome:?}"
+    );
+    processor.hang.notify_waiters();
+
+    // Each callback ran once: nothing else arrives once the client is gone.
+    client.shutdown().await;
+    drop(tx);
+    assert!(tokio::time::timeout(T, rx.recv()).await.unwrap().is_none());
+}
+
 #[tokio::test]
 async fn connection_loss_fails_pending_calls_at_once_and_reconnects() {
     let (server, processor) = start(ServerConfig::default()).await;

@@ -209,20 +209,24 @@ fn parse_args() -> Result<Args, String> {
 async fn send(producer: &Producer, row: &str, args: &Args, body: &Bytes, n: u64) {
     match row {
         "async" => {
-            // mqbench's async loop: a window of permits, a task per answer.
+            // mqbench's async loop: a window of permits, a callback per send.
             let permits = Arc::new(Semaphore::new(args.window));
+            let failed = Arc::new(AtomicU64::new(0));
             for _ in 0..n {
                 let permit = permits.clone().acquire_owned().await.expect("open");
-                let pending = producer
-                    .send_async(Message::new(TOPIC, body.clone()))
+                let failed = failed.clone();
+                producer
+                    .send_with_callback(Message::new(TOPIC, body.clone()), move |r| {
+                        if r.is_err() {
+                            failed.fetch_add(1, Relaxed);
+                        }
+                        drop(permit);
+                    })
                     .await
                     .expect("queued");
-                tokio::spawn(async move {
-                    pending.await.expect("stored");
-                    drop(permit);
-                });
             }
             let _all = permits.acquire_many(args.window as u32).await;
+            assert_eq!(failed.load(Relaxed), 0, "every send stored");
         }
         "batch" => {
             let mut sent = 0;

@@ -13,7 +13,7 @@ use vostok_remoting::protocol::message::{property, sysflag};
 use vostok_remoting::protocol::{request_code, topic};
 use vostok_remoting::support::sync::RwLockExt;
 use vostok_remoting::support::time::now_millis;
-use vostok_remoting::{ExtFields, RemotingCommand};
+use vostok_remoting::{ExtFields, RemotingCommand, RemotingError};
 
 use super::send::{Attempt, Prepared};
 use super::send_result::{SendResult, SendStatus};
@@ -29,8 +29,17 @@ impl ProducerShared {
         info: &TopicPublishInfo,
         last_broker: Option<&str>,
     ) -> Option<MessageQueue> {
+        self.select_queue_at(info, last_broker, Instant::now())
+    }
+
+    /// [`Self::select_queue`] with the clock already read (`now`, for fault avoidance).
+    pub(super) fn select_queue_at(
+        &self,
+        info: &TopicPublishInfo,
+        last_broker: Option<&str>,
+        now: Instant,
+    ) -> Option<MessageQueue> {
         if self.config.send_latency_fault_enable {
-            let now = Instant::now();
             info.select_queue(last_broker, |b| self.fault.is_available(b, now))
                 .cloned()
         } else {
@@ -40,11 +49,13 @@ impl ProducerShared {
 
     fn record_latency(&self, broker: &str, started: Instant, isolation: bool) {
         if self.config.send_latency_fault_enable {
+            // One clock read for both the latency and the fault's start.
+            let now = Instant::now();
             self.fault.update(
                 broker,
-                started.elapsed().as_millis() as u64,
+                now.saturating_duration_since(started).as_millis() as u64,
                 isolation,
-                Instant::now(),
+                now,
             );
         }
     }
@@ -77,32 +88,12 @@ impl ProducerShared {
         mode: CommunicationMode,
         timeout: Duration,
     ) -> std::result::Result<Attempt, (MessageQueue, ClientError)> {
-        let instance = match self.instance() {
-            Ok(i) => i,
-            Err(e) => return Err((mq, e)),
-        };
-        let addr = match instance.find_broker_addr_in_publish(&mq.broker_name) {
-            Some(a) => a,
-            None => {
-                let _ = instance.update_route(&mq.topic).await;
-                match instance.find_broker_addr_in_publish(&mq.broker_name) {
-                    Some(a) => a,
-                    None => {
-                        let e = ClientError::NoBroker {
-                            topic: mq.topic.clone(),
-                            broker_name: mq.broker_name.clone(),
-                        };
-                        return Err((mq, e));
-                    }
-                }
-            }
-        };
-        let request = match self.build_request(prepared, &mq, &addr, mode) {
-            Ok(r) => r,
-            Err(e) => return Err((mq, e)),
-        };
+        let (mq, addr, request) = self.request_for(prepared, mq, mode).await?;
         let started = Instant::now();
-        let remoting = instance.remoting();
+        let remoting = match self.instance() {
+            Ok(instance) => instance.remoting(),
+            Err(e) => return Err((mq, e)),
+        };
         let queued = match mode {
             CommunicationMode::Oneway => remoting
                 .invoke_oneway(&addr, request, timeout)
@@ -138,6 +129,41 @@ impl ProducerShared {
         }
     }
 
+    /// The broker address of `mq` (the route updated when it is unknown) and the
+    /// request for it.
+    pub(super) async fn request_for(
+        &self,
+        prepared: &Prepared,
+        mq: MessageQueue,
+        mode: CommunicationMode,
+    ) -> std::result::Result<(MessageQueue, String, RemotingCommand), (MessageQueue, ClientError)>
+    {
+        let instance = match self.instance() {
+            Ok(i) => i,
+            Err(e) => return Err((mq, e)),
+        };
+        let addr = match instance.find_broker_addr_in_publish(&mq.broker_name) {
+            Some(a) => a,
+            None => {
+                let _ = instance.update_route(&mq.topic).await;
+                match instance.find_broker_addr_in_publish(&mq.broker_name) {
+                    Some(a) => a,
+                    None => {
+                        let e = ClientError::NoBroker {
+                            topic: mq.topic.clone(),
+                            broker_name: mq.broker_name.clone(),
+                        };
+                        return Err((mq, e));
+                    }
+                }
+            }
+        };
+        match self.build_request(prepared, &mq, &addr, mode) {
+            Ok(request) => Ok((mq, addr, request)),
+            Err(e) => Err((mq, e)),
+        }
+    }
+
     /// Waits for an attempt's response and turns it into a result (hooks after).
     pub(super) async fn await_attempt(
         &self,
@@ -151,7 +177,22 @@ impl ProducerShared {
                 ClientError::InvalidArgument("oneway send has no result".into()),
             ));
         };
-        let outcome = match response.await {
+        let answer = response.await;
+        self.finish_attempt(prepared, attempt, mode, answer)
+    }
+
+    /// Turns an attempt's answer into a result: the broker's latency for fault
+    /// avoidance, hooks after.
+    // The (queue, error) pair every step of an attempt returns; moved only on failure.
+    #[allow(clippy::result_large_err)]
+    pub(super) fn finish_attempt(
+        &self,
+        prepared: &Prepared,
+        attempt: Attempt,
+        mode: CommunicationMode,
+        answer: std::result::Result<RemotingCommand, RemotingError>,
+    ) -> std::result::Result<SendResult, (MessageQueue, ClientError)> {
+        let outcome = match answer {
             Ok(response) => self.process_response(prepared, &attempt, response),
             Err(e) => Err(ClientError::remoting(&attempt.addr, e)),
         };

@@ -131,13 +131,96 @@ impl Producer {
         })
     }
 
-    /// Sends asynchronously and calls `callback` with the result (Java `SendCallback`).
+    /// Sends asynchronously and calls `callback` with the result (Java `SendCallback`),
+    /// after up to `retryTimesWhenSendAsyncFailed` retries. Returns once the request is
+    /// queued (after waiting for room when `backPressureForAsyncSendNum` sends are in
+    /// flight).
+    ///
+    /// The callback of a send answered at the first attempt runs on the task reading
+    /// the broker's connection, with no task of its own: keep it short (hand longer
+    /// work to a task or a channel), as a callback that blocks holds up the answers of
+    /// every send on that connection. A retried send calls it from a task.
     pub async fn send_with_callback<F>(&self, msg: Message, callback: F) -> Result<()>
     where
         F: FnOnce(Result<SendResult>) + Send + 'static,
     {
-        let future = self.send_async(msg).await?;
-        tokio::spawn(async move { callback(future.await) });
+        let shared = self.shared.clone();
+        shared.instance()?;
+        let permit = shared
+            .async_permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ClientError::ShutDown("producer"))?;
+        let prepared = shared.prepare(msg)?;
+        let timeout = shared.config.send_msg_timeout;
+        let begin = Instant::now();
+        let info = shared.publish_info(&prepared.msg.topic).await?;
+        let Some(mq) = shared.select_queue_at(&info, None, begin) else {
+            // No queue now: the retries (if any) look again, as for `send_async`.
+            let failed = Err((
+                MessageQueue::new(prepared.msg.topic.clone(), "", -1),
+                ClientError::NoRoute {
+                    topic: prepared.msg.topic.clone(),
+                },
+            ));
+            shared.retry_with_callback(prepared, info, failed, begin, timeout, permit, callback);
+            return Ok(());
+        };
+        let (mq, addr, request) = match shared
+            .request_for(&prepared, mq, CommunicationMode::Async)
+            .await
+        {
+            Ok(ready) => ready,
+            Err(failed) => {
+                shared.retry_with_callback(
+                    prepared,
+                    info,
+                    Err(failed),
+                    begin,
+                    timeout,
+                    permit,
+                    callback,
+                );
+                return Ok(());
+            }
+        };
+        let instance = shared.instance()?.clone();
+        // The broker's latency is counted from `begin`: the request was built in
+        // microseconds, and a clock read per send is saved.
+        let started = begin;
+        let answered = {
+            let addr = addr.clone();
+            move |answer| {
+                let attempt = Attempt {
+                    mq,
+                    addr,
+                    started,
+                    response: None,
+                };
+                let outcome =
+                    shared.finish_attempt(&prepared, attempt, CommunicationMode::Async, answer);
+                match outcome {
+                    Ok(result) => {
+                        drop(permit);
+                        callback(Ok(result));
+                    }
+                    Err(failed) => shared.retry_with_callback(
+                        prepared,
+                        info,
+                        Err(failed),
+                        begin,
+                        timeout,
+                        permit,
+                        callback,
+                    ),
+                }
+            }
+        };
+        instance
+            .remoting()
+            .invoke_async_with_callback(&addr, request, timeout, answered)
+            .await;
         Ok(())
     }
 
@@ -318,6 +401,29 @@ impl ProducerShared {
         self.await_attempt(prepared, attempt, CommunicationMode::Sync)
             .await
             .map_err(|(_, e)| e)
+    }
+
+    /// The rest of a callback send whose attempt failed: its retries, on a task of
+    /// their own, then the callback.
+    #[allow(clippy::too_many_arguments)]
+    fn retry_with_callback<F>(
+        self: Arc<Self>,
+        prepared: Prepared,
+        info: Arc<TopicPublishInfo>,
+        first: std::result::Result<Attempt, (MessageQueue, ClientError)>,
+        begin: Instant,
+        timeout: Duration,
+        permit: OwnedSemaphorePermit,
+        callback: F,
+    ) where
+        F: FnOnce(Result<SendResult>) + Send + 'static,
+    {
+        tokio::spawn(async move {
+            let result = self
+                .finish_async(&prepared, info, first, begin, timeout, permit)
+                .await;
+            callback(result);
+        });
     }
 
     async fn finish_async(

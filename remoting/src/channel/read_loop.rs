@@ -177,8 +177,10 @@ impl Channel {
             }
         }
         self.inner.mark_closed();
-        let failed: Vec<_> = self.inner.pending.locked().drain().collect();
-        drop(failed); // dropping the senders fails every waiting call at once
+        let failed = self.inner.pending.locked().drain();
+        for sink in failed {
+            sink.fail_closed(&self);
+        }
         ctx.processor.on_channel_closed(&self);
     }
 

@@ -312,9 +312,9 @@ impl Task {
         }
     }
 
-    /// Up to `--window` sends in flight; each answer is handled by a task of its own
-    /// (RocketMQ's callback), so answers are processed on every core, not only on the
-    /// one running this loop.
+    /// Up to `--window` sends in flight, each with a callback (RocketMQ's
+    /// `SendCallback`): the SDK runs it where the answer is read, so answers are
+    /// processed on the connection's reader, not on the one task running this loop.
     async fn run_async(&mut self) {
         let window = self.side.args.window.max(1);
         let permits = Arc::new(Semaphore::new(window));
@@ -327,17 +327,20 @@ impl Task {
             };
             let (seq, msg) = self.message();
             let started = Instant::now();
-            match self.side.producer.send_async(msg).await {
-                Ok(pending) => {
-                    let (side, shards, id) = (self.side.clone(), shards.clone(), self.id);
-                    tokio::spawn(async move {
-                        let r = pending.await.map(drop);
-                        let shard = &shards[seq as usize % ASYNC_SHARDS];
-                        shard.locked().record(&side, id, started, seq..seq + 1, r);
-                        drop(permit);
-                    });
-                }
-                Err(e) => self.record(started, seq..seq + 1, Err(e)),
+            let (side, shards, id) = (self.side.clone(), shards.clone(), self.id);
+            let sent = self
+                .side
+                .producer
+                .send_with_callback(msg, move |r| {
+                    let shard = &shards[seq as usize % ASYNC_SHARDS];
+                    shard
+                        .locked()
+                        .record(&side, id, started, seq..seq + 1, r.map(drop));
+                    drop(permit);
+                })
+                .await;
+            if let Err(e) = sent {
+                self.record(started, seq..seq + 1, Err(e));
             }
         }
         // Every answer is in once all permits are back.
