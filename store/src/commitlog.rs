@@ -175,13 +175,14 @@ impl CommitLog {
         self.files.file_base(offset) + self.file_size as i64
     }
 
-    /// How long the append lock has been held, if it is held.
-    pub(crate) fn lock_held_ms(&self, now_ms: i64) -> i64 {
+    /// How long the append lock has been held, if it is held. The clock is read only
+    /// when it is: this is asked twice per send.
+    pub(crate) fn lock_held_ms(&self) -> i64 {
         let begin = self.lock_begin_ms.load(Ordering::Relaxed);
         if begin == 0 {
             0
         } else {
-            (now_ms - begin).max(0)
+            (vostok_remoting::support::time::now_millis() - begin).max(0)
         }
     }
 

@@ -31,7 +31,6 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use vostok_remoting::support::sched;
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
-use vostok_remoting::support::time::now_millis;
 
 use crate::checkpoint::Checkpoint;
 use crate::commitlog::CommitLog;
@@ -395,7 +394,7 @@ impl MessageStore {
 
     /// The append lock has been held longer than `osPageCacheBusyTimeOutMills`.
     pub fn is_os_page_cache_busy(&self) -> bool {
-        let held = self.inner.commitlog.lock_held_ms(now_millis());
+        let held = self.inner.commitlog.lock_held_ms();
         held > self.inner.config.os_page_cache_busy_timeout.as_millis() as i64 && held < 10_000_000
     }
 

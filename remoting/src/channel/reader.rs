@@ -38,8 +38,12 @@ pub(crate) struct FrameReader<R> {
     budget: Arc<MemoryBudget>,
     frame_timeout: Duration,
     read_size: usize,
-    /// When the first byte of the frame being received arrived.
+    /// When the first byte of the frame being received arrived (for a frame that came
+    /// with the one before it, when the read that brought it returned).
     started: Option<Instant>,
+    /// When the last read returned: the clock is read once per read, not per frame
+    /// (a read brings dozens of frames under load).
+    last_read: Option<Instant>,
     /// The reservation of the frame being received, once its length is known.
     charge: Option<Reservation>,
 }
@@ -59,6 +63,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             frame_timeout,
             read_size: FIRST_READ,
             started: None,
+            last_read: None,
             charge: None,
         }
     }
@@ -105,8 +110,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
                 return Err(RemotingError::Io(std::io::ErrorKind::UnexpectedEof.into()));
             }
+            let now = Instant::now();
+            self.last_read = Some(now);
             if self.started.is_none() {
-                self.started = Some(Instant::now());
+                self.started = Some(now);
             }
             if n == spare {
                 self.read_size = (self.read_size * 2).min(MAX_READ);
@@ -141,7 +148,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.buf = BytesMut::new();
             None
         } else {
-            Some(Instant::now())
+            // The rest of the buffer arrived with the last read.
+            Some(self.last_read.unwrap_or_else(Instant::now))
         };
         match cmd {
             Some(cmd) => Ok((cmd, charge)),

@@ -81,12 +81,24 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The four hex digits of a `\u` escape, read digit by digit: the property
+    /// separators of every send header arrive as `\u0001` and `\u0002`, two escapes
+    /// per property, so this runs a dozen times per message.
     fn hex4(&mut self) -> Result<u32, RemotingError> {
         let digits = self
-            .text
+            .buf
             .get(self.pos..self.pos + 4)
             .ok_or_else(|| error("bad \\u escape"))?;
-        let value = u32::from_str_radix(digits, 16).map_err(|_| error("bad \\u escape"))?;
+        let mut value = 0;
+        for &d in digits {
+            let nibble = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return Err(error("bad \\u escape")),
+            };
+            value = value << 4 | u32::from(nibble);
+        }
         self.pos += 4;
         Ok(value)
     }

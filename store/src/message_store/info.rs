@@ -62,7 +62,7 @@ impl MessageStore {
         );
         put(
             "pageCacheLockTimeMills",
-            i.commitlog.lock_held_ms(now_millis()).to_string(),
+            i.commitlog.lock_held_ms().to_string(),
         );
         if let Some(t) = self.tier_status() {
             tier_runtime_info(&t, &mut put);

@@ -189,11 +189,14 @@ impl MessageStore {
             push_offset_msg_id(&mut msg_id, p.msg.store_host, offset);
             offset += p.len as i64;
         }
-        let wait_store_ok =
-            property::find(&prepared[0].msg.properties, property::WAIT_STORE_MSG_OK)
+        let sync_flush = i.config.flush_disk_type == FlushDiskType::SyncFlush;
+        let sync_master = i.ha.sync_master.load(Ordering::Acquire);
+        // The property string is searched only where its `WAIT` can matter.
+        let wait_store_ok = (sync_flush || sync_master)
+            && property::find(&prepared[0].msg.properties, property::WAIT_STORE_MSG_OK)
                 != Some("false");
-        let flush = wait_store_ok && i.config.flush_disk_type == FlushDiskType::SyncFlush;
-        let replicate = wait_store_ok && i.ha.sync_master.load(Ordering::Acquire);
+        let flush = wait_store_ok && sync_flush;
+        let replicate = wait_store_ok && sync_master;
         let end = appended.wrote_offset + appended.wrote_bytes as i64;
         // Disk and slave are waited for together; a slave's failure wins, as in
         // RocketMQ (both are "stored, but" answers).

@@ -108,6 +108,38 @@ const SHORT_KEYS: [&str; 14] = [
     "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n",
 ];
 
+/// The field index of a one-letter key ([`SHORT_KEYS`]).
+fn short_key_index(k: &str) -> Option<usize> {
+    match k.as_bytes() {
+        [b @ b'a'..=b'k'] => Some((b - b'a') as usize),
+        [b'm'] => Some(11),
+        [b'l'] => Some(12),
+        [b'n'] => Some(13),
+        _ => None,
+    }
+}
+
+/// The field index of a long key ([`LONG_KEYS`]).
+fn long_key_index(k: &str) -> Option<usize> {
+    Some(match k {
+        "producerGroup" => 0,
+        "topic" => 1,
+        "defaultTopic" => 2,
+        "defaultTopicQueueNums" => 3,
+        "queueId" => 4,
+        "sysFlag" => 5,
+        "bornTimestamp" => 6,
+        "flag" => 7,
+        "properties" => 8,
+        "reconsumeTimes" => 9,
+        "unitMode" => 10,
+        "batch" => 11,
+        "maxReconsumeTimes" => 12,
+        "bname" => 13,
+        _ => return None,
+    })
+}
+
 fn required<'a>(raw: Option<&'a str>, key: &'static str) -> Result<&'a str, HeaderError> {
     raw.ok_or(HeaderError::Missing { field: key })
 }
@@ -121,8 +153,15 @@ impl<'a> SendHeaderView<'a> {
         let keys = if short { &SHORT_KEYS } else { &LONG_KEYS };
         let mut raw: [Option<&'a str>; 14] = [None; 14];
         let mut bname = None;
+        // One match per field, not a scan of the fourteen keys (a compare each): this
+        // runs for every message sent.
         for (k, v) in ext.iter() {
-            if let Some(i) = keys.iter().position(|key| *key == k) {
+            let at = if short {
+                short_key_index(k)
+            } else {
+                long_key_index(k)
+            };
+            if let Some(i) = at {
                 raw[i] = Some(v);
             } else if k == "bname" {
                 bname = Some(v);
@@ -322,6 +361,18 @@ impl SendResponseView<'_> {
 mod tests {
     use super::*;
     use crate::protocol::header::CommandHeader;
+
+    #[test]
+    fn key_indexes_follow_the_key_tables() {
+        for (i, (short, long)) in SHORT_KEYS.iter().zip(LONG_KEYS).enumerate() {
+            assert_eq!(short_key_index(short), Some(i), "{short}");
+            assert_eq!(long_key_index(long), Some(i), "{long}");
+        }
+        for other in ["", "o", "z", "ab", "Topic", "topics", "bnam"] {
+            assert_eq!(short_key_index(other), None, "{other}");
+            assert_eq!(long_key_index(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn v2_keys_map_to_the_long_form() {
