@@ -181,7 +181,7 @@ pub fn verify_signed(
     let received = request
         .ext_fields
         .get(SIGNATURE)
-        .and_then(|sig| Received::decode(sig))
+        .and_then(Received::decode)
         .ok_or(Unproven::Signature)?;
     let fields = SignedFields::of(&request.ext_fields, request.version <= V4_9_3);
     if fields
