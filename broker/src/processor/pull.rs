@@ -339,10 +339,10 @@ fn subscription_for(
             )),
         };
     }
-    let Some(group) = broker
+    let Some((message_model, sub)) = broker
         .consumers
         .clients
-        .consumer_group(&header.consumer_group)
+        .consumer_subscription(&header.consumer_group, &header.topic)
     else {
         return Err(error(
             response_code::SUBSCRIPTION_NOT_EXIST,
@@ -353,7 +353,7 @@ fn subscription_for(
         ));
     };
     let group_config = broker.consumers.subscriptions.get(&header.consumer_group);
-    if group.message_model == MessageModel::Broadcasting
+    if message_model == MessageModel::Broadcasting
         && group_config.is_some_and(|g| !g.consume_broadcast_enable)
     {
         return Err(error(
@@ -364,7 +364,7 @@ fn subscription_for(
             ),
         ));
     }
-    let Some(sub) = group.subscriptions.get(&header.topic) else {
+    let Some(sub) = sub else {
         return Err(error(
             response_code::SUBSCRIPTION_NOT_EXIST,
             format!("the consumer's subscription not exist, {}", header.topic),
@@ -377,7 +377,7 @@ fn subscription_for(
         ));
     }
     if is_tag_type(&sub.expression_type) {
-        return Ok((sub.clone(), None));
+        return Ok((sub, None));
     }
     check_property_filter(broker, &sub.expression_type)?;
     let Some(data) = broker
@@ -397,7 +397,7 @@ fn subscription_for(
         ));
     }
     match &data.compiled {
-        Ok(filter) => Ok((sub.clone(), Some(filter.clone()))),
+        Ok(filter) => Ok((sub, Some(filter.clone()))),
         Err(e) => Err(error(
             response_code::FILTER_DATA_NOT_EXIST,
             format!(

@@ -291,6 +291,20 @@ impl ClientRegistry {
         self.consumers.read_locked().get(group).cloned()
     }
 
+    /// What a pull needs of an online group, without copying the group: its message
+    /// model and its subscription to `topic` (`None` inside when it has none). Every
+    /// pull asks this, twice for a held one, and [`Self::consumer_group`] copies every
+    /// member's channel and client id (O(members) per pull).
+    pub fn consumer_subscription(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Option<(MessageModel, Option<SubscriptionData>)> {
+        let consumers = self.consumers.read_locked();
+        let info = consumers.get(group)?;
+        Some((info.message_model, info.subscriptions.get(topic).cloned()))
+    }
+
     /// The online groups subscribing to `topic` (Apache's `queryTopicConsumeByWho`).
     pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
         self.consumers
@@ -512,6 +526,35 @@ mod tests {
             max_auto_created_groups_per_client: 1,
             ..MetadataLimits::default()
         }
+    }
+
+    /// A pull's view of its group: the model and the one subscription it asks for,
+    /// the same as in the whole group's copy.
+    #[test]
+    fn consumer_subscription_is_the_groups_subscription_to_the_topic() {
+        let registry = ClientRegistry::new(MetadataLimits::default());
+        let mut reg = consumer("g");
+        reg.message_model = MessageModel::Broadcasting;
+        reg.subscriptions = vec![
+            vostok_remoting::protocol::filter::build_subscription("T1", "a || b", 7),
+            vostok_remoting::protocol::filter::build_subscription("T2", "*", 8),
+        ];
+        registry.register_consumer(client(), reg).unwrap();
+        let (model, sub) = registry.consumer_subscription("g", "T1").unwrap();
+        assert_eq!(model, MessageModel::Broadcasting);
+        let sub = sub.unwrap();
+        assert_eq!(sub.sub_string, "a || b");
+        assert_eq!(sub.sub_version, 7);
+        assert_eq!(
+            Some(&sub),
+            registry
+                .consumer_group("g")
+                .unwrap()
+                .subscriptions
+                .get("T1")
+        );
+        assert_eq!(registry.consumer_subscription("g", "T3").unwrap().1, None);
+        assert!(registry.consumer_subscription("other", "T1").is_none());
     }
 
     #[test]
