@@ -11,14 +11,14 @@
 //! as numbers or numeric strings, `extFields` values as strings, numbers or booleans,
 //! unknown keys ignored, trailing whitespace tolerated.
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 
-use super::RemotingCommand;
+use super::{HeaderOut, RemotingCommand};
 use crate::error::RemotingError;
 
 /// Appends the JSON header of `cmd` to `out`.
-pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
-    out.reserve(96 + cmd.ext_fields.text_len() + cmd.ext_fields.len() * 8);
+pub fn encode(cmd: &RemotingCommand, out: &mut impl HeaderOut) {
+    out.reserve_more(96 + cmd.ext_fields.text_len() + cmd.ext_fields.len() * 8);
     out.put_slice(b"{\"code\":");
     put_int(out, cmd.code as i64);
     if !cmd.ext_fields.is_empty() {
@@ -48,7 +48,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
     out.put_u8(b'}');
 }
 
-fn put_int(out: &mut BytesMut, v: i64) {
+fn put_int(out: &mut impl BufMut, v: i64) {
     let mut buf = [0u8; 20];
     let mut n = v.unsigned_abs();
     let mut i = buf.len();
@@ -68,7 +68,7 @@ fn put_int(out: &mut BytesMut, v: i64) {
 
 /// Writes `s` as a JSON string. Control characters (the property separators U+0001 and
 /// U+0002 among them) become `\u00XX`; other UTF-8 passes through.
-pub(crate) fn put_string(out: &mut BytesMut, s: &str) {
+pub(crate) fn put_string(out: &mut impl BufMut, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     out.put_u8(b'"');
@@ -359,6 +359,7 @@ pub(crate) mod reference {
 mod tests {
     use super::*;
     use crate::command::LanguageCode;
+    use bytes::BytesMut;
     use proptest::prelude::*;
     use serde_json::{json, Map, Value};
 
