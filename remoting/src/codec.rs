@@ -17,7 +17,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::command::{binary_header, json_header, RemotingCommand, SerializeType};
+use crate::command::{binary_header, json_header, HeaderOut, RemotingCommand, SerializeType};
 use crate::error::RemotingError;
 
 /// Default largest frame (Java `com.rocketmq.remoting.frameMaxLength`).
@@ -146,12 +146,13 @@ impl RemotingCodec {
     pub fn encode_frame(&self, cmd: &RemotingCommand) -> Result<Frame, RemotingError> {
         // Room for the fields' text, their quotes and separators, and escapes (the
         // property string's separators are escaped in JSON): one allocation per head.
+        // A plain vector rather than frozen `Bytes`: the writer copies the head into its
+        // batch, and freezing a buffer with room to spare allocates a shared handle.
         let text = cmd.ext_fields.text_len();
-        let mut head =
-            BytesMut::with_capacity(8 + 192 + text + text / 4 + 8 * cmd.ext_fields.len());
+        let mut head = Vec::with_capacity(8 + 192 + text + text / 4 + 8 * cmd.ext_fields.len());
         self.encode_head_into(cmd, &mut head)?;
         Ok(Frame {
-            head: head.freeze(),
+            head,
             body: cmd.body.clone(),
         })
     }
@@ -160,31 +161,32 @@ impl RemotingCodec {
     fn encode_head_into(
         &self,
         cmd: &RemotingCommand,
-        dst: &mut BytesMut,
+        dst: &mut impl HeaderOut,
     ) -> Result<(), RemotingError> {
-        let start = dst.len();
+        let start = dst.written();
         dst.put_u64(0); // length and header word, patched below
         match cmd.serialize_type {
             SerializeType::Json => json_header::encode(cmd, dst),
             SerializeType::RocketMq => binary_header::encode(cmd, dst),
         }
-        let header_len = dst.len() - start - 8;
+        let header_len = dst.written() - start - 8;
         let length = 4 + header_len + cmd.body.len();
         if header_len > 0x00FF_FFFF || header_len > self.limits.max_header {
-            dst.truncate(start);
+            dst.truncate_to(start);
             return Err(RemotingError::HeaderTooLarge {
                 length: header_len,
                 limit: self.limits.max_header.min(0x00FF_FFFF),
             });
         }
         if length > self.limits.max_frame {
-            dst.truncate(start);
+            dst.truncate_to(start);
             return Err(RemotingError::FrameTooLarge {
                 length,
                 limit: self.limits.max_frame,
             });
         }
         let word = ((cmd.serialize_type.code() as u32) << 24) | header_len as u32;
+        let dst = dst.written_mut();
         dst[start..start + 4].copy_from_slice(&(length as u32).to_be_bytes());
         dst[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());
         Ok(())
@@ -201,7 +203,7 @@ impl RemotingCodec {
 /// One encoded frame: `head` then `body` on the wire.
 #[derive(Debug, Clone)]
 pub struct Frame {
-    pub head: Bytes,
+    pub head: Vec<u8>,
     pub body: Bytes,
 }
 

@@ -30,6 +30,45 @@ pub fn next_opaque() -> i32 {
     NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed)
 }
 
+/// What a header is encoded into: a frame's own head (`Vec<u8>`, queued as it is and
+/// copied into the connection's write buffer) or a codec's output (`BytesMut`).
+pub trait HeaderOut: bytes::BufMut {
+    fn reserve_more(&mut self, additional: usize);
+    fn written(&self) -> usize;
+    fn truncate_to(&mut self, len: usize);
+    fn written_mut(&mut self) -> &mut [u8];
+}
+
+impl HeaderOut for Vec<u8> {
+    fn reserve_more(&mut self, additional: usize) {
+        self.reserve(additional);
+    }
+    fn written(&self) -> usize {
+        self.len()
+    }
+    fn truncate_to(&mut self, len: usize) {
+        self.truncate(len);
+    }
+    fn written_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl HeaderOut for bytes::BytesMut {
+    fn reserve_more(&mut self, additional: usize) {
+        self.reserve(additional);
+    }
+    fn written(&self) -> usize {
+        self.len()
+    }
+    fn truncate_to(&mut self, len: usize) {
+        self.truncate(len);
+    }
+    fn written_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
 /// How the header of a frame is serialised: the high byte of the header-length word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SerializeType {

@@ -32,14 +32,14 @@ pub(crate) struct WriteBatch {
 }
 
 impl WriteBatch {
-    pub(crate) fn push(&mut self, frame: Frame) {
+    pub(crate) fn push(&mut self, frame: &Frame) {
         self.bytes += frame.len();
         self.buf.extend_from_slice(&frame.head);
         if frame.body.len() <= INLINE_BODY_BYTES {
             self.buf.extend_from_slice(&frame.body);
         } else {
             self.seal();
-            self.pieces.push(frame.body);
+            self.pieces.push(frame.body.clone());
         }
     }
 
@@ -161,7 +161,7 @@ mod tests {
 
     fn frame(head: &[u8], body_len: usize, fill: u8) -> Frame {
         Frame {
-            head: Bytes::copy_from_slice(head),
+            head: head.to_vec(),
             body: Bytes::from(vec![fill; body_len]),
         }
     }
@@ -182,7 +182,7 @@ mod tests {
         }
         for step in [1, 3, 1000, 4096, usize::MAX] {
             let mut batch = WriteBatch::default();
-            for f in frames.iter().cloned() {
+            for f in &frames {
                 batch.push(f);
             }
             assert!(!batch.is_empty());
@@ -200,13 +200,13 @@ mod tests {
     fn a_batch_is_bounded_in_bytes_and_slices() {
         let mut batch = WriteBatch::default();
         while batch.has_room() {
-            batch.push(frame(b"h", 4096, 9));
+            batch.push(&frame(b"h", 4096, 9));
         }
         assert!(batch.bytes >= WRITE_BATCH_BYTES);
         let mut batch = WriteBatch::default();
         let mut n = 0;
         while batch.has_room() {
-            batch.push(frame(b"", INLINE_BODY_BYTES + 1, 9));
+            batch.push(&frame(b"", INLINE_BODY_BYTES + 1, 9));
             n += 1;
         }
         assert!(n <= MAX_SLICES, "{n} frames");

@@ -86,6 +86,24 @@ fn binary_frame_golden_bytes() {
     assert_eq!(decoded, cmd);
 }
 
+/// A connection queues a frame as its head and its body (`encode_frame`): together the
+/// same bytes as the whole frame written into one buffer, in either header format.
+#[test]
+fn queued_frames_hold_the_golden_bytes() {
+    let codec = RemotingCodec::default();
+    let mut json = sample_request(SerializeType::Json);
+    json.body = Bytes::from_static(b"body");
+    let frame = codec.encode_frame(&json).unwrap();
+    assert_eq!(
+        [&frame.head[..], &frame.body[..]].concat(),
+        json_frame(b"body")
+    );
+    let binary = sample_request(SerializeType::RocketMq);
+    let frame = codec.encode_frame(&binary).unwrap();
+    assert_eq!([&frame.head[..], &frame.body[..]].concat(), binary_frame());
+    assert_eq!(frame.len(), binary_frame().len());
+}
+
 #[test]
 fn frames_split_at_every_byte_boundary() {
     let mut stream = json_frame(b"xyz");

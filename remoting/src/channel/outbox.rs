@@ -198,7 +198,7 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
                 // Flush what is already queued (e.g. responses of drained requests).
                 rx.close();
                 while let Ok(queued) = rx.try_recv() {
-                    batch.push(queued.frame.clone());
+                    batch.push(&queued.frame);
                     held.push(queued);
                 }
                 if !batch.is_empty() {
@@ -207,12 +207,12 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
                 break;
             }
         };
-        batch.push(first.frame.clone());
+        batch.push(&first.frame);
         held.push(first);
         while batch.has_room() {
             match rx.try_recv() {
                 Ok(queued) => {
-                    batch.push(queued.frame.clone());
+                    batch.push(&queued.frame);
                     held.push(queued);
                 }
                 Err(_) => break,
@@ -244,7 +244,7 @@ mod tests {
 
     fn frame(len: usize) -> Frame {
         Frame {
-            head: Bytes::new(),
+            head: Vec::new(),
             body: Bytes::from(vec![0; len]),
         }
     }

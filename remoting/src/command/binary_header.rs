@@ -10,16 +10,16 @@
 //!
 //! `code` and `version` are shorts on the wire, as in Java, which truncates larger values.
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::Buf;
 
-use super::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use super::{ExtFields, HeaderOut, LanguageCode, RemotingCommand, SerializeType};
 use crate::error::RemotingError;
 
 const FIXED_LEN: usize = 21;
 
 /// Appends the binary header of `cmd` to `out`.
-pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
-    out.reserve(
+pub fn encode(cmd: &RemotingCommand, out: &mut impl HeaderOut) {
+    out.reserve_more(
         FIXED_LEN
             + cmd.remark.as_deref().map_or(0, str::len)
             + cmd.ext_fields.text_len()
@@ -37,7 +37,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
         }
         _ => out.put_i32(0),
     }
-    let len_at = out.len();
+    let len_at = out.written();
     out.put_i32(0);
     for (k, v) in cmd.ext_fields.iter() {
         out.put_i16(k.len() as i16);
@@ -45,8 +45,8 @@ pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
         out.put_i32(v.len() as i32);
         out.put_slice(v.as_bytes());
     }
-    let map_len = (out.len() - len_at - 4) as i32;
-    out[len_at..len_at + 4].copy_from_slice(&map_len.to_be_bytes());
+    let map_len = (out.written() - len_at - 4) as i32;
+    out.written_mut()[len_at..len_at + 4].copy_from_slice(&map_len.to_be_bytes());
 }
 
 fn malformed(reason: impl Into<String>) -> RemotingError {
