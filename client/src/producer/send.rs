@@ -38,6 +38,17 @@ pub(crate) struct Prepared {
     pub batch_ids: Option<String>,
 }
 
+/// An async send up to its first attempt (see `Producer::start_async`).
+struct AsyncStart {
+    shared: Arc<ProducerShared>,
+    /// Held until the send's result is given.
+    permit: OwnedSemaphorePermit,
+    prepared: Prepared,
+    timeout: Duration,
+    begin: Instant,
+    info: Arc<TopicPublishInfo>,
+}
+
 impl Prepared {
     pub(super) fn is_batch(&self) -> bool {
         self.batch_ids.is_some()
@@ -102,11 +113,10 @@ impl Producer {
             .await
     }
 
-    /// Sends asynchronously: the returned future is ready once the request is queued
-    /// (after waiting for room when `backPressureForAsyncSendNum` sends are in flight);
-    /// awaiting the [`SendFuture`] gives the result, after up to
-    /// `retryTimesWhenSendAsyncFailed` retries.
-    pub async fn send_async(&self, msg: Message) -> Result<SendFuture> {
+    /// What both async sends do before their first attempt: wait for room among the
+    /// `backPressureForAsyncSendNum` sends in flight, validate and prepare the message,
+    /// start its clock and find its route.
+    async fn start_async(&self, msg: Message) -> Result<AsyncStart> {
         let shared = self.shared.clone();
         shared.instance()?;
         let permit = shared
@@ -119,6 +129,29 @@ impl Producer {
         let timeout = shared.config.send_msg_timeout;
         let begin = Instant::now();
         let info = shared.publish_info(&prepared.msg.topic).await?;
+        Ok(AsyncStart {
+            shared,
+            permit,
+            prepared,
+            timeout,
+            begin,
+            info,
+        })
+    }
+
+    /// Sends asynchronously: the returned future is ready once the request is queued
+    /// (after waiting for room when `backPressureForAsyncSendNum` sends are in flight);
+    /// awaiting the [`SendFuture`] gives the result, after up to
+    /// `retryTimesWhenSendAsyncFailed` retries.
+    pub async fn send_async(&self, msg: Message) -> Result<SendFuture> {
+        let AsyncStart {
+            shared,
+            permit,
+            prepared,
+            timeout,
+            begin,
+            info,
+        } = self.start_async(msg).await?;
         let first = shared
             .start_attempt(&prepared, &info, None, CommunicationMode::Async, timeout)
             .await;
@@ -144,18 +177,14 @@ impl Producer {
     where
         F: FnOnce(Result<SendResult>) + Send + 'static,
     {
-        let shared = self.shared.clone();
-        shared.instance()?;
-        let permit = shared
-            .async_permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| ClientError::ShutDown("producer"))?;
-        let prepared = shared.prepare(msg)?;
-        let timeout = shared.config.send_msg_timeout;
-        let begin = Instant::now();
-        let info = shared.publish_info(&prepared.msg.topic).await?;
+        let AsyncStart {
+            shared,
+            permit,
+            prepared,
+            timeout,
+            begin,
+            info,
+        } = self.start_async(msg).await?;
         let Some(mq) = shared.select_queue_at(&info, None, begin) else {
             // No queue now: the retries (if any) look again, as for `send_async`.
             let failed = Err((
