@@ -548,15 +548,13 @@ async fn a_broker_on_a_new_disk_serves_the_tier_and_continues_after_it() {
     }
 }
 
-/// Pulls of cold data wait for the tier's read budget on the tier's own threads: a
-/// pull of the hot tail is answered meanwhile, however many cold pulls are in flight.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
-    let tier = tempfile::tempdir().unwrap();
+/// A broker whose tier reads starve: one reader, one byte a second, so that after the
+/// first object read every read of another object waits for the budget far longer
+/// than a test. Holds 300 messages of `ColdTopic` of which only the tier keeps the
+/// first, and an empty `HotTopic`.
+async fn starved_tier_broker(tier: &std::path::Path, client: &str) -> (Broker, Arc<TestClient>) {
     let broker = Broker::start(
-        expiring(tiered(tier.path()))
-            // One reader, one byte a second: after the first object read, every
-            // cold read waits for the budget, far longer than this test.
+        expiring(tiered(tier))
             .set("tieredStoreReadConcurrency", 1)
             .set("tieredStoreReadBandwidth", 1)
             .set("tieredStoreReadBlockSize", 4096)
@@ -564,7 +562,7 @@ async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
     );
     broker.create_topic("ColdTopic", 1).await;
     broker.create_topic("HotTopic", 1).await;
-    let client = Arc::new(TestClient::new("budget"));
+    let client = Arc::new(TestClient::new(client));
     for i in 0..300 {
         let body = format!("cold {i:04} ").repeat(40);
         client
@@ -576,6 +574,40 @@ async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
         files.len() <= 2 && files.first().is_some_and(|f| f != "00000000000000000000")
     })
     .await;
+    (broker, client)
+}
+
+/// Requests waiting for the tier's read budget, from the broker's runtime info.
+fn tier_reads_pending(info: &BTreeMap<String, String>) -> usize {
+    info.get("tierReadsPending")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sends one message to `HotTopic` and pulls it back, answered in full; returns the
+/// broker's runtime info read right after.
+async fn a_hot_tail_pull_is_answered(
+    broker: &Broker,
+    client: &TestClient,
+) -> BTreeMap<String, String> {
+    client
+        .send(&broker.addr, "HotTopic", 0, "hot", String::new())
+        .await;
+    let hot = client
+        .pull(&broker.addr, "hot", "HotTopic", 0, 0, 32, None, "*")
+        .await;
+    assert_eq!(hot.code, 0, "SUCCESS");
+    assert_eq!(hot.messages.len(), 1);
+    assert_eq!(&hot.messages[0].body[..], b"hot");
+    client.runtime_info(&broker.addr).await
+}
+
+/// Pulls of cold data wait for the tier's read budget on the tier's own threads: a
+/// pull of the hot tail is answered meanwhile, however many cold pulls are in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
+    let tier = tempfile::tempdir().unwrap();
+    let (broker, client) = starved_tier_broker(tier.path(), "budget").await;
 
     // More cold pulls than the broker has async workers, each from offset 0.
     const COLD: usize = 12;
@@ -597,28 +629,14 @@ async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
             })
         })
         .collect();
-    let pending = |info: &BTreeMap<String, String>| -> usize {
-        info.get("tierReadsPending")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
     eventually("every cold pull waiting for the tier", || {
         let (c, addr) = (client.clone(), broker.addr.clone());
-        async move { pending(&c.runtime_info(&addr).await) == COLD }
+        async move { tier_reads_pending(&c.runtime_info(&addr).await) == COLD }
     })
     .await;
 
-    client
-        .send(&broker.addr, "HotTopic", 0, "hot", String::new())
-        .await;
-    let hot = client
-        .pull(&broker.addr, "hot", "HotTopic", 0, 0, 32, None, "*")
-        .await;
-    assert_eq!(hot.code, 0, "SUCCESS");
-    assert_eq!(hot.messages.len(), 1);
-    assert_eq!(&hot.messages[0].body[..], b"hot");
-    let info = client.runtime_info(&broker.addr).await;
-    assert_eq!(pending(&info), COLD, "the cold pulls still wait");
+    let info = a_hot_tail_pull_is_answered(&broker, &client).await;
+    assert_eq!(tier_reads_pending(&info), COLD, "the cold pulls still wait");
     assert!(cold.iter().all(|c| !c.is_finished()));
     assert_eq!(
         info.get("tierReadsOverBudget").map(String::as_str),
@@ -632,29 +650,7 @@ async fn a_hot_tail_pull_is_answered_while_cold_pulls_wait_for_the_tier() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hot_tail_pull_is_answered_while_searches_by_time_wait_for_the_tier() {
     let tier = tempfile::tempdir().unwrap();
-    let broker = Broker::start(
-        expiring(tiered(tier.path()))
-            // One reader, one byte a second: after the first object read, every
-            // read of another object waits for the budget, far longer than this test.
-            .set("tieredStoreReadConcurrency", 1)
-            .set("tieredStoreReadBandwidth", 1)
-            .set("tieredStoreReadBlockSize", 4096)
-            .set("tieredStoreReadTimeout", 600_000),
-    );
-    broker.create_topic("ColdTopic", 1).await;
-    broker.create_topic("HotTopic", 1).await;
-    let client = Arc::new(TestClient::new("queries"));
-    for i in 0..300 {
-        let body = format!("cold {i:04} ").repeat(40);
-        client
-            .send(&broker.addr, "ColdTopic", 0, body, String::new())
-            .await;
-    }
-    wait_until("the first local commitlog files deleted", || {
-        let files = local_files(&broker);
-        files.len() <= 2 && files.first().is_some_and(|f| f != "00000000000000000000")
-    })
-    .await;
+    let (broker, client) = starved_tier_broker(tier.path(), "queries").await;
     // A group that consumed the first five messages: its lag figure is the store
     // time of offset 4, which only the tier has.
     let committed = client
@@ -714,27 +710,13 @@ async fn a_hot_tail_pull_is_answered_while_searches_by_time_wait_for_the_tier() 
             tokio::spawn(async move { c.call(&addr, request).await })
         })
         .collect();
-    let pending = |info: &BTreeMap<String, String>| -> usize {
-        info.get("tierReadsPending")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
     eventually("every query waiting for the tier", || {
         let (c, addr) = (client.clone(), broker.addr.clone());
-        async move { pending(&c.runtime_info(&addr).await) == waiting }
+        async move { tier_reads_pending(&c.runtime_info(&addr).await) == waiting }
     })
     .await;
 
-    client
-        .send(&broker.addr, "HotTopic", 0, "hot", String::new())
-        .await;
-    let hot = client
-        .pull(&broker.addr, "hot", "HotTopic", 0, 0, 32, None, "*")
-        .await;
-    assert_eq!(hot.code, 0, "SUCCESS");
-    assert_eq!(hot.messages.len(), 1);
-    assert_eq!(&hot.messages[0].body[..], b"hot");
-    let info = client.runtime_info(&broker.addr).await;
-    assert_eq!(pending(&info), waiting, "the queries still wait");
+    let info = a_hot_tail_pull_is_answered(&broker, &client).await;
+    assert_eq!(tier_reads_pending(&info), waiting, "the queries still wait");
     assert!(queries.iter().all(|q| !q.is_finished()));
 }
