@@ -22,6 +22,7 @@ use hmac::Mac;
 use super::signature::{HmacSha1, Received, Signature, SignedFields, SigningKey, V4_9_3};
 use super::SIGNATURE;
 use crate::command::RemotingCommand;
+use crate::support::decimal::decimal;
 
 /// The ext field.
 pub const VOSTOK_SIGNATURE: &str = "VostokSignature";
@@ -55,25 +56,6 @@ impl fmt::Display for StampError {
             ),
         }
     }
-}
-
-/// `n` in decimal, on the stack.
-fn decimal(n: i64, out: &mut [u8; 20]) -> &[u8] {
-    let mut i = out.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        i -= 1;
-        out[i] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        i -= 1;
-        out[i] = b'-';
-    }
-    &out[i..]
 }
 
 fn mac_of(key: &SigningKey, code: i32, millis: &str, fields: &SignedFields<'_>) -> HmacSha1 {
@@ -240,13 +222,6 @@ mod tests {
         assert_eq!(
             r.ext_fields.get(VOSTOK_SIGNATURE),
             Some(format!("1.{NOW}.XX6TSsDOxRpBgN+sMMD2+brnoT0=").as_str())
-        );
-        let mut digits = [0u8; 20];
-        assert_eq!(decimal(-310, &mut digits), b"-310");
-        assert_eq!(decimal(0, &mut digits), b"0");
-        assert_eq!(
-            decimal(i64::MIN, &mut digits),
-            i64::MIN.to_string().as_bytes()
         );
     }
 

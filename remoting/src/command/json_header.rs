@@ -15,6 +15,7 @@ use bytes::BufMut;
 
 use super::{HeaderOut, RemotingCommand};
 use crate::error::RemotingError;
+use crate::support::decimal::decimal;
 
 /// Appends the JSON header of `cmd` to `out`.
 pub fn encode(cmd: &RemotingCommand, out: &mut impl HeaderOut) {
@@ -49,21 +50,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut impl HeaderOut) {
 }
 
 fn put_int(out: &mut impl BufMut, v: i64) {
-    let mut buf = [0u8; 20];
-    let mut n = v.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        out.put_u8(b'-');
-    }
-    out.put_slice(&buf[i..]);
+    out.put_slice(decimal(v, &mut [0u8; 20]));
 }
 
 /// Whether `b` cannot stand as itself inside a JSON string.

@@ -6,6 +6,7 @@
 //!   index file names, month bounds of message ids, the retention hour).
 //! * [`sync`]: lock helpers that recover from poisoning, so a panic in one request
 //!   never turns every later lock of the same table into a second panic.
+//! * [`decimal`]: integers written in decimal on the stack, for headers and signatures.
 //! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
 //! * [`keys`]: configuration keys declared once per section: apply, print, the
 //!   unknown-key suggestion and the key reference come from one table.
@@ -20,6 +21,7 @@
 //!   `-o KEY=VALUE` settings.
 
 pub mod config_file;
+pub mod decimal;
 pub mod did_you_mean;
 pub mod keys;
 pub mod latency_trace;

@@ -43,6 +43,7 @@ pub use transaction::*;
 
 use crate::command::ExtFields;
 use crate::error::HeaderError;
+use crate::support::decimal::decimal;
 
 /// Conversion between a typed header and `extFields`.
 pub trait CommandHeader: Sized {
@@ -99,22 +100,8 @@ impl HeaderValue for bool {
 
 /// Appends `v` in decimal without going through `fmt`.
 fn push_int(out: &mut String, v: i64) {
-    let mut text = [0u8; 20];
-    let mut n = v.unsigned_abs();
-    let mut i = text.len();
-    loop {
-        i -= 1;
-        text[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        out.push('-');
-    }
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&text[i..]).unwrap_or_default());
+    // Only ASCII digits and a sign were written.
+    out.push_str(std::str::from_utf8(decimal(v, &mut [0u8; 20])).unwrap_or_default());
 }
 
 macro_rules! numeric_value {
