@@ -28,7 +28,7 @@ use crate::guard::Principal;
 use crate::permission;
 use crate::plain::PlainAccount;
 use crate::plain_store::PlainAcl;
-use crate::proof::{Proof, TimeWindow, Unproven};
+use crate::proof::{Proof, TimeWindow};
 use crate::resource::{Access, Denied, Need, Resource, TRACE_TOPIC};
 
 /// Checks `request` from `ip` against `acl`, its signed time (if any) against
@@ -55,19 +55,9 @@ pub fn check<'r>(
         )));
     };
     if !account.white_remote_address.matches(ip) {
-        match request.proven(account.signing_key(), window, now_ms) {
-            Ok(()) => {}
-            Err(Unproven::Signature) => {
-                return Err(Denied::unauthenticated(format!(
-                    "access denied: signature check failed for AccessKey {access_key}"
-                )))
-            }
-            Err(Unproven::Time(why)) => {
-                return Err(Denied::unauthenticated(format!(
-                    "access denied: {why} (AccessKey {access_key})"
-                )))
-            }
-        }
+        request
+            .proven(account.signing_key(), window, now_ms)
+            .map_err(|e| e.refusal(format_args!("AccessKey {access_key}")))?;
     }
     authorize(account, request.code(), access())?;
     Ok(Principal::Plain(account.clone()))

@@ -14,6 +14,8 @@ use vostok_remoting::auth::stamp::{self, VOSTOK_SIGNATURE};
 use vostok_remoting::auth::{ACCESS_KEY, SIGNATURE};
 use vostok_remoting::RemotingCommand;
 
+use crate::resource::Denied;
+
 /// How far from the server's clock a signed time may be (docs/security.md#replay).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeWindow {
@@ -77,6 +79,17 @@ pub enum Unproven {
     Signature,
     /// Signed, but not in time (or the time's proof is missing or forged); says why.
     Time(String),
+}
+
+impl Unproven {
+    /// The refusal of a request whose proof failed, naming the key it claimed
+    /// (`AccessKey K`, `User:N`): the same words from every checker.
+    pub(crate) fn refusal(self, who: impl std::fmt::Display) -> Denied {
+        Denied::unauthenticated(match self {
+            Unproven::Signature => format!("access denied: signature check failed for {who}"),
+            Unproven::Time(why) => format!("access denied: {why} ({who})"),
+        })
+    }
 }
 
 impl Proof for RemotingCommand {

@@ -19,7 +19,7 @@ use vostok_remoting::protocol::request_code;
 use super::model::{deciding, Entry};
 use super::store::{subject_key, Snapshot};
 use crate::permission;
-use crate::proof::{Proof, TimeWindow, Unproven};
+use crate::proof::{Proof, TimeWindow};
 use crate::resource::{Access, Denied, Need};
 
 /// The user named by the request, authenticated, its signed time (if any) within
@@ -53,19 +53,9 @@ pub fn authenticate<'a>(
             &made
         }
     };
-    match request.proven(signing_key, window, now_ms) {
-        Ok(()) => {}
-        Err(Unproven::Signature) => {
-            return Err(Denied::unauthenticated(format!(
-                "access denied: signature check failed for User:{name}"
-            )))
-        }
-        Err(Unproven::Time(why)) => {
-            return Err(Denied::unauthenticated(format!(
-                "access denied: {why} (User:{name})"
-            )))
-        }
-    }
+    request
+        .proven(signing_key, window, now_ms)
+        .map_err(|e| e.refusal(format_args!("User:{name}")))?;
     Ok(key)
 }
 
