@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use vostok_client::{AdminClient, ClientConfig, ClientError, MessageQueue};
 use vostok_remoting::protocol::header::{
@@ -14,7 +15,8 @@ use vostok_remoting::protocol::header::{
 use vostok_remoting::protocol::message::{MessageExt, Properties};
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::{
-    BoxFuture, Channel, RemotingCommand, RemotingServer, RequestProcessor, ServerConfig,
+    BoxFuture, Channel, FrameLimits, RemotingCodec, RemotingCommand, RemotingServer,
+    RequestProcessor, SerializeType, ServerConfig,
 };
 
 const CLUSTER: &str = r#"{"brokerAddrTable":{"b":{"brokerAddrs":{"0":"127.0.0.1:1"},"brokerName":"b","cluster":"C"}},"clusterAddrTable":{"C":["b"]}}"#;
@@ -112,6 +114,44 @@ fn admin(namesrv: &str) -> AdminClient {
         ..ClientConfig::with_namesrv(namesrv)
     };
     AdminClient::new(&config).unwrap()
+}
+
+/// The SDK's requests carry binary (`ROCKETMQ`) headers by default, and it reads an
+/// answer in JSON to them, as a server that always answers in its own default sends.
+#[tokio::test]
+async fn requests_carry_binary_headers_and_json_answers_are_read() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut length = [0u8; 4];
+        socket.read_exact(&mut length).await.unwrap();
+        let mut frame = vec![0u8; u32::from_be_bytes(length) as usize];
+        socket.read_exact(&mut frame).await.unwrap();
+        // The header word's top byte is the type; a binary header then starts with
+        // code (2 bytes), language (1), version (2) and the opaque (4).
+        let serialize_type = frame[0];
+        let opaque = i32::from_be_bytes(frame[9..13].try_into().unwrap());
+        let mut answer = RemotingCommand::success().with_body(CLUSTER);
+        answer.opaque = opaque;
+        answer.serialize_type = SerializeType::Json;
+        let bytes = RemotingCodec::new(FrameLimits::default())
+            .encode_to_bytes(&answer)
+            .unwrap();
+        socket.write_all(&bytes).await.unwrap();
+        serialize_type
+    });
+
+    let info = admin(&addr).examine_broker_cluster_info().await.unwrap();
+    assert_eq!(
+        info.broker_addr_table["b"].master_addr(),
+        Some("127.0.0.1:1")
+    );
+    assert_eq!(
+        server.await.unwrap(),
+        SerializeType::RocketMq.code(),
+        "the request's header word names the binary type"
+    );
 }
 
 #[tokio::test]

@@ -154,7 +154,8 @@ struct Args {
     batch: usize,
     size: usize,
     rows: Vec<String>,
-    rocketmq: bool,
+    /// Header serialisation; the SDK's default when not given.
+    serialize: Option<vostok_remoting::SerializeType>,
     sites: Option<usize>,
     sample: u64,
 }
@@ -167,7 +168,7 @@ fn parse_args() -> Result<Args, String> {
         batch: 32,
         size: 1024,
         rows: vec!["async".into(), "batch".into(), "sync".into()],
-        rocketmq: false,
+        serialize: None,
         sites: None,
         sample: 97,
     };
@@ -185,7 +186,13 @@ fn parse_args() -> Result<Args, String> {
             "--size" => a.size = num(value()?)? as usize,
             "--sample" => a.sample = num(value()?)?.max(1),
             "--rows" => a.rows = value()?.split(',').map(str::to_owned).collect(),
-            "--serialize-type" => a.rocketmq = value()?.eq_ignore_ascii_case("rocketmq"),
+            "--serialize-type" => {
+                a.serialize = Some(match value()?.to_ascii_lowercase().as_str() {
+                    "json" => vostok_remoting::SerializeType::Json,
+                    "rocketmq" => vostok_remoting::SerializeType::RocketMq,
+                    other => return Err(format!("--serialize-type json|rocketmq, not {other}")),
+                })
+            }
             "--sites" => {
                 a.sites = Some(match value()?.as_str() {
                     "broker" => BROKER,
@@ -293,10 +300,19 @@ fn main() {
 
     SIDE.with(|s| s.set(CLIENT));
     let body = Bytes::from(vec![b'x'; args.size]);
+    let serialize = args.serialize.unwrap_or_else(|| {
+        vostok_client::ClientConfig::default()
+            .remoting
+            .connection
+            .serialize_type
+    });
     println!(
         "allocations per message, {} B bodies, {} headers, {} measured after {} warm-up",
         args.size,
-        if args.rocketmq { "ROCKETMQ" } else { "JSON" },
+        match serialize {
+            vostok_remoting::SerializeType::Json => "JSON",
+            vostok_remoting::SerializeType::RocketMq => "ROCKETMQ",
+        },
         args.count,
         args.warmup
     );
@@ -309,9 +325,8 @@ fn main() {
         pc.default_topic_queue_nums = 8;
         pc.compress_msg_body_over_howmuch = usize::MAX;
         pc.back_pressure_for_async_send_num = args.window;
-        if args.rocketmq {
-            pc.client.remoting.connection.serialize_type = vostok_remoting::SerializeType::RocketMq;
-        }
+        pc.client.remoting.connection.serialize_type = serialize;
+
         let producer = Producer::new(pc);
         producer.start().await.expect("producer starts");
         for row in &args.rows {

@@ -71,16 +71,17 @@ pub struct CommonArgs {
     /// No progress line.
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// Header serialisation of the requests the SDK sends (the broker answers in kind).
-    #[arg(long, value_enum, default_value_t = Serialize::Json)]
-    pub serialize_type: Serialize,
+    /// Header serialisation of the requests the SDK sends (the broker answers in kind);
+    /// the SDK's default (binary, or `ROCKETMQ_SERIALIZE_TYPE`) when not given.
+    #[arg(long, value_enum)]
+    pub serialize_type: Option<Serialize>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Serialize {
-    /// JSON headers, every client's default.
+    /// JSON headers, the default of Java's and the C++ clients.
     Json,
-    /// Binary (`ROCKETMQ`) headers.
+    /// Binary (`ROCKETMQ`) headers, the SDK's default.
     Rocketmq,
 }
 
@@ -88,10 +89,12 @@ impl CommonArgs {
     /// Credentials, TLS and header serialisation of an SDK client.
     pub fn configure(&self, client: &mut vostok_client::ClientConfig) -> Result<(), String> {
         self.security.apply(client)?;
-        client.remoting.connection.serialize_type = match self.serialize_type {
-            Serialize::Json => vostok_remoting::SerializeType::Json,
-            Serialize::Rocketmq => vostok_remoting::SerializeType::RocketMq,
-        };
+        if let Some(serialize) = self.serialize_type {
+            client.remoting.connection.serialize_type = match serialize {
+                Serialize::Json => vostok_remoting::SerializeType::Json,
+                Serialize::Rocketmq => vostok_remoting::SerializeType::RocketMq,
+            };
+        }
         Ok(())
     }
 
