@@ -163,9 +163,15 @@ impl RemotingCodec {
         cmd: &RemotingCommand,
         dst: &mut impl HeaderOut,
     ) -> Result<(), RemotingError> {
+        // The binary header carries the code in 16 bits, and Java truncates a larger
+        // one (POP_MESSAGE's 200050 would arrive as 3442): such a command goes in JSON.
+        let serialize_type = match cmd.serialize_type {
+            SerializeType::RocketMq if i16::try_from(cmd.code).is_err() => SerializeType::Json,
+            other => other,
+        };
         let start = dst.written();
         dst.put_u64(0); // length and header word, patched below
-        match cmd.serialize_type {
+        match serialize_type {
             SerializeType::Json => json_header::encode(cmd, dst),
             SerializeType::RocketMq => binary_header::encode(cmd, dst),
         }
@@ -185,7 +191,7 @@ impl RemotingCodec {
                 limit: self.limits.max_frame,
             });
         }
-        let word = ((cmd.serialize_type.code() as u32) << 24) | header_len as u32;
+        let word = ((serialize_type.code() as u32) << 24) | header_len as u32;
         let dst = dst.written_mut();
         dst[start..start + 4].copy_from_slice(&(length as u32).to_be_bytes());
         dst[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());

@@ -104,6 +104,24 @@ fn queued_frames_hold_the_golden_bytes() {
     assert_eq!(frame.len(), binary_frame().len());
 }
 
+/// The binary header has 16 bits for the code (Java truncates a larger one): a command
+/// whose code does not fit, such as POP_MESSAGE (200050), goes out with a JSON header.
+#[test]
+fn codes_past_a_short_go_in_json() {
+    let mut codec = RemotingCodec::default();
+    let mut cmd = sample_request(SerializeType::RocketMq);
+    cmd.code = 200_050;
+    let frame = codec.encode_frame(&cmd).unwrap();
+    assert_eq!(frame.head[4], 0, "the header word names JSON");
+    let mut buf = BytesMut::new();
+    codec.encode(&cmd, &mut buf).unwrap();
+    assert_eq!(&buf[..], &frame.head[..]);
+    let decoded = codec.decode(&mut buf).unwrap().unwrap();
+    assert_eq!(decoded.code, 200_050);
+    assert_eq!(decoded.serialize_type, SerializeType::Json);
+    assert_eq!(decoded.ext_fields.get("topic"), Some("TopicTest"));
+}
+
 #[test]
 fn frames_split_at_every_byte_boundary() {
     let mut stream = json_frame(b"xyz");

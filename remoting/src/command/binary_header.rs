@@ -8,7 +8,8 @@
 //! entry = keyLen (short) + key + valueLen (int) + value
 //! ```
 //!
-//! `code` and `version` are shorts on the wire, as in Java, which truncates larger values.
+//! `code` and `version` are shorts on the wire, as in Java, which truncates larger values;
+//! the codec sends a command whose code does not fit (POP's, 200050 and up) in JSON.
 
 use bytes::Buf;
 
