@@ -7,8 +7,9 @@
 //!
 //! A held pull keeps no task: the processor answers nothing for now and the pull waits
 //! as an [`Answer`] that the arrival of its message runs, on the thread that
-//! dispatched it (for a single send, the sender's connection task), and that queues the
-//! response on the pull's connection itself ([`answer_held`]).
+//! dispatched it (for a single send, the sender's connection task, once it has handled
+//! every frame of that read: the whole burst), and that queues the response on the
+//! pull's connection itself ([`answer_held`]).
 
 use std::collections::BTreeSet;
 use std::future::Future;

@@ -6,9 +6,12 @@
 //! A held pull waits in one of two ways. [`LongPolling::hold`] parks the caller's task
 //! until the notification (gRPC's pulls). [`LongPolling::hold_answer`] keeps no task
 //! at all: it registers what answers the pull, and the notification runs it where the
-//! message arrives, so a held remoting pull costs no task spawn, no task wake-up and no
-//! timer per pull. On the e2e row at 10,000 msg/s those were about a quarter of the
-//! broker's CPU (deploy/bench/README.md#where-the-e2e-rows-cpu-goes-at-10000-msgs).
+//! message arrives (at the end of the unit of work that dispatched it: the reader's
+//! poll that handled the sender's frames, or the dispatcher's pass; see
+//! [`vostok_remoting::support::defer`]), so a held remoting pull costs no task spawn,
+//! no task wake-up and no timer per pull, and its answer carries every message of the
+//! burst that released it. On the e2e row at 10,000 msg/s those were about a quarter
+//! of the broker's CPU (deploy/bench/README.md#where-the-e2e-rows-cpu-goes-at-10000-msgs).
 //! Their suspend times are kept by one sweeper task ([`LongPolling::sweep`]) that looks
 //! every [`SWEEP_TICK`] while any such pull is held and sleeps otherwise.
 
@@ -18,6 +21,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, Notify};
+use vostok_remoting::support::defer;
 use vostok_remoting::support::sync::MutexExt;
 
 /// What answers a pull held by [`LongPolling::hold_answer`]. Called once, with `true`
@@ -311,7 +315,9 @@ impl LongPolling {
     /// `max_offset` (its queue offset + 1): wake the pulls it satisfies.
     ///
     /// Held answers run after the table's lock is released: the first one here, on the
-    /// caller's thread, the others told to go to a task (see [`Answer`]).
+    /// caller's thread, the others told to go to a task (see [`Answer`]). Inside a
+    /// [unit](vostok_remoting::support::defer) they run when it ends, so that a pull
+    /// released by the first message of a burst is answered with the whole burst.
     pub fn notify(&self, topic: &str, queue_id: i32, max_offset: i64, tags_code: i64) {
         let mut answers = Vec::new();
         {
@@ -340,8 +346,19 @@ impl LongPolling {
             }
             self.answers.fetch_sub(answers.len(), Ordering::Relaxed);
         }
-        for (i, answer) in answers.into_iter().enumerate() {
-            answer(i == 0);
+        if answers.is_empty() {
+            return;
+        }
+        let run = move || {
+            for (i, answer) in answers.into_iter().enumerate() {
+                answer(i == 0);
+            }
+        };
+        // In a unit (the reader's poll that handles the sender's frames, a dispatcher
+        // pass), the answers run when it ends: the rest of the burst this message
+        // came with is in the queue by then, and goes in the same response.
+        if let Err(run) = defer::defer(Box::new(run)) {
+            run();
         }
     }
 
