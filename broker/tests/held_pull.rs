@@ -172,11 +172,10 @@ async fn a_held_pull_is_answered_with_the_whole_burst_that_released_it() {
     assert_eq!(created.code, response_code::SUCCESS, "{}", created.remark());
 
     let mut raw = Raw::connect(broker.addr()).await;
-    let mut opaque = 0;
     for round in 0..3 {
         let offset = (round * BURST) as i64;
-        opaque += 1;
-        let pull_opaque = opaque;
+        // The pull's opaque, then the sends'.
+        let pull_opaque = (round * (BURST + 1) + 1) as i32;
         raw.write(&[pull(pull_opaque, offset, T)]).await;
         // Held once the broker counts it; nothing is answered meanwhile.
         let deadline = tokio::time::Instant::now() + T;
@@ -189,8 +188,10 @@ async fn a_held_pull_is_answered_with_the_whole_burst_that_released_it() {
         }
         let burst: Vec<_> = (0..BURST)
             .map(|i| {
-                opaque += 1;
-                send(opaque, format!("round {round} message {i}"))
+                send(
+                    pull_opaque + 1 + i as i32,
+                    format!("round {round} message {i}"),
+                )
             })
             .collect();
         raw.write(&burst).await;
