@@ -261,7 +261,9 @@ impl Channel {
             ctx.config.budget.clone(),
             ctx.config.frame_read_timeout,
         );
-        let read = async move { reader.read_loop(frames, ctx).await };
+        // Each poll of the reader is a unit: what handling the frames of one read puts
+        // off (a held pull's answer) runs before the reader waits for the socket again.
+        let read = crate::support::defer::polled_as_units(reader.read_loop(frames, ctx));
         match runtime {
             Some(runtime) => {
                 tracker.spawn_on(writer, &runtime);

@@ -17,6 +17,7 @@ use vostok_remoting::protocol::filter::tags_code;
 use vostok_remoting::protocol::message::property;
 use vostok_remoting::protocol::message::record::RecordView;
 use vostok_remoting::protocol::topic::SCHEDULE_TOPIC;
+use vostok_remoting::support::defer;
 use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::support::sync::{MutexExt, RwLockExt};
 
@@ -135,9 +136,17 @@ impl StoreInner {
     }
 
     /// Dispatches every complete record between the reput offset and the commitlog's
-    /// max offset; returns how many records it dispatched.
+    /// max offset; returns how many records it dispatched. With `notify` the pass is a
+    /// [unit](vostok_remoting::support::defer): what the arrival listener puts off runs
+    /// once every record of the pass is dispatched (a held pull answered with all of
+    /// them), or, inside a unit already (a writer dispatching its own append on a
+    /// connection's reader), when that unit ends.
     pub(crate) fn dispatch_available(&self, notify: bool) -> Result<usize> {
-        self.dispatch_logged(notify, None)
+        if notify {
+            defer::unit(|| self.dispatch_logged(true, None))
+        } else {
+            self.dispatch_logged(false, None)
+        }
     }
 
     /// [`Self::dispatch_available`], logging how far it got through `progress`

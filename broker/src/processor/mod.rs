@@ -101,7 +101,11 @@ impl RequestProcessor for BrokerProcessor {
                     send_back::consumer_send_msg_back(b, channel, request).await
                 }
                 request_code::PULL_MESSAGE | request_code::LITE_PULL_MESSAGE => {
-                    pull::pull_message(&self.broker, channel, request).await
+                    // `None`: held; the pull answers (and records its metrics) itself.
+                    match pull::pull_message(&self.broker, channel, request).await {
+                        Some(response) => response,
+                        None => return None,
+                    }
                 }
                 request_code::HEART_BEAT => client_manage::heart_beat(b, channel, request).await,
                 request_code::UNREGISTER_CLIENT => {
@@ -313,6 +317,7 @@ impl RequestProcessor for BrokerProcessor {
 
     fn on_channel_closed(&self, channel: &Channel) {
         let b = &self.broker;
+        b.consumers.long_polling.forget_channel(channel.id());
         crate::ops::clients::on_channel_closed(&b.consumers, &b.config, &b.life, channel);
     }
 }

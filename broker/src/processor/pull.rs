@@ -4,16 +4,25 @@
 //! group's heartbeat. The store's status maps to a response code and the next offset;
 //! an empty result of a suspendable pull waits in [`crate::state::long_polling`] and is
 //! re-run once (without suspension, without committing the offset again).
+//!
+//! A held pull keeps no task: the processor answers nothing for now and the pull waits
+//! as an [`Answer`] that the arrival of its message runs, on the thread that
+//! dispatched it (for a single send, the sender's connection task, once it has handled
+//! every frame of that read: the whole burst), and that queues the response on the
+//! pull's connection itself ([`answer_held`]).
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
 
 use bytes::BytesMut;
+use vostok_remoting::command::SerializeType;
 use vostok_remoting::protocol::body::{
     MessageModel, SubscriptionData, EXPRESSION_TYPE_TAG, SUB_ALL,
 };
 use vostok_remoting::protocol::filter::build_subscription;
 use vostok_remoting::protocol::filter::{needs_property_filter_switch, PropertyFilter};
+use vostok_remoting::protocol::header::CommandHeader;
 use vostok_remoting::protocol::header::{
     PullMessageRequestHeader, PullMessageResponseHeader, PULL_FLAG_COMMIT_OFFSET,
     PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
@@ -24,9 +33,10 @@ use vostok_remoting::support::latency_trace::{self, Stage};
 use vostok_remoting::{Channel, RemotingCommand};
 use vostok_store::GetMessageStatus;
 
-use super::{decode_header, error};
+use super::{error, header_error};
 use crate::ops::auto_create::find_or_create_group;
 use crate::state::consumer_filter::{is_tag_type, ExpressionMessageFilter};
+use crate::state::long_polling::Answer;
 use crate::state::Broker;
 
 /// Longest a pull is held, whatever it asks: RocketMQ clients ask 15–20 s and give up
@@ -37,17 +47,30 @@ pub(crate) async fn pull_message(
     broker: &Arc<Broker>,
     channel: &Channel,
     request: RemotingCommand,
-) -> RemotingCommand {
-    let header = decode_header!(request, PullMessageRequestHeader);
+) -> Option<RemotingCommand> {
+    let header = match PullMessageRequestHeader::read_from(&request.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return Some(header_error(&request, e)),
+    };
+    let reply = Reply {
+        code: request.code,
+        opaque: request.opaque,
+        binary: request.serialize_type == SerializeType::RocketMq,
+        started: broker
+            .observed
+            .metrics
+            .is_enabled()
+            .then(std::time::Instant::now),
+    };
     // A held pull keeps only its header, not the request (which may carry a body).
     drop(request);
     let first = match pull_once(broker, channel, &header, true).await {
         Ok(pulled) => pulled,
-        Err(response) => return response,
+        Err(response) => return Some(response),
     };
     let suspend = header.sys_flag & PULL_FLAG_SUSPEND != 0;
     if !(first.not_found && suspend) {
-        return first.response;
+        return Some(first.response);
     }
     let timeout = if broker.runtime.long_polling_enable() {
         std::time::Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
@@ -55,8 +78,41 @@ pub(crate) async fn pull_message(
     } else {
         broker.runtime.short_polling_time()
     };
+    let polling = &broker.consumers.long_polling;
+    if polling.start_sweeper() {
+        let b = Arc::clone(broker);
+        tokio::spawn(async move { b.consumers.long_polling.sweep().await });
+    }
     let store = broker.storage.store.clone();
     let (topic, queue_id) = (header.topic.clone(), header.queue_id);
+    let held = HeldPull {
+        broker: Arc::clone(broker),
+        channel: channel.clone(),
+        header: header.clone(),
+        reply,
+        runtime: tokio::runtime::Handle::current(),
+    };
+    let answer: Answer = Box::new(move |here| answer_held(held, here));
+    match polling.hold_answer(
+        channel.id(),
+        &topic,
+        queue_id,
+        header.queue_offset,
+        tag_codes_of(&first.subscription),
+        timeout,
+        || store.max_offset_in_queue(&topic, queue_id),
+        answer,
+    ) {
+        Ok(None) => return None,
+        // Arrived meanwhile (or shutting down): answer now, as a notification would.
+        Ok(Some(answer)) => {
+            answer(true);
+            return None;
+        }
+        // Too many held as answers: wait on this task instead.
+        Err(_) => {}
+    }
+    let store = broker.storage.store.clone();
     let hold = broker.consumers.long_polling.hold(
         &header.topic,
         header.queue_id,
@@ -68,12 +124,84 @@ pub(crate) async fn pull_message(
     // Nobody waits for the answer once the connection is gone.
     tokio::select! {
         _ = hold => {}
-        _ = channel.closed() => return first.response,
+        _ = channel.closed() => return Some(first.response),
     }
     // Re-run once, without committing the offset again; whatever it finds is the answer.
-    match pull_once(broker, channel, &header, false).await {
+    Some(match pull_once(broker, channel, &header, false).await {
         Ok(pulled) => pulled.response,
         Err(response) => response,
+    })
+}
+
+/// What the connection's request loop would have done with the answer to a pull, done
+/// by the pull itself when it was held as an [`Answer`].
+struct Reply {
+    code: i32,
+    opaque: i32,
+    /// Answered in kind (binary header for a binary request).
+    binary: bool,
+    /// For the request metrics, when they are on.
+    started: Option<std::time::Instant>,
+}
+
+/// A pull held as an [`Answer`].
+struct HeldPull {
+    broker: Arc<Broker>,
+    channel: Channel,
+    header: PullMessageRequestHeader,
+    reply: Reply,
+    /// Where the answer goes when it cannot be given on the notifying thread.
+    runtime: tokio::runtime::Handle,
+}
+
+/// Runs a held pull again and queues its response. With `here` on a runtime thread
+/// (the notification of its message, usually from the connection task that appended
+/// it) it runs right there and only what must wait (a read from the tier, a full write
+/// queue) continues on a task; otherwise (the dispatcher thread, a timeout, a
+/// shutdown, a second pull the same message satisfies) it is a task from the start.
+/// A pull whose connection closed meanwhile is dropped unanswered.
+fn answer_held(held: HeldPull, here: bool) {
+    if held.channel.is_closed() {
+        return;
+    }
+    let runtime = held.runtime.clone();
+    let answer = Box::pin(async move {
+        let HeldPull {
+            broker,
+            channel,
+            header,
+            reply,
+            ..
+        } = held;
+        let mut response = match pull_once(&broker, &channel, &header, false).await {
+            Ok(pulled) => pulled.response,
+            Err(response) => response,
+        };
+        response.opaque = reply.opaque;
+        if reply.binary {
+            response.serialize_type = SerializeType::RocketMq;
+        }
+        if let Some(started) = reply.started {
+            broker.observed.metrics.rpc.observe(
+                reply.code,
+                Some(response.code),
+                false,
+                started.elapsed(),
+            );
+        }
+        let _ = channel.send_response(response).await;
+    });
+    if here && tokio::runtime::Handle::try_current().is_ok() {
+        let mut answer = answer;
+        let waker = futures_util::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        // A future that is not ready has registered the no-op waker: the task polls it
+        // again with its own.
+        if answer.as_mut().poll(&mut cx).is_pending() {
+            runtime.spawn(answer);
+        }
+    } else {
+        runtime.spawn(answer);
     }
 }
 

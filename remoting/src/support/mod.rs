@@ -6,6 +6,8 @@
 //!   index file names, month bounds of message ids, the retention hour).
 //! * [`sync`]: lock helpers that recover from poisoning, so a panic in one request
 //!   never turns every later lock of the same table into a second panic.
+//! * [`defer`]: work put off to the end of the unit of work (a reader's poll, a
+//!   dispatcher pass) that caused it.
 //! * [`decimal`]: integers written in decimal on the stack, for headers and signatures.
 //! * [`config_file`]: crash-safe JSON config files (`topics.json`, offsets, ...).
 //! * [`keys`]: configuration keys declared once per section: apply, print, the
@@ -22,6 +24,7 @@
 
 pub mod config_file;
 pub mod decimal;
+pub mod defer;
 pub mod did_you_mean;
 pub mod keys;
 pub mod latency_trace;
