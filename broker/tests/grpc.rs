@@ -18,7 +18,9 @@ use vostok_broker::grpc::proto::{
     QueryOffsetRequest, QueryRouteRequest, Resource, SendMessageRequest, Settings,
     SystemProperties, TelemetryCommand, UpdateOffsetRequest,
 };
-use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
+use vostok_broker::{Broker, BrokerHandle};
+
+mod common;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -28,19 +30,7 @@ async fn start() -> (
     MessagingServiceClient<Channel>,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig {
-        broker_name: "grpc-test".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
-    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
+    let config = common::broker_config("grpc-test", dir.path().join("store"));
     let broker = Broker::start(config).await.expect("broker starts");
     let addr = broker.grpc_addr().expect("gRPC enabled");
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))

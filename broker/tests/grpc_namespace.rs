@@ -15,8 +15,10 @@ use vostok_broker::grpc::proto::{
     SendMessageRequest, Settings, Subscription, SubscriptionEntry, SystemProperties,
     TelemetryCommand,
 };
-use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
+use vostok_broker::{Broker, BrokerHandle};
 use vostok_remoting::auth::grpc::{date_time, sign};
+
+mod common;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -55,25 +57,13 @@ async fn start() -> (
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     seed_users(&store.join("config").join("auth"));
-    let mut config = BrokerConfig {
-        broker_name: "grpc-ns".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
+    let mut config = common::broker_config("grpc-ns", store);
     config
         .apply_property("authenticationEnabled", "true")
         .unwrap();
     config
         .apply_property("authorizationEnabled", "true")
         .unwrap();
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = store;
-    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
     let broker = Broker::start(config).await.expect("broker starts");
     let addr = broker.grpc_addr().expect("gRPC enabled");
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))

@@ -16,9 +16,11 @@ use vostok_broker::grpc::proto::{
     Code, EndTransactionRequest, ForwardMessageToDeadLetterQueueRequest, Message, MessageType,
     QueryRouteRequest, Resource, SendMessageRequest, SystemProperties, TransactionResolution,
 };
-use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
+use vostok_broker::{Broker, BrokerHandle};
 use vostok_remoting::auth::grpc::{date_time, sign};
 use vostok_remoting::protocol::message::id::decode_offset_msg_id;
+
+mod common;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -47,23 +49,11 @@ async fn start() -> (
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("conf")).unwrap();
     std::fs::write(dir.path().join("conf").join("plain_acl.yml"), ACL).unwrap();
-    let mut config = BrokerConfig {
-        broker_name: "grpc-acl".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
+    let mut config = common::broker_config("grpc-acl", dir.path().join("store"));
     config.apply_property("aclEnable", "true").unwrap();
     config
         .apply_property("rocketmqHome", &dir.path().display().to_string())
         .unwrap();
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
-    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
     let broker = Broker::start(config).await.expect("broker starts");
     let addr = broker.grpc_addr().expect("gRPC enabled");
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
@@ -323,16 +313,7 @@ async fn enforcing_tls_refuses_plaintext_grpc() {
     let key = dir.path().join("server.key");
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
-    let mut config = BrokerConfig {
-        broker_name: "grpc-tls".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
+    let mut config = common::broker_config("grpc-tls", dir.path().join("store"));
     for (k, v) in [
         ("tls.server.mode", "enforcing".to_owned()),
         ("tls.server.certPath", cert.display().to_string()),
@@ -342,9 +323,6 @@ async fn enforcing_tls_refuses_plaintext_grpc() {
     ] {
         config.apply_property(k, &v).unwrap();
     }
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
-    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
     let broker = Broker::start(config).await.expect("broker starts");
     let addr = broker.grpc_addr().expect("gRPC enabled");
     let plain = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))

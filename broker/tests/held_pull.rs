@@ -9,7 +9,7 @@ use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::Decoder;
-use vostok_broker::{Broker, BrokerConfig, BrokerHandle};
+use vostok_broker::{Broker, BrokerHandle};
 use vostok_remoting::protocol::header::{
     CreateTopicRequestHeader, PullMessageRequestHeader, SendMessageRequestHeader,
     SendMessageRequestHeaderV2, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
@@ -19,24 +19,14 @@ use vostok_remoting::protocol::message::MessageExt;
 use vostok_remoting::protocol::{request_code, response_code};
 use vostok_remoting::{ClientConfig, FrameLimits, RemotingClient, RemotingCodec, RemotingCommand};
 
+mod common;
+
 const T: Duration = Duration::from_secs(30);
 const TOPIC: &str = "HeldBurst";
 
 async fn start() -> (BrokerHandle, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig {
-        broker_name: "held-pull-test".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
-    config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
+    let config = common::broker_config("held-pull-test", dir.path().join("store"));
     let broker = Broker::start(config).await.expect("broker starts");
     (broker, dir)
 }
