@@ -462,26 +462,30 @@ mod tests {
         })
     }
 
+    /// Holds `answer` for connection `channel` on queue 0 of `T` from offset 5, the
+    /// queue's max offset then read as `max_offset`.
+    fn hold(
+        lp: &LongPolling,
+        channel: u64,
+        tags: Option<BTreeSet<i32>>,
+        timeout: Duration,
+        max_offset: i64,
+        answer: Answer,
+    ) -> Result<Option<Answer>, Answer> {
+        lp.hold_answer(channel, "T", 0, 5, tags, timeout, || max_offset, answer)
+    }
+
     #[test]
     fn held_answers_run_on_arrival_the_first_here_the_rest_on_tasks() {
         let lp = LongPolling::new();
         let (tx, rx) = std::sync::mpsc::channel();
-        let hold = |n, tags: Option<BTreeSet<i32>>| {
-            let r = lp.hold_answer(
-                0,
-                "T",
-                0,
-                5,
-                tags,
-                Duration::from_secs(60),
-                || 5,
-                answer(&tx, n),
-            );
+        let held = |n, tags: Option<BTreeSet<i32>>| {
+            let r = hold(&lp, 0, tags, Duration::from_secs(60), 5, answer(&tx, n));
             assert!(matches!(r, Ok(None)), "held");
         };
-        hold(1, None);
-        hold(2, Some(BTreeSet::from([7])));
-        hold(3, Some(BTreeSet::from([8])));
+        held(1, None);
+        held(2, Some(BTreeSet::from([7])));
+        held(3, Some(BTreeSet::from([8])));
         assert_eq!(lp.held_count(), 3);
         lp.notify("T", 1, 6, 7); // other queue
         lp.notify("T", 0, 5, 7); // the message before the awaited offset
@@ -501,16 +505,7 @@ mod tests {
     fn an_answer_is_given_back_when_its_message_arrived_before_it_was_held() {
         let lp = LongPolling::new();
         let (tx, rx) = std::sync::mpsc::channel();
-        let r = lp.hold_answer(
-            0,
-            "T",
-            0,
-            5,
-            None,
-            Duration::from_secs(60),
-            || 6,
-            answer(&tx, 1),
-        );
+        let r = hold(&lp, 0, None, Duration::from_secs(60), 6, answer(&tx, 1));
         let Ok(Some(given_back)) = r else {
             panic!("not given back");
         };
@@ -525,43 +520,16 @@ mod tests {
         let lp = LongPolling::new();
         let (tx, rx) = std::sync::mpsc::channel();
         for n in 0..MAX_ANSWERS as u32 {
-            let r = lp.hold_answer(
-                0,
-                "T",
-                0,
-                5,
-                None,
-                Duration::from_secs(60),
-                || 5,
-                answer(&tx, n),
-            );
+            let r = hold(&lp, 0, None, Duration::from_secs(60), 5, answer(&tx, n));
             assert!(matches!(r, Ok(None)));
         }
-        let over = lp.hold_answer(
-            0,
-            "T",
-            0,
-            5,
-            None,
-            Duration::from_secs(60),
-            || 5,
-            answer(&tx, 0),
-        );
+        let over = hold(&lp, 0, None, Duration::from_secs(60), 5, answer(&tx, 0));
         assert!(over.is_err(), "one more than the bound is refused");
         lp.wake_all();
         assert_eq!(rx.try_iter().filter(|(_, here)| !here).count(), MAX_ANSWERS);
         assert_eq!(lp.held_count(), 0);
         // Shut down: given back at once.
-        let after = lp.hold_answer(
-            0,
-            "T",
-            0,
-            5,
-            None,
-            Duration::from_secs(60),
-            || 5,
-            answer(&tx, 0),
-        );
+        let after = hold(&lp, 0, None, Duration::from_secs(60), 5, answer(&tx, 0));
         assert!(matches!(after, Ok(Some(_))));
     }
 
@@ -570,14 +538,12 @@ mod tests {
         let lp = LongPolling::new();
         let (tx, rx) = std::sync::mpsc::channel();
         for (channel, n) in [(1, 1), (2, 2), (1, 3)] {
-            let r = lp.hold_answer(
+            let r = hold(
+                &lp,
                 channel,
-                "T",
-                0,
-                5,
                 None,
                 Duration::from_secs(60),
-                || 5,
+                5,
                 answer(&tx, n),
             );
             assert!(matches!(r, Ok(None)));
@@ -603,16 +569,7 @@ mod tests {
         };
         let (tx, rx) = std::sync::mpsc::channel();
         for n in 0..2 {
-            let r = lp.hold_answer(
-                0,
-                "T",
-                0,
-                5,
-                None,
-                Duration::from_millis(1),
-                || 5,
-                answer(&tx, n),
-            );
+            let r = hold(&lp, 0, None, Duration::from_millis(1), 5, answer(&tx, n));
             assert!(matches!(r, Ok(None)));
             let (m, here) =
                 tokio::task::block_in_place(|| rx.recv_timeout(Duration::from_secs(30)))
