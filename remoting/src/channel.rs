@@ -24,7 +24,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 use crate::budget::{MemoryBudget, Reservation};
-use crate::codec::{Frame, FrameLimits, RemotingCodec};
+use crate::codec::{Frame, RemotingCodec};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::error::{RemotingError, Result};
 use crate::processor::{RequestProcessor, RpcHooks};
@@ -34,11 +34,13 @@ use crate::support::sync::MutexExt;
 use crate::support::time::coarse_millis;
 use crate::tls::Stream;
 
+mod config;
 mod detached;
 mod outbox;
 mod pending;
 mod read_loop;
 mod reader;
+pub use config::ConnectionConfig;
 pub use detached::DetachedReceiver;
 pub use pending::{PendingResponse, ResponseCallback};
 
@@ -46,54 +48,6 @@ use pending::{PendingTable, Sink};
 
 use outbox::{Outbox, Queued, FRAME_OVERHEAD};
 use reader::FrameReader;
-
-/// Per-connection settings shared by servers and clients.
-#[derive(Debug, Clone)]
-pub struct ConnectionConfig {
-    pub limits: FrameLimits,
-    /// Close a connection with no reads or writes for this long (RocketMQ's
-    /// `serverChannelMaxIdleTimeSeconds`, 120 s). Zero disables it.
-    pub idle_timeout: Duration,
-    /// Encoded frames waiting for the socket; a full queue makes senders wait.
-    pub write_queue_capacity: usize,
-    /// Bytes queued for the socket past which the reader stops reading and requests
-    /// this side sends wait (`writeBufferHighWaterMark`).
-    pub write_high_water: usize,
-    /// Reading resumes once the queue is down to this (`writeBufferLowWaterMark`).
-    pub write_low_water: usize,
-    /// A connection whose queue stays full this long without a byte written is closed
-    /// (`writeStallTimeoutMillis`).
-    pub write_stall_timeout: Duration,
-    /// A frame must be complete this long after its first byte (`frameReadTimeoutMillis`).
-    pub frame_read_timeout: Duration,
-    /// The process's memory account; unlimited unless a server sets one.
-    pub budget: Arc<MemoryBudget>,
-    /// Incoming requests processed at once on one connection.
-    pub max_inflight_requests: usize,
-    /// Header serialisation of everything this side sends. JSON by default, as the Java
-    /// server does: the C++ client cannot parse binary headers.
-    pub serialize_type: SerializeType,
-    /// How long a closing connection waits for its requests in flight.
-    pub drain_timeout: Duration,
-}
-
-impl Default for ConnectionConfig {
-    fn default() -> Self {
-        ConnectionConfig {
-            limits: FrameLimits::default(),
-            idle_timeout: Duration::from_secs(120),
-            write_queue_capacity: 4096,
-            write_high_water: 4 << 20,
-            write_low_water: 1 << 20,
-            write_stall_timeout: Duration::from_secs(30),
-            frame_read_timeout: Duration::from_secs(30),
-            budget: MemoryBudget::unlimited(),
-            max_inflight_requests: 4096,
-            serialize_type: SerializeType::Json,
-            drain_timeout: Duration::from_secs(5),
-        }
-    }
-}
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
 
