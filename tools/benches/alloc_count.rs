@@ -300,12 +300,9 @@ fn main() {
 
     SIDE.with(|s| s.set(CLIENT));
     let body = Bytes::from(vec![b'x'; args.size]);
-    let serialize = args.serialize.unwrap_or_else(|| {
-        vostok_client::ClientConfig::default()
-            .remoting
-            .connection
-            .serialize_type
-    });
+    let serialize = args
+        .serialize
+        .unwrap_or_else(vostok_client::instance::config::serialize_type_from_env);
     println!(
         "allocations per message, {} B bodies, {} headers, {} measured after {} warm-up",
         args.size,
