@@ -112,8 +112,7 @@ pub(crate) async fn pull_message(
         // Too many held as answers: wait on this task instead.
         Err(_) => {}
     }
-    let store = broker.storage.store.clone();
-    let hold = broker.consumers.long_polling.hold(
+    let hold = polling.hold(
         &header.topic,
         header.queue_id,
         header.queue_offset,

@@ -206,7 +206,9 @@ impl LongPolling {
 
     /// True the first time only: the caller then runs [`Self::sweep`] on a task.
     pub fn start_sweeper(&self) -> bool {
-        !self.sweeper_started.swap(true, Ordering::AcqRel)
+        // Read first: every held pull asks, and only the first writes.
+        !self.sweeper_started.load(Ordering::Acquire)
+            && !self.sweeper_started.swap(true, Ordering::AcqRel)
     }
 
     /// Answers the held answers whose suspend time ran out, every [`SWEEP_TICK`] while
