@@ -169,6 +169,74 @@ async fn grpc_calls_are_authenticated_and_authorized() {
     broker.shutdown().await;
 }
 
+/// The streaming RPCs are checked as the unary ones: the refusal is the stream's one
+/// item, and nothing waits for messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiving_and_pulling_are_authenticated_and_authorized() {
+    use vostok_broker::grpc::proto::pull_message_response::Content as Pulled;
+    use vostok_broker::grpc::proto::receive_message_response::Content as Received;
+    use vostok_broker::grpc::proto::{MessageQueue, PullMessageRequest, ReceiveMessageRequest};
+
+    let (broker, _dir, mut client) = start().await;
+    let queue = |topic: &str| MessageQueue {
+        topic: Some(Resource {
+            resource_namespace: String::new(),
+            name: topic.into(),
+        }),
+        ..Default::default()
+    };
+    let group = Some(Resource {
+        resource_namespace: String::new(),
+        name: "readers".into(),
+    });
+    let receive = |topic: &str| ReceiveMessageRequest {
+        group: group.clone(),
+        message_queue: Some(queue(topic)),
+        batch_size: 1,
+        invisible_duration: Some(prost_types::Duration {
+            seconds: 30,
+            nanos: 0,
+        }),
+        ..Default::default()
+    };
+    let pull = |topic: &str| PullMessageRequest {
+        group: group.clone(),
+        message_queue: Some(queue(topic)),
+        batch_size: 1,
+        ..Default::default()
+    };
+    for (topic, secret, expected) in [
+        ("Allowed", None, Code::Unauthorized),
+        ("Allowed", Some("not-the-secret"), Code::Unauthorized),
+        ("Elsewhere", Some("grpc-secret-1"), Code::Forbidden),
+    ] {
+        let mut items = client
+            .receive_message(req(receive(topic), secret))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = items.message().await.unwrap().and_then(|i| i.content);
+        match first {
+            Some(Received::Status(s)) => assert_eq!(code(&Some(s)), expected, "receive {topic}"),
+            other => panic!("receive {topic}: {other:?}"),
+        }
+        assert!(items.message().await.unwrap().is_none(), "one item only");
+
+        let mut items = client
+            .pull_message(req(pull(topic), secret))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = items.message().await.unwrap().and_then(|i| i.content);
+        match first {
+            Some(Pulled::Status(s)) => assert_eq!(code(&Some(s)), expected, "pull {topic}"),
+            other => panic!("pull {topic}: {other:?}"),
+        }
+        assert!(items.message().await.unwrap().is_none(), "one item only");
+    }
+    broker.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signed_date_far_from_the_clock_is_refused() {
     let (broker, _dir, mut client) = start().await;

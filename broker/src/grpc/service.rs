@@ -5,6 +5,7 @@
 
 use std::future::Future;
 
+use tokio::sync::OwnedSemaphorePermit;
 use tonic::{Request, Response, Streaming};
 
 use super::access::{self, Needs};
@@ -89,6 +90,24 @@ where
     Ok(Response::new(run(ctx, request).await))
 }
 
+/// Admits a server-streaming RPC as [`unary`] does a unary one, plus a stream permit
+/// held while the RPC waits for messages; the error is the status of the stream's one
+/// refusing item.
+fn admit_stream<Req: Needs>(
+    service: &GrpcService,
+    request: &Request<Req>,
+) -> Result<(RequestContext, OwnedSemaphorePermit), Status> {
+    let ctx = RequestContext::of(request)?;
+    let needs = request.get_ref().needs(&service.broker, &ctx);
+    if let Some(status) = access::refusal(&service.broker, &ctx, needs) {
+        return Err(status);
+    }
+    let permit = service
+        .stream_permit()
+        .ok_or_else(|| status(Code::TooManyRequests, "too many streams open"))?;
+    Ok((ctx, permit))
+}
+
 fn refused_stream<T: Send + 'static>(
     item: T,
 ) -> std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<T, tonic::Status>> + Send>> {
@@ -143,24 +162,13 @@ impl MessagingService for GrpcService {
         &self,
         request: Request<ReceiveMessageRequest>,
     ) -> Result<Response<ReceiveStream>, tonic::Status> {
-        let refuse = |status: Status| {
-            Ok(Response::new(refused_stream(ReceiveMessageResponse {
-                content: Some(ReceiveContent::Status(status)),
-            })))
-        };
-        let ctx = match RequestContext::of(&request) {
-            Ok(ctx) => ctx,
-            Err(s) => return refuse(s),
-        };
-        if let Some(s) = access::refusal(
-            &self.broker,
-            &ctx,
-            request.get_ref().needs(&self.broker, &ctx),
-        ) {
-            return refuse(s);
-        }
-        let Some(_permit) = self.stream_permit() else {
-            return refuse(status(Code::TooManyRequests, "too many streams open"));
+        let (ctx, _permit) = match admit_stream(self, &request) {
+            Ok(admitted) => admitted,
+            Err(status) => {
+                return Ok(Response::new(refused_stream(ReceiveMessageResponse {
+                    content: Some(ReceiveContent::Status(status)),
+                })))
+            }
         };
         let deadline = receive::deadline_ms(request.metadata());
         let stream = receive::receive_message(self, &ctx, deadline, request.into_inner()).await;
@@ -194,24 +202,13 @@ impl MessagingService for GrpcService {
         request: Request<PullMessageRequest>,
     ) -> Result<Response<PullStream>, tonic::Status> {
         use super::proto::pull_message_response::Content;
-        let refuse = |status: Status| {
-            Ok(Response::new(refused_stream(PullMessageResponse {
-                content: Some(Content::Status(status)),
-            })))
-        };
-        let ctx = match RequestContext::of(&request) {
-            Ok(ctx) => ctx,
-            Err(s) => return refuse(s),
-        };
-        if let Some(s) = access::refusal(
-            &self.broker,
-            &ctx,
-            request.get_ref().needs(&self.broker, &ctx),
-        ) {
-            return refuse(s);
-        }
-        let Some(_permit) = self.stream_permit() else {
-            return refuse(status(Code::TooManyRequests, "too many streams open"));
+        let (ctx, _permit) = match admit_stream(self, &request) {
+            Ok(admitted) => admitted,
+            Err(status) => {
+                return Ok(Response::new(refused_stream(PullMessageResponse {
+                    content: Some(Content::Status(status)),
+                })))
+            }
         };
         Ok(Response::new(
             pull::pull_message(self, &ctx, request.into_inner()).await,
