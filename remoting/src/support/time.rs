@@ -38,7 +38,10 @@ pub fn coarse_now_millis() -> i64 {
     if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } != 0 || ts.tv_sec < 0 {
         return now_millis();
     }
-    ts.tv_sec as i64 * 1000 + ts.tv_nsec as i64 / 1_000_000
+    // `time_t` and `c_long` are 32 bits on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    let (secs, nanos) = (ts.tv_sec as i64, ts.tv_nsec as i64);
+    secs * 1000 + nanos / 1_000_000
 }
 
 /// [`now_millis`] where the coarse clock is not known.
