@@ -2,6 +2,8 @@
 //!
 //! * [`now_millis`]: wall-clock milliseconds since the epoch, what RocketMQ stores in
 //!   records (born and store timestamps), offsets files and timers.
+//! * [`coarse_now_millis`]: the same wall clock as of the last timer tick, for checks
+//!   made on every request against windows of minutes (a signed request's age).
 //! * [`monotonic`]: Tokio's clock as a `std::time::Instant`. In production it is
 //!   `Instant::now()`; in tests that pause Tokio's time it stands still or moves by
 //!   hand, so expiry sweeps and the events they compare against agree on "now".
