@@ -40,19 +40,21 @@ ON_REQUEST = [
 FILE_SIZE = 64 << 20
 
 
-def run_once(build, row, opts, log):
+def run_once(build, row, opts, log, profile=None):
+    """One run of `row` on a fresh broker of `build`, with the broker's `profile` (None,
+    or "acl" as brokers.py sets it up, mqbench then signing every request)."""
     name, flush, kind, flags = row
-    flags = flags + build.extra
     json_path = Path(opts.work) / "run.json"
     if json_path.exists():
         json_path.unlink()
     try:
-        ns, pid = build.start(flush, None,
+        ns, pid = build.start(flush, profile,
                               {"mappedFileSizeCommitLog": opts.file_size or FILE_SIZE})
     except RuntimeError as e:
         print(f"   {e}", flush=True)
         build.stop()
         return None
+    flags = flags + build.extra + build.client_flags
     try:
         v = mqbench(build.bench, kind, ns, pid, flags,
                     ["-q", "--warmup", str(opts.warmup), "-d", str(opts.duration)], json_path, log)

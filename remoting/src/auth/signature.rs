@@ -55,21 +55,23 @@ pub(crate) struct SignedFields<'a> {
 
 impl<'a> SignedFields<'a> {
     pub(crate) fn of(ext: &'a ExtFields, skip_unique_key_query: bool) -> SignedFields<'a> {
-        let signed = ext
-            .iter()
-            .filter(|(k, _)| *k != SIGNATURE && !(skip_unique_key_query && *k == UNIQUE_KEY_QUERY));
+        let signed = |k: &str| k != SIGNATURE && !(skip_unique_key_query && k == UNIQUE_KEY_QUERY);
         let mut out = SignedFields {
             inline: [("", ""); INLINE_FIELDS],
             heap: Vec::new(),
             len: 0,
         };
         if ext.len() <= INLINE_FIELDS {
-            for (slot, field) in out.inline.iter_mut().zip(signed) {
-                *slot = field;
-                out.len += 1;
+            // A plain loop: the iterator adapters it replaces copied each pair through
+            // the stack twice.
+            for (k, v) in ext.iter() {
+                if signed(k) {
+                    out.inline[out.len] = (k, v);
+                    out.len += 1;
+                }
             }
         } else {
-            out.heap.extend(signed);
+            out.heap.extend(ext.iter().filter(|(k, _)| signed(k)));
             out.len = out.heap.len();
         }
         let fields = out.all_mut();

@@ -2,6 +2,8 @@
 //!
 //! * [`now_millis`]: wall-clock milliseconds since the epoch, what RocketMQ stores in
 //!   records (born and store timestamps), offsets files and timers.
+//! * [`coarse_now_millis`]: the same wall clock as of the last timer tick, for checks
+//!   made on every request against windows of minutes (a signed request's age).
 //! * [`monotonic`]: Tokio's clock as a `std::time::Instant`. In production it is
 //!   `Instant::now()`; in tests that pause Tokio's time it stands still or moves by
 //!   hand, so expiry sweeps and the events they compare against agree on "now".
@@ -21,6 +23,33 @@ pub fn now_millis() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// Wall-clock milliseconds since the epoch, as [`now_millis`] but read from the
+/// kernel's coarse clock (`CLOCK_REALTIME_COARSE`: the time of the last timer tick, a
+/// few milliseconds behind at most, without reading the hardware counter): for checks
+/// against windows of seconds or minutes made on every request, such as the age of a
+/// signed request. Falls back to [`now_millis`] where the clock is missing.
+#[cfg(target_os = "linux")]
+pub fn coarse_now_millis() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } != 0 || ts.tv_sec < 0 {
+        return now_millis();
+    }
+    // `time_t` and `c_long` are 32 bits on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    let (secs, nanos) = (ts.tv_sec as i64, ts.tv_nsec as i64);
+    secs * 1000 + nanos / 1_000_000
+}
+
+/// [`now_millis`] where the coarse clock is not known.
+#[cfg(not(target_os = "linux"))]
+pub fn coarse_now_millis() -> i64 {
+    now_millis()
 }
 
 /// Milliseconds since the epoch of a `SystemTime` (0 before 1970).
@@ -166,6 +195,17 @@ pub fn month_bounds(ms: i64) -> (i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The coarse clock is the wall clock of the last tick: never ahead of the fine
+    /// one read after it, and far less than a second behind.
+    #[test]
+    fn the_coarse_clock_is_the_wall_clock() {
+        for _ in 0..100 {
+            let coarse = coarse_now_millis();
+            let fine = now_millis();
+            assert!(coarse <= fine && fine - coarse < 1000, "{coarse} {fine}");
+        }
+    }
 
     #[test]
     fn compact_forms_round_trip() {
