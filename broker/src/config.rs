@@ -302,6 +302,26 @@ pub fn local_ip() -> IpAddr {
 }
 
 impl BrokerConfig {
+    /// A standalone broker named `name` on loopback, for a broker embedded in a program
+    /// or a test: every port (remoting, gRPC, the embedded name server's) picked by the
+    /// system, no fast port, no outside name server, its store under `store_root`.
+    /// Read the ports it got from the running broker's handle.
+    pub fn loopback(name: &str, store_root: PathBuf) -> BrokerConfig {
+        let mut config = BrokerConfig {
+            broker_name: name.into(),
+            broker_ip1: "127.0.0.1".into(),
+            broker_ip2: "127.0.0.1".into(),
+            listen_port: 0,
+            fast_listen_enable: false,
+            namesrv_addr: None,
+            embedded_namesrv_port: 0,
+            ..BrokerConfig::default()
+        };
+        config.grpc.grpc_server_port = 0;
+        config.store.store_path_root_dir = store_root;
+        config
+    }
+
     /// Checks combinations a single key cannot.
     pub fn validate(&self) -> Result<(), BrokerError> {
         let bad = |key: &str, reason: &str| Err(BrokerError::config(key, reason));

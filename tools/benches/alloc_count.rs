@@ -280,18 +280,7 @@ fn main() {
         .build()
         .expect("client runtime");
 
-    let mut config = BrokerConfig {
-        broker_name: "alloc-count".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
+    let mut config = BrokerConfig::loopback("alloc-count", dir.path().join("store"));
     config.store.mapped_file_size_commit_log = 256 * 1024 * 1024;
     let broker = broker_rt
         .block_on(Broker::start(config))

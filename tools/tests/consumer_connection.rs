@@ -23,18 +23,7 @@ const DEADLINE: Duration = Duration::from_secs(20);
 
 async fn start_broker() -> (BrokerHandle, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = BrokerConfig {
-        broker_name: "conn-test".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.path().join("store");
+    let mut config = BrokerConfig::loopback("conn-test", dir.path().join("store"));
     config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
     (Broker::start(config).await.expect("broker starts"), dir)
 }

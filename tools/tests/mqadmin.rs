@@ -334,20 +334,8 @@ async fn failures_exit_1_with_one_line_naming_what_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acl_2_verbs_manage_users_and_policies() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = BrokerConfig {
-        broker_name: "acl-broker".into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
-    config.store.store_path_root_dir = dir.path().join("store");
+    let mut config = BrokerConfig::loopback("acl-broker", dir.path().join("store"));
     config.store.mapped_file_size_commit_log = 16 * 1024 * 1024;
-    // Any free port: 8081 may be another broker's on this host.
-    config.grpc.grpc_server_port = 0;
     for (k, v) in [
         ("authenticationEnabled", "true"),
         ("authorizationEnabled", "true"),

@@ -27,18 +27,7 @@ async fn mqbench(args: &[&str], json: &Path) -> Value {
 }
 
 async fn standalone(dir: &Path, name: &str) -> BrokerHandle {
-    let mut config = BrokerConfig {
-        broker_name: name.into(),
-        broker_ip1: "127.0.0.1".into(),
-        broker_ip2: "127.0.0.1".into(),
-        listen_port: 0,
-        fast_listen_enable: false,
-        namesrv_addr: None,
-        embedded_namesrv_port: 0,
-        ..BrokerConfig::default()
-    };
-    config.grpc.grpc_server_port = 0;
-    config.store.store_path_root_dir = dir.join("store");
+    let mut config = BrokerConfig::loopback(name, dir.join("store"));
     config.store.mapped_file_size_commit_log = 64 * 1024 * 1024;
     Broker::start(config).await.expect("broker starts")
 }
