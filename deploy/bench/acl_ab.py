@@ -18,9 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from brokers import Vostok
 from matrix import median
-from quick_ab import ROWS, fmt, run_once
+from quick_ab import ROWS, fmt, load_build, run_once
 
 
 def main():
@@ -43,16 +42,7 @@ def main():
     row = next((r for r in ROWS if r[0] == opts.row), None)
     if row is None:
         sys.exit(f"no row {opts.row!r}; rows: {', '.join(r[0] for r in ROWS)}")
-    builds = []
-    for d in (opts.a, opts.b):
-        d = Path(d)
-        for b in ("mqbroker", "mqbench", "mqadmin"):
-            if not (d / b).exists():
-                sys.exit(f"{d / b} not found")
-        build = Vostok(d, opts.work)
-        build.bench = d / "mqbench"
-        build.extra = []
-        builds.append(build)
+    builds = [load_build(d, opts.work) for d in (opts.a, opts.b)]
     labels = (opts.label_a, opts.label_b)
     variants = [(k, profile) for k in (0, 1) for profile in (None, "acl")]
     runs = {v: [] for v in variants}  # variant -> [(round, figures)]

@@ -132,6 +132,19 @@ def print_aged(scenarios, results, opts):
         print("\nStopped short: " + "; ".join(opts.notes) + ".")
 
 
+def load_build(directory, work, flags=""):
+    """A build to run: its mqbroker, mqbench and mqadmin in `directory` (exits when one
+    is missing), mqbench run with the extra `flags` (one string)."""
+    d = Path(directory)
+    for b in ("mqbroker", "mqbench", "mqadmin"):
+        if not (d / b).exists():
+            sys.exit(f"{d / b} not found")
+    build = Vostok(d, work)
+    build.bench = d / "mqbench"
+    build.extra = flags.split()
+    return build
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("a", help="directory with build A's mqbroker, mqbench, mqadmin")
@@ -165,16 +178,8 @@ def main():
     ap.add_argument("--flags-b", default="", help="extra mqbench flags for B, one string")
     opts = ap.parse_args()
     opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-quick-ab-")
-    builds = []
-    for d, extra in ((opts.a, opts.flags_a), (opts.b, opts.flags_b)):
-        d = Path(d)
-        for b in ("mqbroker", "mqbench", "mqadmin"):
-            if not (d / b).exists():
-                sys.exit(f"{d / b} not found")
-        build = Vostok(d, opts.work)
-        build.bench = d / "mqbench"
-        build.extra = extra.split()
-        builds.append(build)
+    builds = [load_build(d, opts.work, extra)
+              for d, extra in ((opts.a, opts.flags_a), (opts.b, opts.flags_b))]
     scenarios = aged.selected(aged.scenarios(opts), opts.rows, opts.aged)
     only_aged = opts.rows and all(any(n in sc.label or sc.label in n for sc in scenarios)
                                   for n in opts.rows)
