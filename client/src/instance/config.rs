@@ -54,7 +54,11 @@ pub fn serialize_type_from_env() -> SerializeType {
     match std::env::var("ROCKETMQ_SERIALIZE_TYPE") {
         Ok(v) if v.trim().eq_ignore_ascii_case("JSON") => SerializeType::Json,
         Ok(v) if !v.trim().eq_ignore_ascii_case("ROCKETMQ") => {
-            tracing::warn!(value = %v, "ROCKETMQ_SERIALIZE_TYPE is neither JSON nor ROCKETMQ; using ROCKETMQ");
+            // Every client config reads the variable; one warning per process is enough.
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(value = %v, "ROCKETMQ_SERIALIZE_TYPE is neither JSON nor ROCKETMQ; using ROCKETMQ");
+            });
             SerializeType::RocketMq
         }
         _ => SerializeType::RocketMq,
