@@ -31,7 +31,7 @@ use crate::processor::{RequestProcessor, RpcHooks};
 use crate::protocol::response_code;
 use crate::support::log_limit::LogLimit;
 use crate::support::sync::MutexExt;
-use crate::support::time::coarse_millis;
+use crate::support::time::uptime_millis;
 use crate::tls::Stream;
 
 mod config;
@@ -152,7 +152,7 @@ impl Inner {
             closed: CancellationToken::new(),
             aborted: CancellationToken::new(),
             closed_flag: AtomicBool::new(false),
-            last_activity_ms: AtomicU64::new(coarse_millis()),
+            last_activity_ms: AtomicU64::new(uptime_millis()),
             inflight: AtomicUsize::new(0),
             protected: AtomicBool::new(false),
         }
@@ -523,10 +523,10 @@ impl Channel {
     fn touch(&self) {
         self.inner
             .last_activity_ms
-            .store(coarse_millis(), Ordering::Relaxed);
+            .store(uptime_millis(), Ordering::Relaxed);
     }
 
-    /// When the connection last read or wrote, on [`coarse_millis`]'s clock.
+    /// When the connection last read or wrote, on [`uptime_millis`]'s clock.
     pub fn last_activity_millis(&self) -> u64 {
         self.inner.last_activity_ms.load(Ordering::Relaxed)
     }

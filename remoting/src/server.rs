@@ -27,7 +27,7 @@ use crate::limits::CONNECTION_BYTES;
 use crate::processor::{BoxFuture, RequestProcessor, RpcHook, RpcHooks};
 use crate::support::log_limit::LogLimit;
 use crate::support::sync::MutexExt;
-use crate::support::time::coarse_millis;
+use crate::support::time::uptime_millis;
 use crate::tls::{ServerTls, Stream};
 use crate::RemotingCommand;
 
@@ -208,7 +208,7 @@ impl Admission {
         if live < self.max_connections {
             return true; // the rest are closing
         }
-        let now = coarse_millis();
+        let now = uptime_millis();
         let victim = channels
             .values()
             .filter(|c| {

@@ -24,7 +24,7 @@ use tracing::debug;
 use super::Inner;
 use crate::budget::Reservation;
 use crate::codec::Frame;
-use crate::support::time::coarse_millis;
+use crate::support::time::uptime_millis;
 use crate::writer::WriteBatch;
 
 /// What a queued frame costs beyond its bytes (its queue slot and handles).
@@ -224,7 +224,7 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
         inner.outbox.wrote(bytes);
         inner
             .last_activity_ms
-            .store(coarse_millis(), Ordering::Relaxed);
+            .store(uptime_millis(), Ordering::Relaxed);
         if let Err(e) = result {
             debug!(peer = %inner.peer, error = %e, "write failed; closing connection");
             inner.mark_closed();

@@ -30,7 +30,7 @@ use crate::error::RemotingError;
 use crate::protocol::{request_code, response_code};
 use crate::support::log_limit::LogLimit;
 use crate::support::sync::MutexExt;
-use crate::support::time::coarse_millis;
+use crate::support::time::uptime_millis;
 
 static STALLED: LogLimit = LogLimit::new();
 static UNFINISHED: LogLimit = LogLimit::new();
@@ -156,7 +156,7 @@ impl Channel {
                 },
                 _ = &mut idle_sleep, if !idle.is_zero() => {
                     let last = self.inner.last_activity_ms.load(Ordering::Relaxed);
-                    let quiet = Duration::from_millis(coarse_millis().saturating_sub(last));
+                    let quiet = Duration::from_millis(uptime_millis().saturating_sub(last));
                     if quiet >= idle {
                         info!(peer = %self.inner.peer, idle_secs = idle.as_secs(), "closing idle connection");
                         break;

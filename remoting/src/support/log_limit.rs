@@ -4,13 +4,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::support::time::coarse_millis;
+use crate::support::time::uptime_millis;
 
 const PERIOD_MS: u64 = 1000;
 
 /// One event's limiter; a `static` beside the log line.
 pub struct LogLimit {
-    /// `coarse_millis() + 1` of the last line logged; 0 before the first.
+    /// `uptime_millis() + 1` of the last line logged; 0 before the first.
     last: AtomicU64,
     suppressed: AtomicU64,
 }
@@ -25,7 +25,7 @@ impl LogLimit {
 
     /// `Some(lines left out since the last one)` when this occurrence may be logged.
     pub fn allow(&self) -> Option<u64> {
-        self.allow_at(coarse_millis() + 1)
+        self.allow_at(uptime_millis() + 1)
     }
 
     fn allow_at(&self, now: u64) -> Option<u64> {

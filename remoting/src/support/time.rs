@@ -7,8 +7,9 @@
 //! * [`monotonic`]: Tokio's clock as a `std::time::Instant`. In production it is
 //!   `Instant::now()`; in tests that pause Tokio's time it stands still or moves by
 //!   hand, so expiry sweeps and the events they compare against agree on "now".
-//! * [`coarse_millis`]: a cheap monotonic millisecond counter for per-frame
-//!   bookkeeping (idle and activity times) that only needs to be compared.
+//! * [`uptime_millis`]: monotonic milliseconds since the process first asked, for
+//!   per-connection bookkeeping (idle and activity times) that is only compared, never
+//!   shown as a date.
 //! * [`LocalTime`]: broken-down local time, for RocketMQ's local-time formats
 //!   (`yyyyMMddHHmmss` consume timestamps, `yyyyMMddHHmmssSSS` index file names), the
 //!   retention hour and the month bounds of message ids. The C library does the time
@@ -66,7 +67,7 @@ pub fn monotonic() -> Instant {
 }
 
 /// Milliseconds since the first call in this process, from the monotonic clock.
-pub fn coarse_millis() -> u64 {
+pub fn uptime_millis() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
@@ -229,7 +230,7 @@ mod tests {
 
     #[test]
     fn coarse_millis_never_goes_back() {
-        let a = coarse_millis();
-        assert!(coarse_millis() >= a);
+        let a = uptime_millis();
+        assert!(uptime_millis() >= a);
     }
 }
