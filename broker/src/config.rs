@@ -351,6 +351,22 @@ impl BrokerConfig {
         if !self.controller.enable && self.broker_role != BrokerRole::Slave && self.broker_id != 0 {
             return bad("brokerId", "a master has brokerId 0");
         }
+        if self.store.transient_store_pool_enable {
+            // Apache ignores the key in these cases; a setting that does nothing is
+            // refused instead.
+            if self.store.flush_disk_type == vostok_store::config::FlushDiskType::SyncFlush {
+                return bad(
+                    "transientStorePoolEnable",
+                    "needs flushDiskType=ASYNC_FLUSH (with SYNC_FLUSH turn it off)",
+                );
+            }
+            if !self.controller.enable && self.broker_role == BrokerRole::Slave {
+                return bad(
+                    "transientStorePoolEnable",
+                    "needs a master (brokerRole ASYNC_MASTER or SYNC_MASTER), not a SLAVE",
+                );
+            }
+        }
         if self.default_topic_queue_nums <= 0 {
             return bad("defaultTopicQueueNums", "must be positive");
         }
@@ -553,6 +569,43 @@ mod tests {
         assert!(props
             .iter()
             .any(|(k, v)| k == "flushDiskType" && v == "SYNC_FLUSH"));
+    }
+
+    #[test]
+    fn config_refuses_the_write_buffer_where_it_would_do_nothing() {
+        let parsed = |text: &str| {
+            let mut c = BrokerConfig::default();
+            for (k, v) in vostok_remoting::support::properties::parse(text) {
+                c.apply_property(&k, &v).unwrap();
+            }
+            c
+        };
+        let on = parsed("transientStorePoolEnable=true\n");
+        assert!(on.store.transient_store_pool_enable);
+        on.validate().unwrap();
+        assert!(on
+            .to_properties()
+            .iter()
+            .any(|(k, v)| k == "transientStorePoolEnable" && v == "true"));
+        let e = parsed("transientStorePoolEnable=true\nflushDiskType=SYNC_FLUSH\n")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("transientStorePoolEnable") && e.contains("ASYNC_FLUSH"),
+            "{e}"
+        );
+        let e = parsed("transientStorePoolEnable=true\nbrokerRole=SLAVE\nbrokerId=1\n")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("transientStorePoolEnable") && e.contains("SLAVE"),
+            "{e}"
+        );
+        // Off, both are fine; in controller mode the role comes at run time.
+        parsed("flushDiskType=SYNC_FLUSH\n").validate().unwrap();
+        assert!(!BrokerConfig::default().store.transient_store_pool_enable);
     }
 
     #[test]

@@ -49,7 +49,8 @@ def run_once(build, row, opts, log, profile=None):
         json_path.unlink()
     try:
         ns, pid = build.start(flush, profile,
-                              {"mappedFileSizeCommitLog": opts.file_size or FILE_SIZE})
+                              {"mappedFileSizeCommitLog": opts.file_size or FILE_SIZE,
+                               **build.broker_settings})
     except RuntimeError as e:
         print(f"   {e}", flush=True)
         build.stop()
@@ -132,9 +133,10 @@ def print_aged(scenarios, results, opts):
         print("\nStopped short: " + "; ".join(opts.notes) + ".")
 
 
-def load_build(directory, work, flags=""):
+def load_build(directory, work, flags="", broker=""):
     """A build to run: its mqbroker, mqbench and mqadmin in `directory` (exits when one
-    is missing), mqbench run with the extra `flags` (one string)."""
+    is missing), mqbench run with the extra `flags` (one string), the broker with the
+    extra settings of `broker` (one string of `key=value` words)."""
     d = Path(directory)
     for b in ("mqbroker", "mqbench", "mqadmin"):
         if not (d / b).exists():
@@ -142,6 +144,7 @@ def load_build(directory, work, flags=""):
     build = Vostok(d, work)
     build.bench = d / "mqbench"
     build.extra = flags.split()
+    build.broker_settings = dict(w.split("=", 1) for w in broker.split())
     return build
 
 
@@ -176,10 +179,15 @@ def main():
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")
     ap.add_argument("--flags-b", default="", help="extra mqbench flags for B, one string")
+    ap.add_argument("--broker-a", default="",
+                    help="extra broker settings for A, one string of key=value words")
+    ap.add_argument("--broker-b", default="",
+                    help="extra broker settings for B, e.g. \"transientStorePoolEnable=true\"")
     opts = ap.parse_args()
     opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-quick-ab-")
-    builds = [load_build(d, opts.work, extra)
-              for d, extra in ((opts.a, opts.flags_a), (opts.b, opts.flags_b))]
+    builds = [load_build(d, opts.work, extra, broker)
+              for d, extra, broker in ((opts.a, opts.flags_a, opts.broker_a),
+                                       (opts.b, opts.flags_b, opts.broker_b))]
     scenarios = aged.selected(aged.scenarios(opts), opts.rows, opts.aged)
     only_aged = opts.rows and all(any(n in sc.label or sc.label in n for sc in scenarios)
                                   for n in opts.rows)

@@ -21,6 +21,7 @@
 
 pub(crate) mod append;
 pub(crate) mod flush;
+pub(crate) mod pool;
 pub(crate) mod prefault;
 pub(crate) mod raw;
 pub(crate) mod scan;
@@ -76,6 +77,8 @@ pub(crate) struct CommitLog {
     prefaulted: AtomicI64,
     prefaulter: OnceLock<Thread>,
     pub(crate) group_commit: GroupCommit,
+    /// The write buffer (`transientStorePoolEnable`), written out by the commit thread.
+    pool: Option<pool::Pool>,
     /// Creates the next file ahead of the writer.
     pub(crate) allocator: AllocateService,
 }
@@ -101,6 +104,12 @@ impl CommitLog {
             prefaulted: AtomicI64::new(0),
             prefaulter: OnceLock::new(),
             group_commit: GroupCommit::default(),
+            pool: config.transient_store_pool_enable.then(|| {
+                pool::Pool::new(match config.transient_store_buffer_bytes {
+                    0 => pool::capacity_for(config.max_message_size),
+                    n => n,
+                })
+            }),
             allocator: AllocateService::new(probe),
         })
     }
@@ -134,6 +143,9 @@ impl CommitLog {
         self.flushed_offset.store(end, Ordering::Release);
         self.last_store_timestamp
             .store(last_store_timestamp, Ordering::Release);
+        if let Some(pool) = &self.pool {
+            pool.reset(end);
+        }
     }
 
     /// First offset still stored.

@@ -52,6 +52,14 @@ pub struct StoreConfig {
     pub mapped_file_size_consume_queue: usize,
     /// `flushDiskType`.
     pub flush_disk_type: FlushDiskType,
+    /// `transientStorePoolEnable`: appends go to a bounded in-memory write buffer and
+    /// a commit thread writes them to the commitlog files with `pwrite`, many appends
+    /// at a time; readers see only what it has written. ASYNC_FLUSH masters only: an
+    /// acknowledged message not yet written to the file is lost if the process dies.
+    pub transient_store_pool_enable: bool,
+    /// Bytes of that write buffer; 0 (the default): twice `maxMessageSize`, at least
+    /// 8 MiB. Not a RocketMQ key; tests set it small.
+    pub transient_store_buffer_bytes: usize,
     /// `flushIntervalCommitLog`: period of the asynchronous commitlog flush.
     pub flush_interval_commit_log: Duration,
     /// `flushCommitLogLeastPages`: an asynchronous flush waits for this many dirty pages...
@@ -127,6 +135,8 @@ impl Default for StoreConfig {
             mapped_file_size_commit_log: 1024 * 1024 * 1024,
             mapped_file_size_consume_queue: 300_000 * CQ_UNIT_SIZE,
             flush_disk_type: FlushDiskType::AsyncFlush,
+            transient_store_pool_enable: false,
+            transient_store_buffer_bytes: 0,
             flush_interval_commit_log: Duration::from_millis(500),
             flush_commit_log_least_pages: 4,
             flush_commit_log_thorough_interval: Duration::from_secs(10),
@@ -218,6 +228,7 @@ pub static KEYS: Table<StoreConfig> = Table {
             |c| c.flush_disk_type.as_str().to_owned(),
         )
         .important(),
+        config_key!("transientStorePoolEnable", transient_store_pool_enable: Flag, "ASYNC_FLUSH masters only (refused with SYNC_FLUSH or a SLAVE): appends go to an 8 MiB write buffer that a commit thread writes to the commitlog with `pwrite`; readers see only written bytes; a sent message still in the buffer is lost if the process dies (kill -9, crash), not only on a power failure"),
         config_key!("flushIntervalCommitLog", flush_interval_commit_log: Millis, "ms between two flushes of an ASYNC_FLUSH commitlog"),
         config_key!("flushCommitLogLeastPages", flush_commit_log_least_pages: Num, "pages a flush waits for, unless the thorough interval passed"),
         config_key!("flushCommitLogThoroughInterval", flush_commit_log_thorough_interval: Millis, "ms after which a flush goes ahead with any number of pages"),
@@ -386,6 +397,23 @@ impl StoreConfig {
                 &self.max_index_num.to_string(),
                 "index file would exceed 8 GiB",
             ));
+        }
+        if self.transient_store_pool_enable {
+            if self.flush_disk_type == FlushDiskType::SyncFlush {
+                return Err(StoreError::config(
+                    "transientStorePoolEnable",
+                    "true",
+                    "needs flushDiskType=ASYNC_FLUSH: with SYNC_FLUSH a send waits for the disk, \
+                     and the write buffer would only add a step before it",
+                ));
+            }
+            if self.ha.replica && !self.ha.controller_mode {
+                return Err(StoreError::config(
+                    "transientStorePoolEnable",
+                    "true",
+                    "needs a master: a SLAVE writes what it receives straight to its commitlog",
+                ));
+            }
         }
         parse_delete_hours(&self.delete_when).ok_or_else(|| {
             StoreError::config("deleteWhen", &self.delete_when, "expected hours 00-23")

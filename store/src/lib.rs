@@ -14,7 +14,7 @@
 //! | services | `retention` | `CleanCommitLogService`, `CleanConsumeQueueService` | deleting expired files, disk-full guard |
 //! | services | `flush_service` | `FlushRealTimeService`, `GroupCommitService`, `FlushConsumeQueueService` | the flush threads |
 //! | state | `store_inner` | `DefaultMessageStore`'s fields | what the services and the facade share |
-//! | parts | `commitlog` (+ `append`, `flush`, `prefault`, `raw`, `scan`) | `CommitLog` | the record log, group commit, page prefaulting, replication seam |
+//! | parts | `commitlog` (+ `append`, `flush`, `pool`, `prefault`, `raw`, `scan`) | `CommitLog`, `TransientStorePool` + `CommitRealTimeService` | the record log, group commit, the write buffer and its commit thread, page prefaulting, replication seam |
 //! | parts | `allocate` | `AllocateMappedFileService` | the next commitlog file created ahead (thread `store-allocate`), the no-room guard |
 //! | parts | `consume_queue`, `queue_table` | `ConsumeQueue` | per-queue 20-byte entries into the commitlog |
 //! | parts | `index` (+ `file`) | `IndexService`, `IndexFile` | lookup by key |
@@ -37,7 +37,9 @@
 //! appends the consume-queue entry and the index entries and calls the arrival
 //! listener. With SYNC_FLUSH the put then waits for group commit. A pull reads the
 //! consume queue, then the commitlog records it points to, returned as zero-copy
-//! `Bytes` over the mapping.
+//! `Bytes` over the mapping. With `transientStorePoolEnable` the record is encoded into
+//! a write buffer instead, and the commit thread (`commitlog::pool`) writes it to the
+//! file with `pwrite`, publishes the new end, and dispatches.
 //!
 //! # Durability
 //!

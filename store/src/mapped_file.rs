@@ -271,6 +271,22 @@ impl MappedFile {
         }
     }
 
+    /// Writes `data` at `pos` with `pwrite` (through the page cache the mapping
+    /// shares), retrying short writes.
+    ///
+    /// # Safety
+    /// As for [`MappedFile::write_at`].
+    pub(crate) unsafe fn pwrite_at(&self, pos: usize, data: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        assert!(
+            pos + data.len() <= self.size,
+            "write past the end of {:?}",
+            self.path
+        );
+        self.with_file(|f| f.write_all_at(data, pos as u64))
+            .map_err(|e| StoreError::io("pwrite", &self.path, e))
+    }
+
     /// Turns the kernel's read-ahead off (`MADV_RANDOM`) or back on (`MADV_NORMAL`)
     /// for the pages holding `from..to` of the mapping.
     ///

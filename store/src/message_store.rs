@@ -205,6 +205,25 @@ impl MessageStore {
             .commitlog
             .set_prefaulter(prefaulter.thread().clone());
         threads.push(prefaulter);
+        if self.inner.commitlog.pool().is_some() {
+            let committer = spawn("store-commit", Serving, |i| {
+                crate::commitlog::pool::run(
+                    &i.commitlog,
+                    || i.stopper.is_stopped(),
+                    || {
+                        // The committed records go to consume queues and index here
+                        // when nobody else is dispatching (no thread switch), and to
+                        // the slaves.
+                        i.dispatch_or_wake();
+                        i.ha.on_append();
+                    },
+                )
+            })?;
+            if let Some(pool) = self.inner.commitlog.pool() {
+                pool.set_committer(committer.thread().clone());
+            }
+            threads.push(committer);
+        }
         threads.push(spawn(
             "store-flush",
             Serving,
@@ -333,7 +352,8 @@ impl MessageStore {
                 // Under the writer lock: no record of the topic can land between the
                 // tombstone's offset and the queue offsets being forgotten.
                 let mut writer = self.inner.commitlog.lock_writer();
-                let end = self.inner.commitlog.max_offset();
+                // With the write buffer, records appended but not yet committed count.
+                let end = self.inner.commitlog.max_offset().max(writer.write_pos);
                 self.inner.tombstones.record(topic, end)?;
                 writer.queue_offsets.remove(topic);
                 end
@@ -389,6 +409,26 @@ impl MessageStore {
         let c = &self.inner.commitlog;
         c.allocator.wait_ready(timeout, || {
             !c.next_file_due() || c.files().ready_base() == Some(c.next_file_base())
+        })
+    }
+
+    /// With `transientStorePoolEnable`: holds back every write of the write buffer
+    /// to the commitlog until the guard is dropped (appends go on into the buffer
+    /// until it is full). For tests; `None` without the write buffer.
+    #[doc(hidden)]
+    pub fn hold_commits(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        self.inner.commitlog.pool().map(|p| p.hold())
+    }
+
+    /// With `transientStorePoolEnable`: how often a put waited for room in the write
+    /// buffer or for it to be written out (before a file roll), and how many writes
+    /// of it to the commitlog were done. `(0, 0)` without it.
+    pub fn write_buffer_stats(&self) -> (u64, u64) {
+        self.inner.commitlog.pool().map_or((0, 0), |p| {
+            (
+                p.full_waits.load(Ordering::Relaxed),
+                p.commits.load(Ordering::Relaxed),
+            )
         })
     }
 
@@ -461,6 +501,9 @@ impl MessageStore {
             tier.stop(); // an upload or read waiting on the object store gives up
         }
         i.commitlog.unpark_prefaulter();
+        if let Some(pool) = i.commitlog.pool() {
+            pool.wake(); // it commits what is pending, then stops
+        }
         i.commitlog.allocator.stop();
         i.dispatch.stop();
         i.commitlog.group_commit.notify();
@@ -478,6 +521,11 @@ impl MessageStore {
             tracing::warn!(error = %e, "could not remove the unused next commitlog file");
         }
         let mut clean = true;
+        // Whatever the commit thread left (none, unless it failed).
+        if let Err(e) = i.commitlog.commit_pending() {
+            tracing::error!(error = %e, "final commit of the write buffer failed");
+            clean = false;
+        }
         let last = {
             let _running = i.dispatch.running.locked();
             i.dispatch_available(true)

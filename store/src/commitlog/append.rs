@@ -166,6 +166,9 @@ impl CommitLog {
         if batch.is_empty() || total + END_FILE_MIN_BLANK_LEN > self.file_size {
             return Err(AppendError::TooLarge);
         }
+        if self.pool().is_some_and(|p| total > p.capacity()) {
+            return Err(AppendError::TooLarge);
+        }
         let mut writer = self.lock_writer();
         let now = vostok_remoting::support::time::now_millis();
         self.lock_begin_ms.store(now.max(1), Ordering::Relaxed);
@@ -242,7 +245,9 @@ impl CommitLog {
         if writer.closed {
             return Err(AppendError::Closed);
         }
-        if writer.write_pos != self.max_offset() {
+        // Equal but while a replica holds part of a record (with the write buffer the
+        // commit thread publishes both at once).
+        if self.write_end() != self.max_offset() {
             return Err(AppendError::PartialRawRecord);
         }
         let mut file = self.writable_file(writer)?;
@@ -251,17 +256,29 @@ impl CommitLog {
             // The next file first: without it this file stays open for smaller puts.
             let next = self.file_at(file.end())?;
             let remaining = file.size() - pos;
+            if let Some(pool) = self.pool() {
+                // Nothing pending may be left behind in this file.
+                pool.wait_committed(writer.write_pos);
+            }
             if remaining >= END_FILE_MIN_BLANK_LEN {
                 reserve(&file, pos + END_FILE_MIN_BLANK_LEN)?;
                 let mut blank = [0u8; END_FILE_MIN_BLANK_LEN];
                 blank[..4].copy_from_slice(&(remaining as i32).to_be_bytes());
                 blank[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
-                // SAFETY: we hold the append lock (single writer) and `pos` is at the
-                // unpublished write position.
-                unsafe { file.write_at(pos, &blank) };
+                if self.pool().is_some() {
+                    // SAFETY: as below; the commit thread has nothing to write.
+                    unsafe { file.pwrite_at(pos, &blank) }.map_err(AppendError::CreateFile)?;
+                } else {
+                    // SAFETY: we hold the append lock (single writer) and `pos` is at
+                    // the unpublished write position.
+                    unsafe { file.write_at(pos, &blank) };
+                }
             }
             file.set_wrote(file.size());
             self.publish(writer, file.end(), 0);
+            if let Some(pool) = self.pool() {
+                pool.reset(file.end());
+            }
             writer.current = Some(Arc::clone(&next));
             file = next;
             pos = 0;
@@ -283,6 +300,23 @@ impl CommitLog {
             0
         };
         let wrote_offset = file.base() + pos as i64;
+        if let Some(pool) = self.pool() {
+            self.encode_into_pool(
+                pool,
+                writer,
+                batch,
+                counted,
+                first_queue_offset,
+                wrote_offset,
+                store_timestamp,
+            );
+            return Ok(Appended {
+                wrote_offset,
+                wrote_bytes: total,
+                store_timestamp,
+                queue_offset: first_queue_offset,
+            });
+        }
         for (queue_offset, p) in (first_queue_offset..).zip(batch) {
             let physical_offset = file.base() + pos as i64;
             let fields = p.fields(
@@ -305,6 +339,54 @@ impl CommitLog {
             store_timestamp,
             queue_offset: first_queue_offset,
         })
+    }
+}
+
+impl CommitLog {
+    /// The write buffer's append: the records encoded into the ring (waiting for room
+    /// first), then handed to the commit thread. Nothing is published to readers here.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_into_pool(
+        &self,
+        pool: &super::pool::Pool,
+        writer: &mut Writer,
+        batch: &[Prepared],
+        counted: bool,
+        first_queue_offset: i64,
+        wrote_offset: i64,
+        store_timestamp: i64,
+    ) {
+        let total: usize = batch.iter().map(|p| p.len).sum();
+        let end = wrote_offset + total as i64;
+        pool.wait_room(end);
+        let mut offset = wrote_offset;
+        for (queue_offset, p) in (first_queue_offset..).zip(batch) {
+            let fields = p.fields(
+                if counted { queue_offset } else { 0 },
+                offset,
+                store_timestamp,
+            );
+            // SAFETY: single writer under the append lock; `offset..offset+len` is
+            // past the pending end and within the ring's room (waited for above).
+            match unsafe { pool.slice_mut(offset, p.len) } {
+                Some(mut dst) => {
+                    fields.encode(&mut dst);
+                    debug_assert!(dst.is_empty(), "record length matches its encoding");
+                }
+                None => {
+                    // The record straddles the ring's end: encoded aside, copied in two.
+                    let mut scratch = Vec::with_capacity(p.len);
+                    fields.encode(&mut scratch);
+                    debug_assert_eq!(scratch.len(), p.len, "record length matches its encoding");
+                    // SAFETY: as above.
+                    unsafe { pool.put(offset, &scratch) };
+                }
+            }
+            offset += p.len as i64;
+        }
+        writer.write_pos = end;
+        writer.last_store_timestamp = store_timestamp;
+        pool.append(end, store_timestamp);
     }
 }
 

@@ -93,7 +93,13 @@ impl CommitLog {
         if !reserved(&file, (to - file.base()) as usize) {
             return false;
         }
-        file.prefault((from - file.base()) as usize, (to - file.base()) as usize);
+        let (from_pos, to_pos) = ((from - file.base()) as usize, (to - file.base()) as usize);
+        if self.pool().is_none() {
+            file.prefault(from_pos, to_pos);
+        }
+        // With the write buffer nothing is mapped in: the commit thread's `pwrite`
+        // brings the pages into the page cache, many appends at a time, and readers
+        // map them as they come (`MADV_POPULATE_READ` ahead cost more than it saved).
         self.prefaulted.store(to, Ordering::Relaxed);
         true
     }

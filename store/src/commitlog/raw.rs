@@ -55,6 +55,9 @@ impl CommitLog {
         if writer.closed {
             return Err(StoreError::Shutdown);
         }
+        // A master turned replica (controller mode) with the write buffer on: what it
+        // appended goes to the files first; received bytes are written directly.
+        self.commit_pending()?;
         let file_size = self.file_size as i64;
         if self.files.is_empty() && writer.write_pos == self.max_offset() && at != writer.write_pos
         {
@@ -65,6 +68,9 @@ impl CommitLog {
                 });
             }
             writer.write_pos = at;
+            if let Some(pool) = self.pool() {
+                pool.reset(at);
+            }
             self.max_offset.store(at, Ordering::Release);
             self.write_end.store(at, Ordering::Release);
             self.flushed_offset.store(at, Ordering::Release);
@@ -153,6 +159,9 @@ impl CommitLog {
         // Keep the pages ahead mapped in, as local appends do (`publish`): otherwise
         // this writer takes the page faults, and zeroes every new page itself.
         self.wake_prefaulter(cur);
+        if let Some(pool) = self.pool() {
+            pool.reset(cur);
+        }
         for (topic, queue_id, next) in queue_updates {
             writer.bump_queue_offset(&topic, queue_id, next);
         }

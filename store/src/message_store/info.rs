@@ -34,6 +34,16 @@ impl MessageStore {
             "getTransferedMsgCount",
             Stats::get(&s.get_transferred).to_string(),
         );
+        if let Some(pool) = i.commitlog.pool() {
+            put(
+                "commitLogWriteBufferCommits",
+                pool.commits.load(Ordering::Relaxed).to_string(),
+            );
+            put(
+                "commitLogWriteBufferWaits",
+                pool.full_waits.load(Ordering::Relaxed).to_string(),
+            );
+        }
         put("commitLogMinOffset", i.commitlog.min_offset().to_string());
         put("commitLogMaxOffset", i.commitlog.max_offset().to_string());
         put(

@@ -171,12 +171,17 @@ impl MessageStore {
                 return PutMessageResult::failed(PutMessageStatus::CreateMappedFileFailed);
             }
         };
-        if prepared.len() <= INLINE_DISPATCH_RECORDS {
+        if i.commitlog.pool().is_some() {
+            // Readable once the commit thread has written it; that thread dispatches
+            // and wakes the slaves' senders.
+            i.commitlog.wake_committer();
+        } else if prepared.len() <= INLINE_DISPATCH_RECORDS {
             i.dispatch_or_wake();
+            i.ha.on_append();
         } else {
             i.dispatch.wake();
+            i.ha.on_append();
         }
-        i.ha.on_append();
         Stats::add(&i.stats.put_times, prepared.len() as u64);
         Stats::add(&i.stats.put_bytes, appended.wrote_bytes as u64);
 

@@ -22,6 +22,9 @@ impl MessageStore {
                 reason: "only a replica truncates its commitlog".into(),
             });
         }
+        // A master turned replica with the write buffer on: its appends go to the
+        // files first, so that the end below is the whole log.
+        i.commitlog.commit_pending()?;
         let max = i.commitlog.max_offset();
         let write_end = i.commitlog.write_end();
         if end >= write_end {

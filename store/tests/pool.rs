@@ -1,0 +1,325 @@
+//! `transientStorePoolEnable`: appends go to a bounded write buffer and a commit
+//! thread writes them to the commitlog; readers see only what it has written.
+
+mod common;
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{message, pull_all, settle, small_config};
+use vostok_remoting::protocol::message::record::BLANK_MAGIC;
+use vostok_remoting::protocol::message::MessageExt;
+use vostok_store::{FlushDiskType, MessageStore, PutMessageStatus, StoreConfig};
+
+fn pool_config(root: &std::path::Path, file: usize, buffer: usize) -> StoreConfig {
+    StoreConfig {
+        transient_store_pool_enable: true,
+        transient_store_buffer_bytes: buffer,
+        ..small_config(root, file)
+    }
+}
+
+/// A body of `len` bytes that says which message it is.
+fn body(k: usize, len: usize) -> Vec<u8> {
+    let mut b = format!("m{k:06}-").into_bytes();
+    b.resize(len, b'a' + (k % 26) as u8);
+    b
+}
+
+/// Puts `n` messages of varying sizes to queue 0 of "T", then waits until they are
+/// committed and dispatched; their bodies.
+async fn put_many(store: &MessageStore, from: usize, n: usize) -> Vec<Vec<u8>> {
+    let mut bodies = Vec::new();
+    let mut end = 0;
+    for k in from..from + n {
+        let b = body(k, 200 + (k * 37) % 1500);
+        let r = store
+            .put_message(message("T", 0, b.clone(), String::new()))
+            .await;
+        assert_eq!(r.status, PutMessageStatus::PutOk, "message {k}");
+        let a = r.append.unwrap();
+        end = a.wrote_offset + a.wrote_bytes as i64;
+        bodies.push(b);
+    }
+    // The dispatcher reaches `end` only once the commit thread has written it.
+    assert!(store.wait_for_dispatch(end, Duration::from_secs(10)));
+    bodies
+}
+
+/// Compares without printing kilobytes of bodies.
+fn assert_bodies(got: Vec<Vec<u8>>, want: &[Vec<u8>]) {
+    assert_eq!(got.len(), want.len(), "message count");
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            g == w,
+            "message {k} differs: {} bytes, want {}",
+            g.len(),
+            w.len()
+        );
+    }
+}
+
+fn bodies_of(store: &MessageStore) -> Vec<Vec<u8>> {
+    pull_all(store, "T", 0)
+        .iter()
+        .map(|m| MessageExt::decode(m, true).unwrap().body.to_vec())
+        .collect()
+}
+
+/// Runs `f` on a thread of its own with a runtime of its own: a put that waits for
+/// room in the buffer blocks its thread.
+fn on_thread<T: Send + 'static>(
+    f: impl std::future::Future<Output = T> + Send + 'static,
+) -> mpsc::Receiver<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(rt.block_on(f));
+    });
+    rx
+}
+
+// The held commit lock is never waited for by a put.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn appends_are_visible_only_once_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(pool_config(dir.path(), 1 << 20, 0)).unwrap();
+    let first = put_many(&store, 0, 3).await;
+    settle(&store);
+    let end = store.max_phy_offset();
+    assert!(end > 0);
+
+    let held = store.hold_commits().expect("the write buffer is on");
+    let r = store
+        .put_message(message("T", 0, b"pending".to_vec(), String::new()))
+        .await;
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    let a = r.append.unwrap();
+    assert_eq!(a.wrote_offset, end);
+    assert_eq!(a.queue_offset, 3);
+    // Acknowledged, but no reader sees it: not the end, not a lookup, not a pull.
+    assert_eq!(store.max_phy_offset(), end);
+    assert!(store.look_message_by_offset(a.wrote_offset).is_none());
+    assert!(store.read_raw(end, 4096).is_none());
+    assert_eq!(bodies_of(&store).len(), 3);
+
+    drop(held);
+    let new_end = a.wrote_offset + a.wrote_bytes as i64;
+    assert!(store.wait_for_dispatch(new_end, Duration::from_secs(10)));
+    assert_eq!(store.max_phy_offset(), new_end);
+    let m = store.look_message_by_offset(a.wrote_offset).unwrap();
+    assert_eq!(&m.body[..], b"pending");
+    let mut expected = first;
+    expected.push(b"pending".to_vec());
+    assert_bodies(bodies_of(&store), &expected);
+}
+
+/// An 8 KiB buffer and records of 200 to 1,700 bytes: records keep straddling the
+/// buffer's end, and every one reads back whole, before and after a restart.
+#[tokio::test]
+async fn records_straddling_the_buffer_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = pool_config(dir.path(), 1 << 20, 8192);
+    let store = MessageStore::open(config.clone()).unwrap();
+    let mut bodies = put_many(&store, 0, 300).await;
+    settle(&store);
+    assert_bodies(bodies_of(&store), &bodies);
+    let (_, commits) = store.write_buffer_stats();
+    assert!(commits > 0);
+    let end = store.max_phy_offset();
+    assert!(end > 10 * 8192, "the buffer wrapped many times: {end}");
+
+    store.shutdown();
+    drop(store);
+    let store = MessageStore::open(config).unwrap();
+    assert_eq!(store.max_phy_offset(), end);
+    bodies.extend(put_many(&store, 300, 50).await);
+    settle(&store);
+    assert_bodies(bodies_of(&store), &bodies);
+}
+
+/// 4 KiB commitlog files: every file ends with its blank, the next record starts the
+/// next file, and a restart finds the same end.
+#[tokio::test]
+async fn files_roll_with_the_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = 4096usize;
+    let config = pool_config(dir.path(), file, 0);
+    let store = MessageStore::open(config.clone()).unwrap();
+    let mut bodies = put_many(&store, 0, 60).await;
+    settle(&store);
+    let end = store.max_phy_offset();
+    assert!(end > 8 * file as i64, "many files: {end}");
+    assert_bodies(bodies_of(&store), &bodies);
+
+    // Each full file ends with a blank right after its last record.
+    store.flush().unwrap();
+    let files: Vec<_> = {
+        let mut v: Vec<_> = std::fs::read_dir(config.commit_log_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    let current = (end - 1) / file as i64 * file as i64;
+    let closed: Vec<_> = files
+        .iter()
+        .filter(|p| {
+            let base: i64 = p.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            base < current
+        })
+        .collect();
+    assert_eq!(closed.len() as i64, current / file as i64);
+    for path in closed {
+        let data = std::fs::read(path).unwrap();
+        let mut pos = 0usize;
+        loop {
+            let len = i32::from_be_bytes(data[pos..pos + 4].try_into().unwrap());
+            let magic = i32::from_be_bytes(data[pos + 4..pos + 8].try_into().unwrap());
+            if magic == BLANK_MAGIC {
+                assert_eq!(len as usize, file - pos, "{}", path.display());
+                break;
+            }
+            assert!(
+                len > 0,
+                "a record or the blank, not zeros: {}",
+                path.display()
+            );
+            pos += len as usize;
+            if file - pos < 8 {
+                break; // no room for a blank: the file's zeros end it
+            }
+        }
+    }
+
+    store.shutdown();
+    drop(store);
+    let store = MessageStore::open(config).unwrap();
+    assert_eq!(store.max_phy_offset(), end);
+    bodies.extend(put_many(&store, 60, 20).await);
+    settle(&store);
+    assert_bodies(bodies_of(&store), &bodies);
+}
+
+/// A clean shutdown writes out whatever the buffer holds; the restart recovers all of
+/// it and appends go on after it, queue offsets included.
+// The held commit lock is never waited for by a put.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn restart_after_a_clean_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = pool_config(dir.path(), 64 << 10, 0);
+    let store = MessageStore::open(config.clone()).unwrap();
+    let mut bodies = put_many(&store, 0, 100).await;
+    // Some of it still in the buffer at shutdown.
+    let held = store.hold_commits().unwrap();
+    let last = store
+        .put_message(message("T", 0, b"last".to_vec(), String::new()))
+        .await
+        .append
+        .unwrap();
+    bodies.push(b"last".to_vec());
+    drop(held);
+    let end = last.wrote_offset + last.wrote_bytes as i64;
+    store.shutdown();
+    drop(store);
+
+    let store = MessageStore::open(config).unwrap();
+    assert_eq!(store.max_phy_offset(), end);
+    settle(&store);
+    assert_eq!(store.max_offset_in_queue("T", 0), 101);
+    let next = store
+        .put_message(message("T", 0, b"after".to_vec(), String::new()))
+        .await
+        .append
+        .unwrap();
+    assert_eq!(next.wrote_offset, end);
+    assert_eq!(next.queue_offset, 101);
+    bodies.push(b"after".to_vec());
+    assert!(store.wait_for_dispatch(end + next.wrote_bytes as i64, Duration::from_secs(10)));
+    assert_bodies(bodies_of(&store), &bodies);
+}
+
+/// A full buffer makes the writer wait for the commit thread; it never grows.
+// The held commit lock is never waited for by a put.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn a_full_buffer_holds_the_writer_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(pool_config(dir.path(), 1 << 20, 8192)).unwrap();
+    let end = store.max_phy_offset();
+    let held = store.hold_commits().unwrap();
+    // Fits: 4 records of about 2 KiB.
+    let mut bodies = Vec::new();
+    for k in 0..3 {
+        let b = body(k, 1900);
+        let r = store
+            .put_message(message("T", 0, b.clone(), String::new()))
+            .await;
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+        bodies.push(b);
+    }
+    assert_eq!(store.write_buffer_stats().0, 0);
+    // Does not fit until the buffer is written out.
+    let blocked = {
+        let store = Arc::clone(&store);
+        let b = body(3, 4000);
+        bodies.push(b.clone());
+        on_thread(async move { store.put_message(message("T", 0, b, String::new())).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while store.write_buffer_stats().0 == 0 {
+        assert!(Instant::now() < deadline, "the writer never waited");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        blocked.try_recv().is_err(),
+        "the put went through a full buffer"
+    );
+    assert_eq!(store.max_phy_offset(), end);
+
+    drop(held);
+    let r = blocked.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    let a = r.append.unwrap();
+    assert!(store.wait_for_dispatch(
+        a.wrote_offset + a.wrote_bytes as i64,
+        Duration::from_secs(10)
+    ));
+    assert_bodies(bodies_of(&store), &bodies);
+}
+
+fn refusal(config: StoreConfig) -> String {
+    match MessageStore::open(config) {
+        Ok(_) => panic!("the store opened"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn refused_with_sync_flush_and_on_a_slave() {
+    let dir = tempfile::tempdir().unwrap();
+    let sync = StoreConfig {
+        flush_disk_type: FlushDiskType::SyncFlush,
+        ..pool_config(dir.path(), 1 << 20, 0)
+    };
+    let e = refusal(sync);
+    assert!(
+        e.contains("transientStorePoolEnable") && e.contains("ASYNC_FLUSH"),
+        "{e}"
+    );
+
+    let mut slave = pool_config(dir.path(), 1 << 20, 0);
+    slave.ha.replica = true;
+    let e = refusal(slave);
+    assert!(
+        e.contains("transientStorePoolEnable") && e.contains("master"),
+        "{e}"
+    );
+}
