@@ -462,3 +462,30 @@ async fn a_busy_or_failed_unit_leaves_its_commit_to_the_commit_thread() {
     settle(&store);
     assert_bodies(bodies_of(&store), &bodies);
 }
+
+/// A batch put inside a unit is left to the commit thread (committed at the unit's end,
+/// its `pwrite` and dispatch held up the connection's next request).
+#[tokio::test]
+async fn a_batch_in_a_unit_goes_to_the_commit_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(pool_config(dir.path(), 1 << 20, 0)).unwrap();
+    let bodies: Vec<_> = (0..4).map(|k| body(k, 300)).collect();
+    let batch = bodies
+        .iter()
+        .map(|b| message("T", 0, b.clone(), String::new()))
+        .collect();
+    let r = defer::unit(|| {
+        store
+            .put_messages(batch)
+            .now_or_never()
+            .expect("an ASYNC_FLUSH put is done in one poll")
+    });
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    let a = r.append.unwrap();
+    assert!(store.wait_for_dispatch(
+        a.wrote_offset + a.wrote_bytes as i64,
+        Duration::from_secs(10)
+    ));
+    assert_eq!(store.write_buffer_unit_commits(), 0);
+    assert_bodies(bodies_of(&store), &bodies);
+}

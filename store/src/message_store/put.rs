@@ -30,7 +30,8 @@ thread_local! {
     static UNIT_COMMITS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
-/// After an append to the write buffer (outside the append lock). Inside a unit of work
+/// After an append of one message to the write buffer (outside the append lock).
+/// Inside a unit of work
 /// (one poll of a connection's reader: every frame one socket read brought) the commit
 /// is put off to the unit's end, once per unit, and done on this thread: one `pwrite`
 /// for the burst, then the dispatch, whose held pulls are answered right after, with no
@@ -255,9 +256,16 @@ impl MessageStore {
             }
         };
         if i.commitlog.pool().is_some() {
-            // Readable once committed: at the end of this unit of work, or by the
-            // commit thread; whichever commits dispatches and wakes the slaves' senders.
-            commit_after_append(&self.inner);
+            // Readable once committed: a single message at the end of this unit of
+            // work, a batch by the commit thread (committed on the connection's
+            // thread, the pwrite and dispatch of a batch held up the next request:
+            // batch x32, 1 task, 256,000 -> 189,000 msg/s); whichever commits
+            // dispatches and wakes the slaves' senders.
+            if prepared.len() <= INLINE_DISPATCH_RECORDS {
+                commit_after_append(&self.inner);
+            } else {
+                i.commitlog.wake_committer();
+            }
         } else if prepared.len() <= INLINE_DISPATCH_RECORDS {
             i.dispatch_or_wake();
             i.ha.on_append();
