@@ -19,10 +19,11 @@
 //!   as always; only the commit thread moves them, after the bytes are in the file.
 //! * Pending bytes lie in one file: before the writer rolls to the next file it waits
 //!   until everything pending is committed and writes the end-of-file blank itself.
-//! * An append inside a unit of work (`vostok_remoting::support::defer`: one poll of a
-//!   connection's reader, every frame one socket read brought) is committed at the
-//!   unit's end on the same thread, one commit for all of the unit's appends, which
-//!   then dispatches there (held pulls answered right after), with no thread woken.
+//! * A single message's append inside a unit of work (`vostok_remoting::support::defer`:
+//!   one poll of a connection's reader, every frame one socket read brought) is
+//!   committed at the unit's end on the same thread, one commit for all of the unit's
+//!   appends, which then dispatches there (held pulls answered right after), with no
+//!   thread woken. Batches go to the commit thread (see `message_store/put.rs`).
 //!   If a commit is running elsewhere then, the unit does not wait: it wakes the
 //!   commit thread.
 //! * Other appends wake the commit thread when it is idle (no timer); it dispatches
