@@ -275,7 +275,7 @@ impl CommitLog {
 
     /// [`Self::commit_pending`] unless a commit is running elsewhere: `None` then (the
     /// caller wakes the commit thread rather than wait). The commit at the end of a
-    /// connection's unit of work (`StoreInner::commit_after_append`).
+    /// connection's unit of work (`commit_after_append` in `message_store/put.rs`).
     pub(crate) fn try_commit_pending(&self) -> Option<Result<Option<i64>>> {
         let pool = self.pool.as_ref()?;
         let _commit = pool.commit_lock.try_lock().ok()?;

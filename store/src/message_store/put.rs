@@ -31,12 +31,11 @@ thread_local! {
 }
 
 /// After an append of one message to the write buffer (outside the append lock).
-/// Inside a unit of work
-/// (one poll of a connection's reader: every frame one socket read brought) the commit
-/// is put off to the unit's end, once per unit, and done on this thread: one `pwrite`
-/// for the burst, then the dispatch, whose held pulls are answered right after, with no
-/// thread woken. Outside a unit (gRPC, timers, the dispatcher's own appends) the
-/// commit thread is woken as before.
+/// Inside a unit of work (one poll of a connection's reader: every frame one socket
+/// read brought) the commit is put off to the unit's end, once per unit, and done on
+/// this thread: one `pwrite` for the burst, then the dispatch, whose held pulls are
+/// answered right after, with no thread woken. Outside a unit (gRPC, timers, the
+/// dispatcher's own appends) the commit thread is woken as before.
 ///
 /// A writer that waits for room in the buffer, or for its pending bytes to be written
 /// before it rolls to the next file, never waits for this deferred commit: that wait
