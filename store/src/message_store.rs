@@ -432,6 +432,17 @@ impl MessageStore {
         })
     }
 
+    /// With `transientStorePoolEnable`: how many commits of the write buffer were
+    /// run at the end of a unit of work on the appending thread (whether or not they
+    /// found anything left to write). For tests.
+    #[doc(hidden)]
+    pub fn write_buffer_unit_commits(&self) -> u64 {
+        self.inner
+            .commitlog
+            .pool()
+            .map_or(0, |p| p.unit_commits.load(Ordering::Relaxed))
+    }
+
     /// The append lock has been held longer than `osPageCacheBusyTimeOutMills`.
     pub fn is_os_page_cache_busy(&self) -> bool {
         let held = self.inner.commitlog.lock_held_ms();

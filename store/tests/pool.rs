@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{message, pull_all, settle, small_config};
+use futures_util::FutureExt;
 use vostok_remoting::protocol::message::record::BLANK_MAGIC;
 use vostok_remoting::protocol::message::MessageExt;
+use vostok_remoting::support::defer;
 use vostok_store::{FlushDiskType, MessageStore, PutMessageStatus, StoreConfig};
 
 fn pool_config(root: &std::path::Path, file: usize, buffer: usize) -> StoreConfig {
@@ -322,4 +324,168 @@ fn refused_with_sync_flush_and_on_a_slave() {
         e.contains("transientStorePoolEnable") && e.contains("master"),
         "{e}"
     );
+}
+
+/// Puts `n` messages in one unit of work on this thread, as a connection's reader
+/// handles the frames of one socket read; each put is done in its one poll. Their
+/// bodies and the end of the last.
+fn put_in_unit(store: &MessageStore, from: usize, n: usize, len: usize) -> (Vec<Vec<u8>>, i64) {
+    defer::unit(|| {
+        let mut bodies = Vec::new();
+        let mut end = 0;
+        for k in from..from + n {
+            let b = body(k, len + (k * 37) % 1500);
+            let r = store
+                .put_message(message("T", 0, b.clone(), String::new()))
+                .now_or_never()
+                .expect("an ASYNC_FLUSH put is done in one poll");
+            assert_eq!(r.status, PutMessageStatus::PutOk, "message {k}");
+            let a = r.append.unwrap();
+            end = a.wrote_offset + a.wrote_bytes as i64;
+            bodies.push(b);
+        }
+        (bodies, end)
+    })
+}
+
+/// Appends made inside a unit of work are written out by one commit on the same
+/// thread when the unit ends: readable as soon as it returns, with no wait for the
+/// commit thread.
+#[tokio::test]
+async fn appends_in_a_unit_are_committed_at_its_end_on_its_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(pool_config(dir.path(), 1 << 20, 0)).unwrap();
+    let mut bodies = put_many(&store, 0, 3).await;
+    settle(&store);
+    assert_eq!(
+        store.write_buffer_unit_commits(),
+        0,
+        "no unit: the commit thread"
+    );
+
+    let (more, end) = put_in_unit(&store, 3, 20, 200);
+    assert_eq!(
+        store.max_phy_offset(),
+        end,
+        "committed when the unit returned"
+    );
+    assert_eq!(
+        store.write_buffer_unit_commits(),
+        1,
+        "one commit for the unit's 20 puts"
+    );
+    bodies.extend(more);
+    let (more, end) = put_in_unit(&store, 23, 5, 200);
+    assert_eq!(store.max_phy_offset(), end);
+    assert_eq!(store.write_buffer_unit_commits(), 2);
+    bodies.extend(more);
+    settle(&store);
+    assert_bodies(bodies_of(&store), &bodies);
+}
+
+/// A unit whose appends fill the buffer and roll files: the writer, waiting for its
+/// own pending bytes inside the unit, is not left waiting for the unit's end (the
+/// commit thread writes them).
+#[test]
+fn a_unit_that_fills_the_buffer_and_rolls_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = 4096usize;
+    let store = MessageStore::open(pool_config(dir.path(), file, 8192)).unwrap();
+    let done = {
+        let store = Arc::clone(&store);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(put_in_unit(&store, 0, 80, 200));
+        });
+        rx
+    };
+    let (bodies, end) = done
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the unit's appends went through");
+    assert!(end > 8 * file as i64, "many files: {end}");
+    assert!(end > 4 * 8192, "the buffer wrapped: {end}");
+    assert!(
+        store.write_buffer_stats().0 > 0,
+        "the writer waited inside the unit"
+    );
+    assert_eq!(store.max_phy_offset(), end);
+    settle(&store);
+    assert_bodies(bodies_of(&store), &bodies);
+}
+
+/// A unit that ends while a commit runs elsewhere does not wait for it: its appends are
+/// left to the commit thread, and so are those of a unit that panicked.
+// The held commit lock is never waited for by a put.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn a_busy_or_failed_unit_leaves_its_commit_to_the_commit_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(pool_config(dir.path(), 1 << 20, 0)).unwrap();
+    let mut bodies = put_many(&store, 0, 3).await;
+    settle(&store);
+    let start = store.max_phy_offset();
+
+    let held = store.hold_commits().unwrap();
+    let (more, end) = put_in_unit(&store, 3, 4, 200);
+    assert_eq!(
+        store.max_phy_offset(),
+        start,
+        "not committed under the held lock"
+    );
+    assert_eq!(store.write_buffer_unit_commits(), 0);
+    bodies.extend(more);
+    drop(held);
+    assert!(store.wait_for_dispatch(end, Duration::from_secs(10)));
+
+    let b = body(7, 300);
+    let mut failed_end = 0;
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        defer::unit(|| {
+            let r = store
+                .put_message(message("T", 0, b.clone(), String::new()))
+                .now_or_never()
+                .unwrap();
+            assert_eq!(r.status, PutMessageStatus::PutOk);
+            let a = r.append.unwrap();
+            failed_end = a.wrote_offset + a.wrote_bytes as i64;
+            panic!("the unit fails after its put");
+        })
+    }));
+    assert!(unwound.is_err());
+    bodies.push(b);
+    assert!(store.wait_for_dispatch(failed_end, Duration::from_secs(10)));
+    assert_bodies(bodies_of(&store), &bodies);
+    // The next unit commits its own appends again.
+    let (more, end) = put_in_unit(&store, 8, 2, 200);
+    assert_eq!(store.max_phy_offset(), end);
+    bodies.extend(more);
+    settle(&store);
+    assert_bodies(bodies_of(&store), &bodies);
+}
+
+/// A batch put inside a unit is left to the commit thread (committed at the unit's end,
+/// its `pwrite` and dispatch held up the connection's next request).
+#[tokio::test]
+async fn a_batch_in_a_unit_goes_to_the_commit_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(pool_config(dir.path(), 1 << 20, 0)).unwrap();
+    let bodies: Vec<_> = (0..4).map(|k| body(k, 300)).collect();
+    let batch = bodies
+        .iter()
+        .map(|b| message("T", 0, b.clone(), String::new()))
+        .collect();
+    let r = defer::unit(|| {
+        store
+            .put_messages(batch)
+            .now_or_never()
+            .expect("an ASYNC_FLUSH put is done in one poll")
+    });
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    let a = r.append.unwrap();
+    assert!(store.wait_for_dispatch(
+        a.wrote_offset + a.wrote_bytes as i64,
+        Duration::from_secs(10)
+    ));
+    assert_eq!(store.write_buffer_unit_commits(), 0);
+    assert_bodies(bodies_of(&store), &bodies);
 }

@@ -19,9 +19,17 @@
 //!   as always; only the commit thread moves them, after the bytes are in the file.
 //! * Pending bytes lie in one file: before the writer rolls to the next file it waits
 //!   until everything pending is committed and writes the end-of-file blank itself.
-//! * The commit thread is woken by an append when it is idle (no timer), and
-//!   dispatches (or wakes the dispatcher) and wakes the replication senders after
-//!   each commit. While it writes, further appends gather for its next `pwrite`.
+//! * A single message's append inside a unit of work (`vostok_remoting::support::defer`:
+//!   one poll of a connection's reader, every frame one socket read brought) is
+//!   committed at the unit's end on the same thread, one commit for all of the unit's
+//!   appends, which then dispatches there (held pulls answered right after), with no
+//!   thread woken. Batches go to the commit thread (see `message_store/put.rs`).
+//!   If a commit is running elsewhere then, the unit does not wait: it wakes the
+//!   commit thread.
+//! * Other appends wake the commit thread when it is idle (no timer); it dispatches
+//!   (or wakes the dispatcher) and wakes the replication senders after each commit.
+//!   While it writes, further appends gather for its next `pwrite`. A writer waiting
+//!   for room or for a file roll wakes it too, never waiting for its own unit's end.
 //! * Nothing is mapped in ahead of it: its `pwrite` brings the pages into the page
 //!   cache, and readers fault them into the mapping as they read.
 //!
@@ -79,6 +87,9 @@ pub(crate) struct Pool {
     /// Commits done (`pwrite` rounds) and times the writer waited for room.
     pub(crate) commits: AtomicU64,
     pub(crate) full_waits: AtomicU64,
+    /// Commits run at the end of a unit of work (see [`CommitLog::try_commit_pending`]),
+    /// whether or not they found anything left to write.
+    pub(crate) unit_commits: AtomicU64,
 }
 
 // SAFETY: the ring's bytes are written only by the writer (under the append lock),
@@ -106,6 +117,7 @@ impl Pool {
             room_cv: Condvar::new(),
             commits: AtomicU64::new(0),
             full_waits: AtomicU64::new(0),
+            unit_commits: AtomicU64::new(0),
         }
     }
 
@@ -259,6 +271,16 @@ impl CommitLog {
         };
         let _commit = pool.commit_lock.locked();
         self.commit_locked(pool)
+    }
+
+    /// [`Self::commit_pending`] unless a commit is running elsewhere: `None` then (the
+    /// caller wakes the commit thread rather than wait). The commit at the end of a
+    /// connection's unit of work (`commit_after_append` in `message_store/put.rs`).
+    pub(crate) fn try_commit_pending(&self) -> Option<Result<Option<i64>>> {
+        let pool = self.pool.as_ref()?;
+        let _commit = pool.commit_lock.try_lock().ok()?;
+        pool.unit_commits.fetch_add(1, Ordering::Relaxed);
+        Some(self.commit_locked(pool))
     }
 
     /// After an append (outside the append lock): wakes the commit thread if it is

@@ -40,6 +40,10 @@ impl MessageStore {
                 pool.commits.load(Ordering::Relaxed).to_string(),
             );
             put(
+                "commitLogWriteBufferUnitCommits",
+                pool.unit_commits.load(Ordering::Relaxed).to_string(),
+            );
+            put(
                 "commitLogWriteBufferWaits",
                 pool.full_waits.load(Ordering::Relaxed).to_string(),
             );

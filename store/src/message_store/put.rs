@@ -2,11 +2,14 @@
 //! `SCHEDULE_TOPIC_XXXX` is the broker's business; the store only derives the
 //! delivery time of such a record when it dispatches it.)
 
+use std::cell::RefCell;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use vostok_remoting::protocol::message::id::push_offset_msg_id;
 use vostok_remoting::protocol::message::property::{self, MAX_PROPERTIES_LEN};
 use vostok_remoting::protocol::message::sysflag::{transaction_type, TRANSACTION_NOT_TYPE};
+use vostok_remoting::support::defer;
 
 use super::MessageStore;
 use crate::commitlog::append::{AppendError, Prepared};
@@ -14,10 +17,90 @@ use crate::config::FlushDiskType;
 use crate::message::MessageInner;
 use crate::result::{AppendResult, PutMessageResult, PutMessageStatus};
 use crate::stats::Stats;
+use crate::store_inner::StoreInner;
 
 /// Appends of at most this many records are dispatched by the writer itself when the
 /// dispatcher is not busy (see `StoreInner::dispatch_or_wake`); larger ones wake it.
 const INLINE_DISPATCH_RECORDS: usize = 1;
+
+thread_local! {
+    /// The stores (their `StoreInner`'s address) whose write buffer the unit of work
+    /// running on this thread commits when it ends: one commit per unit, however many
+    /// appends it made.
+    static UNIT_COMMITS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// After an append of one message to the write buffer (outside the append lock).
+/// Inside a unit of work (one poll of a connection's reader: every frame one socket
+/// read brought) the commit is put off to the unit's end, once per unit, and done on
+/// this thread: one `pwrite` for the burst, then the dispatch, whose held pulls are
+/// answered right after, with no thread woken. Outside a unit (gRPC, timers, the
+/// dispatcher's own appends) the commit thread is woken as before.
+///
+/// A writer that waits for room in the buffer, or for its pending bytes to be written
+/// before it rolls to the next file, never waits for this deferred commit: that wait
+/// wakes the commit thread (`Pool::wait_committed`).
+fn commit_after_append(inner: &Arc<StoreInner>) {
+    let key = Arc::as_ptr(inner) as usize;
+    if UNIT_COMMITS.with(|u| u.borrow().contains(&key)) {
+        return;
+    }
+    let commit = UnitCommit {
+        inner: Arc::clone(inner),
+        key,
+        ran: false,
+    };
+    match defer::defer(Box::new(move || commit.run())) {
+        Ok(()) => UNIT_COMMITS.with(|u| u.borrow_mut().push(key)),
+        // Not in a unit: dropped unrun, it wakes the commit thread.
+        Err(commit) => drop(commit),
+    }
+}
+
+/// The commit registered for the end of a unit. Dropped without running (the unit
+/// panicked, or there was none), it leaves the commit to the commit thread.
+struct UnitCommit {
+    inner: Arc<StoreInner>,
+    key: usize,
+    ran: bool,
+}
+
+impl UnitCommit {
+    fn run(mut self) {
+        self.ran = true;
+        // First: an append from here on is not covered by this commit and needs its own.
+        self.unregister();
+        let i = &self.inner;
+        match i.commitlog.try_commit_pending() {
+            Some(Ok(Some(_))) => {
+                i.dispatch_or_wake();
+                i.ha.on_append();
+            }
+            // Someone committed it meanwhile and dispatched it.
+            Some(Ok(None)) => {}
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "could not write the write buffer to the commitlog; left to the commit thread");
+                i.commitlog.wake_committer();
+            }
+            // A commit is running elsewhere (it may have read the pending end before
+            // this unit's appends): the commit thread, if idle, takes them.
+            None => i.commitlog.wake_committer(),
+        }
+    }
+
+    fn unregister(&self) {
+        let _ = UNIT_COMMITS.try_with(|u| u.borrow_mut().retain(|&k| k != self.key));
+    }
+}
+
+impl Drop for UnitCommit {
+    fn drop(&mut self) {
+        if !self.ran {
+            self.unregister();
+            self.inner.commitlog.wake_committer();
+        }
+    }
+}
 
 /// A topic the store can use as a directory name and encode in a record.
 fn valid_topic(topic: &str) -> bool {
@@ -172,9 +255,16 @@ impl MessageStore {
             }
         };
         if i.commitlog.pool().is_some() {
-            // Readable once the commit thread has written it; that thread dispatches
-            // and wakes the slaves' senders.
-            i.commitlog.wake_committer();
+            // Readable once committed: a single message at the end of this unit of
+            // work, a batch by the commit thread (committed on the connection's
+            // thread, the pwrite and dispatch of a batch held up the next request:
+            // batch x32, 1 task, 256,000 -> 189,000 msg/s); whichever commits
+            // dispatches and wakes the slaves' senders.
+            if prepared.len() <= INLINE_DISPATCH_RECORDS {
+                commit_after_append(&self.inner);
+            } else {
+                i.commitlog.wake_committer();
+            }
         } else if prepared.len() <= INLINE_DISPATCH_RECORDS {
             i.dispatch_or_wake();
             i.ha.on_append();
