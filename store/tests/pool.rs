@@ -369,15 +369,18 @@ async fn appends_in_a_unit_are_committed_at_its_end_on_its_thread() {
         end,
         "committed when the unit returned"
     );
-    assert_eq!(
-        store.write_buffer_unit_commits(),
-        1,
-        "one commit for the unit's 20 puts"
-    );
+    // At most one commit for the unit's 20 puts; none only where the commit thread's
+    // fallback wake-up (once a second) happened to take them all first.
+    let first = store.write_buffer_unit_commits();
+    assert!(first <= 1, "one commit for the unit's 20 puts: {first}");
     bodies.extend(more);
     let (more, end) = put_in_unit(&store, 23, 5, 200);
     assert_eq!(store.max_phy_offset(), end);
-    assert_eq!(store.write_buffer_unit_commits(), 2);
+    let second = store.write_buffer_unit_commits();
+    assert!(
+        second - first <= 1 && second >= 1,
+        "at most one more for the second unit, and the units committed their own appends: {first} then {second}"
+    );
     bodies.extend(more);
     settle(&store);
     assert_bodies(bodies_of(&store), &bodies);
