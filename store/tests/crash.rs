@@ -6,6 +6,11 @@
 //!
 //! The child is this same test binary, re-executed with `--exact crash_child` and
 //! the store directory in `VOSTOK_STORE_CRASH_DIR`.
+//!
+//! A second run does the same with ASYNC_FLUSH and the write buffer
+//! (`transientStorePoolEnable`), where an acknowledged message still in the buffer may
+//! be lost by design: there the check is that only the newest acknowledged messages go,
+//! at most one buffer's worth, and everything before them is whole, dense and found.
 
 mod common;
 
@@ -26,6 +31,9 @@ use vostok_store::{FlushDiskType, GetMessageStatus, MessageStore, PutMessageStat
 
 const DIR_ENV: &str = "VOSTOK_STORE_CRASH_DIR";
 const ROUND_ENV: &str = "VOSTOK_STORE_CRASH_ROUND";
+const MODE_ENV: &str = "VOSTOK_STORE_CRASH_MODE";
+/// The write buffer's size in the write-buffer run: small, so that it fills and wraps.
+const WRITE_BUFFER: usize = 64 * 1024;
 const TOPIC: &str = "CrashTopic";
 const QUEUES: i32 = 4;
 const TASKS: u32 = 8;
@@ -33,14 +41,45 @@ const TASKS: u32 = 8;
 const ROUNDS_BUDGET: Duration = Duration::from_secs(40);
 const MAX_ROUNDS: u32 = 40;
 
-fn crash_config(dir: &Path) -> StoreConfig {
+/// How the store under test writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// SYNC_FLUSH: an acknowledged message is on disk.
+    SyncFlush,
+    /// ASYNC_FLUSH with the write buffer: an acknowledged message may still be in it.
+    WriteBuffer,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::SyncFlush => "sync-flush",
+            Mode::WriteBuffer => "write-buffer",
+        }
+    }
+
+    fn from_env() -> Mode {
+        match std::env::var(MODE_ENV).as_deref() {
+            Ok("write-buffer") => Mode::WriteBuffer,
+            _ => Mode::SyncFlush,
+        }
+    }
+}
+
+fn crash_config(dir: &Path, mode: Mode) -> StoreConfig {
+    let (flush_disk_type, pool) = match mode {
+        Mode::SyncFlush => (FlushDiskType::SyncFlush, false),
+        Mode::WriteBuffer => (FlushDiskType::AsyncFlush, true),
+    };
     StoreConfig {
         store_path_root_dir: dir.to_path_buf(),
         mapped_file_size_commit_log: 128 * 1024,
         mapped_file_size_consume_queue: 20 * 50,
         max_hash_slot_num: 97,
         max_index_num: 300,
-        flush_disk_type: FlushDiskType::SyncFlush,
+        flush_disk_type,
+        transient_store_pool_enable: pool,
+        transient_store_buffer_bytes: WRITE_BUFFER,
         flush_interval_consume_queue: Duration::from_millis(50),
         clean_resource_interval: Duration::from_secs(3600),
         ..Default::default()
@@ -77,8 +116,8 @@ fn crash_child() {
         .build()
         .expect("runtime");
     rt.block_on(async move {
-        let store =
-            MessageStore::open(crash_config(Path::new(&dir))).expect("child opens the store");
+        let store = MessageStore::open(crash_config(Path::new(&dir), Mode::from_env()))
+            .expect("child opens the store");
         println!("READY");
         let mut tasks = Vec::new();
         for task in 0..TASKS {
@@ -154,12 +193,13 @@ enum Kill {
 }
 
 /// Runs one child until it is time to kill it; returns the acks.
-fn run_child(dir: &Path, round: u32, kill: Kill) -> Vec<(String, Ack)> {
+fn run_child(dir: &Path, mode: Mode, round: u32, kill: Kill) -> Vec<(String, Ack)> {
     let exe = std::env::current_exe().expect("test binary");
     let mut child = Command::new(exe)
         .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
         .env(DIR_ENV, dir)
         .env(ROUND_ENV, round.to_string())
+        .env(MODE_ENV, mode.name())
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -226,10 +266,42 @@ fn run_child(dir: &Path, round: u32, kill: Kill) -> Vec<(String, Ack)> {
     acks
 }
 
-/// Opens the crashed store and checks everything acknowledged so far.
-fn verify(dir: &Path, acked: &HashMap<String, Ack>) {
-    let store = MessageStore::open(crash_config(dir)).expect("recovery");
+/// Opens the crashed store and checks everything acknowledged so far. With the write
+/// buffer, the acknowledged messages at or past the recovered end are lost by design:
+/// they must be the newest, within one buffer of the newest acknowledged byte, and are
+/// dropped from `acked` (their offsets are written again by the next round).
+fn verify(dir: &Path, mode: Mode, acked: &mut HashMap<String, Ack>) {
+    let store = MessageStore::open(crash_config(dir, mode)).expect("recovery");
     assert!(store.wait_for_dispatch(store.max_phy_offset(), Duration::from_secs(30)));
+    let end = store.max_phy_offset();
+    let lost: Vec<(String, Ack)> = acked
+        .iter()
+        .filter(|(_, a)| a.phy >= end)
+        .map(|(id, a)| (id.clone(), a.clone()))
+        .collect();
+    if mode == Mode::SyncFlush {
+        assert!(
+            lost.is_empty(),
+            "acknowledged past the recovered end {end}: {lost:?}"
+        );
+    }
+    if let Some(newest) = acked.values().map(|a| a.phy).max() {
+        // The newest acknowledged record starts at `newest` and is at most ~3 KiB long.
+        assert!(
+            newest < end + (WRITE_BUFFER + 8 * 1024) as i64,
+            "lost more than the write buffer holds: end {end}, newest ack at {newest}"
+        );
+    }
+    if !lost.is_empty() {
+        eprintln!(
+            "{}: {} acknowledged messages lost past {end}",
+            mode.name(),
+            lost.len()
+        );
+    }
+    for (id, _) in &lost {
+        acked.remove(id);
+    }
 
     // Every record in the commitlog is whole: walk it raw with CRC checks.
     let mut off = store.min_phy_offset();
@@ -259,7 +331,7 @@ fn verify(dir: &Path, acked: &HashMap<String, Ack>) {
     );
 
     // Every acknowledged message is intact where its ack said.
-    for (id, ack) in acked {
+    for (id, ack) in acked.iter() {
         let m = store
             .look_message_by_offset(ack.phy)
             .unwrap_or_else(|| panic!("acknowledged message {id} at {} is gone", ack.phy));
@@ -274,7 +346,7 @@ fn verify(dir: &Path, acked: &HashMap<String, Ack>) {
 
     // Each queue is dense, whole, and holds every acknowledged message exactly once.
     let mut by_queue: BTreeMap<i32, HashSet<&str>> = BTreeMap::new();
-    for (id, ack) in acked {
+    for (id, ack) in acked.iter() {
         by_queue.entry(ack.queue).or_default().insert(id);
     }
     for queue in 0..QUEUES {
@@ -317,6 +389,17 @@ fn verify(dir: &Path, acked: &HashMap<String, Ack>) {
 
 #[test]
 fn acknowledged_messages_survive_sigkill() {
+    crash_rounds(Mode::SyncFlush, ROUNDS_BUDGET);
+}
+
+/// With the write buffer only the newest acknowledged messages may go, never one before
+/// a message that stayed, and never a torn or doubled record.
+#[test]
+fn with_the_write_buffer_only_the_newest_acknowledged_messages_can_go() {
+    crash_rounds(Mode::WriteBuffer, Duration::from_secs(15));
+}
+
+fn crash_rounds(mode: Mode, budget: Duration) {
     if std::env::var(DIR_ENV).is_ok() {
         return; // inside a child
     }
@@ -332,8 +415,7 @@ fn acknowledged_messages_survive_sigkill() {
     let mut round = 0;
     // At least 4 rounds unless the machine is very slow; never past the hard cap.
     let more = |round: u32, elapsed: Duration| {
-        round < MAX_ROUNDS
-            && (elapsed < ROUNDS_BUDGET || (round < 4 && elapsed < Duration::from_secs(70)))
+        round < MAX_ROUNDS && (elapsed < budget || (round < 4 && elapsed < Duration::from_secs(70)))
     };
     while more(round, started.elapsed()) {
         let kill = if round % 5 == 4 {
@@ -341,22 +423,25 @@ fn acknowledged_messages_survive_sigkill() {
         } else {
             Kill::AfterFirstAck(Duration::from_millis(rng.random_range(0..400)))
         };
-        for (id, ack) in run_child(dir.path(), round, kill) {
+        for (id, ack) in run_child(dir.path(), mode, round, kill) {
             assert!(
                 acked.insert(id.clone(), ack).is_none(),
                 "{id} acknowledged twice"
             );
         }
         // Every other round the next child recovers the crash itself (and may be
-        // killed while doing so); otherwise the parent recovers and checks.
-        if round % 2 == 1 {
-            verify(dir.path(), &acked);
+        // killed while doing so); otherwise the parent recovers and checks. With the
+        // write buffer the parent checks every round: a lost message's offsets are
+        // written again by the next child.
+        if round % 2 == 1 || mode == Mode::WriteBuffer {
+            verify(dir.path(), mode, &mut acked);
         }
         round += 1;
     }
-    verify(dir.path(), &acked);
+    verify(dir.path(), mode, &mut acked);
     eprintln!(
-        "{round} rounds, {} acknowledged messages verified",
+        "{}: {round} rounds, {} acknowledged messages verified",
+        mode.name(),
         acked.len()
     );
 }
