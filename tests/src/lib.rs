@@ -358,8 +358,10 @@ impl Broker {
         set("fastListenEnable", "false".into());
         set("grpcServerPort", grpc_port.to_string());
         set("storePathRootDir", store_dir.display().to_string());
-        // Standalone brokers serve the web console: on a free port, many run at once.
+        // Standalone brokers serve the web console: on a free port, many run at once;
+        // so is the Prometheus endpoint of a test that turns it on.
         set("consolePort", "0".into());
+        set("metricsPromExporterPort", "0".into());
         // 64 MiB commitlog files (their blocks reserved 4 MiB at a time): tests that
         // fill files roll them quickly, and many test brokers run at once.
         set("mappedFileSizeCommitLog", (64 << 20).to_string());
