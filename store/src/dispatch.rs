@@ -235,6 +235,13 @@ impl StoreInner {
         }
         self.dispatch.wake();
     }
+
+    /// After a few records became readable (an append without the write buffer, or a
+    /// write of it): [`Self::dispatch_or_wake`], then the slaves' senders woken.
+    pub(crate) fn announce_few(&self) {
+        self.dispatch_or_wake();
+        self.ha.on_append();
+    }
 }
 
 /// How long the dispatcher waits before it tries again after an error.

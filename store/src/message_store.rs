@@ -210,13 +210,10 @@ impl MessageStore {
                 crate::commitlog::pool::run(
                     &i.commitlog,
                     || i.stopper.is_stopped(),
-                    || {
-                        // The committed records go to consume queues and index here
-                        // when nobody else is dispatching (no thread switch), and to
-                        // the slaves.
-                        i.dispatch_or_wake();
-                        i.ha.on_append();
-                    },
+                    // The committed records go to consume queues and index here
+                    // when nobody else is dispatching (no thread switch), and to the
+                    // slaves.
+                    || i.announce_few(),
                 )
             })?;
             if let Some(pool) = self.inner.commitlog.pool() {

@@ -72,10 +72,7 @@ impl UnitCommit {
         self.unregister();
         let i = &self.inner;
         match i.commitlog.try_commit_pending() {
-            Some(Ok(Some(_))) => {
-                i.dispatch_or_wake();
-                i.ha.on_append();
-            }
+            Some(Ok(Some(_))) => i.announce_few(),
             // Someone committed it meanwhile and dispatched it.
             Some(Ok(None)) => {}
             Some(Err(e)) => {
@@ -266,8 +263,7 @@ impl MessageStore {
                 i.commitlog.wake_committer();
             }
         } else if prepared.len() <= INLINE_DISPATCH_RECORDS {
-            i.dispatch_or_wake();
-            i.ha.on_append();
+            i.announce_few();
         } else {
             i.dispatch.wake();
             i.ha.on_append();
