@@ -145,6 +145,27 @@ async fn records_straddling_the_buffer_end() {
     assert_bodies(bodies_of(&store), &bodies);
 }
 
+/// The commit thread publishes what it wrote while puts append: a put that reads the
+/// written end and the readable end between the thread's two stores must not take the
+/// store for a replica holding part of a record (it once answered
+/// SERVICE_NOT_AVAILABLE, a few times in a hundred runs of the test above).
+#[tokio::test]
+async fn puts_racing_the_commit_thread_are_all_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(pool_config(dir.path(), 1 << 20, 4096)).unwrap();
+    let mut end = 0;
+    for k in 0..5_000 {
+        let r = store
+            .put_message(message("T", 0, body(k, 100), String::new()))
+            .await;
+        assert_eq!(r.status, PutMessageStatus::PutOk, "message {k}");
+        let a = r.append.unwrap();
+        end = a.wrote_offset + a.wrote_bytes as i64;
+    }
+    assert!(store.wait_for_dispatch(end, Duration::from_secs(10)));
+    assert_eq!(bodies_of(&store).len(), 5_000);
+}
+
 /// 4 KiB commitlog files: every file ends with its blank, the next record starts the
 /// next file, and a restart finds the same end.
 #[tokio::test]

@@ -235,6 +235,24 @@ impl CommitLog {
         }
     }
 
+    /// Whether bytes received from a master end inside a record (the written end past
+    /// the readable one), which a local append must not follow. The caller holds the
+    /// append lock.
+    fn holds_partial_raw_record(&self) -> bool {
+        match self.pool() {
+            None => self.write_end() != self.max_offset(),
+            // The commit thread publishes without the append lock: the written end,
+            // then the readable end, then `committed`. Read in the opposite order, a
+            // commit caught half-way shows the readable end at or past `committed`;
+            // only a received partial record leaves it behind (`append_raw` resets
+            // `committed` to the written end).
+            Some(pool) => {
+                let committed = pool.committed();
+                self.max_offset() < committed
+            }
+        }
+    }
+
     fn append_locked(
         &self,
         writer: &mut Writer,
@@ -245,9 +263,7 @@ impl CommitLog {
         if writer.closed {
             return Err(AppendError::Closed);
         }
-        // Equal but while a replica holds part of a record (with the write buffer the
-        // commit thread publishes both at once).
-        if self.write_end() != self.max_offset() {
+        if self.holds_partial_raw_record() {
             return Err(AppendError::PartialRawRecord);
         }
         let mut file = self.writable_file(writer)?;
