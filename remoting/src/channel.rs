@@ -1,10 +1,10 @@
 //! One TCP connection, used the same way by servers and clients.
 //!
 //! Each connection has a reader task and a writer task. The reader decodes frames
-//! (`reader`): responses complete the pending call with their opaque; requests run on
-//! their own task through the [`RequestProcessor`], at most `max_inflight_requests` at
-//! a time (beyond that the reader stops reading, so a flooding peer is slowed by TCP
-//! rather than buffered). The writer (`outbox`) drains a queue bounded in bytes and
+//! (`reader`): responses complete the pending call with their opaque; requests run
+//! through the [`RequestProcessor`] on the reader (`read_loop`), at most
+//! `max_inflight_requests` at a time (beyond that the reader stops reading, so a
+//! flooding peer is slowed by TCP rather than buffered). The writer (`outbox`) drains a queue bounded in bytes and
 //! writes its frames in batches; while that queue is past its high-water mark the
 //! reader stops reading too, and a peer that reads nothing for `write_stall_timeout`
 //! is disconnected. Every frame held, received or queued, is reserved from the

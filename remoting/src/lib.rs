@@ -24,9 +24,10 @@
 //! Request flow: a frame is read by the connection's reader, decoded by
 //! [`RemotingCodec`]; a response completes the pending call with its opaque. A request
 //! goes to the processor: its first poll runs on the reader itself (most requests finish
-//! there without waiting), and one that must wait continues on a task of its own; the
+//! there without waiting), and one that must wait stays with the reader, which polls it
+//! between reads, so that the answers one event releases leave in one write; the
 //! answer is queued to the connection's writer with the request's opaque. Processors
-//! must therefore not block before their first `.await`.
+//! must therefore not block, before their first `.await` or after it.
 //!
 //! See docs/wire.md, docs/commands.md, docs/bodies.md, docs/message.md for the formats this
 //! crate implements.

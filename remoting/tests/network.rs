@@ -20,6 +20,7 @@ const ONEWAY: i32 = 1002;
 const CALL_BACK: i32 = 1003;
 const HANG: i32 = 1004;
 const PANIC: i32 = 1005;
+const GATED: i32 = 1006;
 const T: Duration = Duration::from_secs(10);
 
 /// Test server: echoes bodies, records oneway requests, calls the client back.
@@ -27,6 +28,10 @@ const T: Duration = Duration::from_secs(10);
 struct TestProcessor {
     oneway: Mutex<Option<mpsc::UnboundedSender<RemotingCommand>>>,
     hang: Notify,
+    /// GATED requests wait until this is true.
+    gate: tokio::sync::watch::Sender<bool>,
+    gated_waiting: AtomicUsize,
+    gated_finished: AtomicUsize,
     closed: AtomicUsize,
     connected: AtomicUsize,
 }
@@ -67,6 +72,13 @@ impl RequestProcessor for TestProcessor {
                     None
                 }
                 PANIC => panic!("processor bug"),
+                GATED => {
+                    let mut open = self.gate.subscribe();
+                    self.gated_waiting.fetch_add(1, Ordering::SeqCst);
+                    let _ = open.wait_for(|open| *open).await;
+                    self.gated_finished.fetch_add(1, Ordering::SeqCst);
+                    Some(RemotingCommand::success().with_body(Bytes::from_static(b"gated")))
+                }
                 _ => Some(vostok_remoting::processor::not_supported(&request)),
             }
         })
@@ -415,6 +427,69 @@ async fn graceful_shutdown_answers_requests_in_flight() {
         TcpStream::connect(&addr).await.is_err(),
         "no longer accepting"
     );
+}
+
+/// Requests that wait hold every request permit of their connection: the reader stops
+/// reading, and must still drive them to their end (they wait with the reader, not on
+/// tasks of their own) so that it can read the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_on_every_permit_finish_and_the_rest_is_read() {
+    let config = ServerConfig {
+        connection: ConnectionConfig {
+            max_inflight_requests: 4,
+            ..ConnectionConfig::default()
+        },
+        ..ServerConfig::default()
+    };
+    let (server, processor) = start(config).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::new(ClientConfig::default(), None);
+    let mut answers = Vec::new();
+    for _ in 0..8 {
+        answers.push(
+            client
+                .invoke_async(&addr, RemotingCommand::request(GATED), T)
+                .await
+                .unwrap(),
+        );
+    }
+    let echoed = client.invoke_async(&addr, echo(b"last"), T).await.unwrap();
+    wait_for(|| processor.gated_waiting.load(Ordering::SeqCst) == 4).await;
+    processor.gate.send_replace(true);
+    for answer in answers {
+        assert_eq!(&answer.await.unwrap().body[..], b"gated");
+    }
+    assert_eq!(&echoed.await.unwrap().body[..], b"last");
+    assert_eq!(processor.gated_finished.load(Ordering::SeqCst), 8);
+}
+
+/// A connection that closes while its requests wait does not cancel them: they run to
+/// their end (a send's wait for the disk, an admin change half-way) as they would have
+/// with the connection open.
+#[tokio::test]
+async fn requests_left_waiting_by_a_closed_connection_still_finish() {
+    let (server, processor) = start(ServerConfig::default()).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::new(ClientConfig::default(), None);
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(
+            client
+                .invoke_async(&addr, RemotingCommand::request(GATED), T)
+                .await
+                .unwrap(),
+        );
+    }
+    wait_for(|| processor.gated_waiting.load(Ordering::SeqCst) == 3).await;
+    for channel in server.channels() {
+        channel.close();
+    }
+    wait_for(|| processor.closed.load(Ordering::SeqCst) == 1).await;
+    processor.gate.send_replace(true);
+    wait_for(|| processor.gated_finished.load(Ordering::SeqCst) == 3).await;
+    for answer in answers {
+        assert!(answer.await.is_err(), "the connection was closed");
+    }
 }
 
 #[tokio::test]
