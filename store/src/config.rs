@@ -228,7 +228,7 @@ pub static KEYS: Table<StoreConfig> = Table {
             |c| c.flush_disk_type.as_str().to_owned(),
         )
         .important(),
-        config_key!("transientStorePoolEnable", transient_store_pool_enable: Flag, "ASYNC_FLUSH masters only (refused with SYNC_FLUSH or a SLAVE): appends go to an 8 MiB write buffer that a commit thread writes to the commitlog with `pwrite`; readers see only written bytes; a sent message still in the buffer is lost if the process dies (kill -9, crash), not only on a power failure"),
+        config_key!("transientStorePoolEnable", transient_store_pool_enable: Flag, "masters only (refused on a SLAVE): appends go to an 8 MiB write buffer that a commit thread writes to the commitlog with `pwrite`; readers see only written bytes; with ASYNC_FLUSH a sent message still in the buffer is lost if the process dies (kill -9, crash), not only on a power failure; with SYNC_FLUSH a send is answered once written and flushed, as without it"),
         config_key!("flushIntervalCommitLog", flush_interval_commit_log: Millis, "ms between two flushes of an ASYNC_FLUSH commitlog"),
         config_key!("flushCommitLogLeastPages", flush_commit_log_least_pages: Num, "pages a flush waits for, unless the thorough interval passed"),
         config_key!("flushCommitLogThoroughInterval", flush_commit_log_thorough_interval: Millis, "ms after which a flush goes ahead with any number of pages"),
@@ -398,22 +398,12 @@ impl StoreConfig {
                 "index file would exceed 8 GiB",
             ));
         }
-        if self.transient_store_pool_enable {
-            if self.flush_disk_type == FlushDiskType::SyncFlush {
-                return Err(StoreError::config(
-                    "transientStorePoolEnable",
-                    "true",
-                    "needs flushDiskType=ASYNC_FLUSH: with SYNC_FLUSH a send waits for the disk, \
-                     and the write buffer would only add a step before it",
-                ));
-            }
-            if self.ha.replica && !self.ha.controller_mode {
-                return Err(StoreError::config(
-                    "transientStorePoolEnable",
-                    "true",
-                    "needs a master: a SLAVE writes what it receives straight to its commitlog",
-                ));
-            }
+        if self.transient_store_pool_enable && self.ha.replica && !self.ha.controller_mode {
+            return Err(StoreError::config(
+                "transientStorePoolEnable",
+                "true",
+                "needs a master: a SLAVE writes what it receives straight to its commitlog",
+            ));
         }
         parse_delete_hours(&self.delete_when).ok_or_else(|| {
             StoreError::config("deleteWhen", &self.delete_when, "expected hours 00-23")

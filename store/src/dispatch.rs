@@ -242,6 +242,18 @@ impl StoreInner {
         self.dispatch_or_wake();
         self.ha.on_append();
     }
+
+    /// Writes what the write buffer holds to the commitlog now and wakes the dispatcher
+    /// and the slaves' senders for it: the group commit, which must not flush short of
+    /// its waiters' appends, and leaves the dispatch to others so as not to delay the
+    /// flush. Nothing to do without the write buffer.
+    pub(crate) fn commit_write_buffer(&self) -> crate::error::Result<()> {
+        if self.commitlog.commit_pending()?.is_some() {
+            self.dispatch.wake();
+            self.ha.on_append();
+        }
+        Ok(())
+    }
 }
 
 /// How long the dispatcher waits before it tries again after an error.

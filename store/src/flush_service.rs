@@ -15,7 +15,7 @@ pub(crate) fn run_commit_log_flush(inner: &StoreInner) {
             while !inner.stopper.is_stopped() {
                 match inner
                     .commitlog
-                    .group_commit_round(Duration::from_millis(10))
+                    .group_commit_round(Duration::from_millis(10), || inner.commit_write_buffer())
                 {
                     Some(Ok(f)) if f.store_timestamp > 0 => {
                         inner.checkpoint.set_physic_msg_timestamp(f.store_timestamp)

@@ -48,6 +48,8 @@ enum Mode {
     SyncFlush,
     /// ASYNC_FLUSH with the write buffer: an acknowledged message may still be in it.
     WriteBuffer,
+    /// SYNC_FLUSH with the write buffer: an acknowledged message is on disk.
+    SyncFlushWriteBuffer,
 }
 
 impl Mode {
@@ -55,12 +57,19 @@ impl Mode {
         match self {
             Mode::SyncFlush => "sync-flush",
             Mode::WriteBuffer => "write-buffer",
+            Mode::SyncFlushWriteBuffer => "sync-flush-write-buffer",
         }
+    }
+
+    /// Whether every acknowledged message must survive the kill.
+    fn acked_is_durable(self) -> bool {
+        self != Mode::WriteBuffer
     }
 
     fn from_env() -> Mode {
         match std::env::var(MODE_ENV).as_deref() {
             Ok("write-buffer") => Mode::WriteBuffer,
+            Ok("sync-flush-write-buffer") => Mode::SyncFlushWriteBuffer,
             _ => Mode::SyncFlush,
         }
     }
@@ -70,6 +79,7 @@ fn crash_config(dir: &Path, mode: Mode) -> StoreConfig {
     let (flush_disk_type, pool) = match mode {
         Mode::SyncFlush => (FlushDiskType::SyncFlush, false),
         Mode::WriteBuffer => (FlushDiskType::AsyncFlush, true),
+        Mode::SyncFlushWriteBuffer => (FlushDiskType::SyncFlush, true),
     };
     StoreConfig {
         store_path_root_dir: dir.to_path_buf(),
@@ -279,7 +289,7 @@ fn verify(dir: &Path, mode: Mode, acked: &mut HashMap<String, Ack>) {
         .filter(|(_, a)| a.phy >= end)
         .map(|(id, a)| (id.clone(), a.clone()))
         .collect();
-    if mode == Mode::SyncFlush {
+    if mode.acked_is_durable() {
         assert!(
             lost.is_empty(),
             "acknowledged past the recovered end {end}: {lost:?}"
@@ -399,6 +409,13 @@ fn with_the_write_buffer_only_the_newest_acknowledged_messages_can_go() {
     crash_rounds(Mode::WriteBuffer, Duration::from_secs(15));
 }
 
+/// SYNC_FLUSH with the write buffer keeps SYNC_FLUSH's promise: the group commit
+/// writes what the buffer holds before it flushes and answers.
+#[test]
+fn with_sync_flush_and_the_write_buffer_acknowledged_messages_survive_sigkill() {
+    crash_rounds(Mode::SyncFlushWriteBuffer, Duration::from_secs(15));
+}
+
 fn crash_rounds(mode: Mode, budget: Duration) {
     if std::env::var(DIR_ENV).is_ok() {
         return; // inside a child
@@ -433,7 +450,7 @@ fn crash_rounds(mode: Mode, budget: Duration) {
         // killed while doing so); otherwise the parent recovers and checks. With the
         // write buffer the parent checks every round: a lost message's offsets are
         // written again by the next child.
-        if round % 2 == 1 || mode == Mode::WriteBuffer {
+        if round % 2 == 1 || !mode.acked_is_durable() {
             verify(dir.path(), mode, &mut acked);
         }
         round += 1;

@@ -326,18 +326,8 @@ fn refusal(config: StoreConfig) -> String {
 }
 
 #[test]
-fn refused_with_sync_flush_and_on_a_slave() {
+fn refused_on_a_slave() {
     let dir = tempfile::tempdir().unwrap();
-    let sync = StoreConfig {
-        flush_disk_type: FlushDiskType::SyncFlush,
-        ..pool_config(dir.path(), 1 << 20, 0)
-    };
-    let e = refusal(sync);
-    assert!(
-        e.contains("transientStorePoolEnable") && e.contains("ASYNC_FLUSH"),
-        "{e}"
-    );
-
     let mut slave = pool_config(dir.path(), 1 << 20, 0);
     slave.ha.replica = true;
     let e = refusal(slave);
@@ -345,6 +335,89 @@ fn refused_with_sync_flush_and_on_a_slave() {
         e.contains("transientStorePoolEnable") && e.contains("master"),
         "{e}"
     );
+}
+
+/// SYNC_FLUSH with the write buffer: a send is answered once its bytes are written
+/// and flushed, whoever writes them (the unit's end, the commit thread or the group
+/// commit itself, which writes what is still pending before it flushes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sync_flush_a_send_is_answered_once_flushed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        flush_disk_type: FlushDiskType::SyncFlush,
+        ..pool_config(dir.path(), 1 << 20, 8192)
+    };
+    let store = MessageStore::open(config).unwrap();
+    // Sends outside any unit: only the commit thread or the group commit writes them.
+    let mut senders = Vec::new();
+    for t in 0..4 {
+        let store = store.clone();
+        senders.push(tokio::spawn(async move {
+            for k in 0..200 {
+                let r = store
+                    .put_message(message("T", 0, body(t * 1000 + k, 300), String::new()))
+                    .await;
+                assert_eq!(r.status, PutMessageStatus::PutOk, "sender {t} message {k}");
+                let a = r.append.unwrap();
+                let end = a.wrote_offset + a.wrote_bytes as i64;
+                assert!(
+                    store.flushed_phy_offset() >= end,
+                    "answered before its bytes were flushed: {} < {end}",
+                    store.flushed_phy_offset()
+                );
+            }
+        }));
+    }
+    for s in senders {
+        s.await.unwrap();
+    }
+    // And inside a unit, as a connection's reader runs them: the first poll appends
+    // and waits; the unit's end writes the bytes; the group commit flushes them.
+    let store2 = store.clone();
+    let flushed = on_thread(async move {
+        let mut put =
+            Box::pin(store2.put_message(message("T", 0, b"in a unit".to_vec(), String::new())));
+        let first = defer::unit(|| (&mut put).now_or_never());
+        assert!(first.is_none(), "a SYNC_FLUSH send waits for the disk");
+        let a = put.await.append.unwrap();
+        (
+            store2.flushed_phy_offset(),
+            a.wrote_offset + a.wrote_bytes as i64,
+        )
+    })
+    .recv_timeout(Duration::from_secs(30))
+    .unwrap();
+    assert!(flushed.0 >= flushed.1);
+    store.shutdown();
+}
+
+/// SYNC_FLUSH with the write buffer, while the commit thread is held mid-commit: the
+/// group commit does not answer a send whose bytes are still in the buffer (it writes
+/// them itself once it can, and only then flushes).
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn with_sync_flush_nothing_still_in_the_buffer_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        flush_disk_type: FlushDiskType::SyncFlush,
+        ..pool_config(dir.path(), 1 << 20, 0)
+    };
+    let store = MessageStore::open(config).unwrap();
+    let held = store.hold_commits().expect("the write buffer is on");
+    let mut put = Box::pin(store.put_message(message("T", 0, b"held".to_vec(), String::new())));
+    let early = tokio::time::timeout(Duration::from_millis(300), &mut put).await;
+    assert!(
+        early.is_err(),
+        "answered while its bytes were still in the buffer: {:?}",
+        early.map(|r| r.status)
+    );
+    drop(held);
+    let r = tokio::time::timeout(Duration::from_secs(10), put)
+        .await
+        .unwrap();
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    let a = r.append.unwrap();
+    assert!(store.flushed_phy_offset() >= a.wrote_offset + a.wrote_bytes as i64);
 }
 
 /// Puts `n` messages in one unit of work on this thread, as a connection's reader

@@ -125,9 +125,15 @@ impl CommitLog {
         self.write_end() - self.flushed_offset()
     }
 
-    /// One round of group commit: waits up to `idle` for writers, flushes once, and
-    /// answers them. Returns the flush result if a flush was done.
-    pub(crate) fn group_commit_round(&self, idle: Duration) -> Option<Result<Flushed>> {
+    /// One round of group commit: waits up to `idle` for writers, runs `commit` (which
+    /// writes out what the write buffer still holds, so that the flush covers every
+    /// waiter), flushes once, and answers them. Returns the flush result if a flush was
+    /// done.
+    pub(crate) fn group_commit_round(
+        &self,
+        idle: Duration,
+        commit: impl FnOnce() -> Result<()>,
+    ) -> Option<Result<Flushed>> {
         // Linger at most half as long as the last sync took.
         let linger =
             Duration::from_nanos(self.group_commit.last_sync_nanos.load(Ordering::Relaxed) / 2)
@@ -137,7 +143,7 @@ impl CommitLog {
             return None;
         }
         let started = Instant::now();
-        let result = self.flush();
+        let result = commit().and_then(|()| self.flush());
         let took = started.elapsed().as_nanos() as u64;
         let gc = &self.group_commit;
         gc.last_sync_nanos.store(took, Ordering::Relaxed);

@@ -33,8 +33,12 @@
 //! * Nothing is mapped in ahead of it: its `pwrite` brings the pages into the page
 //!   cache, and readers fault them into the mapping as they read.
 //!
+//! * With SYNC_FLUSH the group commit writes what is pending itself before it flushes
+//!   (`StoreInner::commit_write_buffer`), so that its flush covers every waiter.
+//!
 //! What is pending lives only in process memory: an acknowledged ASYNC_FLUSH message
-//! still in the ring is lost if the process dies (Apache's semantics).
+//! still in the ring is lost if the process dies (Apache's semantics). A SYNC_FLUSH
+//! message is acknowledged only once flushed (Apache ignores the pool there).
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU64, Ordering};
