@@ -554,7 +554,7 @@ impl MessageStore {
             tracing::error!(error = %e, "final consume queue / index flush failed");
             clean = false;
         }
-        if clean && !i.state.write_error.load(Ordering::Acquire) {
+        if clean && !i.write_failed() {
             if let Err(e) = self.abort.remove() {
                 tracing::error!(error = %e, "could not remove the abort file");
             }

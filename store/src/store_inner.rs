@@ -30,7 +30,8 @@ use crate::tombstone::Tombstones;
 pub(crate) struct RunState {
     pub(crate) shutdown: AtomicBool,
     pub(crate) disk_full: AtomicBool,
-    /// A flush failed: durability can no longer be promised, puts are refused.
+    /// A flush failed: durability can no longer be promised, puts are refused (see
+    /// also [`StoreInner::write_failed`]).
     pub(crate) write_error: AtomicBool,
     pub(crate) disk_ratio_permille: AtomicU32,
     pub(crate) manual_delete: AtomicU32,
@@ -115,6 +116,12 @@ impl StoreInner {
                 Err(e)
             }
         }
+    }
+
+    /// A flush, or a write of the write buffer, failed: puts are refused.
+    pub(crate) fn write_failed(&self) -> bool {
+        self.state.write_error.load(Ordering::Acquire)
+            || self.commitlog.pool().is_some_and(|p| p.failed())
     }
 
     pub(crate) fn flush_failed(&self, e: &StoreError) {

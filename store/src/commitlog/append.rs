@@ -147,6 +147,8 @@ pub(crate) enum AppendError {
     PartialRawRecord,
     /// The store is shutting down.
     Closed,
+    /// Writing the write buffer to the commitlog failed (see `pool::Pool::failed`).
+    WriteFailed,
 }
 
 impl From<TakeError> for AppendError {
@@ -263,6 +265,9 @@ impl CommitLog {
         if writer.closed {
             return Err(AppendError::Closed);
         }
+        if self.pool().is_some_and(|p| p.failed()) {
+            return Err(AppendError::WriteFailed);
+        }
         if self.holds_partial_raw_record() {
             return Err(AppendError::PartialRawRecord);
         }
@@ -274,7 +279,9 @@ impl CommitLog {
             let remaining = file.size() - pos;
             if let Some(pool) = self.pool() {
                 // Nothing pending may be left behind in this file.
-                pool.wait_committed(writer.write_pos);
+                if !pool.wait_committed(writer.write_pos) {
+                    return Err(AppendError::WriteFailed);
+                }
             }
             if remaining >= END_FILE_MIN_BLANK_LEN {
                 reserve(&file, pos + END_FILE_MIN_BLANK_LEN)?;
@@ -304,6 +311,14 @@ impl CommitLog {
         // disk refuses the put (DISK_FULL) instead of faulting on the write.
         reserve(&file, pos + total)?;
         let store_timestamp = now.max(writer.last_store_timestamp);
+        let wrote_offset = file.base() + pos as i64;
+        if let Some(pool) = self.pool() {
+            // Room in the ring before the queue offsets are taken: a failed write ends
+            // the wait, and the put must then leave no gap in its queue.
+            if !pool.wait_room(wrote_offset + total as i64) {
+                return Err(AppendError::WriteFailed);
+            }
+        }
         let first = &batch[0].msg;
         let counted = gets_queue_offset(first.sys_flag);
         // Reserve the queue offsets now (one table lookup); nothing below can fail.
@@ -315,7 +330,6 @@ impl CommitLog {
         } else {
             0
         };
-        let wrote_offset = file.base() + pos as i64;
         if let Some(pool) = self.pool() {
             self.encode_into_pool(
                 pool,
@@ -359,8 +373,9 @@ impl CommitLog {
 }
 
 impl CommitLog {
-    /// The write buffer's append: the records encoded into the ring (waiting for room
-    /// first), then handed to the commit thread. Nothing is published to readers here.
+    /// The write buffer's append: the records encoded into the ring (the caller has
+    /// waited for room), then handed to the commit thread. Nothing is published to
+    /// readers here.
     #[allow(clippy::too_many_arguments)]
     fn encode_into_pool(
         &self,
@@ -374,7 +389,6 @@ impl CommitLog {
     ) {
         let total: usize = batch.iter().map(|p| p.len).sum();
         let end = wrote_offset + total as i64;
-        pool.wait_room(end);
         let mut offset = wrote_offset;
         for (queue_offset, p) in (first_queue_offset..).zip(batch) {
             let fields = p.fields(
@@ -383,7 +397,8 @@ impl CommitLog {
                 store_timestamp,
             );
             // SAFETY: single writer under the append lock; `offset..offset+len` is
-            // past the pending end and within the ring's room (waited for above).
+            // past the pending end and within the ring's room (waited for by the
+            // caller).
             match unsafe { pool.slice_mut(offset, p.len) } {
                 Some(mut dst) => {
                     fields.encode(&mut dst);

@@ -36,6 +36,10 @@
 //! * With SYNC_FLUSH the group commit writes what is pending itself before it flushes
 //!   (`StoreInner::commit_write_buffer`), so that its flush covers every waiter.
 //!
+//! * A failed write (an I/O error) stops the writer: puts are refused until restart
+//!   and a writer waiting for room gives up, while the commit thread keeps retrying
+//!   the pending bytes, which were acknowledged; a clean shutdown tries once more.
+//!
 //! What is pending lives only in process memory: an acknowledged ASYNC_FLUSH message
 //! still in the ring is lost if the process dies (Apache's semantics). A SYNC_FLUSH
 //! message is acknowledged only once flushed (Apache ignores the pool there).
@@ -86,6 +90,10 @@ pub(crate) struct Pool {
     idle: AtomicBool,
     /// The writer waits for room (or for everything to be committed).
     waiting: AtomicBool,
+    /// A write to the commitlog failed: the writer appends nothing more (puts are
+    /// refused until restart) and stops waiting for room; the commit thread keeps
+    /// retrying what is pending, which was acknowledged.
+    failed: AtomicBool,
     room: Mutex<()>,
     room_cv: Condvar,
     /// Commits done (`pwrite` rounds) and times the writer waited for room.
@@ -117,6 +125,7 @@ impl Pool {
             committer: OnceLock::new(),
             idle: AtomicBool::new(false),
             waiting: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             room: Mutex::new(()),
             room_cv: Condvar::new(),
             commits: AtomicU64::new(0),
@@ -136,6 +145,11 @@ impl Pool {
 
     pub(crate) fn committed(&self) -> i64 {
         self.committed.load(Ordering::Acquire)
+    }
+
+    /// Whether a write of the buffer to the commitlog has failed (see `failed`).
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     fn pending(&self) -> Pending {
@@ -232,17 +246,22 @@ impl Pool {
     }
 
     /// Waits until the committed end reaches `target` (the writer, holding the append
-    /// lock: for room in the ring, or before it rolls to the next file).
-    pub(crate) fn wait_committed(&self, target: i64) {
+    /// lock: for room in the ring, or before it rolls to the next file); `false` if a
+    /// write to the commitlog failed first, which would keep it waiting for ever.
+    #[must_use]
+    pub(crate) fn wait_committed(&self, target: i64) -> bool {
         if self.committed() >= target {
-            return;
+            return true;
         }
         self.full_waits.fetch_add(1, Ordering::Relaxed);
         let mut room = self.room.locked();
-        loop {
+        let reached = loop {
             self.waiting.store(true, Ordering::SeqCst);
             if self.committed.load(Ordering::SeqCst) >= target {
-                break;
+                break true;
+            }
+            if self.failed.load(Ordering::SeqCst) {
+                break false;
             }
             self.wake();
             // The timeout only guards against a lost wake-up; the commit thread
@@ -250,13 +269,24 @@ impl Pool {
             room = self
                 .room_cv
                 .wait_timeout_locked(room, Duration::from_millis(100));
-        }
+        };
         self.waiting.store(false, Ordering::Relaxed);
+        reached
     }
 
-    /// Waits until `end` fits: at most `capacity` bytes past the committed end.
-    pub(crate) fn wait_room(&self, end: i64) {
-        self.wait_committed(end - self.capacity as i64);
+    /// Waits until `end` fits: at most `capacity` bytes past the committed end;
+    /// `false` as for [`Pool::wait_committed`].
+    #[must_use]
+    pub(crate) fn wait_room(&self, end: i64) -> bool {
+        self.wait_committed(end - self.capacity as i64)
+    }
+
+    /// Wakes a writer waiting in [`Pool::wait_committed`].
+    fn notify_waiting(&self) {
+        if self.waiting.load(Ordering::SeqCst) {
+            let _room = self.room.locked();
+            self.room_cv.notify_all();
+        }
     }
 }
 
@@ -305,28 +335,12 @@ impl CommitLog {
         if pending.end <= from {
             return Ok(None);
         }
-        let mut off = from;
-        while off < pending.end {
-            let file = self
-                .files
-                .find(off)
-                .ok_or_else(|| crate::error::StoreError::Corrupt {
-                    offset: off,
-                    reason: "no commitlog file holds the bytes to commit".into(),
-                })?;
-            let stop = pending.end.min(file.end());
-            // SAFETY: `from..pending.end` is pending and only this commit (under the
-            // commit lock) reads it.
-            let pieces = unsafe { pool.pieces(off, stop) };
-            let mut pos = (off - file.base()) as usize;
-            for piece in pieces.iter().filter(|p| !p.is_empty()) {
-                // SAFETY: past the published end of the file; the only writer of the
-                // file's bytes while the pool is on.
-                unsafe { file.pwrite_at(pos, piece)? };
-                pos += piece.len();
+        if let Err(e) = self.write_pending(pool, from, pending.end) {
+            if !pool.failed.swap(true, Ordering::SeqCst) {
+                tracing::error!(error = %e, "could not write the write buffer to the commitlog: refusing further puts until restart, retrying the write of what is pending");
             }
-            file.set_wrote(pos);
-            off = stop;
+            pool.notify_waiting();
+            return Err(e);
         }
         self.write_end.store(pending.end, Ordering::Release);
         self.max_offset.store(pending.end, Ordering::Release);
@@ -339,17 +353,42 @@ impl CommitLog {
         // Last: whoever waits for the committed end finds everything published.
         pool.committed.store(pending.end, Ordering::SeqCst);
         pool.commits.fetch_add(1, Ordering::Relaxed);
-        if pool.waiting.load(Ordering::SeqCst) {
-            let _room = pool.room.locked();
-            pool.room_cv.notify_all();
-        }
+        pool.notify_waiting();
         Ok(Some(pending.end))
+    }
+
+    /// Writes the ring's bytes `from..end` to their files (under the commit lock).
+    fn write_pending(&self, pool: &Pool, from: i64, end: i64) -> Result<()> {
+        let mut off = from;
+        while off < end {
+            let file = self
+                .files
+                .find(off)
+                .ok_or_else(|| crate::error::StoreError::Corrupt {
+                    offset: off,
+                    reason: "no commitlog file holds the bytes to commit".into(),
+                })?;
+            let stop = end.min(file.end());
+            // SAFETY: `from..end` is pending and only this commit (under the commit
+            // lock) reads it.
+            let pieces = unsafe { pool.pieces(off, stop) };
+            let mut pos = (off - file.base()) as usize;
+            for piece in pieces.iter().filter(|p| !p.is_empty()) {
+                // SAFETY: past the published end of the file; the only writer of the
+                // file's bytes while the pool is on.
+                unsafe { file.pwrite_at(pos, piece)? };
+                pos += piece.len();
+            }
+            file.set_wrote(pos);
+            off = stop;
+        }
+        Ok(())
     }
 }
 
 /// The commit thread body: commits whatever is pending, then `after` (wake the
 /// dispatcher and the replication senders); parks when nothing is. Commits what is
-/// left once asked to stop.
+/// left once asked to stop; retries a failed write every 100 ms until then.
 pub(crate) fn run(commitlog: &CommitLog, stopped: impl Fn() -> bool, after: impl Fn()) {
     let Some(pool) = commitlog.pool() else {
         return;
@@ -361,8 +400,9 @@ pub(crate) fn run(commitlog: &CommitLog, stopped: impl Fn() -> bool, after: impl
                 continue;
             }
             Ok(None) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "could not write the write buffer to the commitlog; retrying");
+            // Logged once by the commit; the store's shutdown tries once more.
+            Err(_) if stopped() => break,
+            Err(_) => {
                 std::thread::park_timeout(Duration::from_millis(100));
                 continue;
             }

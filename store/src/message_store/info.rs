@@ -107,10 +107,7 @@ impl MessageStore {
             "forcedDeleteUnconsumedDropped",
             Stats::get(&s.forced_unconsumed_dropped).to_string(),
         );
-        put(
-            "writeError",
-            i.state.write_error.load(Ordering::Relaxed).to_string(),
-        );
+        put("writeError", i.write_failed().to_string());
         put(
             "flushDiskType",
             i.config.flush_disk_type.as_str().to_owned(),

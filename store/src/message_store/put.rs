@@ -142,7 +142,7 @@ impl MessageStore {
     fn writable(&self) -> Result<(), PutMessageStatus> {
         let i = self.inner();
         if i.state.shutdown.load(Ordering::Acquire)
-            || i.state.write_error.load(Ordering::Acquire)
+            || i.write_failed()
             || i.ha.replica.load(Ordering::Acquire)
         {
             return Err(PutMessageStatus::ServiceNotAvailable);
@@ -239,7 +239,9 @@ impl MessageStore {
             Err(AppendError::TooLarge) => {
                 return PutMessageResult::failed(PutMessageStatus::MessageIllegal)
             }
-            Err(AppendError::PartialRawRecord) | Err(AppendError::Closed) => {
+            Err(AppendError::PartialRawRecord)
+            | Err(AppendError::Closed)
+            | Err(AppendError::WriteFailed) => {
                 return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable)
             }
             Err(AppendError::NoSpace(e)) => {
