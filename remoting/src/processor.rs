@@ -13,10 +13,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Serves the requests of one service (name server, broker, client callbacks).
 ///
-/// `process` is called on its own task for every request; it may await (a held pull
-/// waits for messages). It returns the response, or `None` to send nothing. The
+/// `process` is polled by the connection's reader, first as soon as the request is
+/// read; it may await (a held pull waits for messages) but must not block the thread
+/// (see the `channel` module). It returns the response, or `None` to send nothing. The
 /// connection fills in the opaque and the response flag, and drops the response of a
-/// oneway request.
+/// oneway request. A panic in it is answered SYSTEM_ERROR; a panic in a server's
+/// [`RpcHook`] leaves that one request unanswered, and both are logged.
 pub trait RequestProcessor: Send + Sync + 'static {
     fn process<'a>(
         &'a self,

@@ -492,6 +492,53 @@ async fn requests_left_waiting_by_a_closed_connection_still_finish() {
     }
 }
 
+/// A server hook that panics on one response costs that request only: the requests
+/// the reader was driving with it, and the next ones, are still answered.
+#[tokio::test]
+async fn a_panicking_hook_costs_its_request_only() {
+    struct PanicOnce(AtomicUsize);
+    impl RpcHook for PanicOnce {
+        fn before_request(&self, _: &str, _: &mut RemotingCommand) {}
+        fn after_response(&self, _: &str, request: &RemotingCommand, _: &mut RemotingCommand) {
+            if request.code == GATED && self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("hook bug");
+            }
+        }
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let processor = Arc::new(TestProcessor::default());
+    let hook: Arc<dyn RpcHook> = Arc::new(PanicOnce(AtomicUsize::new(0)));
+    let server = RemotingServer::start(
+        listener,
+        processor.clone(),
+        ServerConfig::default(),
+        vec![hook],
+    );
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::new(ClientConfig::default(), None);
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(
+            client
+                .invoke_async(&addr, RemotingCommand::request(GATED), T)
+                .await
+                .unwrap(),
+        );
+    }
+    wait_for(|| processor.gated_waiting.load(Ordering::SeqCst) == 3).await;
+    processor.gate.send_replace(true);
+    // One of the three is never answered; the other two are, and so is what follows.
+    let mut answered = 0;
+    let mut answers = futures_util::stream::FuturesUnordered::from_iter(answers);
+    while answered < 2 {
+        let answer = futures_util::StreamExt::next(&mut answers).await.unwrap();
+        assert_eq!(&answer.unwrap().body[..], b"gated");
+        answered += 1;
+    }
+    let response = client.invoke_sync(&addr, echo(b"after"), T).await.unwrap();
+    assert_eq!(&response.body[..], b"after");
+}
+
 #[tokio::test]
 async fn a_reader_that_stops_reading_bounds_the_server() {
     // The peer floods requests without reading answers: once the write queue and the

@@ -285,14 +285,14 @@ impl Channel {
         let hooks = ctx.hooks.clone();
         self.inner.inflight.fetch_add(1, Ordering::Relaxed);
         let in_flight = InFlight(self.clone());
-        let mut task: Unfinished = Box::pin(async move {
+        let (peer, code) = (self.inner.peer, request.code);
+        let body = async move {
             let _permit = permit;
             let _in_flight = in_flight;
             let oneway = request.is_oneway();
             let opaque = request.opaque;
             // Answered in kind, as the Java server does.
             let binary = request.serialize_type == SerializeType::RocketMq;
-            let code = request.code;
             let original = if hooks.is_empty() {
                 None
             } else {
@@ -327,7 +327,14 @@ impl Channel {
                     debug!(peer = %channel.inner.peer, opaque, error = %e, "response not sent");
                 }
             }
-        });
+        };
+        // A panic past the processor (an RPC hook's) costs this request only, not the
+        // reader and the other requests it drives.
+        let mut task: Unfinished = Box::pin(AssertUnwindSafe(body).catch_unwind().map(move |r| {
+            if r.is_err() {
+                warn!(%peer, code, name = request_code::name(code), "request hook panicked; the request is not answered");
+            }
+        }));
         let done = std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx).is_ready())).await;
         (!done).then_some(task)
     }
