@@ -317,6 +317,14 @@ impl CommitLog {
         Some(self.commit_locked(pool))
     }
 
+    /// Whether the write buffer holds the bytes at `offset` still unwritten: appended
+    /// (so acknowledged with ASYNC_FLUSH), not yet readable.
+    pub(crate) fn holds_pending_at(&self, offset: i64) -> bool {
+        self.pool
+            .as_ref()
+            .is_some_and(|pool| offset >= pool.committed() && offset < pool.pending().end)
+    }
+
     /// After an append (outside the append lock): wakes the commit thread if it is
     /// idle; a busy one sees the appended bytes by itself. Committing on the
     /// appender's thread instead when the thread is idle was tried: one `pwrite` per

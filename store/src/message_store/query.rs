@@ -55,6 +55,13 @@ impl MessageStore {
     /// file is gone.
     pub fn select_one_message_by_offset(&self, commit_log_offset: i64) -> Option<bytes::Bytes> {
         let i = self.inner();
+        if i.commitlog.holds_pending_at(commit_log_offset) {
+            // Acknowledged but still in the write buffer: a transaction's end or a
+            // recall right after its send must find it, so it is written out now.
+            if let Err(e) = i.commit_write_buffer() {
+                tracing::warn!(offset = commit_log_offset, error = %e, "could not write the write buffer out for a lookup");
+            }
+        }
         if let Some(raw) = i.commitlog.read_record(commit_log_offset) {
             return Some(raw);
         }
