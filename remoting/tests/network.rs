@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, Notify};
 use vostok_remoting::protocol::response_code;
 use vostok_remoting::{
     BoxFuture, Channel, ClientConfig, ConnectionConfig, RemotingClient, RemotingCommand,
-    RemotingError, RemotingServer, RequestProcessor, RpcHook, ServerConfig,
+    RemotingError, RemotingServer, RequestProcessor, ResponseFuture, RpcHook, ServerConfig,
 };
 
 const ECHO: i32 = 1000;
@@ -94,10 +94,31 @@ impl RequestProcessor for TestProcessor {
 }
 
 async fn start(config: ServerConfig) -> (RemotingServer, Arc<TestProcessor>) {
+    start_with_hooks(config, Vec::new()).await
+}
+
+async fn start_with_hooks(
+    config: ServerConfig,
+    hooks: Vec<Arc<dyn RpcHook>>,
+) -> (RemotingServer, Arc<TestProcessor>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let processor = Arc::new(TestProcessor::default());
-    let server = RemotingServer::start(listener, processor.clone(), config, Vec::new());
+    let server = RemotingServer::start(listener, processor.clone(), config, hooks);
     (server, processor)
+}
+
+/// Sends `n` GATED requests without waiting for their answers.
+async fn gated(client: &RemotingClient, addr: &str, n: usize) -> Vec<ResponseFuture> {
+    let mut answers = Vec::new();
+    for _ in 0..n {
+        answers.push(
+            client
+                .invoke_async(addr, RemotingCommand::request(GATED), T)
+                .await
+                .unwrap(),
+        );
+    }
+    answers
 }
 
 fn echo(body: &'static [u8]) -> RemotingCommand {
@@ -444,15 +465,7 @@ async fn requests_waiting_on_every_permit_finish_and_the_rest_is_read() {
     let (server, processor) = start(config).await;
     let addr = server.local_addr().to_string();
     let client = RemotingClient::new(ClientConfig::default(), None);
-    let mut answers = Vec::new();
-    for _ in 0..8 {
-        answers.push(
-            client
-                .invoke_async(&addr, RemotingCommand::request(GATED), T)
-                .await
-                .unwrap(),
-        );
-    }
+    let answers = gated(&client, &addr, 8).await;
     let echoed = client.invoke_async(&addr, echo(b"last"), T).await.unwrap();
     wait_for(|| processor.gated_waiting.load(Ordering::SeqCst) == 4).await;
     processor.gate.send_replace(true);
@@ -471,15 +484,7 @@ async fn requests_left_waiting_by_a_closed_connection_still_finish() {
     let (server, processor) = start(ServerConfig::default()).await;
     let addr = server.local_addr().to_string();
     let client = RemotingClient::new(ClientConfig::default(), None);
-    let mut answers = Vec::new();
-    for _ in 0..3 {
-        answers.push(
-            client
-                .invoke_async(&addr, RemotingCommand::request(GATED), T)
-                .await
-                .unwrap(),
-        );
-    }
+    let answers = gated(&client, &addr, 3).await;
     wait_for(|| processor.gated_waiting.load(Ordering::SeqCst) == 3).await;
     for channel in server.channels() {
         channel.close();
@@ -505,26 +510,11 @@ async fn a_panicking_hook_costs_its_request_only() {
             }
         }
     }
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let processor = Arc::new(TestProcessor::default());
     let hook: Arc<dyn RpcHook> = Arc::new(PanicOnce(AtomicUsize::new(0)));
-    let server = RemotingServer::start(
-        listener,
-        processor.clone(),
-        ServerConfig::default(),
-        vec![hook],
-    );
+    let (server, processor) = start_with_hooks(ServerConfig::default(), vec![hook]).await;
     let addr = server.local_addr().to_string();
     let client = RemotingClient::new(ClientConfig::default(), None);
-    let mut answers = Vec::new();
-    for _ in 0..3 {
-        answers.push(
-            client
-                .invoke_async(&addr, RemotingCommand::request(GATED), T)
-                .await
-                .unwrap(),
-        );
-    }
+    let answers = gated(&client, &addr, 3).await;
     wait_for(|| processor.gated_waiting.load(Ordering::SeqCst) == 3).await;
     processor.gate.send_replace(true);
     // One of the three is never answered; the other two are, and so is what follows.
