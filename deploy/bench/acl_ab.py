@@ -19,24 +19,16 @@ import time
 from pathlib import Path
 
 from matrix import median
-from quick_ab import ROWS, fmt, load_build, run_once
+from quick_ab import ROWS, add_pair_args, fmt, load_build, run_once
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("a", help="directory with build A's mqbroker, mqbench, mqadmin")
-    ap.add_argument("b", help="directory with build B's binaries")
-    ap.add_argument("--label-a", default="A")
-    ap.add_argument("--label-b", default="B")
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--duration", type=float, default=4)
-    ap.add_argument("--warmup", type=float, default=1)
+    add_pair_args(ap, runs=5, duration=4, warmup=1)
     ap.add_argument("--row", default="async window 1,024, 1 task",
                     help="a row of quick_ab.py, by name")
     ap.add_argument("--file-size", type=int, default=None)
-    ap.add_argument("--work", default=None)
-    ap.add_argument("--json", help="write every run's figures here")
     opts = ap.parse_args()
     opts.work = opts.work or tempfile.mkdtemp(prefix="vostok-acl-ab-")
     row = next((r for r in ROWS if r[0] == opts.row), None)

@@ -148,15 +148,23 @@ def load_build(directory, work, flags="", broker=""):
     return build
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+def add_pair_args(ap, runs, duration, warmup):
+    """The arguments every A/B script takes: the two builds, their labels, the runs and
+    their length, the work directory and the JSON output (defaults per script)."""
     ap.add_argument("a", help="directory with build A's mqbroker, mqbench, mqadmin")
     ap.add_argument("b", help="directory with build B's binaries")
     ap.add_argument("--label-a", default="A")
     ap.add_argument("--label-b", default="B")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--duration", type=float, default=2)
-    ap.add_argument("--warmup", type=float, default=0.5)
+    ap.add_argument("--runs", type=int, default=runs)
+    ap.add_argument("--duration", type=float, default=duration)
+    ap.add_argument("--warmup", type=float, default=warmup)
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--json", help="write every run's figures here")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    add_pair_args(ap, runs=3, duration=2, warmup=0.5)
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these "
                     "(the e2e rows at 50,000 msg/s and the rows on a broker that is not fresh, "
                     f"{', '.join(aged.LABELS)}, run only when named here)")
@@ -175,8 +183,6 @@ def main():
     ap.add_argument("--min-free-gib", type=float, default=8,
                     help="the rows on a broker that is not fresh stop before a step that could "
                          "leave less than this free on the disk of --work")
-    ap.add_argument("--work", default=None)
-    ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")
     ap.add_argument("--flags-b", default="", help="extra mqbench flags for B, one string")
     ap.add_argument("--broker-a", default="",
