@@ -4,12 +4,12 @@
 //! (`reader`): responses complete the pending call with their opaque; requests run
 //! through the [`RequestProcessor`] on the reader (`read_loop`), at most
 //! `max_inflight_requests` at a time (beyond that the reader stops reading, so a
-//! flooding peer is slowed by TCP rather than buffered). The writer (`outbox`) drains a queue bounded in bytes and
-//! writes its frames in batches; while that queue is past its high-water mark the
-//! reader stops reading too, and a peer that reads nothing for `write_stall_timeout`
-//! is disconnected. Every frame held, received or queued, is reserved from the
-//! process's [`MemoryBudget`]. Either side may send requests: a [`Channel`] is the
-//! handle for both.
+//! flooding peer is slowed by TCP rather than buffered). The writer (`outbox`) drains
+//! a queue bounded in bytes and writes its frames in batches; while that queue is past
+//! its high-water mark the reader stops reading too, and a peer that reads nothing for
+//! `write_stall_timeout` is disconnected. Every frame held, received or queued, is
+//! reserved from the process's [`MemoryBudget`]. Either side may send requests: a
+//! [`Channel`] is the handle for both.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
