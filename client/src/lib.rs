@@ -57,6 +57,11 @@ pub mod route;
 mod service_state;
 pub mod trace;
 
+/// The maps every send looks a name up in (topic, broker name): foldhash is several
+/// times cheaper than the standard SipHash on short keys, and the names come from the
+/// application and the name server, not from peers that could pick colliding keys.
+pub(crate) type NameMap<V> = std::collections::HashMap<String, V, foldhash::fast::RandomState>;
+
 pub use admin::AdminClient;
 pub use api::{PullResult, PullStatus};
 pub use consumer::{

@@ -283,13 +283,31 @@ impl RemotingClient {
     pub async fn invoke_async_with_callback<F>(
         &self,
         addr: &str,
-        mut request: RemotingCommand,
+        request: RemotingCommand,
         timeout: Duration,
         callback: F,
     ) where
         F: FnOnce(Result<RemotingCommand>) + Send + 'static,
     {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let started = std::time::Instant::now();
+        self.invoke_async_with_callback_since(addr, request, started, timeout, callback)
+            .await
+    }
+
+    /// [`RemotingClient::invoke_async_with_callback`] with the deadline counted from
+    /// `started`, when the caller's operation began (read by the caller already: the
+    /// producer's send, one clock read fewer per message).
+    pub async fn invoke_async_with_callback_since<F>(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        started: std::time::Instant,
+        timeout: Duration,
+        callback: F,
+    ) where
+        F: FnOnce(Result<RemotingCommand>) + Send + 'static,
+    {
+        let deadline = tokio::time::Instant::from_std(started) + timeout;
         let permit = match self.async_permit(deadline).await {
             Ok(permit) => permit,
             Err(e) => return callback(Err(e)),

@@ -45,7 +45,7 @@ impl ConsumerCore {
         let addr = self
             .instance
             .find_broker_addr_in_publish(broker_name)
-            .unwrap_or_else(|| msg.store_host.to_string());
+            .unwrap_or_else(|| msg.store_host.to_string().into());
         let header = ConsumerSendMsgBackRequestHeader {
             offset: msg.commit_log_offset,
             group: self.group.clone(),

@@ -140,6 +140,11 @@ impl ClientInstance {
         self.uniq.next_id()
     }
 
+    /// A new unique key, appended to `out`.
+    pub(crate) fn push_uniq_id(&self, out: &mut String) {
+        self.uniq.push_next_id(out)
+    }
+
     pub(crate) fn tracker(&self) -> &TaskTracker {
         &self.tracker
     }

@@ -3,7 +3,7 @@
 //! in turn), are cached per topic and pushed to the producers and consumers; the broker
 //! addresses they bring say where sends, pulls and heartbeats go.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -17,14 +17,16 @@ use super::ClientInstance;
 use crate::api;
 use crate::error::{ClientError, Result};
 use crate::route::{subscribe_queues, TopicPublishInfo};
+use crate::NameMap;
 
 /// The cached routes and the broker addresses they name.
 pub(super) struct RouteTable {
     /// The name server that answered last; calls start there.
     namesrv_index: AtomicUsize,
-    routes: RwLock<HashMap<String, Arc<TopicRouteData>>>,
-    /// broker name → broker id → address, from every route seen.
-    brokers: RwLock<HashMap<String, BTreeMap<i64, String>>>,
+    routes: RwLock<NameMap<Arc<TopicRouteData>>>,
+    /// broker name → broker id → address, from every route seen. Shared strings: a
+    /// send takes its broker's address with a count, not a copy.
+    brokers: RwLock<NameMap<BTreeMap<i64, Arc<str>>>>,
     /// One route update at a time, so that an older answer never replaces a newer one.
     update: tokio::sync::Mutex<()>,
 }
@@ -50,8 +52,13 @@ impl RouteTable {
             new |= bd
                 .broker_addrs
                 .values()
-                .any(|a| !known.is_some_and(|k| k.values().any(|x| x == a)));
-            brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
+                .any(|a| !known.is_some_and(|k| k.values().any(|x| **x == **a)));
+            let addrs = bd
+                .broker_addrs
+                .iter()
+                .map(|(id, a)| (*id, Arc::from(a.as_str())))
+                .collect();
+            brokers.insert(bd.broker_name.clone(), addrs);
         }
         new
     }
@@ -76,7 +83,7 @@ impl RouteTable {
                 addrs
                     .iter()
                     .filter(|(id, _)| !masters_only || **id == MASTER_ID)
-                    .map(|(_, a)| a.clone())
+                    .map(|(_, a)| a.to_string())
             })
             .collect();
         out.sort();
@@ -212,7 +219,7 @@ impl ClientInstance {
     }
 
     /// The master address of a broker name (where sends go).
-    pub(crate) fn find_broker_addr_in_publish(&self, broker_name: &str) -> Option<String> {
+    pub(crate) fn find_broker_addr_in_publish(&self, broker_name: &str) -> Option<Arc<str>> {
         self.routes
             .brokers
             .read_locked()
@@ -244,7 +251,7 @@ impl ClientInstance {
                     .flatten()
             })
             .or_else(|| addrs.iter().next());
-        found.map(|(id, addr)| (addr.clone(), *id != MASTER_ID))
+        found.map(|(id, addr)| (addr.to_string(), *id != MASTER_ID))
     }
 
     /// A broker serving `topic` (random broker name, its master if it has one), as

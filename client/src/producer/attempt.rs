@@ -4,6 +4,7 @@
 //! before, queue the request; then the response, the broker's latency for fault
 //! avoidance, send-hooks after, and the [`SendResult`].
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -136,7 +137,7 @@ impl ProducerShared {
         prepared: &Prepared,
         mq: MessageQueue,
         mode: CommunicationMode,
-    ) -> std::result::Result<(MessageQueue, String, RemotingCommand), (MessageQueue, ClientError)>
+    ) -> std::result::Result<(MessageQueue, Arc<str>, RemotingCommand), (MessageQueue, ClientError)>
     {
         let instance = match self.instance() {
             Ok(i) => i,
@@ -230,7 +231,18 @@ impl ProducerShared {
             body = Bytes::from(packed);
             sys_flag |= sysflag::compression_bits(self.config.compress_type);
         }
-        if msg.properties.is_transaction_prepared() {
+        // The two properties the request depends on, read in one pass.
+        let (mut transaction_prepared, mut is_reply) = (false, false);
+        for (name, value) in msg.properties.iter() {
+            match name {
+                property::TRANSACTION_PREPARED => {
+                    transaction_prepared = value.eq_ignore_ascii_case("true")
+                }
+                property::MESSAGE_TYPE => is_reply = value == property::REPLY_MESSAGE_FLAG,
+                _ => {}
+            }
+        }
+        if transaction_prepared {
             sys_flag |= sysflag::TRANSACTION_PREPARED_TYPE;
         }
         let hooks = self.send_hooks.read_locked().clone();
@@ -277,7 +289,6 @@ impl ProducerShared {
             max_reconsume_times,
             broker_name: Some(&mq.broker_name),
         };
-        let is_reply = msg.property(property::MESSAGE_TYPE) == Some(property::REPLY_MESSAGE_FLAG);
         let code = if is_reply {
             request_code::SEND_REPLY_MESSAGE_V2
         } else if prepared.is_batch() {
@@ -305,19 +316,31 @@ impl ProducerShared {
                 response.remark(),
             ));
         };
-        // The fields read in place: only those the result keeps are copied.
-        let ext = &response.ext_fields;
+        // The fields read in place, in one pass (a later duplicate wins, as with `get`):
+        // only those the result keeps are copied.
+        let (mut offset_id, mut queue_id, mut queue_offset) = (None, None, None);
+        let (mut transaction_id, mut region_id, mut trace_on) = (None, None, None);
+        for (name, value) in response.ext_fields.iter() {
+            match name {
+                "msgId" => offset_id = Some(value),
+                "queueId" => queue_id = Some(value),
+                "queueOffset" => queue_offset = Some(value),
+                "transactionId" => transaction_id = Some(value),
+                "MSG_REGION" => region_id = Some(value),
+                "TRACE_ON" => trace_on = Some(value),
+                _ => {}
+            }
+        }
         let header_error = |source| ClientError::Header {
-            addr: attempt.addr.clone(),
+            addr: attempt.addr.to_string(),
             source,
         };
-        let offset_msg_id = String::from_raw(ext.get("msgId"), "msgId").map_err(header_error)?;
-        let queue_id = i32::from_raw(ext.get("queueId"), "queueId").map_err(header_error)?;
-        let queue_offset =
-            i64::from_raw(ext.get("queueOffset"), "queueOffset").map_err(header_error)?;
-        let transaction_id = ext.get("transactionId").map(str::to_owned);
-        let region_id = ext.get("MSG_REGION").map(str::to_owned);
-        let trace_on = ext.get("TRACE_ON") != Some("false");
+        let offset_msg_id = String::from_raw(offset_id, "msgId").map_err(header_error)?;
+        let queue_id = i32::from_raw(queue_id, "queueId").map_err(header_error)?;
+        let queue_offset = i64::from_raw(queue_offset, "queueOffset").map_err(header_error)?;
+        let transaction_id = transaction_id.map(str::to_owned);
+        let region_id = region_id.map(str::to_owned);
+        let trace_on = trace_on != Some("false");
         let msg_id = match &prepared.batch_ids {
             Some(ids) => ids.clone(),
             None => prepared.msg.uniq_key().unwrap_or_default().to_owned(),

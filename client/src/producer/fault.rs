@@ -11,11 +11,12 @@
 //! A failed send (no answer, or a retryable error code) counts as 10 000 ms, i.e.
 //! 180 s of avoidance, as in RocketMQ 5.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use vostok_remoting::support::sync::MutexExt;
+
+use crate::NameMap;
 
 const LATENCY_MAX: [u64; 7] = [50, 100, 550, 1000, 2000, 3000, 15000];
 const NOT_AVAILABLE: [u64; 7] = [0, 0, 30_000, 60_000, 120_000, 180_000, 600_000];
@@ -31,7 +32,7 @@ struct FaultItem {
 /// Per-broker-name availability, shared by every send of a producer.
 #[derive(Debug, Default)]
 pub struct LatencyFaultTolerance {
-    items: Mutex<HashMap<String, FaultItem>>,
+    items: Mutex<NameMap<FaultItem>>,
 }
 
 /// How long a broker is avoided after answering in `latency_ms`.

@@ -19,7 +19,6 @@ pub mod send_result;
 pub mod trace;
 pub mod transaction;
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -40,6 +39,7 @@ use crate::route::TopicPublishInfo;
 use crate::service_state::ServiceState;
 use crate::trace::hook::SendMessageTraceHook;
 use crate::trace::{TraceConfig, TraceDispatcher};
+use crate::NameMap;
 
 pub use fault::LatencyFaultTolerance;
 pub use selector::{MessageQueueSelector, SelectMessageQueueByHash, SelectMessageQueueByRandom};
@@ -137,7 +137,7 @@ pub(crate) struct ProducerShared {
     /// Group name with namespace.
     pub(crate) group: String,
     pub(crate) instance: OnceLock<Arc<ClientInstance>>,
-    pub(crate) publish: RwLock<HashMap<String, Arc<TopicPublishInfo>>>,
+    pub(crate) publish: RwLock<NameMap<Arc<TopicPublishInfo>>>,
     pub(crate) fault: LatencyFaultTolerance,
     pub(crate) send_hooks: RwLock<SendHooks>,
     pub(crate) forbidden_hooks: RwLock<ForbiddenHooks>,

@@ -72,7 +72,7 @@ impl Future for SendFuture {
 /// request left, and its pending response (none for oneway).
 pub(super) struct Attempt {
     pub(super) mq: MessageQueue,
-    pub(super) addr: String,
+    pub(super) addr: Arc<str>,
     pub(super) started: Instant,
     pub(super) response: Option<ResponseFuture>,
 }
@@ -248,7 +248,7 @@ impl Producer {
         };
         instance
             .remoting()
-            .invoke_async_with_callback(&addr, request, timeout, answered)
+            .invoke_async_with_callback_since(&addr, request, begin, timeout, answered)
             .await;
         Ok(())
     }
@@ -341,11 +341,11 @@ impl ProducerShared {
     }
 
     pub(crate) fn stamp_uniq_key(&self, msg: &mut Message) -> Result<()> {
-        if msg.uniq_key().is_none() {
-            let id = self.instance()?.next_uniq_id();
-            msg.properties
-                .insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, id);
-        }
+        let instance = self.instance()?;
+        msg.properties
+            .insert_if_absent_with(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, |text| {
+                instance.push_uniq_id(text)
+            });
         Ok(())
     }
 

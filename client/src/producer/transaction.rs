@@ -236,7 +236,7 @@ async fn end_transaction(
         shared.config.send_msg_timeout,
     )
     .await?;
-    Ok(addr)
+    Ok(addr.to_string())
 }
 
 /// Serves CHECK_TRANSACTION_STATE: runs the listener on a blocking thread and answers

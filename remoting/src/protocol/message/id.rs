@@ -163,6 +163,13 @@ impl UniqIdGenerator {
 
     /// A new id.
     pub fn next_id(&self) -> String {
+        let mut id = String::with_capacity(self.prefix.len() + 12);
+        self.push_next_id(&mut id);
+        id
+    }
+
+    /// A new id, appended to `out` (a message's property text, without a copy).
+    pub fn push_next_id(&self, out: &mut String) {
         let now = now_millis();
         let since_month = {
             // A poisoned lock only means another thread panicked mid-update of two integers.
@@ -172,14 +179,12 @@ impl UniqIdGenerator {
             }
             now - month.0
         };
-        let mut id = String::with_capacity(self.prefix.len() + 12);
-        id.push_str(&self.prefix);
-        push_hex(&mut id, &(since_month as i32).to_be_bytes());
+        out.push_str(&self.prefix);
+        push_hex(out, &(since_month as i32).to_be_bytes());
         push_hex(
-            &mut id,
+            out,
             &self.counter.fetch_add(1, Ordering::Relaxed).to_be_bytes(),
         );
-        id
     }
 }
 

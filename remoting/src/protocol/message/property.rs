@@ -176,6 +176,27 @@ impl Properties {
         old
     }
 
+    /// Sets `name` to what `write` appends to the text, unless `name` is already set:
+    /// one scan and no copy of the value (the producer's unique key, on every send).
+    /// A value `write` leaves empty or holding a separator is not kept. True if set.
+    pub fn insert_if_absent_with(&mut self, name: &str, write: impl FnOnce(&mut String)) -> bool {
+        if name.is_empty() || self.contains(name) {
+            return false;
+        }
+        let start = self.text.len();
+        self.text.push_str(name);
+        self.text.push(NAME_VALUE_SEPARATOR);
+        let value_start = self.text.len();
+        write(&mut self.text);
+        let value = &self.text[value_start..];
+        if value.is_empty() || value.contains([NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR]) {
+            self.text.truncate(start);
+            return false;
+        }
+        self.text.push(PROPERTY_SEPARATOR);
+        true
+    }
+
     pub fn remove(&mut self, name: &str) -> Option<String> {
         // Pairs are normalised: each is `name U+0001 value U+0002`, back to back.
         let mut start = 0;
@@ -398,6 +419,21 @@ mod tests {
         assert_eq!(p.encode(), "TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}");
         assert_eq!(p.encoded_len(), p.encode().len());
         assert_eq!(p.keys().collect::<Vec<_>>(), ["k1", "k2"]);
+    }
+
+    #[test]
+    fn insert_if_absent_with_keeps_a_set_value_and_refuses_bad_ones() {
+        let mut p: Properties = [("WAIT", "true")].into_iter().collect();
+        assert!(p.insert_if_absent_with("UNIQ_KEY", |t| t.push_str("AC1")));
+        assert!(!p.insert_if_absent_with("UNIQ_KEY", |_| unreachable!("already set")));
+        assert_eq!(p.get("UNIQ_KEY"), Some("AC1"));
+        // An empty value or one holding a separator leaves the text as it was.
+        let before = p.encode();
+        assert!(!p.insert_if_absent_with("A", |_| {}));
+        assert!(!p.insert_if_absent_with("B", |t| t.push_str("x\u{2}y")));
+        assert!(!p.insert_if_absent_with("", |t| t.push('x')));
+        assert_eq!(p.encode(), before);
+        assert_eq!(p, Properties::decode(&before));
     }
 
     /// Java's rules spelled out directly, to check the byte-level iterator against.
