@@ -27,7 +27,7 @@ pub(crate) mod raw;
 pub(crate) mod scan;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::Thread;
 
@@ -75,6 +75,10 @@ pub(crate) struct CommitLog {
     lock_begin_ms: AtomicI64,
     /// Offset up to which pages are mapped in ahead of the writer.
     prefaulted: AtomicI64,
+    /// The write end at which the writer wakes the pre-fault thread (set by it when it
+    /// goes idle); how often it has woken from idle (woken or timed out).
+    prefault_wake_at: AtomicI64,
+    pub(crate) prefault_wakeups: AtomicU64,
     prefaulter: OnceLock<Thread>,
     pub(crate) group_commit: GroupCommit,
     /// The write buffer (`transientStorePoolEnable`), written out by the commit thread.
@@ -102,6 +106,8 @@ impl CommitLog {
             last_store_timestamp: AtomicI64::new(0),
             lock_begin_ms: AtomicI64::new(0),
             prefaulted: AtomicI64::new(0),
+            prefault_wake_at: AtomicI64::new(i64::MIN),
+            prefault_wakeups: AtomicU64::new(0),
             prefaulter: OnceLock::new(),
             group_commit: GroupCommit::default(),
             pool: config.transient_store_pool_enable.then(|| {
@@ -178,8 +184,13 @@ impl CommitLog {
     /// Until then it does not exist, so a fresh store takes the blocks of one step,
     /// not of two whole files.
     pub(crate) fn next_file_due(&self) -> bool {
+        self.write_end() >= self.next_file_due_at()
+    }
+
+    /// The write end from which [`CommitLog::next_file_due`] holds.
+    pub(crate) fn next_file_due_at(&self) -> i64 {
         let lead = (self.file_size / 2).max(2 * reserve_step(self.file_size)) as i64;
-        self.write_end() + lead >= self.next_file_base()
+        self.next_file_base() - lead
     }
 
     /// Start of the file after the one holding `offset`.

@@ -440,6 +440,16 @@ impl MessageStore {
             .map_or(0, |p| p.unit_commits.load(Ordering::Relaxed))
     }
 
+    /// How often the thread that maps commitlog pages in ahead of the writer has woken
+    /// from idle (woken by the writer, or its idle period over). For tests.
+    #[doc(hidden)]
+    pub fn prefault_wakeups(&self) -> u64 {
+        self.inner
+            .commitlog
+            .prefault_wakeups
+            .load(Ordering::Relaxed)
+    }
+
     /// The append lock has been held longer than `osPageCacheBusyTimeOutMills`.
     pub fn is_os_page_cache_busy(&self) -> bool {
         let held = self.inner.commitlog.lock_held_ms();

@@ -12,6 +12,10 @@
 //! refuses the put. Once the writer has passed the middle of its file, the thread asks
 //! the allocation thread for the next file.
 //!
+//! The writer wakes the thread only once it has used up half of the lead, or reached
+//! the point where the thread has more to do (the middle of the file, its end): not
+//! on every append once the file is mapped in to its end, nor while there is no room.
+//!
 //! The same thread turns the kernel's read-ahead off for the unwritten part of the
 //! file being written and back on for a file the writer has left
 //! ([`MappedFile::set_read_ahead`](crate::mapped_file::MappedFile::set_read_ahead)).
@@ -40,29 +44,35 @@ impl CommitLog {
         }
     }
 
-    /// Called by the writer: wakes the helper when its lead shrinks below half.
+    /// Called by the writer with its new end: wakes the helper once the end reaches
+    /// the point the helper asked to be woken at.
     pub(crate) fn wake_prefaulter(&self, end: i64) {
-        if end + AHEAD / 2 > self.prefaulted.load(Ordering::Relaxed) {
+        if end >= self.prefault_wake_at.load(Ordering::Relaxed) {
             if let Some(t) = self.prefaulter.get() {
                 t.unpark();
             }
         }
     }
 
-    /// Maps in one step ahead of the writer; `true` if there is more to do.
-    /// `frontier` is the base of the file whose read-ahead is off; `asked` the start
-    /// of the next file last asked for.
-    fn prefault_step(&self, frontier: &mut Option<i64>, asked: &mut Option<i64>) -> bool {
+    /// Maps in one step ahead of the writer. `frontier` is the base of the file whose
+    /// read-ahead is off; `asked` the start of the next file last asked for.
+    fn prefault_step(&self, frontier: &mut Option<i64>, asked: &mut Option<i64>) -> Step {
         let end = self.write_end();
-        if self.next_file_due() {
-            let next = self.next_file_base();
-            if *asked != Some(next) && self.files.ready_base() != Some(next) {
-                self.allocator.request();
-                *asked = Some(next);
-            }
+        let next = self.next_file_base();
+        let mut next_asked = *asked == Some(next) || self.files.ready_base() == Some(next);
+        if !next_asked && self.next_file_due() {
+            self.allocator.request();
+            *asked = Some(next);
+            next_asked = true;
         }
+        // Idle until the writer's end reaches `at` (always past its end now), or the
+        // point where the next file is due while it is still to be asked for.
+        let idle = |at: i64| match next_asked {
+            true => Step::Idle(at),
+            false => Step::Idle(at.min(self.next_file_due_at())),
+        };
         let Some(file) = self.files.last() else {
-            return false;
+            return idle(end + 1);
         };
         if *frontier != Some(file.base()) {
             // Every file the writer has left since (several, if they are small), or
@@ -88,10 +98,16 @@ impl CommitLog {
             .max(file.base());
         let to = (end + AHEAD).min(file.end()).min(from + STEP);
         if to <= from {
-            return false;
+            return if from >= file.end() {
+                // Mapped in to the end: nothing to do until the writer is in the next file.
+                idle(file.end() + 1)
+            } else {
+                idle(from - AHEAD / 2)
+            };
         }
         if !reserved(&file, (to - file.base()) as usize) {
-            return false;
+            // No room: tried again after a step's worth of writes or the idle period.
+            return idle(end + STEP);
         }
         let (from_pos, to_pos) = ((from - file.base()) as usize, (to - file.base()) as usize);
         if self.pool().is_none() {
@@ -101,8 +117,15 @@ impl CommitLog {
         // brings the pages into the page cache, many appends at a time, and readers
         // map them as they come (`MADV_POPULATE_READ` ahead cost more than it saved).
         self.prefaulted.store(to, Ordering::Relaxed);
-        true
+        Step::More
     }
+}
+
+/// What [`CommitLog::prefault_step`] leaves to do.
+enum Step {
+    More,
+    /// Nothing until the writer's end reaches this offset (or the idle period ends).
+    Idle(i64),
 }
 
 /// Reserves the blocks of `file` up to `upto` (rounded up to its step); `false`
@@ -121,8 +144,14 @@ fn reserved(file: &MappedFile, upto: usize) -> bool {
 pub(crate) fn run(commitlog: &CommitLog, stopper: &Stopper) {
     let (mut frontier, mut asked) = (None, None);
     while !stopper.is_stopped() {
-        if !commitlog.prefault_step(&mut frontier, &mut asked) {
-            std::thread::park_timeout(Duration::from_millis(200));
+        if let Step::Idle(at) = commitlog.prefault_step(&mut frontier, &mut asked) {
+            commitlog.prefault_wake_at.store(at, Ordering::Relaxed);
+            // A writer that passed `at` before it was published found no reason to wake
+            // this thread: look again rather than sleep through it.
+            if commitlog.write_end() < at {
+                std::thread::park_timeout(Duration::from_millis(200));
+                commitlog.prefault_wakeups.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
