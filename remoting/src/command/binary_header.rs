@@ -57,8 +57,15 @@ fn malformed(reason: impl Into<String>) -> RemotingError {
     }
 }
 
-/// The next `len` bytes as text, borrowed from the header.
-fn take_str<'a>(buf: &mut &'a [u8], len: usize, what: &str) -> Result<&'a str, RemotingError> {
+/// The next `len` bytes as text, borrowed from the header. `ascii`: every byte of
+/// `buf` is known to be ASCII (checked once for the whole map, as most headers are),
+/// so no string of it needs a check of its own.
+fn take_str<'a>(
+    buf: &mut &'a [u8],
+    len: usize,
+    what: &str,
+    ascii: bool,
+) -> Result<&'a str, RemotingError> {
     if buf.remaining() < len {
         return Err(malformed(format!(
             "{what} of {len} bytes overruns the header ({} left)",
@@ -66,7 +73,13 @@ fn take_str<'a>(buf: &mut &'a [u8], len: usize, what: &str) -> Result<&'a str, R
         )));
     }
     let (text, rest) = buf.split_at(len);
-    let s = std::str::from_utf8(text).map_err(|_| malformed(format!("{what} is not UTF-8")))?;
+    let s = if ascii {
+        // SAFETY: ASCII bytes are UTF-8, and every split of them is at a character
+        // boundary.
+        unsafe { std::str::from_utf8_unchecked(text) }
+    } else {
+        std::str::from_utf8(text).map_err(|_| malformed(format!("{what} is not UTF-8")))?
+    };
     *buf = rest;
     Ok(s)
 }
@@ -92,7 +105,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
     let remark_len = length(buf.get_i32() as i64, "remark")?;
     let remark = match remark_len {
         0 => None,
-        n => Some(take_str(&mut buf, n, "remark")?.into()),
+        n => Some(take_str(&mut buf, n, "remark", false)?.into()),
     };
     if buf.remaining() < 4 {
         return Err(malformed("missing extFields length"));
@@ -117,17 +130,20 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
         buf: String::with_capacity(map_len),
         entries: Vec::with_capacity(if map_len == 0 { 0 } else { 16 }),
     };
+    // One pass over the map's bytes, lengths included, instead of a UTF-8 check per
+    // key and value (a length of 128 or more is not ASCII: those maps take the checks).
+    let ascii = map.is_ascii();
     while map.has_remaining() {
         if map.remaining() < 2 {
             return Err(malformed("truncated extFields key length"));
         }
         let key_len = length(map.get_i16() as i64, "key")?;
-        let key = take_str(&mut map, key_len, "extFields key")?;
+        let key = take_str(&mut map, key_len, "extFields key", ascii)?;
         if map.remaining() < 4 {
             return Err(malformed("truncated extFields value length"));
         }
         let value_len = length(map.get_i32() as i64, "value")?;
-        let value = take_str(&mut map, value_len, "extFields value")?;
+        let value = take_str(&mut map, value_len, "extFields value", ascii)?;
         ext_fields.push_decoded(key, value);
     }
     Ok(RemotingCommand {
@@ -162,5 +178,34 @@ mod tests {
         raw.extend_from_slice(&[0, 9, b'k']); // key length 9, one byte present
         raw.extend_from_slice(&[0; 5]);
         assert!(decode(&raw).is_err());
+    }
+
+    /// A map all ASCII skips the per-string checks; any other byte (a long value's
+    /// length, a UTF-8 letter, a byte that is not UTF-8) brings them back.
+    #[test]
+    fn text_is_checked_unless_the_whole_map_is_ascii() {
+        let header = |key: &[u8], value: &[u8]| {
+            let mut map = Vec::new();
+            map.extend_from_slice(&(key.len() as i16).to_be_bytes());
+            map.extend_from_slice(key);
+            map.extend_from_slice(&(value.len() as i32).to_be_bytes());
+            map.extend_from_slice(value);
+            let mut raw = vec![0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+            raw.extend_from_slice(&(map.len() as i32).to_be_bytes());
+            raw.extend_from_slice(&map);
+            raw
+        };
+        let cmd = decode(&header(b"topic", b"T\x01a\x02")).unwrap();
+        assert_eq!(cmd.ext_fields.get("topic"), Some("T\u{1}a\u{2}"));
+        let long = "x".repeat(300);
+        let cmd = decode(&header(b"k", long.as_bytes())).unwrap();
+        assert_eq!(cmd.ext_fields.get("k"), Some(long.as_str()));
+        let cmd = decode(&header(b"k", "caf\u{e9}".as_bytes())).unwrap();
+        assert_eq!(cmd.ext_fields.get("k"), Some("caf\u{e9}"));
+        assert!(decode(&header(b"k", b"a\xffb")).is_err());
+        assert!(
+            decode(&header(b"k\xc3", b"v")).is_err(),
+            "a split UTF-8 letter"
+        );
     }
 }
