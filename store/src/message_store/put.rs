@@ -291,8 +291,30 @@ impl MessageStore {
         let flush = wait_store_ok && sync_flush;
         let replicate = wait_store_ok && sync_master;
         let end = appended.wrote_offset + appended.wrote_bytes as i64;
-        // Disk and slave are waited for together; a slave's failure wins, as in
-        // RocketMQ (both are "stored, but" answers).
+        let status = if flush || replicate {
+            // Boxed: inline, the waits (timers, channels) would size the future of
+            // every put, which an ASYNC_FLUSH send moves several times on its way.
+            Box::pin(self.wait_stored(end, flush, replicate)).await
+        } else {
+            PutMessageStatus::PutOk
+        };
+        PutMessageResult {
+            status,
+            append: Some(AppendResult {
+                wrote_offset: appended.wrote_offset,
+                wrote_bytes: appended.wrote_bytes,
+                msg_id,
+                store_timestamp: appended.store_timestamp,
+                queue_offset: appended.queue_offset,
+                msg_num: prepared.len(),
+            }),
+        }
+    }
+
+    /// Waits until `end` is flushed (`flush`) and acknowledged by a slave
+    /// (`replicate`), both at once; a slave's failure wins, as in RocketMQ (both are
+    /// "stored, but" answers).
+    async fn wait_stored(&self, end: i64, flush: bool, replicate: bool) -> PutMessageStatus {
         let (flushed, replicated) = tokio::join!(
             async {
                 if flush {
@@ -309,21 +331,10 @@ impl MessageStore {
                 }
             }
         );
-        let status = if replicated != PutMessageStatus::PutOk {
+        if replicated != PutMessageStatus::PutOk {
             replicated
         } else {
             flushed
-        };
-        PutMessageResult {
-            status,
-            append: Some(AppendResult {
-                wrote_offset: appended.wrote_offset,
-                wrote_bytes: appended.wrote_bytes,
-                msg_id,
-                store_timestamp: appended.store_timestamp,
-                queue_offset: appended.queue_offset,
-                msg_num: prepared.len(),
-            }),
         }
     }
 
