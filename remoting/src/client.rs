@@ -289,8 +289,8 @@ impl RemotingClient {
     ) where
         F: FnOnce(Result<RemotingCommand>) + Send + 'static,
     {
-        let started = std::time::Instant::now();
-        self.invoke_async_with_callback_since(addr, request, started, timeout, callback)
+        let deadline = tokio::time::Instant::now() + timeout;
+        self.invoke_with_callback_by(addr, request, deadline, timeout, callback)
             .await
     }
 
@@ -300,7 +300,7 @@ impl RemotingClient {
     pub async fn invoke_async_with_callback_since<F>(
         &self,
         addr: &str,
-        mut request: RemotingCommand,
+        request: RemotingCommand,
         started: std::time::Instant,
         timeout: Duration,
         callback: F,
@@ -308,6 +308,20 @@ impl RemotingClient {
         F: FnOnce(Result<RemotingCommand>) + Send + 'static,
     {
         let deadline = tokio::time::Instant::from_std(started) + timeout;
+        self.invoke_with_callback_by(addr, request, deadline, timeout, callback)
+            .await
+    }
+
+    async fn invoke_with_callback_by<F>(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+        callback: F,
+    ) where
+        F: FnOnce(Result<RemotingCommand>) + Send + 'static,
+    {
         let permit = match self.async_permit(deadline).await {
             Ok(permit) => permit,
             Err(e) => return callback(Err(e)),
