@@ -73,8 +73,6 @@ pub(crate) struct CommitLog {
     last_store_timestamp: AtomicI64,
     /// Wall-clock ms when the current holder took the append lock; 0 = free.
     lock_begin_ms: AtomicI64,
-    /// Offset up to which pages are mapped in ahead of the writer.
-    prefaulted: AtomicI64,
     /// The write end at which the writer wakes the pre-fault thread (set by it when it
     /// goes idle); how often it has woken from idle (woken or timed out).
     prefault_wake_at: AtomicI64,
@@ -105,7 +103,6 @@ impl CommitLog {
             flushed_offset: AtomicI64::new(0),
             last_store_timestamp: AtomicI64::new(0),
             lock_begin_ms: AtomicI64::new(0),
-            prefaulted: AtomicI64::new(0),
             prefault_wake_at: AtomicI64::new(i64::MIN),
             prefault_wakeups: AtomicU64::new(0),
             prefaulter: OnceLock::new(),

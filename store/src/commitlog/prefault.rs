@@ -54,15 +54,14 @@ impl CommitLog {
         }
     }
 
-    /// Maps in one step ahead of the writer. `frontier` is the base of the file whose
-    /// read-ahead is off; `asked` the start of the next file last asked for.
-    fn prefault_step(&self, frontier: &mut Option<i64>, asked: &mut Option<i64>) -> Step {
+    /// Maps in one step ahead of the writer.
+    fn prefault_step(&self, progress: &mut Progress) -> Step {
         let end = self.write_end();
         let next = self.next_file_base();
-        let mut next_asked = *asked == Some(next) || self.files.ready_base() == Some(next);
+        let mut next_asked = progress.asked == Some(next) || self.files.ready_base() == Some(next);
         if !next_asked && self.next_file_due() {
             self.allocator.request();
-            *asked = Some(next);
+            progress.asked = Some(next);
             next_asked = true;
         }
         // Idle until the writer's end reaches `at` (always past its end now), or the
@@ -74,11 +73,11 @@ impl CommitLog {
         let Some(file) = self.files.last() else {
             return idle(end + 1);
         };
-        if *frontier != Some(file.base()) {
+        if progress.frontier != Some(file.base()) {
             // Every file the writer has left since (several, if they are small), or
             // every earlier file on the first look: the writer may have passed files
             // the allocator made without read-ahead before this thread first ran.
-            let from = frontier.unwrap_or(i64::MIN);
+            let from = progress.frontier.unwrap_or(i64::MIN);
             for f in self.files.files() {
                 if f.base() >= from && f.base() < file.base() {
                     f.set_read_ahead(0, f.size(), true);
@@ -89,13 +88,9 @@ impl CommitLog {
             let written = (end - file.base()).clamp(0, file.size() as i64) as usize;
             file.set_read_ahead(0, written, true);
             file.set_read_ahead(written, file.size(), false);
-            *frontier = Some(file.base());
+            progress.frontier = Some(file.base());
         }
-        let from = self
-            .prefaulted
-            .load(Ordering::Relaxed)
-            .max(end)
-            .max(file.base());
+        let from = progress.prefaulted.max(end).max(file.base());
         let to = (end + AHEAD).min(file.end()).min(from + STEP);
         if to <= from {
             return if from >= file.end() {
@@ -116,7 +111,7 @@ impl CommitLog {
         // With the write buffer nothing is mapped in: the commit thread's `pwrite`
         // brings the pages into the page cache, many appends at a time, and readers
         // map them as they come (`MADV_POPULATE_READ` ahead cost more than it saved).
-        self.prefaulted.store(to, Ordering::Relaxed);
+        progress.prefaulted = to;
         Step::More
     }
 }
@@ -140,11 +135,22 @@ fn reserved(file: &MappedFile, upto: usize) -> bool {
     }
 }
 
+/// What the helper thread keeps between steps (only it reads or writes them).
+#[derive(Default)]
+struct Progress {
+    /// Offset up to which pages are mapped in.
+    prefaulted: i64,
+    /// The base of the file whose read-ahead is off.
+    frontier: Option<i64>,
+    /// The start of the next file last asked for.
+    asked: Option<i64>,
+}
+
 /// The helper thread body.
 pub(crate) fn run(commitlog: &CommitLog, stopper: &Stopper) {
-    let (mut frontier, mut asked) = (None, None);
+    let mut progress = Progress::default();
     while !stopper.is_stopped() {
-        if let Step::Idle(at) = commitlog.prefault_step(&mut frontier, &mut asked) {
+        if let Step::Idle(at) = commitlog.prefault_step(&mut progress) {
             commitlog.prefault_wake_at.store(at, Ordering::Relaxed);
             // A writer that passed `at` before it was published found no reason to wake
             // this thread: look again rather than sleep through it.
