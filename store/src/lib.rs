@@ -33,9 +33,11 @@
 //! `put_message` validates the message and computes its body CRC, then under the
 //! append lock assigns store timestamp, queue offset and physical offset and encodes
 //! the record straight into the mapped commitlog file (the record codec is
-//! `vostok_remoting::protocol::message::record`). It unparks the dispatcher, which
-//! appends the consume-queue entry and the index entries and calls the arrival
-//! listener. With SYNC_FLUSH the put then waits for group commit. A pull reads the
+//! `vostok_remoting::protocol::message::record`). The dispatcher appends the
+//! consume-queue entry and the index entries and calls the arrival listener: for the
+//! appends of a connection's socket read, one pass on the reader's thread when the read
+//! is handled (a unit of work, `vostok_remoting::support::defer`), unless a dispatch is
+//! running; otherwise the append unparks the dispatcher thread. With SYNC_FLUSH the put then waits for group commit. A pull reads the
 //! consume queue, then the commitlog records it points to, returned as zero-copy
 //! `Bytes` over the mapping. With `transientStorePoolEnable` the record is encoded into
 //! a write buffer instead, and the commit thread (`commitlog::pool`) writes it to the

@@ -198,6 +198,66 @@ async fn a_stream_is_announced_by_wake_ups_without_timed_polls() {
     assert_eq!(store.dispatch_timed_waits(), 0, "the dispatcher polled");
 }
 
+/// Appends made in one unit of work (a connection reader's poll: the frames of one
+/// socket read), singles and a batch alike, are dispatched once, when the unit ends, on
+/// its thread: no dispatcher thread woken, and the appends' answers never wait for the
+/// dispatch.
+#[test]
+fn appends_in_a_unit_are_dispatched_at_its_end_on_its_thread() {
+    use futures_util::FutureExt;
+    use vostok_remoting::support::defer;
+
+    struct OnThread(Mutex<Vec<(i64, std::thread::ThreadId)>>);
+    impl MessageArrivingListener for OnThread {
+        fn arriving(&self, _t: &str, _q: i32, logic_offset: i64, _c: i64, _ts: i64, _p: &str) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((logic_offset, std::thread::current().id()));
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(small_config(dir.path(), 64 * 1024)).unwrap();
+    let heard = Arc::new(OnThread(Mutex::new(Vec::new())));
+    store.set_arrival_listener(heard.clone());
+    for round in 0..20 {
+        settle(&store);
+        let before = store.max_offset_in_queue("U", 0);
+        defer::unit(|| {
+            for k in 0..3 {
+                let single = store
+                    .put_message(message("U", 0, format!("s{round}-{k}"), String::new()))
+                    .now_or_never()
+                    .expect("an ASYNC_FLUSH put is answered at its first poll");
+                assert!(single.is_ok(), "{:?}", single.status);
+            }
+            let batch = (0..4)
+                .map(|k| message("U", 0, format!("b{round}-{k}"), String::new()))
+                .collect();
+            let batch = store
+                .put_messages(batch)
+                .now_or_never()
+                .expect("an ASYNC_FLUSH batch is answered at its first poll");
+            assert!(batch.is_ok(), "{:?}", batch.status);
+            assert_eq!(
+                store.max_offset_in_queue("U", 0),
+                before,
+                "nothing is dispatched before the unit ends"
+            );
+        });
+        // Dispatched by the unit's end, before it returned.
+        assert_eq!(store.max_offset_in_queue("U", 0), before + 7);
+    }
+    let heard = heard.0.lock().unwrap();
+    assert_eq!(heard.len(), 20 * 7);
+    assert!(
+        heard.iter().all(|(_, t)| *t == std::thread::current().id()),
+        "every record was dispatched on the appending thread"
+    );
+    assert_eq!(store.dispatch_timed_waits(), 0, "the dispatcher polled");
+}
+
 #[tokio::test]
 async fn pulls_respect_count_byte_and_disk_limits() {
     let dir = tempfile::tempdir().unwrap();
