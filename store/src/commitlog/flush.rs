@@ -109,7 +109,7 @@ impl CommitLog {
         if target > from {
             for file in self.files.files() {
                 if file.end() > from && file.base() < target {
-                    file.flush()?;
+                    file.flush_behind_writer()?;
                 }
             }
             self.flushed_offset.fetch_max(target, Ordering::AcqRel);
