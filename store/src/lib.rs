@@ -37,11 +37,13 @@
 //! consume-queue entry and the index entries and calls the arrival listener: for the
 //! appends of a connection's socket read, one pass on the reader's thread when the read
 //! is handled (a unit of work, `vostok_remoting::support::defer`), unless a dispatch is
-//! running; otherwise the append unparks the dispatcher thread. With SYNC_FLUSH the put then waits for group commit. A pull reads the
-//! consume queue, then the commitlog records it points to, returned as zero-copy
-//! `Bytes` over the mapping. With `transientStorePoolEnable` the record is encoded into
-//! a write buffer instead, and the commit thread (`commitlog::pool`) writes it to the
-//! file with `pwrite`, publishes the new end, and dispatches.
+//! running; otherwise the append unparks the dispatcher thread. With SYNC_FLUSH the put
+//! then waits for group commit. A pull reads the consume queue, then the commitlog
+//! records it points to, returned as zero-copy `Bytes` over the mapping. With
+//! `transientStorePoolEnable` the record is encoded into a write buffer instead, and
+//! the commit thread (`commitlog::pool`) writes it to the file with `pwrite`,
+//! publishes the new end, and dispatches. The flush unmaps the commitlog's written
+//! pages before it syncs them (`MappedFile::flush_behind_writer`).
 //!
 //! # Durability
 //!
