@@ -203,9 +203,7 @@ impl AllocateService {
             self.ahead.fetch_add(1, Ordering::Relaxed);
             // After the lock: a writer that came for the file early waits only for its
             // creation. Mapping pages in does not touch their contents, so it may
-            // overlap the writer's first appends. Nothing in the file is written yet,
-            // so it has nothing to read ahead either.
-            file.set_read_ahead(0, file.size(), false);
+            // overlap the writer's first appends.
             file.prefault(0, WARM_BYTES);
         }
     }

@@ -135,7 +135,10 @@ impl MappedFile {
             let _ = std::fs::remove_file(&path);
             return Err(StoreError::io("allocate", &path, e));
         }
-        Self::map(path, file, base, size, prealloc, reserved)
+        let mapped = Self::map(path, file, base, size, prealloc, reserved)?;
+        // Nothing is written yet: a fault would only read zeros ahead.
+        mapped.set_read_ahead(0, size, false);
+        Ok(mapped)
     }
 
     /// Maps an existing file. A file shorter than `size` is extended with zeros (a
@@ -290,14 +293,17 @@ impl MappedFile {
     /// Turns the kernel's read-ahead off (`MADV_RANDOM`) or back on (`MADV_NORMAL`)
     /// for the pages holding `from..to` of the mapping.
     ///
-    /// Off for the part of the commitlog file being written: a fault on a page not
-    /// yet written otherwise reads around it (`read_ahead_kb`, 8 MiB on some disks)
-    /// in large folios, and once one such read-ahead happened, every later fault
-    /// continues it ahead of the writer. Zero-filling those cost the pre-fault thread
-    /// 2–4× the CPU per byte on a 1 GiB file, with stalls of tens of milliseconds
-    /// (deploy/bench/README.md, "The read-ahead stalls"); one page at a time it is
-    /// cheap and even. Back on once the writer has moved to the next file, for
-    /// consumers reading old messages back from disk. A failure only costs speed.
+    /// Off for the part of a file not yet written (from its creation, and past a cut
+    /// tail): a fault on a page not yet written otherwise reads around it
+    /// (`read_ahead_kb`, 8 MiB on some disks) in large folios, and once one such
+    /// read-ahead happened, every later fault continues it ahead of the writer.
+    /// Zero-filling those cost the commitlog's pre-fault thread 2–4× the CPU per byte
+    /// on a 1 GiB file, with stalls of tens of milliseconds, and the dispatcher, which
+    /// writes consume-queue and index entries on the thread that read the request, one
+    /// of 20 ms at a time (deploy/bench/README.md, "The read-ahead stalls"); one page
+    /// at a time it is cheap and even. Back on once the writer has moved to the next
+    /// file, for consumers reading old messages back from disk. A failure only costs
+    /// speed.
     pub(crate) fn set_read_ahead(&self, from: usize, to: usize, on: bool) {
         let start = from - from % PAGE_SIZE;
         let end = to.min(self.size);
@@ -462,7 +468,8 @@ impl MappedFile {
     }
 
     /// Zeroes `pos..size` and makes the zeros durable, then sets the write and flush
-    /// positions to `pos`. Used to cut a torn or stale tail during recovery.
+    /// positions to `pos` and turns read-ahead off for the empty tail. Used to cut a
+    /// torn or stale tail during recovery.
     ///
     /// # Safety
     /// No reader or other writer may access the file during the call.
@@ -525,6 +532,7 @@ impl MappedFile {
                 self.reserved.store(page_end, Ordering::Relaxed);
             }
         }
+        self.set_read_ahead(pos, self.size, false);
         self.wrote.store(pos, Ordering::Release);
         self.flushed.store(pos, Ordering::Release);
         Ok(())
@@ -788,9 +796,11 @@ mod tests {
         .unwrap();
         let start = f.map.as_ptr() as usize;
         let end = start + 4 * PAGE_SIZE;
-        assert_eq!(advised_ranges(start, end), vec![(start, end, false)]);
+        // A new file holds nothing to read ahead.
+        assert_eq!(advised_ranges(start, end), vec![(start, end, true)]);
 
         // Written up to the middle of the second page: from that page on, no read-ahead.
+        f.set_read_ahead(0, PAGE_SIZE + 100, true);
         f.set_read_ahead(PAGE_SIZE + 100, 4 * PAGE_SIZE, false);
         assert_eq!(
             advised_ranges(start, end),
@@ -802,5 +812,16 @@ mod tests {
 
         f.set_read_ahead(0, 4 * PAGE_SIZE, true);
         assert_eq!(advised_ranges(start, end), vec![(start, end, false)]);
+
+        // A cut tail is empty again.
+        // SAFETY: nothing else uses the file.
+        unsafe { f.truncate_to(2 * PAGE_SIZE + 1).unwrap() };
+        assert_eq!(
+            advised_ranges(start, end),
+            vec![
+                (start, start + 2 * PAGE_SIZE, false),
+                (start + 2 * PAGE_SIZE, end, true)
+            ]
+        );
     }
 }

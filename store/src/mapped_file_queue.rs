@@ -146,13 +146,20 @@ impl MappedFileQueue {
     /// The directory is synced by the next [`MappedFileQueue::flush`], not here: the
     /// writer is the dispatcher, and a directory fsync per new consume-queue file held
     /// it for seconds when a topic's many queues started at once (docs/store.md).
+    ///
+    /// The file it follows is complete from then on: it gets read-ahead back for its
+    /// readers (a new file starts without, [`MappedFile::set_read_ahead`]).
     pub(crate) fn create(&self, base: i64) -> Result<Arc<MappedFile>> {
-        if let Some(last) = self.last() {
+        let last = self.last();
+        if let Some(last) = &last {
             assert_eq!(base, last.end(), "new store file must follow the last one");
         }
         let file = self.create_file(base)?;
         self.dir_unsynced.store(true, Ordering::Release);
         self.write().push(Arc::clone(&file));
+        if let Some(last) = last {
+            last.set_read_ahead(0, last.size(), true);
+        }
         Ok(file)
     }
 

@@ -116,6 +116,9 @@ impl IndexFile {
     pub(crate) fn open(path: PathBuf, slots: u32, max_index: u32) -> Result<Self> {
         let size = Self::file_size(slots, max_index);
         let file = MappedFile::open(path, 0, size, Prealloc::Chunked(RESERVE_CHUNK))?;
+        // Lookups read a slot and a chain of entries, at random: no read-ahead (a new
+        // file starts without it, `MappedFile::create_at`).
+        file.set_read_ahead(0, size, false);
         file.set_wrote(size);
         let count = file.read_i32(36).clamp(1, max_index as i32);
         Ok(IndexFile {
