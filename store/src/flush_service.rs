@@ -1,10 +1,12 @@
 //! The flush threads (RocketMQ `FlushRealTimeService`, `GroupCommitService` and
 //! `FlushConsumeQueueService`): the commitlog's periodic flush or group commit, and the
-//! periodic flush of consume queues, index and checkpoint.
+//! periodic flush of consume queues, index (its entries, not its slot table) and
+//! checkpoint.
 
 use std::time::{Duration, Instant};
 
 use crate::config::FlushDiskType;
+use crate::index::IndexFlush;
 use crate::store_inner::StoreInner;
 
 /// The commitlog flush thread body.
@@ -56,7 +58,7 @@ pub(crate) fn run_logics_flush(inner: &StoreInner) {
         .stopper
         .wait(inner.config.flush_interval_consume_queue)
     {
-        if let Err(e) = inner.flush_logics() {
+        if let Err(e) = inner.flush_logics(IndexFlush::Entries) {
             tracing::error!(error = %e, "consume queue / index flush failed");
         }
     }

@@ -19,6 +19,7 @@ use vostok_remoting::support::time::LocalTime;
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
 use crate::mapped_file::sync_dir;
+pub(crate) use file::IndexFlush;
 use file::{key_hash, IndexFile};
 
 struct IndexWriter {
@@ -169,7 +170,7 @@ impl IndexService {
         let (end_phy, end_ts) = match previous {
             Some(p) => {
                 // The full file is done: make it durable with its final header.
-                p.flush(&p.header())?;
+                p.flush(&p.header(), IndexFlush::Complete)?;
                 (p.end_phy_offset(), p.end_timestamp())
             }
             None => (0, 0),
@@ -239,7 +240,7 @@ impl IndexService {
 
     /// Flushes the newest file with a header snapshot taken between records; returns
     /// the end timestamp now durable (for the checkpoint), if any.
-    pub(crate) fn flush(&self) -> Result<Option<i64>> {
+    pub(crate) fn flush(&self, kind: IndexFlush) -> Result<Option<i64>> {
         let (last, header) = {
             // Holding the writer lock makes the snapshot fall between two records.
             let _writer = self.writer.locked();
@@ -249,7 +250,7 @@ impl IndexService {
             let header = last.header();
             (last, header)
         };
-        last.flush(&header)?;
+        last.flush(&header, kind)?;
         Ok(Some(header.end_timestamp))
     }
 

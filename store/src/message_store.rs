@@ -38,7 +38,7 @@ use crate::config::{FlushDiskType, StoreConfig};
 use crate::disk::DiskProbe;
 use crate::dispatch_state::DispatchState;
 use crate::error::{Result, StoreError};
-use crate::index::IndexService;
+use crate::index::{IndexFlush, IndexService};
 use crate::lock::{AbortFile, StoreLock};
 use crate::message::{ConsumedOffsets, MessageArrivingListener};
 use crate::queue_table::ConsumeQueueTable;
@@ -156,7 +156,7 @@ impl MessageStore {
         }
         inner.update_disk_state(inner.measure_disk());
         // Everything recovered is on disk now; record it before accepting puts.
-        inner.flush_logics()?;
+        inner.flush_logics(IndexFlush::Complete)?;
         let ts = inner.commitlog.last_store_timestamp();
         if ts > 0 {
             inner.checkpoint.set_physic_msg_timestamp(ts);
@@ -499,7 +499,7 @@ impl MessageStore {
     /// Flushes commitlog, consume queues, index and checkpoint now.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush_commit_log()?;
-        self.inner.flush_logics()
+        self.inner.flush_logics(IndexFlush::Complete)
     }
 
     /// Stops the threads, flushes everything, writes the checkpoint, removes the
@@ -560,7 +560,7 @@ impl MessageStore {
             clean = false;
         }
         i.commitlog.release_waiters();
-        if let Err(e) = i.flush_logics() {
+        if let Err(e) = i.flush_logics(IndexFlush::Complete) {
             tracing::error!(error = %e, "final consume queue / index flush failed");
             clean = false;
         }

@@ -18,7 +18,7 @@ use crate::config::StoreConfig;
 use crate::dispatch_state::DispatchState;
 use crate::error::{Result, StoreError};
 use crate::ha::state::HaState;
-use crate::index::IndexService;
+use crate::index::{IndexFlush, IndexService};
 use crate::message::ConsumedOffsets;
 use crate::queue_table::ConsumeQueueTable;
 use crate::stats::Stats;
@@ -87,14 +87,15 @@ impl StoreInner {
     }
 
     /// Flushes consume queues and index, then records their progress in the
-    /// checkpoint together with the commitlog's.
-    pub(crate) fn flush_logics(&self) -> Result<()> {
+    /// checkpoint together with the commitlog's. `index` says whether the newest index
+    /// file's slot table is synced too (at start and stop, not every period).
+    pub(crate) fn flush_logics(&self, index: IndexFlush) -> Result<()> {
         let dispatched = self.dispatch.dispatched_timestamp();
         for cq in self.queues.all() {
             cq.flush()?;
         }
-        if let Some(index) = &self.index {
-            index.flush()?;
+        if let Some(service) = &self.index {
+            service.flush(index)?;
         }
         if dispatched > 0 {
             self.checkpoint.set_logics_msg_timestamp(dispatched);
