@@ -62,6 +62,12 @@ pub fn unit<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Whether a unit is running on this thread: what [`defer`] would take now. For a
+/// caller that would build its work only to have it given back.
+pub fn in_unit() -> bool {
+    DEFERRED.with(|d| d.borrow().is_some())
+}
+
 /// Puts `work` off to the end of the unit running on this thread; gives it back when
 /// none is.
 pub fn defer(work: Deferred) -> Result<(), Deferred> {
@@ -105,8 +111,10 @@ mod tests {
     #[test]
     fn deferred_work_runs_at_the_end_of_the_outermost_unit_in_order() {
         let (log, note) = log();
+        assert!(!in_unit());
         assert!(defer(note("outside")).is_err(), "no unit, given back");
         unit(|| {
+            assert!(in_unit());
             put(note("a"));
             unit(|| put(note("b")));
             assert!(
@@ -146,6 +154,7 @@ mod tests {
         }));
         assert!(r.is_err());
         assert!(log.borrow().is_empty());
+        assert!(!in_unit());
         assert!(defer(note("outside")).is_err());
     }
 

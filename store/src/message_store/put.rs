@@ -47,6 +47,10 @@ fn announce_after_append(inner: &Arc<StoreInner>, records: usize) {
         inner.commitlog.wake_committer();
         return;
     }
+    if !defer::in_unit() {
+        announce_outside_unit(inner, records);
+        return;
+    }
     let key = Arc::as_ptr(inner) as usize;
     if UNIT_APPENDS.with(|u| u.borrow().contains(&key)) {
         return;
@@ -57,19 +61,32 @@ fn announce_after_append(inner: &Arc<StoreInner>, records: usize) {
         records,
         ran: false,
     };
-    match defer::defer(Box::new(move || at_end.run())) {
-        Ok(()) => UNIT_APPENDS.with(|u| u.borrow_mut().push(key)),
-        // Not in a unit: dropped unrun, it wakes the thread that takes over.
-        Err(at_end) => drop(at_end),
+    // In a unit (checked above), so taken; given back, it would announce them itself.
+    if defer::defer(Box::new(move || at_end.run())).is_ok() {
+        UNIT_APPENDS.with(|u| u.borrow_mut().push(key));
+    }
+}
+
+/// Announces `records` just appended outside a unit of work, or left by one that
+/// ended without running its work: wakes the thread that takes them over.
+fn announce_outside_unit(i: &StoreInner, records: usize) {
+    if i.commitlog.pool().is_some() {
+        i.commitlog.wake_committer();
+    } else if records == 1 {
+        // Cheaper than a thread switch for the dispatcher (see `dispatch_or_wake`).
+        i.announce_few();
+    } else {
+        i.dispatch.wake();
+        i.ha.on_append();
     }
 }
 
 /// The work registered for the end of a unit. Dropped without running (the unit
-/// panicked, or there was none), it leaves the records to the store's threads.
+/// panicked), it leaves the records to the store's threads.
 struct UnitEnd {
     inner: Arc<StoreInner>,
     key: usize,
-    /// Records of the append that registered it (outside a unit, the only one).
+    /// Records of the append that registered it.
     records: usize,
     ran: bool,
 }
@@ -109,16 +126,7 @@ impl Drop for UnitEnd {
             return;
         }
         self.unregister();
-        let i = &self.inner;
-        if i.commitlog.pool().is_some() {
-            i.commitlog.wake_committer();
-        } else if self.records == 1 {
-            // Cheaper than a thread switch for the dispatcher (see `dispatch_or_wake`).
-            i.announce_few();
-        } else {
-            i.dispatch.wake();
-            i.ha.on_append();
-        }
+        announce_outside_unit(&self.inner, self.records);
     }
 }
 
