@@ -30,6 +30,58 @@ BENCH_TOPIC = "BenchTopic"
 LABELS = ("first 10 s", "after a burst", "aged", "round after round")
 
 
+class MemoryLimit:
+    """A memory cgroup that holds one broker process within `limit` bytes, its page cache
+    included, as on a machine whose memory the store has outgrown: the kernel then takes
+    the broker's new pages from its own old ones instead of from free memory (what that
+    changes on a VM: deploy/bench/README.md, "Round after round, and the VM's memory").
+    Needs root and the memory controller, cgroup v2 or v1. Raises RuntimeError saying
+    why it cannot."""
+
+    def __init__(self, limit, name):
+        root = Path("/sys/fs/cgroup")
+        try:
+            if (root / "cgroup.controllers").exists():  # v2
+                if "memory" not in (root / "cgroup.controllers").read_text().split():
+                    raise RuntimeError("cgroup v2 without the memory controller")
+                control = root / "cgroup.subtree_control"
+                if "memory" not in control.read_text().split():
+                    control.write_text("+memory")
+                self.dir, limit_file = root / name, "memory.max"
+            elif (root / "memory").is_dir():  # v1
+                self.dir, limit_file = root / "memory" / name, "memory.limit_in_bytes"
+            else:
+                raise RuntimeError("no memory cgroup controller mounted under /sys/fs/cgroup")
+            self.dir.mkdir(exist_ok=True)
+            (self.dir / limit_file).write_text(str(limit))
+        except OSError as e:
+            raise RuntimeError(f"cannot make a memory cgroup (root needed): {e}") from e
+
+    def add(self, pid):
+        """Moves process `pid`, all its threads, into the cgroup."""
+        try:
+            (self.dir / "cgroup.procs").write_text(str(pid))
+        except OSError as e:
+            raise RuntimeError(f"cannot move process {pid} into {self.dir}: {e}") from e
+
+    def remove(self):
+        """Removes the cgroup once its process has ended; the kernel may hold it busy for
+        a moment after the process is reaped. Best effort: an empty cgroup left behind
+        costs nothing."""
+        deadline = time.time() + 5
+        while True:
+            try:
+                self.dir.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.time() > deadline:
+                    print(f"   left the empty cgroup {self.dir}", flush=True)
+                    return
+                time.sleep(0.1)
+
+
 @dataclass
 class Step:
     name: str  # the row; None for a step that only loads the broker
@@ -165,15 +217,23 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
     """Runs one scenario on one broker: `start()` returns (namesrv, pid) of a fresh
     broker, `stop()` stops it and deletes its store; `store()` (optional) the broker's
     store directory, for the size of its commitlog. Returns {row: figures}; `note(text)`
-    hears why a scenario stopped short (disk, a failed step)."""
+    hears why a scenario stopped short (disk, a failed step). With
+    `opts.memory_limit_gib`, the broker runs in a memory cgroup of that size."""
     from matrix import figures, mqbench  # matrix.py imports this module
     json_path = Path(work) / "run.json"
     out = {}
+    limit = None
     try:
         ns, pid = start()
-    except RuntimeError as e:  # the broker did not boot
+        if getattr(opts, "memory_limit_gib", None):
+            limit = MemoryLimit(int(opts.memory_limit_gib * 2**30),
+                                f"vostok-bench-{os.getpid()}-{pid}")
+            limit.add(pid)
+    except RuntimeError as e:  # the broker did not boot, or the cgroup failed
         note(f"{scenario.label}: {e}")
         stop()
+        if limit:
+            limit.remove()
         return out
     try:
         for step in scenario.steps:
@@ -211,7 +271,18 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
             out[step.name]["waited"] = core_wait(pid, waited0, time.time() - t0)
     finally:
         stop()
+        if limit:
+            limit.remove()
     return out
+
+
+def limit_note(opts):
+    """What a table says of --memory-limit-gib, or ''."""
+    gib = getattr(opts, "memory_limit_gib", None)
+    if not gib:
+        return ""
+    return (f" Each broker ran in a memory cgroup of {gib:g} GiB, its page cache included "
+            "(--memory-limit-gib), as on a machine whose memory its store has outgrown.")
 
 
 def line(name, f):

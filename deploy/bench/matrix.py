@@ -506,7 +506,7 @@ def aged_table(opts, results, peer):
            "send latency otherwise. Waited for a core: milliseconds per second that the broker's "
            "threads, together, were runnable but waiting for a core during the row "
            "(/proc/<pid>/task/*/schedstat); the tails of these rows follow it on a shared "
-           "machine.", ""]
+           "machine." + aged.limit_note(opts), ""]
     head = ("| row | CPU µs/msg broker / mqbench | msg/s | p50 ms | p99 ms | p99.9 ms | "
             "waited for a core, ms/s |")
     sep = "|---|---:|---:|---:|---:|---:|---:|"
@@ -588,6 +588,10 @@ def main():
     ap.add_argument("--min-free-gib", type=float, default=8,
                     help="the rows on a broker that is not fresh stop before a step that could "
                          "leave less than this free on the disk of --work")
+    ap.add_argument("--memory-limit-gib", type=float, default=None,
+                    help="run each broker of the rows on a broker that is not fresh in a memory "
+                         "cgroup of this many GiB, its page cache included, as on a machine "
+                         "whose memory the store has outgrown (needs root)")
     ap.add_argument("--peer-namesrv", default=shutil.which("rocketmq-namesrv-rust"))
     ap.add_argument("--peer-broker", default=shutil.which("rocketmq-broker-rust"))
     opts = ap.parse_args()

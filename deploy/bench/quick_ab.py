@@ -98,7 +98,7 @@ def print_aged(scenarios, results, opts):
     round the last round against the first, per build."""
     la, lb = opts.label_a, opts.label_b
     print("\nRows on a broker that is not fresh, medians, p50 / p99 / p99.9 ms (end to end for "
-          "e2e rows):\n")
+          "e2e rows)." + aged.limit_note(opts) + "\n")
     print(f"| row | {la} CPU µs/msg | {lb} CPU µs/msg | {la} p50 / p99 / p99.9 | "
           f"{lb} p50 / p99 / p99.9 | p99.9 {lb}/{la} |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -183,6 +183,10 @@ def main():
     ap.add_argument("--min-free-gib", type=float, default=8,
                     help="the rows on a broker that is not fresh stop before a step that could "
                          "leave less than this free on the disk of --work")
+    ap.add_argument("--memory-limit-gib", type=float, default=None,
+                    help="run each broker of the rows on a broker that is not fresh in a memory "
+                         "cgroup of this many GiB, its page cache included, as on a machine "
+                         "whose memory the store has outgrown (needs root)")
     ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")
     ap.add_argument("--flags-b", default="", help="extra mqbench flags for B, one string")
     ap.add_argument("--broker-a", default="",
