@@ -65,21 +65,12 @@ class MemoryLimit:
             raise RuntimeError(f"cannot move process {pid} into {self.dir}: {e}") from e
 
     def remove(self):
-        """Removes the cgroup once its process has ended; the kernel may hold it busy for
-        a moment after the process is reaped. Best effort: an empty cgroup left behind
-        costs nothing."""
-        deadline = time.time() + 5
-        while True:
-            try:
-                self.dir.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.time() > deadline:
-                    print(f"   left the empty cgroup {self.dir}", flush=True)
-                    return
-                time.sleep(0.1)
+        """Removes the cgroup once its process has ended. Best effort: an empty cgroup
+        left behind costs nothing."""
+        try:
+            self.dir.rmdir()
+        except OSError as e:
+            print(f"   left the cgroup {self.dir}: {e}", flush=True)
 
 
 @dataclass
