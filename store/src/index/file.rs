@@ -188,8 +188,13 @@ impl IndexFile {
         HEADER_SIZE + (hash as u32 % self.slots) as usize * 4
     }
 
+    /// Where the slot table ends and the entries begin.
+    fn slots_end(&self) -> usize {
+        HEADER_SIZE + self.slots as usize * 4
+    }
+
     fn entry_pos(&self, number: i32) -> usize {
-        HEADER_SIZE + self.slots as usize * 4 + number as usize * ENTRY_SIZE
+        self.slots_end() + number as usize * ENTRY_SIZE
     }
 
     /// Adds one key (writer only). `false` when the file is full.
@@ -293,8 +298,7 @@ impl IndexFile {
         if kind == IndexFlush::Complete {
             let mut slots = self.slots_durable_count.locked();
             if *slots < header.index_count {
-                self.file
-                    .sync_range(0, HEADER_SIZE + self.slots as usize * 4)?;
+                self.file.sync_range(0, self.slots_end())?;
                 *slots = header.index_count;
             }
         }
@@ -311,7 +315,7 @@ impl IndexFile {
     /// table from the counted ones. Runs before any reader or writer.
     pub(crate) fn rebuild_after_crash(&self) -> Result<()> {
         let count = self.index_count();
-        let slots_end = HEADER_SIZE + self.slots as usize * 4;
+        let slots_end = self.slots_end();
         // SAFETY: recovery owns the file exclusively.
         unsafe {
             self.file.truncate_to(self.entry_pos(count))?;
