@@ -62,8 +62,8 @@ ROWS = [
     ("consume 2M backlog (push)", "ASYNC_FLUSH", "consume", [], Target(300_000)),
     ("consume 2M backlog (lite pull, pull batch 32)", "ASYNC_FLUSH", "consume",
      ["--lite-pull", "--pull-batch", "32"], None),
-    # POP over remoting (issue 18): receive 32 with 8 receive loops, one batch ack per
-    # receive; the issue's bar is half the push row.
+    # POP over remoting: receive 32 with 8 receive loops, one batch ack per receive; the
+    # bar is half the push row.
     ("consume 2M backlog (POP receive + ack, batch 32)", "ASYNC_FLUSH", "consume",
      ["--pop", "--pull-batch", "32"], None),
     # One message in four selected, by tag (consume-queue tag codes) and by SQL92 over a
@@ -85,7 +85,7 @@ ROWS = [
     ("e2e at 10,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"],
      Target(p99=1.0, broker_us=10)),
-    # Master/slave groups (issue 15): a master and its slave on this machine (replication.py).
+    # Master/slave groups: a master and its slave on this machine (replication.py).
     # SYNC_MASTER acknowledges once the slave holds the message; the bar for the async row
     # is half the ASYNC_FLUSH standalone row.
     ("SYNC_MASTER + slave, sync, 64 tasks", "SYNC_MASTER", "produce",
@@ -120,7 +120,7 @@ for _profile, _label in (("acl", "ACL on"), ("tls", "TLS on")):
         ROWS.append((_name, _row[1], _row[2], _row[3], None))
 
 # The async and batch rows again with the Prometheus exporter on (metricsExporterType=PROM):
-# what recording RocketMQ 5's metrics on the send path costs (issue 19's bar: 3 %).
+# what recording RocketMQ 5's metrics on the send path costs (the bar: 3 %).
 # The plain rows run with the console and the exporter off, so nothing is recorded.
 METRICS_BASE = ["async window 1,024, 1 task", "async window 1,024, 8 tasks",
                 "batch x32, 1 task", "batch x32, 8 tasks"]
@@ -144,7 +144,7 @@ BACKLOG_SHARE = {
 BACKLOG_SETTINGS = {"enablePropertyFilter": "true"}
 
 
-# Peer reference figures quoted in the issue (its own client on this machine).
+# The peer's figures with its own client on this machine, measured before.
 PEER_OWN_CLIENT = {
     "sync, 1 task": 2_385,
     "async window 1,024, 1 task": 4_789,
@@ -366,9 +366,11 @@ def fmt(v, digits=0):
 
 
 def verdict(target, s):
-    """The row's targets, each marked met or missed by the runs' median."""
-    if not target or not s:
+    """The row's targets, each marked met or missed by the runs' median; every row has
+    the RssAnon ceiling."""
+    if not s:
         return ""
+    target = target or Target()
     parts = []
 
     def check(label, value, bound, floor=False):
@@ -441,7 +443,7 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
     blank_peer = " – | | | | | | |"
     if rows:
         out += [head, sep]
-    for name, flush, kind, _, target in rows:
+    for name, flush, kind, flags, target in rows:
         s = summarise(results.get((name, "vostok"), []))
         if s is None:
             out.append(f"| {name} | | failed | | | | | | {verdict(target, None)} |"
@@ -460,7 +462,8 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         us = f"{fmt(s['broker_us'], 1)} / {fmt(s['tool_us'], 1)}"
         line = (f"| {name}{note} | {us} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(p50, 3)} | "
                 f"{fmt(p99, 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
-        if peer and name in PROFILE:
+        if peer and (name in PROFILE or name in BROKER_SETTINGS or "--sql" in flags):
+            # Rows run on Vostok only: its profiles, its settings, SQL92 filters.
             line += blank_peer
         elif peer:
             p = summarise(results.get((name, "peer"), []))
@@ -501,7 +504,7 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
     if peer_note:
         out += [peer_note, ""]
     own = ", ".join(f"{k} {v:,}" for k, v in PEER_OWN_CLIENT.items())
-    out += [f"Peer reference with its own client on this machine (from the issue): {own} msg/s.", ""]
+    out += [f"Peer reference with its own client on this machine (measured before): {own} msg/s.", ""]
     Path(opts.out).write_text("\n".join(out))
     print("\n".join(out))
 
