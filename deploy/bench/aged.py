@@ -216,7 +216,7 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
     limit = None
     try:
         ns, pid = start()
-        if getattr(opts, "memory_limit_gib", None):
+        if opts.memory_limit_gib:
             limit = MemoryLimit(int(opts.memory_limit_gib * 2**30),
                                 f"vostok-bench-{os.getpid()}-{pid}")
             limit.add(pid)
@@ -267,9 +267,26 @@ def run(scenario, start, stop, bench, client_flags, opts, log, work, note, store
     return out
 
 
+def add_arguments(ap):
+    """The options of these scenarios, for the scripts that run them (matrix.py,
+    quick_ab.py)."""
+    ap.add_argument("--burst-secs", type=float, default=4,
+                    help="'after a burst': seconds of batch x32 sends before the e2e row")
+    ap.add_argument("--fill-gib", type=float, default=3.25,
+                    help="'aged': GiB of messages written before the rows")
+    ap.add_argument("--rounds", type=int, default=3, help="'round after round': rounds")
+    ap.add_argument("--min-free-gib", type=float, default=8,
+                    help="the rows on a broker that is not fresh stop before a step that could "
+                         "leave less than this free on the disk of --work")
+    ap.add_argument("--memory-limit-gib", type=float, default=None,
+                    help="run each broker of the rows on a broker that is not fresh in a memory "
+                         "cgroup of this many GiB, its page cache included, as on a machine "
+                         "whose memory the store has outgrown (needs root)")
+
+
 def limit_note(opts):
     """What a table says of --memory-limit-gib, or ''."""
-    gib = getattr(opts, "memory_limit_gib", None)
+    gib = opts.memory_limit_gib
     if not gib:
         return ""
     return (f" Each broker ran in a memory cgroup of {gib:g} GiB, its page cache included "

@@ -133,6 +133,8 @@ for _row in [r for r in ROWS if r[0] in METRICS_BASE]:
 BROKER_SETTINGS = {
     "async window 1,024, 1 task, duplication window 60 s": {"duplicationWindowSeconds": 60},
 }
+
+
 # The backlog is filled with four tags in turn (TagA..TagD, property k = 0..3), so that
 # filtered rows select one message in this many.
 BACKLOG_TAGS = "TagA,TagB,TagC,TagD"
@@ -597,18 +599,7 @@ def main():
                     help="leave out the rows on a broker that is not fresh (first 10 s, after a "
                          "burst, aged, round after round), which run in the whole matrix and "
                          "when --rows names them")
-    ap.add_argument("--burst-secs", type=float, default=4,
-                    help="'after a burst': seconds of batch x32 sends before the e2e row")
-    ap.add_argument("--fill-gib", type=float, default=3.25,
-                    help="'aged': GiB of messages written before the rows (1 GiB files)")
-    ap.add_argument("--rounds", type=int, default=3, help="'round after round': rounds")
-    ap.add_argument("--min-free-gib", type=float, default=8,
-                    help="the rows on a broker that is not fresh stop before a step that could "
-                         "leave less than this free on the disk of --work")
-    ap.add_argument("--memory-limit-gib", type=float, default=None,
-                    help="run each broker of the rows on a broker that is not fresh in a memory "
-                         "cgroup of this many GiB, its page cache included, as on a machine "
-                         "whose memory the store has outgrown (needs root)")
+    aged.add_arguments(ap)
     ap.add_argument("--peer-namesrv", default=shutil.which("rocketmq-namesrv-rust"))
     ap.add_argument("--peer-broker", default=shutil.which("rocketmq-broker-rust"))
     opts = ap.parse_args()

@@ -175,18 +175,7 @@ def main():
                     help="mappedFileSizeCommitLog (default 64 MiB, 67108864, for the plain rows; "
                          "the broker's default of 1 GiB, 1073741824, for the rows on a broker "
                          "that is not fresh)")
-    ap.add_argument("--burst-secs", type=float, default=4,
-                    help="'after a burst': seconds of batch x32 sends before the e2e row")
-    ap.add_argument("--fill-gib", type=float, default=3.25,
-                    help="'aged': GiB of messages written before the rows")
-    ap.add_argument("--rounds", type=int, default=3, help="'round after round': rounds")
-    ap.add_argument("--min-free-gib", type=float, default=8,
-                    help="the rows on a broker that is not fresh stop before a step that could "
-                         "leave less than this free on the disk of --work")
-    ap.add_argument("--memory-limit-gib", type=float, default=None,
-                    help="run each broker of the rows on a broker that is not fresh in a memory "
-                         "cgroup of this many GiB, its page cache included, as on a machine "
-                         "whose memory the store has outgrown (needs root)")
+    aged.add_arguments(ap)
     ap.add_argument("--flags-a", default="", help="extra mqbench flags for A, one string")
     ap.add_argument("--flags-b", default="", help="extra mqbench flags for B, one string")
     ap.add_argument("--broker-a", default="",
