@@ -135,6 +135,12 @@ BROKER_SETTINGS = {
 }
 
 
+def vostok_only(name, flags):
+    """Rows the peer does not run: Vostok's profiles (ACL, TLS, metrics), its broker
+    settings, SQL92 filters."""
+    return name in PROFILE or name in BROKER_SETTINGS or "--sql" in flags
+
+
 # The backlog is filled with four tags in turn (TagA..TagD, property k = 0..3), so that
 # filtered rows select one message in this many.
 BACKLOG_TAGS = "TagA,TagB,TagC,TagD"
@@ -264,7 +270,7 @@ def run_matrix(opts, targets, bench, log):
                     row_targets = [opts.replicated]
                 else:
                     row_targets = [t for t in targets
-                                   if (profile is None and settings is None) or t.name == "vostok"]
+                                   if not vostok_only(name, flags) or t.name == "vostok"]
                 duration = ["-d", str(ROW_DURATION.get(name, opts.duration))]
                 flags = [str(opts.replication_rate) if f == "HALF_RATE" else f for f in flags]
                 for t in row_targets:
@@ -340,7 +346,7 @@ def run_backlog_rows(opts, targets, bench, log, rows, results):
             count = opts.backlog // BACKLOG_SHARE.get(name, 1)
             for i in range(opts.runs):
                 for t, ns, pid in started:
-                    if "--sql" in flags and t.name != "vostok":
+                    if vostok_only(name, flags) and t.name != "vostok":
                         continue
                     if json_path.exists():
                         json_path.unlink()
@@ -464,8 +470,7 @@ def write_table(opts, rows, results, peer, load_before, elapsed, peer_note):
         us = f"{fmt(s['broker_us'], 1)} / {fmt(s['tool_us'], 1)}"
         line = (f"| {name}{note} | {us} | {fmt(s['rate'])} | {fmt(s['mb'], 1)} | {fmt(p50, 3)} | "
                 f"{fmt(p99, 3)} | {fmt(s['rss'], 1)} | {cpu} | {verdict(target, s)} |")
-        if peer and (name in PROFILE or name in BROKER_SETTINGS or "--sql" in flags):
-            # Rows run on Vostok only: its profiles, its settings, SQL92 filters.
+        if peer and vostok_only(name, flags):
             line += blank_peer
         elif peer:
             p = summarise(results.get((name, "peer"), []))
