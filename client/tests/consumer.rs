@@ -608,6 +608,72 @@ async fn restart_resumes_from_the_committed_offset() {
     cluster.shutdown().await;
 }
 
+/// A producer and a push consumer of one process share a client instance, and so its
+/// connection to the broker. While that connection is quiet the consumer's long polls
+/// use it too; while the producer's sends wait there for their answers, the long polls
+/// take a second connection, so that the consumer does not wait behind them.
+#[tokio::test]
+async fn long_polls_leave_a_busy_connection() {
+    let cluster = FakeCluster::start(1).await;
+    cluster.create_topic("Lanes", 2);
+    let producer = Arc::new(Producer::new(ProducerConfig {
+        client: client(&cluster, "shared"),
+        producer_group: "pg".into(),
+        ..Default::default()
+    }));
+    producer.start().await.unwrap();
+    let (c, seen) = recording_consumer(
+        consumer_config(&cluster, "lanes", "shared"),
+        "Lanes",
+        MessageSelector::by_tag("*"),
+    )
+    .await;
+    producer.send(Message::new("Lanes", "quiet")).await.unwrap();
+    wait_until("the first consumed", || seen.lock().unwrap().len() == 1).await;
+    let peers_of = |codes: &[i32]| -> HashSet<std::net::SocketAddr> {
+        let st = cluster.broker(0).state();
+        st.request_peers
+            .iter()
+            .filter(|(code, _)| codes.contains(code))
+            .map(|(_, peer)| *peer)
+            .collect()
+    };
+    let shared = peers_of(&[request_code::SEND_MESSAGE, request_code::SEND_MESSAGE_V2]);
+    assert_eq!(shared.len(), 1, "one instance, one connection: {shared:?}");
+    assert_eq!(peers_of(&[request_code::PULL_MESSAGE]), shared);
+
+    // 200 sends whose answers the broker holds: the pulls must get past them.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    cluster.broker(0).state().hold_send_answers = Some(gate.clone());
+    let sends: Vec<_> = (0..200)
+        .map(|i| {
+            let p = producer.clone();
+            tokio::spawn(async move { p.send(Message::new("Lanes", format!("{i}"))).await })
+        })
+        .collect();
+    wait_until("all 201 consumed while 200 answers are held", || {
+        seen.lock().unwrap().len() == 201
+    })
+    .await;
+    let polls = peers_of(&[request_code::PULL_MESSAGE]);
+    assert_eq!(polls.len(), 2, "{polls:?}");
+    assert_eq!(
+        peers_of(&[
+            request_code::SEND_MESSAGE,
+            request_code::SEND_MESSAGE_V2,
+            request_code::HEART_BEAT
+        ]),
+        shared
+    );
+    gate.close();
+    for send in sends {
+        send.await.unwrap().unwrap();
+    }
+    c.shutdown().await;
+    producer.shutdown().await;
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn lite_pull_with_manual_commit_and_seek() {
     let cluster = FakeCluster::start(1).await;

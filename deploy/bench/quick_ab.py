@@ -28,8 +28,11 @@ ROWS = [
     ("e2e at 10,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "10000"]),
 ]
-# Rows run only when --rows names them: the e2e tails at the higher rate.
+# Rows run only when --rows names them: producing and consuming at full speed, and the
+# e2e tails at the higher rate.
 ON_REQUEST = [
+    ("produce + consume at once (async 1,024)", "ASYNC_FLUSH", "e2e",
+     ["--mode", "async", "--window", "1024", "-w", "1"]),
     ("e2e at 50,000 msg/s", "ASYNC_FLUSH", "e2e",
      ["--mode", "async", "--window", "1024", "-w", "1", "--rate", "50000"]),
     ("e2e at 50,000 msg/s, batch x32", "ASYNC_FLUSH", "e2e",
@@ -166,7 +169,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     add_pair_args(ap, runs=3, duration=2, warmup=0.5)
     ap.add_argument("--rows", nargs="*", help="only rows whose name contains one of these "
-                    "(the e2e rows at 50,000 msg/s and the rows on a broker that is not fresh, "
+                    "(produce + consume at once, the e2e rows at 50,000 msg/s and the rows on a "
+                    "broker that is not fresh, "
                     f"{', '.join(aged.LABELS)}, run only when named here)")
     ap.add_argument("--aged", action="store_true",
                     help="add every row on a broker that is not fresh (" +

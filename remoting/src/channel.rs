@@ -531,6 +531,11 @@ impl Channel {
         self.inner.last_activity_ms.load(Ordering::Relaxed)
     }
 
+    /// Requests sent on this connection whose answer has not come yet.
+    pub fn awaiting_answers(&self) -> usize {
+        self.inner.pending.locked().len()
+    }
+
     /// Requests received on this connection and not yet answered.
     pub fn requests_in_flight(&self) -> usize {
         self.inner.inflight.load(Ordering::Relaxed)

@@ -212,6 +212,13 @@ impl RemotingClient {
         }
     }
 
+    /// Requests sent to `addr` on the open connection whose answer has not come yet (0
+    /// without a connection).
+    pub fn awaiting_answers(&self, addr: &str) -> usize {
+        self.live_channel(addr)
+            .map_or(0, |channel| channel.awaiting_answers())
+    }
+
     /// Closes the connection to `addr`, if any; the next call reconnects.
     pub fn close_channel(&self, addr: &str) {
         if let Some(channel) = self.live.write_locked().remove(addr) {

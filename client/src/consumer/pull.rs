@@ -126,7 +126,7 @@ async fn run(
         };
         let result = tokio::select! {
             _ = core.shutdown.cancelled() => break,
-            r = api::pull_message(core.instance.remoting(), &addr, &header, core.pull.timeout) => r,
+            r = api::pull_message(core.instance.long_polls(&addr), &addr, &header, core.pull.timeout) => r,
         };
         if let Ok(r) = &result {
             suggested_broker_id = r.suggest_which_broker_id;

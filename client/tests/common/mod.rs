@@ -72,6 +72,8 @@ pub struct BrokerState {
     pub next_phys: i64,
     /// Every request seen: (code, ext fields, body length).
     pub requests: Vec<SeenRequest>,
+    /// The connection (the client's address) each request came on, by request code.
+    pub request_peers: Vec<(i32, SocketAddr)>,
     /// Raw SEND bodies and headers, for compression and batch assertions.
     pub sends: Vec<RemotingCommand>,
     /// group → client id → channel.
@@ -84,6 +86,8 @@ pub struct BrokerState {
     /// Half messages by commitlog offset.
     pub half: BTreeMap<i64, MessageExt>,
     pub end_transactions: Vec<EndTransactionRequestHeader>,
+    /// While set, sends are stored but their answers wait until it is closed.
+    pub hold_send_answers: Option<Arc<tokio::sync::Semaphore>>,
     /// Answer the next N sends with this code.
     pub fail_sends: Option<(i32, usize)>,
     pub send_backs: Vec<ConsumerSendMsgBackRequestHeader>,
@@ -752,11 +756,22 @@ impl RequestProcessor for BrokerProcessor {
                     .collect(),
                 request.body.len(),
             ));
+            self.st()
+                .request_peers
+                .push((request.code, channel.peer_addr()));
             let ok = RemotingCommand::success;
             Some(match request.code {
                 request_code::SEND_MESSAGE
                 | request_code::SEND_MESSAGE_V2
-                | request_code::SEND_BATCH_MESSAGE => self.send(channel, &request),
+                | request_code::SEND_BATCH_MESSAGE => {
+                    let answer = self.send(channel, &request);
+                    let gate = self.st().hold_send_answers.clone();
+                    if let Some(gate) = gate {
+                        // Closed to let every held answer go.
+                        let _ = gate.acquire().await;
+                    }
+                    answer
+                }
                 request_code::PULL_MESSAGE | request_code::LITE_PULL_MESSAGE => {
                     self.pull(&request).await
                 }

@@ -130,6 +130,10 @@ impl PendingTable {
         true
     }
 
+    pub(super) fn len(&self) -> usize {
+        self.waiters.len()
+    }
+
     pub(super) fn remove(&mut self, opaque: i32) -> Option<Sink> {
         self.waiters.remove(&opaque).map(|w| w.sink)
     }

@@ -127,7 +127,7 @@ impl SimpleConsumer {
             broker_name: Some(broker_name.clone()),
         };
         let answer = api::pop_message(
-            instance.remoting(),
+            instance.long_polls(&addr),
             &addr,
             &header,
             config.await_duration + config.request_timeout,
