@@ -12,6 +12,11 @@
 //! refuses the put. Once the writer has passed the middle of its file, the thread asks
 //! the allocation thread for the next file.
 //!
+//! It maps pages in [`PIECE`] at a time and offers its core to any waiting thread
+//! after each: at a core of its own the work is the same, and on a busy machine the
+//! threads on the message's path do not wait behind it (e2e p99 at 50,000 msg/s
+//! 0.7 times that of mapping a whole step at once, docs/performance.md).
+//!
 //! The writer wakes the thread only once it has used up half of the lead, or reached
 //! the point where the thread has more to do (the middle of the file, its end): not
 //! on every append once the file is mapped in to its end, nor while there is no room.
@@ -31,6 +36,9 @@ use crate::stopper::Stopper;
 pub(crate) const AHEAD: i64 = 16 << 20;
 /// Pages are mapped in steps of this size.
 const STEP: i64 = 1 << 20;
+/// A step is mapped in pieces of this size, with the core offered to other threads
+/// between them.
+const PIECE: usize = 256 << 10;
 
 impl CommitLog {
     pub(crate) fn set_prefaulter(&self, t: std::thread::Thread) {
@@ -106,7 +114,17 @@ impl CommitLog {
         }
         let (from_pos, to_pos) = ((from - file.base()) as usize, (to - file.base()) as usize);
         if self.pool().is_none() {
-            file.prefault(from_pos, to_pos);
+            // In pieces, offering the core to any thread waiting for it after each:
+            // a wake-up maps in up to half the lead, milliseconds of page zeroing, and
+            // a thread woken meanwhile (a connection's reader, the consumer's pull)
+            // waited for the scheduler to take the core from this one.
+            let mut at = from_pos;
+            while at < to_pos {
+                let piece_end = (at + PIECE).min(to_pos);
+                file.prefault(at, piece_end);
+                at = piece_end;
+                std::thread::yield_now();
+            }
         }
         // With the write buffer nothing is mapped in: the commit thread's `pwrite`
         // brings the pages into the page cache, many appends at a time, and readers
