@@ -747,18 +747,19 @@ impl RequestProcessor for BrokerProcessor {
         request: RemotingCommand,
     ) -> BoxFuture<'a, Option<RemotingCommand>> {
         Box::pin(async move {
-            self.st().requests.push((
-                request.code,
-                request
-                    .ext_fields
-                    .iter()
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect(),
-                request.body.len(),
-            ));
-            self.st()
-                .request_peers
-                .push((request.code, channel.peer_addr()));
+            {
+                let mut st = self.st();
+                st.requests.push((
+                    request.code,
+                    request
+                        .ext_fields
+                        .iter()
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect(),
+                    request.body.len(),
+                ));
+                st.request_peers.push((request.code, channel.peer_addr()));
+            }
             let ok = RemotingCommand::success;
             Some(match request.code {
                 request_code::SEND_MESSAGE
