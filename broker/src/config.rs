@@ -144,8 +144,8 @@ pub struct BrokerConfig {
     /// `duplication.window.seconds` attribute overrides it.
     pub duplication_window: Duration,
     /// Most unique ids the window holds; the oldest go first when it is full. The
-    /// default is the most whose index fits 2^20 slots: about 63 MB when full
-    /// (69 bytes an entry plus the index's slack).
+    /// default is the most whose index fits 2^20 slots: about 45 MB when full
+    /// (49 bytes an entry plus the index's slack).
     pub duplication_window_max_entries: usize,
     /// Replies (SEND_REPLY_MESSAGE) are stored in the reply topic as well as pushed
     /// to the requester (`storeReplyMessageEnable`).

@@ -35,7 +35,7 @@ use vostok_remoting::support::sync::MutexExt;
 use vostok_remoting::support::time::now_millis;
 
 pub use arena::ENTRY_BYTES;
-use arena::{Inner, Key, UniqKey, DEAD};
+use arena::{Inner, Key, UniqKey};
 
 /// Where the first copy of a message was stored: what its send answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +162,7 @@ impl DedupeWindow {
     fn hold(inner: &mut Inner, key: Key, hash: u64, found: Option<u32>, now: i64) -> Claimed {
         let (original, pos, held) = match found.map(|p| (p, inner.slot(p))) {
             Some((p, s)) if s.in_flight() => (None, p, false),
-            Some((_, s)) if s.expire_at > now => (Some(s.original()), 0, false),
+            Some((_, s)) if s.answers_at(now) => (Some(s.original()), 0, false),
             // Absent, or stored too long ago: stored again.
             _ => (None, inner.push(key, hash, found), true),
         };
@@ -196,13 +196,11 @@ impl DedupeWindow {
     fn trim(&self, inner: &mut Inner, now: i64) {
         let mut evicted = 0u64;
         while let Some(front) = inner.arena.front() {
-            let live = front.expire_at != DEAD;
-            if live {
+            if !front.dead() {
                 if front.in_flight() {
                     break;
                 }
-                let expired = front.expire_at <= now;
-                if !expired {
+                if front.answers_at(now) {
                     let full = inner.table.len() > self.max_entries
                         || inner.arena.len() > self.max_entries;
                     if !full {
@@ -213,8 +211,7 @@ impl DedupeWindow {
                 let head = inner.head;
                 inner.remove(head);
             }
-            inner.arena.pop_front();
-            inner.head = inner.head.wrapping_add(1);
+            inner.pop_front();
         }
         if evicted > 0 {
             let total = self
@@ -302,7 +299,7 @@ impl Claim<'_> {
         let window = self.window;
         let mut inner = window.inner.locked();
         let now = self.now;
-        let expire_at = now.saturating_add(self.ttl_ms).max(DEAD + 1);
+        let expire_at = now.saturating_add(self.ttl_ms);
         let mut placed = placed.into_iter();
         for m in self
             .messages
@@ -512,8 +509,8 @@ mod tests {
             [None],
             "oldest went first"
         );
-        // Expired entries are not answered and leave at the next insert.
-        w.claim("T", &["e"], Duration::ZERO).await.stored([at(9)]);
+        // Expired entries are not answered.
+        w.restore("T", "e", at(9), now_millis() - 2_000);
         assert_eq!(w.claim("T", &["e"], MINUTE).await.originals(), [None]);
         w.restore("T", "f", at(5), now_millis() + 60_000);
         w.restore("T", "f", at(6), now_millis() + 60_000);
