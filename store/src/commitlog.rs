@@ -78,6 +78,12 @@ pub(crate) struct CommitLog {
     prefault_wake_at: AtomicI64,
     pub(crate) prefault_wakeups: AtomicU64,
     prefaulter: OnceLock<Thread>,
+    /// How far the writer is about to write (or has written): the pre-fault thread
+    /// zero-fills only past it (see `prefault`).
+    writing_to: AtomicI64,
+    /// Where the piece the pre-fault thread is zero-filling starts; `i64::MAX` when
+    /// none. A writer about to write past it waits until the piece is done.
+    zeroing: AtomicI64,
     pub(crate) group_commit: GroupCommit,
     /// The write buffer (`transientStorePoolEnable`), written out by the commit thread.
     pool: Option<pool::Pool>,
@@ -106,6 +112,8 @@ impl CommitLog {
             prefault_wake_at: AtomicI64::new(i64::MIN),
             prefault_wakeups: AtomicU64::new(0),
             prefaulter: OnceLock::new(),
+            writing_to: AtomicI64::new(0),
+            zeroing: AtomicI64::new(i64::MAX),
             group_commit: GroupCommit::default(),
             pool: config.transient_store_pool_enable.then(|| {
                 pool::Pool::new(match config.transient_store_buffer_bytes {

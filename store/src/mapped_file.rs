@@ -274,6 +274,26 @@ impl MappedFile {
         }
     }
 
+    /// Writes zeros over the whole pages of `from..to` that lie within the reserved
+    /// blocks with `pwrite`, `zeros` (all zero bytes) at a time: the cheapest way to
+    /// bring new pages into the page cache (see `commitlog::prefault`).
+    ///
+    /// # Safety
+    /// Nothing is written to `from..to` meanwhile and nothing there is read as data:
+    /// it lies past every byte written.
+    pub(crate) unsafe fn zero_fill(&self, from: usize, to: usize, zeros: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let to = to.min(self.size).min(self.reserved()) / PAGE_SIZE * PAGE_SIZE;
+        let mut at = from.next_multiple_of(PAGE_SIZE);
+        while at < to && !zeros.is_empty() {
+            let n = (to - at).min(zeros.len());
+            self.with_file(|f| f.write_all_at(&zeros[..n], at as u64))
+                .map_err(|e| StoreError::io("zero-fill", &self.path, e))?;
+            at += n;
+        }
+        Ok(())
+    }
+
     /// Writes `data` at `pos` with `pwrite` (through the page cache the mapping
     /// shares), retrying short writes.
     ///

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{message, small_config};
+use vostok_remoting::protocol::message::MessageExt;
 use vostok_store::MessageStore;
 
 /// Smaller than the pre-fault lead, so that each file is mapped in to its end as soon
@@ -35,5 +36,57 @@ async fn the_prefault_thread_is_woken_a_few_times_per_file_not_per_append() {
         wakeups <= puts as u64 / 10,
         "{wakeups} wake-ups for {puts} appends over {files} files"
     );
+    store.shutdown();
+}
+
+/// The thread writes zeros over pages ahead of the writer before it maps them in. With
+/// files far smaller than its lead, it works at the start of each file just as the
+/// writer enters it, and several writers append as fast as they can: every record
+/// must still read back as it was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_record_is_overwritten_by_the_zeros_written_ahead_of_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(MessageStore::open(small_config(dir.path(), 1 << 20)).unwrap());
+    const WRITERS: i32 = 4;
+    const PUTS: usize = 3_000;
+    let body = |writer: i32, i: usize| -> Vec<u8> {
+        let len = 200 + (i * 37 + writer as usize * 101) % 1_500;
+        (0..len)
+            .map(|k| (k + i + writer as usize) as u8 | 1)
+            .collect()
+    };
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..PUTS {
+                    let r = store
+                        .put_message(message("T", w, body(w, i), String::new()))
+                        .await;
+                    assert!(r.append.is_some(), "{r:?}");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    common::settle(&store);
+    assert!(
+        store.max_phy_offset() > 8 << 20,
+        "spans several files: {}",
+        store.max_phy_offset()
+    );
+    for w in 0..WRITERS {
+        let records = common::pull_all(&store, "T", w);
+        let msgs = MessageExt::decode_all(&records.concat().into());
+        assert_eq!(msgs.len(), PUTS, "writer {w}");
+        for (i, m) in msgs.iter().enumerate() {
+            assert!(
+                m.body[..] == body(w, i)[..],
+                "writer {w}, message {i} changed"
+            );
+        }
+    }
     store.shutdown();
 }

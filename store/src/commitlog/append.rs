@@ -292,6 +292,7 @@ impl CommitLog {
                     // SAFETY: as below; the commit thread has nothing to write.
                     unsafe { file.pwrite_at(pos, &blank) }.map_err(AppendError::CreateFile)?;
                 } else {
+                    self.begin_write(file.base() + (pos + END_FILE_MIN_BLANK_LEN) as i64);
                     // SAFETY: we hold the append lock (single writer) and `pos` is at
                     // the unpublished write position.
                     unsafe { file.write_at(pos, &blank) };
@@ -347,6 +348,7 @@ impl CommitLog {
                 queue_offset: first_queue_offset,
             });
         }
+        self.begin_write(file.base() + (pos + total) as i64);
         for (queue_offset, p) in (first_queue_offset..).zip(batch) {
             let physical_offset = file.base() + pos as i64;
             let fields = p.fields(

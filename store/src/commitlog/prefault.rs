@@ -6,6 +6,17 @@
 //! writable ([`MADV_POPULATE_WRITE`](crate::mapped_file::MappedFile::prefault)) up to
 //! [`AHEAD`] bytes past the write position, so that the writer only copies.
 //!
+//! Before it maps a piece in, it writes zeros over it with `pwrite`
+//! ([`MappedFile::zero_fill`]): a page a write brings into the page cache costs the
+//! kernel a seventh of one a fault brings in (which reads the unwritten page, zeroes
+//! it and then makes it writable: 0.58 against 3.9 µs per 4 KiB page here), and the
+//! mapping then only points at it. Zeros are written only past every byte a writer
+//! has announced ([`CommitLog::begin_write`]): the thread publishes where its piece
+//! starts, then reads how far the writer is about to write, and skips the zeros if
+//! that reaches the piece; a writer publishes how far it is about to write, then
+//! waits while a piece starting before that end is being zero-filled. Both sides
+//! publish before they read, so at least one of them sees the other.
+//!
 //! Pages are mapped in only where the file's blocks are reserved: the thread reserves
 //! them first, a step at a time ([`MappedFile::reserve`]), so that the writer finds
 //! them reserved; without room it maps nothing in, and the writer's own reservation
@@ -36,11 +47,43 @@ use crate::stopper::Stopper;
 pub(crate) const AHEAD: i64 = 16 << 20;
 /// Pages are mapped in steps of this size.
 const STEP: i64 = 1 << 20;
+/// Pages are zero-filled only this far past the writer's announced end, so that it
+/// does not reach a piece while it is being filled: closer, they are only mapped in.
+const ZERO_MARGIN: i64 = 1 << 20;
 /// A step is mapped in pieces of this size, with the core offered to other threads
 /// between them.
 const PIECE: usize = 256 << 10;
 
 impl CommitLog {
+    /// Called by the writer before it writes bytes up to `end`: see the module doc.
+    /// The wait, rare (the thread works ahead of the writer), lasts one piece's zeros.
+    pub(crate) fn begin_write(&self, end: i64) {
+        self.writing_to.store(end, Ordering::SeqCst);
+        while self.zeroing.load(Ordering::SeqCst) < end {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Zero-fills `from..to` of `file` (whole pages) if no writer has announced a
+    /// write reaching it; see the module doc.
+    fn zero_ahead(&self, file: &MappedFile, from: usize, to: usize, zeros: &[u8]) {
+        let from = from.next_multiple_of(crate::mapped_file::PAGE_SIZE);
+        if from >= to {
+            return;
+        }
+        let start = file.base() + from as i64;
+        self.zeroing.store(start, Ordering::SeqCst);
+        if self.writing_to.load(Ordering::SeqCst) + ZERO_MARGIN <= start {
+            // SAFETY: no writer writes past `start` until `zeroing` is cleared below,
+            // and readers read only below the published end, which a writer's
+            // announced end is at or past.
+            if let Err(e) = unsafe { file.zero_fill(from, to, zeros) } {
+                tracing::debug!(file = %file.path().display(), from, to, error = %e, "could not zero-fill commitlog pages ahead of the writer");
+            }
+        }
+        self.zeroing.store(i64::MAX, Ordering::SeqCst);
+    }
+
     pub(crate) fn set_prefaulter(&self, t: std::thread::Thread) {
         let _ = self.prefaulter.set(t);
     }
@@ -118,9 +161,14 @@ impl CommitLog {
             // a wake-up maps in up to half the lead, milliseconds of page zeroing, and
             // a thread woken meanwhile (a connection's reader, the consumer's pull)
             // waited for the scheduler to take the core from this one.
+            if progress.zeros.is_empty() {
+                // Only ever read from.
+                progress.zeros = vec![0; PIECE];
+            }
             let mut at = from_pos;
             while at < to_pos {
                 let piece_end = (at + PIECE).min(to_pos);
+                self.zero_ahead(&file, at, piece_end, &progress.zeros);
                 file.prefault(at, piece_end);
                 at = piece_end;
                 std::thread::yield_now();
@@ -162,6 +210,8 @@ struct Progress {
     frontier: Option<i64>,
     /// The start of the next file last asked for.
     asked: Option<i64>,
+    /// What pages are zero-filled from, a piece long (allocated on first use).
+    zeros: Vec<u8>,
 }
 
 /// The helper thread body.

@@ -147,6 +147,7 @@ impl CommitLog {
             let pos = (cur - file.base()) as usize;
             let n = rest.len().min(file.size() - pos);
             super::append::reserve(&file, pos + n).map_err(TakeError::into_error)?;
+            self.begin_write(cur + n as i64);
             // SAFETY: single writer under the append lock, writing past the
             // published end of complete records.
             unsafe { file.write_at(pos, &rest[..n]) };
