@@ -141,7 +141,16 @@ impl CommitLog {
             file.set_read_ahead(written, file.size(), false);
             progress.frontier = Some(file.base());
         }
-        let from = progress.prefaulted.max(end).max(file.base());
+        // At the writer's heels no zeros are written (`zero_ahead`) and a page would
+        // cost a fault's full price: a thread that fell behind (its core taken, it runs
+        // at a lower priority) starts past them and leaves the writer those few pages,
+        // rather than stay behind on the dear path.
+        let heels = self.writing_to.load(Ordering::SeqCst) + ZERO_MARGIN;
+        let from = progress
+            .prefaulted
+            .max(end)
+            .max(file.base())
+            .max(heels.min(file.end()));
         let to = (end + AHEAD).min(file.end()).min(from + STEP);
         if to <= from {
             return if from >= file.end() {
