@@ -25,6 +25,7 @@ pub(crate) mod pool;
 pub(crate) mod prefault;
 pub(crate) mod raw;
 pub(crate) mod scan;
+mod zero_fence;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -78,12 +79,8 @@ pub(crate) struct CommitLog {
     prefault_wake_at: AtomicI64,
     pub(crate) prefault_wakeups: AtomicU64,
     prefaulter: OnceLock<Thread>,
-    /// How far the writer is about to write (or has written): the pre-fault thread
-    /// zero-fills only past it (see `prefault`).
-    writing_to: AtomicI64,
-    /// Where the piece the pre-fault thread is zero-filling starts; `i64::MAX` when
-    /// none. A writer about to write past it waits until the piece is done.
-    zeroing: AtomicI64,
+    /// Keeps the pre-fault thread's zeros off what the writer writes (`zero_fence`).
+    zero_fence: zero_fence::ZeroFence,
     pub(crate) group_commit: GroupCommit,
     /// The write buffer (`transientStorePoolEnable`), written out by the commit thread.
     pool: Option<pool::Pool>,
@@ -112,8 +109,7 @@ impl CommitLog {
             prefault_wake_at: AtomicI64::new(i64::MIN),
             prefault_wakeups: AtomicU64::new(0),
             prefaulter: OnceLock::new(),
-            writing_to: AtomicI64::new(0),
-            zeroing: AtomicI64::new(i64::MAX),
+            zero_fence: zero_fence::ZeroFence::new(),
             group_commit: GroupCommit::default(),
             pool: config.transient_store_pool_enable.then(|| {
                 pool::Pool::new(match config.transient_store_buffer_bytes {
@@ -151,6 +147,8 @@ impl CommitLog {
         writer.queue_offsets = queue_offsets;
         self.max_offset.store(end, Ordering::Release);
         self.write_end.store(end, Ordering::Release);
+        // Nothing is being written now (recovery, or a replica's truncation).
+        self.zero_fence.reset(end);
         self.flushed_offset.store(end, Ordering::Release);
         self.last_store_timestamp
             .store(last_store_timestamp, Ordering::Release);

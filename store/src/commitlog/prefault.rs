@@ -10,12 +10,10 @@
 //! ([`MappedFile::zero_fill`]): a page a write brings into the page cache costs the
 //! kernel a seventh of one a fault brings in (which reads the unwritten page, zeroes
 //! it and then makes it writable: 0.58 against 3.9 µs per 4 KiB page here), and the
-//! mapping then only points at it. Zeros are written only past every byte a writer
-//! has announced ([`CommitLog::begin_write`]): the thread publishes where its piece
-//! starts, then reads how far the writer is about to write, and skips the zeros if
-//! that reaches the piece; a writer publishes how far it is about to write, then
-//! waits while a piece starting before that end is being zero-filled. Both sides
-//! publish before they read, so at least one of them sees the other.
+//! mapping then only points at it. Zeros are written only [`ZERO_MARGIN`] or more
+//! past every byte a writer has announced ([`CommitLog::begin_write`]), [`ZERO_CHUNK`]
+//! at a time, and a writer about to write into a chunk being zero-filled waits for it
+//! (the handshake is `zero_fence`).
 //!
 //! Pages are mapped in only where the file's blocks are reserved: the thread reserves
 //! them first, a step at a time ([`MappedFile::reserve`]), so that the writer finds
@@ -50,38 +48,44 @@ const STEP: i64 = 1 << 20;
 /// Pages are zero-filled only this far past the writer's announced end, so that it
 /// does not reach a piece while it is being filled: closer, they are only mapped in.
 const ZERO_MARGIN: i64 = 1 << 20;
+/// Zeros are written this much at a time, each chunk announced on its own, so that a
+/// writer that comes near waits for one chunk at most.
+const ZERO_CHUNK: usize = 64 << 10;
 /// A step is mapped in pieces of this size, with the core offered to other threads
 /// between them.
 const PIECE: usize = 256 << 10;
 
 impl CommitLog {
-    /// Called by the writer before it writes bytes up to `end`: see the module doc.
-    /// The wait, rare (the thread works ahead of the writer), lasts one piece's zeros.
+    /// Called by the writer before it writes bytes up to `end` (see `zero_fence`).
     pub(crate) fn begin_write(&self, end: i64) {
-        self.writing_to.store(end, Ordering::SeqCst);
-        while self.zeroing.load(Ordering::SeqCst) < end {
-            std::thread::yield_now();
-        }
+        self.zero_fence.announce(end);
     }
 
-    /// Zero-fills `from..to` of `file` (whole pages) if no writer has announced a
-    /// write reaching it; see the module doc.
+    /// Zero-fills `from..to` of `file` (whole pages), a [`ZERO_CHUNK`] at a time, up to
+    /// the first chunk that a writer's announced write comes within [`ZERO_MARGIN`]
+    /// of; see the module doc.
     fn zero_ahead(&self, file: &MappedFile, from: usize, to: usize, zeros: &[u8]) {
-        let from = from.next_multiple_of(crate::mapped_file::PAGE_SIZE);
-        if from >= to {
-            return;
-        }
-        let start = file.base() + from as i64;
-        self.zeroing.store(start, Ordering::SeqCst);
-        if self.writing_to.load(Ordering::SeqCst) + ZERO_MARGIN <= start {
-            // SAFETY: no writer writes past `start` until `zeroing` is cleared below,
-            // and readers read only below the published end, which a writer's
-            // announced end is at or past.
-            if let Err(e) = unsafe { file.zero_fill(from, to, zeros) } {
-                tracing::debug!(file = %file.path().display(), from, to, error = %e, "could not zero-fill commitlog pages ahead of the writer");
+        let mut at = from.next_multiple_of(crate::mapped_file::PAGE_SIZE);
+        while at < to {
+            let end = (at + ZERO_CHUNK).min(to);
+            let start = file.base() + at as i64;
+            // SAFETY (of `zero_fill`): no writer writes past `start` while the fence
+            // runs the fill, and readers read only below the published end, which a
+            // writer's announced end is at or past.
+            let filled = self
+                .zero_fence
+                .fill_if_clear(start, ZERO_MARGIN, || unsafe {
+                    file.zero_fill(at, end, zeros)
+                });
+            match filled {
+                Some(Ok(())) => at = end,
+                Some(Err(e)) => {
+                    tracing::debug!(file = %file.path().display(), from = at, to = end, error = %e, "could not zero-fill commitlog pages ahead of the writer");
+                    return;
+                }
+                None => return,
             }
         }
-        self.zeroing.store(i64::MAX, Ordering::SeqCst);
     }
 
     pub(crate) fn set_prefaulter(&self, t: std::thread::Thread) {
@@ -143,9 +147,10 @@ impl CommitLog {
         }
         // At the writer's heels no zeros are written (`zero_ahead`) and a page would
         // cost a fault's full price: a thread that fell behind (its core taken, it runs
-        // at a lower priority) starts past them and leaves the writer those few pages,
+        // at a lower priority) starts well past them, twice the margin so that the
+        // writer does not reach it at once, and leaves the writer those few pages,
         // rather than stay behind on the dear path.
-        let heels = self.writing_to.load(Ordering::SeqCst) + ZERO_MARGIN;
+        let heels = self.zero_fence.announced() + 2 * ZERO_MARGIN;
         let from = progress
             .prefaulted
             .max(end)
