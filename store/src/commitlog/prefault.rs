@@ -46,7 +46,7 @@ pub(crate) const AHEAD: i64 = 16 << 20;
 /// Pages are mapped in steps of this size.
 const STEP: i64 = 1 << 20;
 /// Pages are zero-filled only this far past the writer's announced end, so that it
-/// does not reach a piece while it is being filled: closer, they are only mapped in.
+/// does not reach a chunk while it is being filled: closer, they are only mapped in.
 const ZERO_MARGIN: i64 = 1 << 20;
 /// Zeros are written this much at a time, each chunk announced on its own, so that a
 /// writer that comes near waits for one chunk at most.
