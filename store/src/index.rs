@@ -9,6 +9,7 @@
 mod file;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use vostok_remoting::protocol::message::property::KEY_SEPARATOR;
@@ -44,6 +45,8 @@ pub(crate) struct IndexService {
     max_index: u32,
     files: RwLock<Vec<Arc<IndexFile>>>,
     writer: Mutex<IndexWriter>,
+    /// Set once keeping a slot table in memory was refused (warned about once).
+    resident_refused: AtomicBool,
 }
 
 /// `yyyyMMddHHmmssSSS` in local time.
@@ -90,7 +93,7 @@ impl IndexService {
             .filter(|f| f.index_count() > 1)
             .map(|f| f.end_phy_offset())
             .max();
-        Ok(IndexService {
+        let service = IndexService {
             dir,
             slots: config.max_hash_slot_num,
             max_index: config.max_index_num,
@@ -99,7 +102,28 @@ impl IndexService {
                 key: String::new(),
                 last_indexed_phy,
             }),
-        })
+            resident_refused: AtomicBool::new(false),
+        };
+        if let Some(newest) = service.files().last() {
+            service.keep_slots_resident(newest);
+        }
+        Ok(service)
+    }
+
+    /// Keeps the slot table of the file that takes new entries in memory
+    /// ([`IndexFile::keep_slots_resident`]); without the permission, warns once and
+    /// goes on as before.
+    fn keep_slots_resident(&self, file: &IndexFile) {
+        if let Err(e) = file.keep_slots_resident() {
+            if !self.resident_refused.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    error = %e,
+                    path = %file.path().display(),
+                    bytes = IndexFile::file_size(self.slots, 0),
+                    "cannot keep the index's slot table in memory: under memory pressure the kernel may evict it, and dispatching a message then waits for a disk read; allow the broker to lock that many bytes (ulimit -l, LimitMEMLOCK=) or lower maxHashSlotNum"
+                );
+            }
+        }
     }
 
     fn files(&self) -> Vec<Arc<IndexFile>> {
@@ -204,7 +228,11 @@ impl IndexService {
             end_ts,
         )?);
         sync_dir(&self.dir)?;
+        self.keep_slots_resident(&file);
         self.files.write_locked().push(Arc::clone(&file));
+        if let Some(p) = previous {
+            p.release_slots();
+        }
         Ok(file)
     }
 

@@ -341,6 +341,45 @@ impl MappedFile {
         }
     }
 
+    /// Keeps the pages of `from..to` in memory once they are touched
+    /// (`mlock2(MLOCK_ONFAULT)`): the kernel writes them back as usual but no longer
+    /// reclaims them, so a hot region read and written at random never has to be read
+    /// back from disk by the thread that needs it. Fails when the process may not lock
+    /// that much (`RLIMIT_MEMLOCK`, without `CAP_IPC_LOCK`).
+    pub(crate) fn keep_resident(&self, from: usize, to: usize) -> io::Result<()> {
+        let Some((start, len)) = self.page_range(from, to) else {
+            return Ok(());
+        };
+        // SAFETY: a range inside our own mapping; locking changes no contents.
+        let rc = unsafe {
+            libc::mlock2(
+                self.map.as_ptr().add(start) as *const libc::c_void,
+                len,
+                libc::MLOCK_ONFAULT,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Undoes [`MappedFile::keep_resident`]: the pages are reclaimable again.
+    pub(crate) fn release_resident(&self, from: usize, to: usize) {
+        if let Some((start, len)) = self.page_range(from, to) {
+            // SAFETY: as above. It can only fail for a range that was never mapped.
+            unsafe { libc::munlock(self.map.as_ptr().add(start) as *const libc::c_void, len) };
+        }
+    }
+
+    /// `from..to` widened to whole pages and cut at the file's end, as a start and a
+    /// length; `None` when empty.
+    fn page_range(&self, from: usize, to: usize) -> Option<(usize, usize)> {
+        let start = from - from % PAGE_SIZE;
+        let end = to.min(self.size);
+        (start < end).then(|| (start, end - start))
+    }
+
     /// Runs `f` on the file's descriptor, reopening the file if it is not kept open.
     fn with_file<T>(&self, f: impl FnOnce(&File) -> io::Result<T>) -> io::Result<T> {
         match &self.file {

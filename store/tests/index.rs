@@ -223,3 +223,86 @@ async fn an_index_file_named_in_the_future_does_not_stall_the_next_one() {
     assert_eq!(found.messages.len(), 1);
     store.shutdown();
 }
+
+/// Per index file mapped by this process from `dir`, in name order: for each of its
+/// mappings (the kernel splits a file's mapping where locking changes), whether its
+/// pages are kept in memory (`lo` among the mapping's VmFlags in `/proc/self/smaps`).
+#[cfg(target_os = "linux")]
+fn locked_by_file(dir: &std::path::Path) -> Vec<(String, Vec<bool>)> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut files: Vec<(String, Vec<bool>)> = Vec::new();
+    let mut current: Option<String> = None;
+    for line in smaps.lines() {
+        if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if let Some(name) = current.take() {
+                let locked = flags.split_whitespace().any(|f| f == "lo");
+                match files.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, v)) => v.push(locked),
+                    None => files.push((name, vec![locked])),
+                }
+            }
+        } else if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|range| range.contains('-') && !range.ends_with(':'))
+        {
+            current = line
+                .split_whitespace()
+                .nth(5)
+                .map(std::path::Path::new)
+                .filter(|p| p.parent() == Some(dir))
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The slot table of the index file taking new entries stays in memory, and only
+/// that one: keys land on it at random, and a slot page the kernel had evicted made
+/// the dispatching thread wait for a disk read. A full file's table is released, and
+/// a restart keeps the newest file's table again.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn only_the_newest_index_files_slot_table_is_kept_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let index_dir = dir.path().join("index");
+    // 1,000 slots: the table ends in the first page, the entries in the second. Three
+    // entries a file: a roll every record (a key and a unique key).
+    let config = StoreConfig {
+        max_hash_slot_num: 1000,
+        max_index_num: 4,
+        ..small_config(dir.path(), 64 * 1024)
+    };
+    let expected = |files: &[(String, Vec<bool>)]| {
+        let last = files.len() - 1;
+        files
+            .iter()
+            .enumerate()
+            .all(|(k, (_, locked))| match k == last {
+                true => *locked == [true, false],
+                false => locked.iter().all(|l| !l),
+            })
+    };
+    let store = MessageStore::open(config.clone()).unwrap();
+    for i in 0..4 {
+        let keys = format!("k{i}");
+        let uniq = format!("UNIQ-{i}");
+        store
+            .put_message(message("T", 0, "m", props(None, Some(&keys), Some(&uniq))))
+            .await;
+    }
+    settle(&store);
+    let files = locked_by_file(&index_dir);
+    assert_eq!(files.len(), 4, "{files:?}");
+    assert!(expected(&files), "{files:?}");
+    store.shutdown();
+    drop(store);
+
+    let store = MessageStore::open(config).unwrap();
+    let files = locked_by_file(&index_dir);
+    assert_eq!(files.len(), 4, "{files:?}");
+    assert!(expected(&files), "{files:?}");
+    store.shutdown();
+}

@@ -188,6 +188,21 @@ impl IndexFile {
         HEADER_SIZE + (hash as u32 % self.slots) as usize * 4
     }
 
+    /// Keeps the slot table in memory while this file takes new entries
+    /// ([`MappedFile::keep_resident`]). Every key reads and writes a slot at random,
+    /// and the dispatcher often runs on the thread that appended the message: a slot
+    /// page the kernel had reclaimed (the table is clean after writeback, and a store
+    /// larger than memory evicts all day) made that thread wait for a disk read, and
+    /// every connection it served with it.
+    pub(crate) fn keep_slots_resident(&self) -> std::io::Result<()> {
+        self.file.keep_resident(0, self.slots_end())
+    }
+
+    /// The slot table may be reclaimed again: the file is full, only lookups read it.
+    pub(crate) fn release_slots(&self) {
+        self.file.release_resident(0, self.slots_end());
+    }
+
     /// Where the slot table ends and the entries begin.
     fn slots_end(&self) -> usize {
         HEADER_SIZE + self.slots as usize * 4
