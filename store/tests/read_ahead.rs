@@ -137,10 +137,13 @@ async fn consume_queues_write_without_read_ahead_and_index_files_never_read_ahea
     assert_eq!(queue, expected);
 
     let index = advice_by_file(&dir.path().join("index"));
-    // 200 entries a file (`small_config`), one per key.
+    // 200 entries a file (`small_config`), one per key. The newest file's mapping is
+    // split where its slot table, kept in memory, ends: random read on both parts.
     assert!(index.len() >= 10, "{index:?}");
     assert!(
-        index.iter().all(|(_, advice)| *advice == [true]),
+        index
+            .iter()
+            .all(|(_, advice)| !advice.is_empty() && advice.iter().all(|rr| *rr)),
         "{index:?}"
     );
     store.shutdown();
