@@ -111,16 +111,18 @@ impl IndexService {
     }
 
     /// Keeps the slot table of the file that takes new entries in memory
-    /// ([`IndexFile::keep_slots_resident`]); without the permission, warns once and
-    /// goes on as before.
+    /// ([`IndexFile::keep_slots_resident`]); without the permission, warns once for
+    /// this store and goes on as before.
     fn keep_slots_resident(&self, file: &IndexFile) {
         if let Err(e) = file.keep_slots_resident() {
             if !self.resident_refused.swap(true, Ordering::Relaxed) {
+                let bytes = IndexFile::file_size(self.slots, 0);
                 tracing::warn!(
                     error = %e,
                     path = %file.path().display(),
-                    bytes = IndexFile::file_size(self.slots, 0),
-                    "cannot keep the index's slot table in memory: under memory pressure the kernel may evict it, and dispatching a message then waits for a disk read; allow the broker to lock that many bytes (ulimit -l, LimitMEMLOCK=) or lower maxHashSlotNum"
+                    bytes,
+                    "cannot keep the index's slot table in memory: under memory pressure the kernel may evict it, and dispatching a message then waits for a disk read; let the broker lock that many bytes (ulimit -l {} in KiB, systemd LimitMEMLOCK=, docker --ulimit memlock=, or CAP_IPC_LOCK) or lower maxHashSlotNum",
+                    bytes.div_ceil(1024)
                 );
             }
         }
@@ -228,11 +230,13 @@ impl IndexService {
             end_ts,
         )?);
         sync_dir(&self.dir)?;
-        self.keep_slots_resident(&file);
-        self.files.write_locked().push(Arc::clone(&file));
+        // The full file's table first, so that one table's worth of locked memory is
+        // always enough.
         if let Some(p) = previous {
             p.release_slots();
         }
+        self.keep_slots_resident(&file);
+        self.files.write_locked().push(Arc::clone(&file));
         Ok(file)
     }
 
