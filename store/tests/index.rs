@@ -241,38 +241,10 @@ fn can_lock_a_page() -> std::io::Result<()> {
 }
 
 /// Per index file mapped by this process from `dir`, in name order: for each of its
-/// mappings (the kernel splits a file's mapping where locking changes), whether its
-/// pages are kept in memory (`lo` among the mapping's VmFlags in `/proc/self/smaps`).
+/// mappings, whether its pages are kept in memory.
 #[cfg(target_os = "linux")]
 fn locked_by_file(dir: &std::path::Path) -> Vec<(String, Vec<bool>)> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-    let mut files: Vec<(String, Vec<bool>)> = Vec::new();
-    let mut current: Option<String> = None;
-    for line in smaps.lines() {
-        if let Some(flags) = line.strip_prefix("VmFlags:") {
-            if let Some(name) = current.take() {
-                let locked = flags.split_whitespace().any(|f| f == "lo");
-                match files.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, v)) => v.push(locked),
-                    None => files.push((name, vec![locked])),
-                }
-            }
-        } else if line
-            .split_whitespace()
-            .next()
-            .is_some_and(|range| range.contains('-') && !range.ends_with(':'))
-        {
-            current = line
-                .split_whitespace()
-                .nth(5)
-                .map(std::path::Path::new)
-                .filter(|p| p.parent() == Some(dir))
-                .and_then(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned());
-        }
-    }
-    files.sort();
-    files
+    common::vm_flag_by_file(dir, "lo")
 }
 
 /// The slot table of the index file taking new entries stays in memory, and only

@@ -18,33 +18,9 @@ const FILE: usize = 64 * 1024;
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Per file mapped by this process from `dir`: its name and, for each of its
-/// mappings (a file's mapping is split where the advice changes), whether random
-/// read is advised.
+/// mappings, whether random read is advised.
 fn advice_by_file(dir: &Path) -> Vec<(String, Vec<bool>)> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-    let mut files: Vec<(String, Vec<bool>)> = Vec::new();
-    let mut current: Option<String> = None;
-    for line in smaps.lines() {
-        if let Some(flags) = line.strip_prefix("VmFlags:") {
-            if let Some(name) = current.take() {
-                let rr = flags.split_whitespace().any(|f| f == "rr");
-                match files.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, v)) => v.push(rr),
-                    None => files.push((name, vec![rr])),
-                }
-            }
-        } else if is_mapping_header(line) {
-            current = line
-                .split_whitespace()
-                .nth(5)
-                .map(Path::new)
-                .filter(|p| p.parent() == Some(dir))
-                .and_then(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned());
-        }
-    }
-    files.sort();
-    files
+    common::vm_flag_by_file(dir, "rr")
 }
 
 /// Files the writer has left: read-ahead throughout. The file being written: off
@@ -57,16 +33,6 @@ fn as_expected(files: &[(String, Vec<bool>)], last: &str) -> bool {
             std::cmp::Ordering::Less => *advice == [false],
             std::cmp::Ordering::Equal => *advice == [true] || *advice == [false, true],
             std::cmp::Ordering::Greater => *advice == [true],
-        })
-}
-
-/// `start-end perms offset dev inode [path]`, as opposed to `Key: value` lines.
-fn is_mapping_header(line: &str) -> bool {
-    line.split_whitespace()
-        .next()
-        .and_then(|range| range.split_once('-'))
-        .is_some_and(|(a, b)| {
-            usize::from_str_radix(a, 16).is_ok() && usize::from_str_radix(b, 16).is_ok()
         })
 }
 

@@ -100,3 +100,46 @@ pub fn pull_all(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<Bytes> 
         offset = r.next_begin_offset;
     }
 }
+
+/// Per file mapped by this process from `dir`, in name order: for each of its mappings
+/// (the kernel splits a file's mapping where its advice or locking changes), whether
+/// `flag` is among the mapping's VmFlags in `/proc/self/smaps` ("rr": random read
+/// advised; "lo": pages kept in memory).
+#[cfg(target_os = "linux")]
+pub fn vm_flag_by_file(dir: &Path, flag: &str) -> Vec<(String, Vec<bool>)> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut files: Vec<(String, Vec<bool>)> = Vec::new();
+    let mut current: Option<String> = None;
+    for line in smaps.lines() {
+        if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if let Some(name) = current.take() {
+                let set = flags.split_whitespace().any(|f| f == flag);
+                match files.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, v)) => v.push(set),
+                    None => files.push((name, vec![set])),
+                }
+            }
+        } else if is_mapping_header(line) {
+            current = line
+                .split_whitespace()
+                .nth(5)
+                .map(Path::new)
+                .filter(|p| p.parent() == Some(dir))
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Whether an smaps line starts a mapping (`start-end perms ...`, hex addresses).
+#[cfg(target_os = "linux")]
+fn is_mapping_header(line: &str) -> bool {
+    line.split_whitespace()
+        .next()
+        .and_then(|range| range.split_once('-'))
+        .is_some_and(|(a, b)| {
+            usize::from_str_radix(a, 16).is_ok() && usize::from_str_radix(b, 16).is_ok()
+        })
+}
