@@ -43,6 +43,10 @@ pub(crate) enum Prealloc {
 
 pub(crate) const PAGE_SIZE: usize = 4096;
 
+/// What [`MappedFile::zero_fill`] writes from: the pre-fault thread fills a 64 KiB
+/// chunk per call, one `pwrite`.
+static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+
 /// The 20-digit zero-padded file name of a start offset.
 pub(crate) fn offset_file_name(offset: i64) -> String {
     format!("{offset:020}")
@@ -279,19 +283,19 @@ impl MappedFile {
     }
 
     /// Writes zeros over the whole pages of `from..to` that lie within the reserved
-    /// blocks with `pwrite`, `zeros` (all zero bytes) at a time: the cheapest way to
-    /// bring new pages into the page cache (see `commitlog::prefault`).
+    /// blocks with `pwrite`, [`ZEROS`] at a time: the cheapest way to bring new pages
+    /// into the page cache (see `commitlog::prefault`).
     ///
     /// # Safety
     /// Nothing is written to `from..to` meanwhile and nothing there is read as data:
     /// it lies past every byte written.
-    pub(crate) unsafe fn zero_fill(&self, from: usize, to: usize, zeros: &[u8]) -> Result<()> {
+    pub(crate) unsafe fn zero_fill(&self, from: usize, to: usize) -> Result<()> {
         use std::os::unix::fs::FileExt;
         let to = to.min(self.size).min(self.reserved()) / PAGE_SIZE * PAGE_SIZE;
         let mut at = from.next_multiple_of(PAGE_SIZE);
-        while at < to && !zeros.is_empty() {
-            let n = (to - at).min(zeros.len());
-            self.with_file(|f| f.write_all_at(&zeros[..n], at as u64))
+        while at < to {
+            let n = (to - at).min(ZEROS.len());
+            self.with_file(|f| f.write_all_at(&ZEROS[..n], at as u64))
                 .map_err(|e| StoreError::io("zero-fill", &self.path, e))?;
             at += n;
         }
@@ -329,15 +333,13 @@ impl MappedFile {
     /// file, for consumers reading old messages back from disk. A failure only costs
     /// speed.
     pub(crate) fn set_read_ahead(&self, from: usize, to: usize, on: bool) {
-        let start = from - from % PAGE_SIZE;
-        let end = to.min(self.size);
-        if start < end {
+        if let Some((start, len)) = self.page_range(from, to) {
             let advice = if on {
                 memmap2::Advice::Normal
             } else {
                 memmap2::Advice::Random
             };
-            let _ = self.map.advise_range(advice, start, end - start);
+            let _ = self.map.advise_range(advice, start, len);
         }
     }
 

@@ -64,7 +64,7 @@ impl CommitLog {
     /// Zero-fills `from..to` of `file` (whole pages), a [`ZERO_CHUNK`] at a time, up to
     /// the first chunk that a writer's announced write comes within [`ZERO_MARGIN`]
     /// of; see the module doc.
-    fn zero_ahead(&self, file: &MappedFile, from: usize, to: usize, zeros: &[u8]) {
+    fn zero_ahead(&self, file: &MappedFile, from: usize, to: usize) {
         let mut at = from.next_multiple_of(crate::mapped_file::PAGE_SIZE);
         while at < to {
             let end = (at + ZERO_CHUNK).min(to);
@@ -74,9 +74,7 @@ impl CommitLog {
             // writer's announced end is at or past.
             let filled = self
                 .zero_fence
-                .fill_if_clear(start, ZERO_MARGIN, || unsafe {
-                    file.zero_fill(at, end, zeros)
-                });
+                .fill_if_clear(start, ZERO_MARGIN, || unsafe { file.zero_fill(at, end) });
             match filled {
                 Some(Ok(())) => at = end,
                 Some(Err(e)) => {
@@ -175,14 +173,10 @@ impl CommitLog {
             // a wake-up maps in up to half the lead, milliseconds of page zeroing, and
             // a thread woken meanwhile (a connection's reader, the consumer's pull)
             // waited for the scheduler to take the core from this one.
-            if progress.zeros.is_empty() {
-                // Only ever read from.
-                progress.zeros = vec![0; PIECE];
-            }
             let mut at = from_pos;
             while at < to_pos {
                 let piece_end = (at + PIECE).min(to_pos);
-                self.zero_ahead(&file, at, piece_end, &progress.zeros);
+                self.zero_ahead(&file, at, piece_end);
                 file.prefault(at, piece_end);
                 at = piece_end;
                 std::thread::yield_now();
@@ -224,8 +218,6 @@ struct Progress {
     frontier: Option<i64>,
     /// The start of the next file last asked for.
     asked: Option<i64>,
-    /// What pages are zero-filled from, a piece long (allocated on first use).
-    zeros: Vec<u8>,
 }
 
 /// The helper thread body.
