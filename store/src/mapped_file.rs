@@ -273,12 +273,10 @@ impl MappedFile {
     /// the reserved blocks: a page mapped in writable past them could be one the file
     /// system has no room for.
     pub(crate) fn prefault(&self, from: usize, to: usize) {
-        let to = to.min(self.size).min(self.reserved());
-        let start = from - from % PAGE_SIZE;
-        if to > start {
+        if let Some((start, len)) = self.page_range(from, to.min(self.reserved())) {
             let _ = self
                 .map
-                .advise_range(memmap2::Advice::PopulateWrite, start, to - start);
+                .advise_range(memmap2::Advice::PopulateWrite, start, len);
         }
     }
 
